@@ -1,0 +1,35 @@
+// `callscope info TRACE`: the program, its processes, threads and modules,
+// how it ended, and any damage found in the file.
+#include <cstdio>
+
+#include "cli/command.h"
+#include "format/trace_reader.h"
+#include "views/info_view.h"
+
+namespace callscope::cli {
+
+Command info_command() {
+  return {"info", "Show what a trace holds: program, processes, threads, modules, how it ended",
+          [](CLI::App& app) -> Runner {
+            struct Opts {
+              std::string trace;
+              std::string format = "text";
+            };
+            auto o = std::make_shared<Opts>();
+            app.add_option("trace", o->trace, "Trace file")->required();
+            app.add_option("--format", o->format, "Output format: text or json")
+                ->check(CLI::IsMember({"text", "json"}))
+                ->default_str("text");
+            return [o]() -> Result<int> {
+              auto trace = format::TraceReader::open(o->trace);
+              if (!trace) return trace.error();
+              if (o->format == "json")
+                std::printf("%s\n", views::info_json(**trace).dump(2).c_str());
+              else
+                views::print_info_text(**trace, stdout);
+              return 0;
+            };
+          }};
+}
+
+}  // namespace callscope::cli

@@ -1,0 +1,216 @@
+// `callscope record`: run a program with the runtime preloaded, wait for it
+// and its descendants, and turn the raw session into a trace file.
+//
+// The program keeps its stdin, stdout and stderr; Ctrl-C and Ctrl-\ reach it
+// (not us) through the terminal; SIGTERM and SIGHUP sent to us are passed on.
+// We exit as it did: with its exit code, or by the same signal.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cli/command.h"
+#include "cli/record_support.h"
+#include "format/finalize.h"
+#include "format/trace_format.h"
+
+namespace callscope::cli {
+namespace {
+
+namespace fmt = callscope::format;
+
+struct RecordOptions {
+  std::string output = "callscope.trace";
+  bool force = false;
+  bool keep_raw = false;
+  int level = 6;
+  std::vector<std::string> command;
+};
+
+volatile sig_atomic_t g_child = 0;
+
+void forward_signal(int sig) {
+  if (g_child > 0) ::kill(g_child, sig);
+}
+
+// Runs argv with the runtime preloaded; returns the child's pid.
+Result<pid_t> spawn(const std::string& program, const std::vector<std::string>& argv,
+                    const std::string& runtime, const std::string& session) {
+  int pipefd[2];
+  if (::pipe2(pipefd, O_CLOEXEC) != 0) return system_error("pipe", errno);
+  std::string preload = runtime;
+  if (const char* old = ::getenv("LD_PRELOAD"); old && *old) preload += std::string(":") + old;
+  const pid_t pid = ::fork();
+  if (pid < 0) return system_error("fork", errno);
+  if (pid == 0) {
+    ::close(pipefd[0]);
+    ::setenv("LD_PRELOAD", preload.c_str(), 1);
+    ::setenv("CALLSCOPE_DIR", session.c_str(), 1);
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execv(program.c_str(), args.data());
+    const int e = errno;
+    ssize_t ignored = ::write(pipefd[1], &e, sizeof e);
+    (void)ignored;
+    ::_exit(127);
+  }
+  ::close(pipefd[1]);
+  int child_errno = 0;
+  ssize_t n;
+  do n = ::read(pipefd[0], &child_errno, sizeof child_errno);
+  while (n < 0 && errno == EINTR);
+  ::close(pipefd[0]);
+  if (n == sizeof child_errno) {
+    ::waitpid(pid, nullptr, 0);
+    return system_error("cannot execute '" + program + "'", child_errno);
+  }
+  return pid;
+}
+
+fmt::RawChildStatus status_of(pid_t pid, int status, bool is_main) {
+  fmt::RawChildStatus cs{};
+  cs.pid = static_cast<uint32_t>(pid);
+  cs.is_main = is_main;
+  if (WIFEXITED(status)) {
+    cs.how = static_cast<uint32_t>(fmt::ExitHow::kExited);
+    cs.code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    cs.how = static_cast<uint32_t>(fmt::ExitHow::kSignaled);
+    cs.signal = WTERMSIG(status);
+    cs.core_dumped = WCOREDUMP(status) ? 1 : 0;
+  }
+  cs.mono_ns = fmt::sample_clocks().mono_ns;
+  return cs;
+}
+
+Result<int> run_record(const RecordOptions& o) {
+  if (o.command.empty()) return Error("no program given: callscope record [-o FILE] -- PROGRAM [ARGS...]");
+  CALLSCOPE_CHECK(check_output_path(o.output, o.force));
+  CALLSCOPE_TRY(std::string program, find_program(o.command.front()));
+  CALLSCOPE_TRY(std::string runtime, find_runtime());
+  if (instrumentation_of(program) == Instrumentation::kNone)
+    std::fprintf(stderr,
+                 "callscope record: warning: '%s' has no -finstrument-functions hooks; running it anyway "
+                 "(only instrumented libraries it loads will be recorded)\n",
+                 program.c_str());
+  CALLSCOPE_TRY(std::string session, make_session_dir(o.output));
+  SessionLog log(session);
+  CALLSCOPE_CHECK(log.open());
+  log.write_recorder_info(o.command);
+  log.write_calibration();
+
+  // Descendants whose parent dies are handed to us, so we learn how they end.
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  struct sigaction ignore {}, fwd {}, old_int {}, old_quit {}, old_term {}, old_hup {};
+  ignore.sa_handler = SIG_IGN;
+  fwd.sa_handler = forward_signal;
+  ::sigaction(SIGINT, &ignore, &old_int);
+  ::sigaction(SIGQUIT, &ignore, &old_quit);
+  ::sigaction(SIGTERM, &fwd, &old_term);
+  ::sigaction(SIGHUP, &fwd, &old_hup);
+  auto restore = [&] {
+    ::sigaction(SIGINT, &old_int, nullptr);
+    ::sigaction(SIGQUIT, &old_quit, nullptr);
+    ::sigaction(SIGTERM, &old_term, nullptr);
+    ::sigaction(SIGHUP, &old_hup, nullptr);
+  };
+  // The child must start with default dispositions for the signals we ignore.
+  ::sigaction(SIGINT, &old_int, nullptr);
+  ::sigaction(SIGQUIT, &old_quit, nullptr);
+  auto child = spawn(program, o.command, runtime, session);
+  ::sigaction(SIGINT, &ignore, nullptr);
+  ::sigaction(SIGQUIT, &ignore, nullptr);
+  if (!child) {
+    restore();
+    remove_tree(session);
+    return child.error();
+  }
+  g_child = *child;
+
+  int main_status = 0;
+  for (;;) {
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, 0);
+    if (pid < 0) {
+      if (errno == EINTR) continue;
+      break;  // ECHILD: nobody left
+    }
+    const bool is_main = pid == *child;
+    if (is_main) main_status = status;
+    log.write_child_status(status_of(pid, status, is_main));
+  }
+  g_child = 0;
+  restore();
+  log.write_calibration();
+  log.close();
+
+  fmt::FinalizeOptions fo;
+  fo.zstd_level = o.level;
+  auto sum = fmt::finalize_session(session, o.output, fo);
+  if (!sum) {
+    std::fprintf(stderr, "callscope record: %s\n", sum.error().context("cannot write the trace").message().c_str());
+    std::fprintf(stderr, "callscope record: the raw events are kept in '%s'; retry with 'callscope finish %s -o %s'\n",
+                 session.c_str(), session.c_str(), o.output.c_str());
+    return 1;
+  }
+  print_summary("record", *sum, o.output);
+  if (!o.keep_raw) remove_tree(session);
+
+  // Exit as the program did.
+  if (WIFSIGNALED(main_status)) {
+    const int sig = WTERMSIG(main_status);
+    struct rlimit no_core {0, 0};
+    ::setrlimit(RLIMIT_CORE, &no_core);
+    ::signal(sig, SIG_DFL);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, sig);
+    ::sigprocmask(SIG_UNBLOCK, &set, nullptr);
+    ::raise(sig);
+    return 128 + sig;
+  }
+  return WIFEXITED(main_status) ? WEXITSTATUS(main_status) : 1;
+}
+
+}  // namespace
+
+Command record_command() {
+  return {"record", "Run a program compiled with -finstrument-functions and record every call",
+          [](CLI::App& app) -> Runner {
+            auto o = std::make_shared<RecordOptions>();
+            app.add_option("-o,--output", o->output, "Trace file to write")->default_str("callscope.trace");
+            app.add_flag("-f,--force", o->force, "Overwrite the output file if it exists");
+            app.add_flag("--keep-raw", o->keep_raw, "Keep the raw session directory next to the trace");
+            app.add_option("--level", o->level, "zstd compression level of the trace (1-19)")
+                ->check(CLI::Range(1, 19))
+                ->default_str("6");
+            // Everything from PROGRAM on belongs to the program, options too.
+            app.prefix_command();
+            app.footer(
+                "The program's stdin, stdout, stderr, exit status and signals pass through.\n"
+                "Forked children and exec'd programs are recorded too; record waits for\n"
+                "every descendant to end. The runtime library is found next to callscope\n"
+                "(../lib/libcallscope-rt.so) or at $CALLSCOPE_RUNTIME.\n"
+                "Usage: callscope record [OPTIONS] [--] PROGRAM [ARGS...]\n"
+                "Example: callscope record -o app.trace -- ./app arg1 arg2");
+            return [o, &app]() {
+              // CLI11 hands the arguments after PROGRAM to the parent app.
+              o->command = app.remaining();
+              if (o->command.empty() && app.get_parent()) o->command = app.get_parent()->remaining();
+              if (!o->command.empty() && o->command.front() == "--") o->command.erase(o->command.begin());
+              return run_record(*o);
+            };
+          }};
+}
+
+}  // namespace callscope::cli

@@ -1,0 +1,219 @@
+#include "cli/record_support.h"
+
+#include <fcntl.h>
+#include <ftw.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace callscope::cli {
+
+namespace fmt = callscope::format;
+
+namespace {
+
+std::string dir_of(const std::string& path) {
+  auto slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+std::string self_dir() {
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return ".";
+  buf[n] = '\0';
+  return dir_of(buf);
+}
+
+}  // namespace
+
+Status check_output_path(const std::string& path, bool force) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) return Error("output '" + path + "' is a directory");
+    if (!force) return Error("output '" + path + "' exists; use --force to overwrite it, or -o to choose another name");
+  }
+  const std::string dir = dir_of(path);
+  if (::stat(dir.c_str(), &st) != 0) return system_error("cannot write '" + path + "': directory '" + dir + "'", errno);
+  if (!S_ISDIR(st.st_mode)) return Error("cannot write '" + path + "': '" + dir + "' is not a directory");
+  if (::access(dir.c_str(), W_OK) != 0) return system_error("cannot write '" + path + "'", errno);
+  return ok_status();
+}
+
+Result<std::string> find_program(const std::string& name) {
+  auto usable = [](const std::string& p) -> int {
+    struct stat st {};
+    if (::stat(p.c_str(), &st) != 0) return ENOENT;
+    if (S_ISDIR(st.st_mode)) return EISDIR;
+    return ::access(p.c_str(), X_OK) == 0 ? 0 : EACCES;
+  };
+  if (name.find('/') != std::string::npos) {
+    const int e = usable(name);
+    if (e == ENOENT) return Error("program '" + name + "' not found");
+    if (e) return system_error("cannot run '" + name + "'", e);
+    return name;
+  }
+  const char* path = ::getenv("PATH");
+  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    size_t end = dirs.find(':', start);
+    if (end == std::string::npos) end = dirs.size();
+    std::string d = dirs.substr(start, end - start);
+    if (d.empty()) d = ".";
+    const std::string cand = d + "/" + name;
+    if (usable(cand) == 0) return cand;
+    start = end + 1;
+  }
+  return Error("program '" + name + "' not found in PATH");
+}
+
+Result<std::string> find_runtime() {
+  if (const char* env = ::getenv("CALLSCOPE_RUNTIME"); env && *env) {
+    if (::access(env, R_OK) != 0) return system_error("CALLSCOPE_RUNTIME='" + std::string(env) + "'", errno);
+    char real[PATH_MAX];
+    return std::string(::realpath(env, real) ? real : env);
+  }
+  const std::string dir = self_dir();
+  for (const std::string& cand : {dir + "/../lib/libcallscope-rt.so", dir + "/libcallscope-rt.so",
+                                 dir + "/../lib/callscope/libcallscope-rt.so"}) {
+    char real[PATH_MAX];
+    if (::access(cand.c_str(), R_OK) == 0 && ::realpath(cand.c_str(), real)) return std::string(real);
+  }
+  return Error("cannot find the runtime libcallscope-rt.so next to callscope (" + dir +
+               "/../lib); set CALLSCOPE_RUNTIME to its path");
+}
+
+Instrumentation instrumentation_of(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Instrumentation::kUnknown;
+  elf_version(EV_CURRENT);
+  Elf* elf = elf_begin(fd, ELF_C_READ, nullptr);
+  Instrumentation result = Instrumentation::kUnknown;
+  if (elf && elf_kind(elf) == ELF_K_ELF) {
+    result = Instrumentation::kNone;
+    Elf_Scn* scn = nullptr;
+    while ((scn = elf_nextscn(elf, scn)) != nullptr && result == Instrumentation::kNone) {
+      GElf_Shdr sh;
+      if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB) || sh.sh_entsize == 0)
+        continue;
+      Elf_Data* data = elf_getdata(scn, nullptr);
+      if (!data) continue;
+      const size_t n = sh.sh_size / sh.sh_entsize;
+      for (size_t i = 0; i < n; ++i) {
+        GElf_Sym sym;
+        if (!gelf_getsym(data, static_cast<int>(i), &sym)) continue;
+        const char* name = elf_strptr(elf, sh.sh_link, sym.st_name);
+        if (name && std::strcmp(name, "__cyg_profile_func_enter") == 0) {
+          result = Instrumentation::kCygProfile;
+          break;
+        }
+      }
+    }
+  }
+  if (elf) elf_end(elf);
+  ::close(fd);
+  return result;
+}
+
+Result<std::string> make_session_dir(const std::string& output) {
+  std::string tmpl = output + ".raw.XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  if (!::mkdtemp(buf.data())) return system_error("cannot create a session directory '" + tmpl + "'", errno);
+  char real[PATH_MAX];
+  if (!::realpath(buf.data(), real)) return system_error("realpath", errno);
+  return std::string(real);
+}
+
+void remove_tree(const std::string& dir) {
+  ::nftw(
+      dir.c_str(),
+      [](const char* p, const struct stat*, int, struct FTW*) { return ::remove(p) == 0 ? 0 : 0; }, 16,
+      FTW_DEPTH | FTW_PHYS);
+}
+
+Status SessionLog::open() {
+  const std::string path = session_ + "/recorder.meta";
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);
+  if (fd_ < 0) return system_error("cannot create '" + path + "'", errno);
+  fmt::RawFileHeader fh{};
+  std::memcpy(fh.magic, fmt::kRawMetaMagic, sizeof fh.magic);
+  fh.version = fmt::kRawVersion;
+  write(fmt::RawMetaType::kFileHeader, &fh, sizeof fh);
+  return ok_status();
+}
+
+void SessionLog::write(fmt::RawMetaType type, const void* body, size_t size, const std::string& extra) {
+  if (fd_ < 0) return;
+  const size_t raw = sizeof(fmt::RawMetaHeader) + size + extra.size();
+  const size_t padded = (raw + 7) & ~size_t{7};
+  std::vector<uint8_t> buf(padded, 0);
+  fmt::RawMetaHeader h{static_cast<uint32_t>(type), static_cast<uint32_t>(padded)};
+  std::memcpy(buf.data(), &h, sizeof h);
+  std::memcpy(buf.data() + sizeof h, body, size);
+  std::memcpy(buf.data() + sizeof h + size, extra.data(), extra.size());
+  ssize_t ignored = ::write(fd_, buf.data(), buf.size());
+  (void)ignored;
+}
+
+void SessionLog::write_recorder_info(const std::vector<std::string>& argv) {
+  char cwd[PATH_MAX];
+  std::string c = ::getcwd(cwd, sizeof cwd) ? cwd : "";
+  std::string cmdline;
+  for (const std::string& a : argv) cmdline += a + '\0';
+  fmt::RawRecorderInfo ri{};
+  timespec ts{};
+  if (::clock_gettime(CLOCK_REALTIME, &ts) == 0)
+    ri.start_realtime_ns = static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+  ri.cwd_len = static_cast<uint32_t>(c.size());
+  ri.cmdline_len = static_cast<uint32_t>(cmdline.size());
+  write(fmt::RawMetaType::kRecorderInfo, &ri, sizeof ri, c + cmdline);
+}
+
+void SessionLog::write_calibration() {
+  const fmt::ClockPair p = fmt::sample_clocks();
+  fmt::RawCalibration c{p.tsc, p.mono_ns};
+  write(fmt::RawMetaType::kCalibration, &c, sizeof c);
+}
+
+void SessionLog::write_child_status(const fmt::RawChildStatus& status) {
+  write(fmt::RawMetaType::kChildStatus, &status, sizeof status);
+}
+
+void SessionLog::close() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+void print_summary(const char* command, const fmt::FinalizeSummary& sum, const std::string& output) {
+  for (const std::string& w : sum.warnings) std::fprintf(stderr, "callscope %s: warning: %s\n", command, w.c_str());
+  if (sum.calls == 0)
+    std::fprintf(stderr,
+                 "callscope %s: no instrumented function was called: compile the program with "
+                 "-finstrument-functions (the trace holds no calls)\n",
+                 command);
+  std::fprintf(stderr, "callscope %s: %llu calls in %u thread%s of %u process%s -> %s (%llu bytes",
+               command, static_cast<unsigned long long>(sum.calls), sum.threads, sum.threads == 1 ? "" : "s",
+               sum.processes, sum.processes == 1 ? "" : "es", output.c_str(),
+               static_cast<unsigned long long>(sum.file_bytes));
+  if (sum.calls) std::fprintf(stderr, ", %.2f bytes/call", static_cast<double>(sum.file_bytes) / static_cast<double>(sum.calls));
+  std::fprintf(stderr, ")\n");
+  if (sum.lost)
+    std::fprintf(stderr, "callscope %s: warning: %llu events were lost (no space for them); the trace marks where\n",
+                 command, static_cast<unsigned long long>(sum.lost));
+  if (sum.torn)
+    std::fprintf(stderr, "callscope %s: %llu event%s half-written when a process died were left out\n", command,
+                 static_cast<unsigned long long>(sum.torn), sum.torn == 1 ? "" : "s");
+}
+
+}  // namespace callscope::cli

@@ -1,0 +1,333 @@
+#include "format/finalize.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <map>
+
+#include "format/raw_session.h"
+#include "format/trace_writer.h"
+
+namespace callscope::format {
+namespace {
+
+uint64_t mono_now() {
+  timespec ts;
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+struct Calibration {
+  ClockKind clock = ClockKind::kMonotonic;
+  double ticks_per_ns = 1.0;
+  uint64_t origin = 0;          // absolute clock value of trace tick 0
+  uint64_t origin_mono_ns = 0;
+};
+
+// Fits ticks per ns through the two (tick, mono) pairs farthest apart. The
+// TSC runs on after the program, so a pair sampled now gives a long baseline
+// even for a program that was killed before it could write a second one.
+Calibration calibrate(const RawSession& s) {
+  Calibration c;
+  std::vector<RawCalibration> pairs = s.calibrations;
+  uint64_t origin = ~uint64_t{0};
+  for (const RawProcess& p : s.processes) {
+    if (!p.has_start) continue;
+    c.clock = static_cast<ClockKind>(p.start.clock);
+    origin = std::min(origin, p.start.base_tick);
+    pairs.push_back({p.start.calib_tick, p.start.calib_mono_ns});
+    pairs.insert(pairs.end(), p.calibrations.begin(), p.calibrations.end());
+  }
+  if (c.clock == ClockKind::kTsc) {
+    ClockPair now = sample_clocks();
+    pairs.push_back({now.tsc, now.mono_ns});
+  }
+  if (origin == ~uint64_t{0}) origin = pairs.empty() ? 0 : pairs.front().tick;
+  c.origin = origin;
+  if (c.clock == ClockKind::kMonotonic) {
+    c.ticks_per_ns = 1.0;
+    c.origin_mono_ns = origin;
+    return c;
+  }
+  auto [lo, hi] = std::minmax_element(pairs.begin(), pairs.end(), [](const RawCalibration& a, const RawCalibration& b) {
+    return a.mono_ns < b.mono_ns;
+  });
+  if (lo != pairs.end() && hi->mono_ns > lo->mono_ns && hi->tick > lo->tick)
+    c.ticks_per_ns = static_cast<double>(hi->tick - lo->tick) / static_cast<double>(hi->mono_ns - lo->mono_ns);
+  const RawCalibration& ref = *lo;
+  c.origin_mono_ns = ref.mono_ns - static_cast<uint64_t>(static_cast<double>(ref.tick - origin) / c.ticks_per_ns);
+  return c;
+}
+
+struct ThreadOutcome {
+  ThreadRecord record{};
+  std::string name;
+};
+
+// Re-encodes one raw thread stream: exits get their frames from a shadow
+// stack, a lost-events record closes every open frame (the runtime re-opens
+// them right after, as kEntryInherited), and frames still open at the end are
+// closed as truncated at the thread's last known tick.
+Status encode_thread(RawThreadFile& file, uint64_t offset, uint64_t end_hint, EventEncoder& enc,
+                     ThreadOutcome& out) {
+  std::vector<uint64_t> stack;  // open frames' addresses
+  RawEvent e;
+  uint64_t last = 0;
+  bool first = true;
+  ThreadRecord& r = out.record;
+  auto emit = [&](EventKind k, uint64_t tick, uint64_t addr, uint64_t sp, uint64_t arg) {
+    ++r.events;
+    return enc.add(k, tick, addr, sp, arg);
+  };
+  while (file.next(e)) {
+    uint64_t tick = e.tick + offset;
+    if (first) {
+      r.start_tick = std::min<uint64_t>(tick, file.header().start_tick + offset);
+      first = false;
+    }
+    if (tick < last) tick = last;  // a signal handler's events can overtake the hook it interrupted
+    last = tick;
+    switch (e.kind) {
+      case RawKind::kEntry:
+      case RawKind::kEntryInherited:
+        stack.push_back(e.addr);
+        if (e.kind == RawKind::kEntry) ++r.calls;
+        CALLSCOPE_CHECK(emit(e.kind == RawKind::kEntry ? EventKind::kEntry : EventKind::kEntryInherited, tick,
+                             e.addr, e.sp, 0));
+        break;
+      case RawKind::kExit:
+      case RawKind::kExitUnwound:
+        if (stack.empty()) {
+          CALLSCOPE_CHECK(emit(EventKind::kExitStray, tick, 0, 0, 0));
+          break;
+        }
+        stack.pop_back();
+        CALLSCOPE_CHECK(emit(e.kind == RawKind::kExit ? EventKind::kExit : EventKind::kExitUnwound, tick, 0, 0, 0));
+        break;
+      case RawKind::kExitStray:
+        CALLSCOPE_CHECK(emit(EventKind::kExitStray, tick, e.addr, 0, 0));
+        break;
+      case RawKind::kLost:
+        while (!stack.empty()) {
+          stack.pop_back();
+          CALLSCOPE_CHECK(emit(EventKind::kExitTruncated, tick, 0, 0, 0));
+        }
+        r.lost_events += e.arg;
+        CALLSCOPE_CHECK(emit(EventKind::kLost, tick, 0, 0, e.arg));
+        break;
+      case RawKind::kMark:
+        CALLSCOPE_CHECK(emit(EventKind::kMark, tick, 0, 0, e.arg));
+        break;
+      case RawKind::kSpBase:
+        break;
+    }
+  }
+  uint64_t end = last;
+  if (file.header().end_tick) end = std::max(end, file.header().end_tick + offset);
+  else if (!stack.empty() && end_hint > end)
+    end = end_hint;  // the process died with these frames open: they lasted until then
+  while (!stack.empty()) {
+    stack.pop_back();
+    CALLSCOPE_CHECK(emit(EventKind::kExitTruncated, end, 0, 0, 0));
+  }
+  // Events dropped after the last kLost record (never resynced) are only in
+  // the header's running total.
+  r.lost_events = std::max(r.lost_events, file.header().lost_events);
+  r.torn_events = file.torn_events();
+  if (first) r.start_tick = file.header().start_tick + offset;
+  r.end_tick = end;
+  return enc.flush();
+}
+
+void fill_exit(ProcessRecord& pr, ExitHow how, int32_t code, int32_t signal, uint32_t core) {
+  pr.how = static_cast<uint32_t>(how);
+  pr.code = code;
+  pr.signal = signal;
+  pr.core_dumped = core;
+}
+
+}  // namespace
+
+ClockPair sample_clocks() {
+  uint32_t lo, hi;
+  __asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+  const uint64_t mono = mono_now();
+  return {(uint64_t{hi} << 32) | lo, mono};
+}
+
+Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::string& out_path,
+                                         const FinalizeOptions& options) {
+  CALLSCOPE_TRY(RawSession s, read_raw_session(raw_dir));
+  FinalizeSummary sum;
+  sum.warnings = s.warnings;
+  const Calibration cal = calibrate(s);
+
+  FileHeader fh{};
+  std::memcpy(fh.magic, kTraceMagic, sizeof fh.magic);
+  fh.version_major = kTraceVersionMajor;
+  fh.version_minor = kTraceVersionMinor;
+  fh.header_size = sizeof fh;
+  fh.clock = static_cast<uint32_t>(cal.clock);
+  fh.ticks_per_ns = cal.ticks_per_ns;
+  fh.origin_mono_ns = cal.origin_mono_ns;
+  fh.origin_realtime_ns = s.recorder ? s.recorder->start_realtime_ns : 0;
+  for (const RawProcess& p : s.processes)
+    if (!fh.origin_realtime_ns && p.has_start) fh.origin_realtime_ns = p.start.realtime_ns;
+
+  CALLSCOPE_TRY(auto writer, TraceWriter::create(out_path, fh, options.zstd_level));
+  auto to_trace = [&](const RawProcess& p, uint64_t raw_tick) {
+    return raw_tick + (p.has_start ? p.start.base_tick - cal.origin : 0);
+  };
+  auto mono_to_tick = [&](uint64_t mono) -> uint64_t {
+    if (mono < cal.origin_mono_ns) return 0;
+    return static_cast<uint64_t>(static_cast<double>(mono - cal.origin_mono_ns) * cal.ticks_per_ns);
+  };
+
+  // Processes: exit status from the recorder (it reaped them) wins over the
+  // runtime's own exit record; an earlier incarnation of a pid ended by exec.
+  std::vector<ProcessRecord> procs;
+  StringTable proc_strings;
+  std::map<std::pair<uint32_t, uint32_t>, int32_t> index_of;  // (pid, n) -> index
+  for (size_t i = 0; i < s.processes.size(); ++i) index_of[{s.processes[i].pid, s.processes[i].incarnation}] = static_cast<int32_t>(i);
+  for (size_t i = 0; i < s.processes.size(); ++i) {
+    const RawProcess& p = s.processes[i];
+    ProcessRecord pr{};
+    pr.pid = p.pid;
+    pr.ppid = p.has_start ? p.start.ppid : 0;
+    pr.incarnation = p.incarnation;
+    pr.parent_index = -1;
+    if (p.has_start && (p.start.flags & kRawProcessForked)) {
+      auto it = index_of.find({pr.ppid, p.start.parent_n});
+      if (it != index_of.end()) pr.parent_index = it->second;
+    }
+    pr.start_tick = to_trace(p, 0);
+    pr.exe = proc_strings.add(p.exe);
+    pr.cmdline = proc_strings.add(p.cmdline);
+    const bool later_incarnation = i + 1 < s.processes.size() && s.processes[i + 1].pid == p.pid;
+    if (later_incarnation) {
+      fill_exit(pr, ExitHow::kExec, 0, 0, 0);
+      pr.end_tick = to_trace(s.processes[i + 1], 0);
+    } else {
+      if (p.exit) {
+        fill_exit(pr, static_cast<ExitHow>(p.exit->how), p.exit->code, p.exit->signal, p.exit->core_dumped);
+        pr.end_tick = to_trace(p, p.exit->tick);
+      }
+      for (const RawChildStatus& cs : s.child_statuses) {
+        if (cs.pid != p.pid) continue;
+        fill_exit(pr, static_cast<ExitHow>(cs.how), cs.code, cs.signal, cs.core_dumped);
+        pr.end_tick = std::max(pr.end_tick, mono_to_tick(cs.mono_ns));
+      }
+    }
+    procs.push_back(pr);
+  }
+
+  std::vector<ModuleRecord> mods;
+  StringTable mod_strings;
+  for (size_t i = 0; i < s.processes.size(); ++i) {
+    const RawProcess& p = s.processes[i];
+    for (const RawModuleEntry& m : p.modules) {
+      if (m.record.flags & kRawModuleUnload) {
+        for (ModuleRecord& mr : mods) {
+          if (mr.process_index == i && mr.load_bias == m.record.load_bias && mr.low == m.record.low &&
+              !(mr.flags & kModuleUnloaded)) {
+            mr.flags |= kModuleUnloaded;
+            mr.unload_tick = to_trace(p, m.record.tick);
+          }
+        }
+        continue;
+      }
+      ModuleRecord mr{};
+      mr.process_index = static_cast<uint32_t>(i);
+      mr.load_bias = m.record.load_bias;
+      mr.low = m.record.low;
+      mr.high = m.record.high;
+      mr.load_tick = to_trace(p, m.record.tick);
+      std::memcpy(mr.build_id, m.record.build_id, sizeof mr.build_id);
+      mr.build_id_len = std::min<uint32_t>(m.record.build_id_len, sizeof mr.build_id);
+      mr.path = mod_strings.add(m.path);
+      mods.push_back(mr);
+    }
+  }
+
+  // Events, thread by thread.
+  std::vector<ThreadRecord> threads;
+  StringTable thread_strings;
+  uint64_t last_tick = 0;
+  for (size_t pi = 0; pi < s.processes.size(); ++pi) {
+    const RawProcess& p = s.processes[pi];
+    for (const std::string& path : p.thread_files) {
+      auto file = RawThreadFile::open(path);
+      if (!file) {
+        sum.warnings.push_back(file.error().message());
+        continue;
+      }
+      const uint32_t index = static_cast<uint32_t>(threads.size());
+      EventEncoder enc(*writer, index);
+      ThreadOutcome out;
+      out.record.process_index = static_cast<uint32_t>(pi);
+      out.record.tid = (*file)->header().tid;
+      auto st = encode_thread(**file, to_trace(p, 0), procs[pi].end_tick, enc, out);
+      if (!st) return st.error().context("'" + path + "'");
+      ThreadRecord r = out.record;
+      r.blocks = enc.blocks();
+      if ((*file)->header().flags & kRawThreadMain) r.flags |= kThreadMain;
+      if ((*file)->header().end_tick) r.flags |= kThreadExitedCleanly;
+      const char* nm = (*file)->header().name;
+      r.name = thread_strings.add(std::string(nm, strnlen(nm, sizeof(RawThreadHeader::name))));
+      if ((*file)->bad_words())
+        sum.warnings.push_back("'" + path + "': " + std::to_string((*file)->bad_words()) + " damaged words skipped");
+      sum.events += r.events;
+      sum.calls += r.calls;
+      sum.lost += r.lost_events;
+      sum.torn += r.torn_events;
+      last_tick = std::max(last_tick, r.end_tick);
+      threads.push_back(r);
+    }
+  }
+  for (ProcessRecord& pr : procs) {
+    if (pr.end_tick == 0) {  // unknown end: the last event of its threads
+      for (const ThreadRecord& t : threads)
+        if (&procs[t.process_index] == &pr) pr.end_tick = std::max(pr.end_tick, t.end_tick);
+    }
+  }
+
+  InfoRecord info{};
+  StringTable info_strings;
+  info.start_realtime_ns = fh.origin_realtime_ns;
+  info.duration_ticks = last_tick;
+  for (const RawChildStatus& cs : s.child_statuses) {
+    if (!cs.is_main) continue;
+    info.main_pid = cs.pid;
+    info.main_how = cs.how;
+    info.main_code = cs.code;
+    info.main_signal = cs.signal;
+    info.main_core_dumped = cs.core_dumped;
+    info.duration_ticks = std::max(info.duration_ticks, mono_to_tick(cs.mono_ns));
+  }
+  if (!s.recorder && !procs.empty()) {  // no recorder: the first process is the program
+    info.main_pid = procs.front().pid;
+    info.main_how = procs.front().how;
+    info.main_code = procs.front().code;
+    info.main_signal = procs.front().signal;
+  }
+  if (sum.calls == 0) info.flags |= kInfoNotInstrumented;
+  std::string cmdline = s.recorder_cmdline;
+  if (cmdline.empty() && !s.processes.empty()) cmdline = s.processes.front().cmdline;
+  info.cmdline = info_strings.add(cmdline);
+  info.cwd = info_strings.add(s.recorder_cwd);
+  info.tool_version = info_strings.add("callscope " CALLSCOPE_VERSION_STRING);
+
+  // Metadata before and after the events: the reader indexes all blocks first.
+  CALLSCOPE_CHECK(writer->write_records(BlockType::kInfo, std::vector<InfoRecord>{info}, info_strings));
+  CALLSCOPE_CHECK(writer->write_records(BlockType::kProcesses, procs, proc_strings));
+  CALLSCOPE_CHECK(writer->write_records(BlockType::kModules, mods, mod_strings));
+  CALLSCOPE_CHECK(writer->write_records(BlockType::kThreads, threads, thread_strings));
+  EndRecord end{sum.events, writer->blocks_written() + 1};
+  CALLSCOPE_CHECK(writer->finish(end));
+  sum.processes = static_cast<uint32_t>(procs.size());
+  sum.threads = static_cast<uint32_t>(threads.size());
+  sum.file_bytes = writer->bytes_written();
+  return sum;
+}
+
+}  // namespace callscope::format

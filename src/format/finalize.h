@@ -1,0 +1,41 @@
+// Turning a raw session directory into a final trace file: what `record`
+// does once the program has ended, and what `finish` does for a session
+// whose recorder did not (the program ran without `record`, or `record` was
+// killed).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+
+namespace callscope::format {
+
+struct FinalizeOptions {
+  int zstd_level = 6;
+};
+
+struct FinalizeSummary {
+  uint32_t processes = 0;
+  uint32_t threads = 0;
+  uint64_t events = 0;
+  uint64_t calls = 0;
+  uint64_t lost = 0;
+  uint64_t torn = 0;
+  uint64_t file_bytes = 0;
+  std::vector<std::string> warnings;
+};
+
+Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::string& out_path,
+                                         const FinalizeOptions& options);
+
+// Samples the clock pair (TSC, CLOCK_MONOTONIC) the way the runtime does;
+// used by the recorder and by finalization for calibration.
+struct ClockPair {
+  uint64_t tsc;
+  uint64_t mono_ns;
+};
+ClockPair sample_clocks();
+
+}  // namespace callscope::format

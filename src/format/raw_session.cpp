@@ -1,0 +1,267 @@
+#include "format/raw_session.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "common/files.h"
+
+namespace callscope::format {
+namespace {
+
+template <class T>
+bool take(const std::vector<uint8_t>& buf, size_t off, size_t end, T& out) {
+  if (off + sizeof(T) > end || end > buf.size()) return false;
+  std::memcpy(&out, buf.data() + off, sizeof(T));
+  return true;
+}
+
+std::string take_str(const std::vector<uint8_t>& buf, size_t off, size_t len, size_t end) {
+  if (off + len > end) len = off < end ? end - off : 0;
+  return std::string(reinterpret_cast<const char*>(buf.data()) + off, len);
+}
+
+// Parses the records of a meta file; `on_record(type, body_off, end)`.
+template <class F>
+Status parse_meta(const std::string& path, std::vector<std::string>& warnings, F on_record) {
+  CALLSCOPE_TRY(auto buf, read_file_bytes(path));
+  size_t off = 0;
+  bool first = true;
+  while (off + sizeof(RawMetaHeader) <= buf.size()) {
+    RawMetaHeader h;
+    std::memcpy(&h, buf.data() + off, sizeof h);
+    if (h.size < sizeof h || h.size % 8 != 0 || off + h.size > buf.size()) {
+      warnings.push_back(path + ": damaged record at offset " + std::to_string(off) +
+                         "; the rest of the file is ignored");
+      break;
+    }
+    if (first) {
+      RawFileHeader fh;
+      if (h.type != static_cast<uint32_t>(RawMetaType::kFileHeader) ||
+          !take(buf, off + sizeof h, off + h.size, fh) ||
+          std::memcmp(fh.magic, kRawMetaMagic, sizeof fh.magic) != 0)
+        return Error("'" + path + "' is not a callscope metadata file");
+      if (fh.version != kRawVersion)
+        return Error("'" + path + "' has raw format version " + std::to_string(fh.version) +
+                     ", this callscope reads version " + std::to_string(kRawVersion));
+      first = false;
+    } else {
+      on_record(static_cast<RawMetaType>(h.type), off + sizeof h, off + h.size, buf);
+    }
+    off += h.size;
+  }
+  if (first) return Error("'" + path + "' is empty or not a callscope metadata file");
+  return ok_status();
+}
+
+Status read_process(RawProcess& p, std::vector<std::string>& warnings) {
+  std::string meta = p.dir + "/meta";
+  auto st = parse_meta(meta, warnings, [&](RawMetaType type, size_t body, size_t end,
+                                            const std::vector<uint8_t>& buf) {
+    switch (type) {
+      case RawMetaType::kProcessStart:
+        if (take(buf, body, end, p.start)) {
+          p.has_start = true;
+          size_t s = body + sizeof(RawProcessStart);
+          p.exe = take_str(buf, s, p.start.exe_len, end);
+          p.cmdline = take_str(buf, s + p.start.exe_len, p.start.cmdline_len, end);
+        }
+        break;
+      case RawMetaType::kModule: {
+        RawModuleEntry m;
+        if (take(buf, body, end, m.record)) {
+          m.path = take_str(buf, body + sizeof(RawModule), m.record.path_len, end);
+          p.modules.push_back(std::move(m));
+        }
+        break;
+      }
+      case RawMetaType::kProcessExit: {
+        RawProcessExit e;
+        if (take(buf, body, end, e)) p.exit = e;
+        break;
+      }
+      case RawMetaType::kCalibration: {
+        RawCalibration c;
+        if (take(buf, body, end, c)) p.calibrations.push_back(c);
+        break;
+      }
+      default:
+        break;  // unknown record types of later minor versions are skipped
+    }
+  });
+  if (!st) return st.error();
+  DIR* d = ::opendir(p.dir.c_str());
+  if (!d) return system_error("cannot list '" + p.dir + "'", errno);
+  while (dirent* de = ::readdir(d)) {
+    std::string name = de->d_name;
+    if (name.size() > 4 && name[0] == 't' && name.compare(name.size() - 3, 3, ".ev") == 0)
+      p.thread_files.push_back(p.dir + "/" + name);
+  }
+  ::closedir(d);
+  std::sort(p.thread_files.begin(), p.thread_files.end());
+  return ok_status();
+}
+
+}  // namespace
+
+Result<RawSession> read_raw_session(const std::string& dir) {
+  RawSession s;
+  s.dir = dir;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return system_error("cannot open session directory '" + dir + "'", errno);
+  std::vector<std::string> names;
+  while (dirent* de = ::readdir(d)) names.emplace_back(de->d_name);
+  ::closedir(d);
+
+  for (const std::string& name : names) {
+    unsigned pid = 0, n = 0;
+    char tail = 0;
+    if (std::sscanf(name.c_str(), "%u.%u%c", &pid, &n, &tail) != 2) continue;
+    RawProcess p;
+    p.dir = dir + "/" + name;
+    p.pid = pid;
+    p.incarnation = n;
+    auto st = read_process(p, s.warnings);
+    if (!st) {
+      s.warnings.push_back(st.error().message());
+      continue;
+    }
+    s.processes.push_back(std::move(p));
+  }
+  std::sort(s.processes.begin(), s.processes.end(), [](const RawProcess& a, const RawProcess& b) {
+    return a.pid != b.pid ? a.pid < b.pid : a.incarnation < b.incarnation;
+  });
+
+  std::string rec = dir + "/recorder.meta";
+  struct stat st {};
+  if (::stat(rec.c_str(), &st) == 0) {
+    auto r = parse_meta(rec, s.warnings, [&](RawMetaType type, size_t body, size_t end,
+                                              const std::vector<uint8_t>& buf) {
+      switch (type) {
+        case RawMetaType::kRecorderInfo: {
+          RawRecorderInfo ri;
+          if (take(buf, body, end, ri)) {
+            s.recorder = ri;
+            size_t o = body + sizeof ri;
+            s.recorder_cwd = take_str(buf, o, ri.cwd_len, end);
+            s.recorder_cmdline = take_str(buf, o + ri.cwd_len, ri.cmdline_len, end);
+          }
+          break;
+        }
+        case RawMetaType::kCalibration: {
+          RawCalibration c;
+          if (take(buf, body, end, c)) s.calibrations.push_back(c);
+          break;
+        }
+        case RawMetaType::kChildStatus: {
+          RawChildStatus c;
+          if (take(buf, body, end, c)) s.child_statuses.push_back(c);
+          break;
+        }
+        default:
+          break;
+      }
+    });
+    if (!r) s.warnings.push_back(r.error().message());
+  }
+  if (s.processes.empty() && !s.recorder)
+    return Error("'" + dir + "' holds no callscope session (no <pid>.<n>/meta, no recorder.meta)");
+  return s;
+}
+
+// ---- RawThreadFile ---------------------------------------------------------
+
+Result<std::unique_ptr<RawThreadFile>> RawThreadFile::open(const std::string& path) {
+  std::unique_ptr<RawThreadFile> f(new RawThreadFile());
+  f->path_ = path;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return system_error("cannot open '" + path + "'", errno);
+  struct stat st {};
+  ::fstat(fd, &st);
+  const size_t size = static_cast<size_t>(st.st_size);
+  if (size < sizeof(RawThreadHeader)) {
+    ::close(fd);
+    return Error("'" + path + "': too short for a thread header (" + std::to_string(size) + " bytes)");
+  }
+  void* m = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  const int e = errno;
+  ::close(fd);
+  if (m == MAP_FAILED) return system_error("cannot map '" + path + "'", e);
+  f->map_ = m;
+  f->map_size_ = size;
+  std::memcpy(&f->header_, m, sizeof f->header_);
+  if (std::memcmp(f->header_.magic, kRawThreadMagic, sizeof f->header_.magic) != 0)
+    return Error("'" + path + "' is not a callscope thread file");
+  if (f->header_.version != kRawVersion)
+    return Error("'" + path + "': raw version " + std::to_string(f->header_.version) + " unknown");
+  if (size > kRawThreadHeaderSize) {
+    f->words_ = reinterpret_cast<const uint64_t*>(static_cast<const uint8_t*>(m) + kRawThreadHeaderSize);
+    f->n_words_ = (size - kRawThreadHeaderSize) / 8;
+  }
+  ::madvise(m, size, MADV_SEQUENTIAL);
+  return f;
+}
+
+RawThreadFile::~RawThreadFile() {
+  if (map_) ::munmap(map_, map_size_);
+}
+
+bool RawThreadFile::next(RawEvent& e) {
+  while (i_ < n_words_) {
+    const uint64_t w0 = words_[i_];
+    if (w0 == 0) {  // unused tail of a chunk, or a slot never filled
+      ++i_;
+      continue;
+    }
+    const uint8_t k = static_cast<uint8_t>(w0 & 0xff);
+    if (!raw_kind_valid(k)) {
+      ++bad_words_;
+      ++i_;
+      continue;
+    }
+    const auto kind = static_cast<RawKind>(k);
+    const unsigned words = raw_event_words(kind);
+    if (words == 2 && (i_ + 1 >= n_words_ || words_[i_ + 1] == 0)) {
+      ++torn_;  // w0 stored, w1 not: the process died between the two stores
+      i_ += 2;
+      continue;
+    }
+    e.kind = kind;
+    e.tick = w0 >> kRawKindBits;
+    e.addr = 0;
+    e.sp = 0;
+    e.arg = 0;
+    const uint64_t w1 = words == 2 ? words_[i_ + 1] : 0;
+    i_ += words;
+    switch (kind) {
+      case RawKind::kSpBase:
+        sp_base_ = w1;
+        continue;
+      case RawKind::kEntry:
+      case RawKind::kEntryInherited: {
+        e.addr = w1 & kRawAddrMask;
+        const auto rel = static_cast<int16_t>(static_cast<uint16_t>(w1 >> 48));
+        e.sp = rel == -32768 ? 0 : sp_base_ - static_cast<int64_t>(rel) * static_cast<int64_t>(kSpUnit);
+        return true;
+      }
+      case RawKind::kExitStray:
+        e.addr = w1;
+        return true;
+      case RawKind::kLost:
+      case RawKind::kMark:
+        e.arg = w1;
+        return true;
+      default:
+        return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace callscope::format

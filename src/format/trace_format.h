@@ -1,0 +1,383 @@
+// The on-disk layout of callscope: the one header that defines every byte.
+//
+// Two layers live here:
+//  1. The *raw* layout, written by the runtime inside the traced program while
+//     it runs: one directory per process incarnation, holding an append-only
+//     metadata file and one file of fixed-width event words per thread. The
+//     thread files are file-backed MAP_SHARED memory, so whatever a thread
+//     stored before the process died (SIGSEGV, abort, _exit, SIGKILL) is in
+//     the page cache and therefore in the file.
+//  2. The *final* trace file (v1), written by `callscope record` once the
+//     program has ended: a header and a sequence of self-delimiting, checksummed
+//     blocks; event blocks are delta-encoded columns compressed with zstd.
+//
+// The runtime includes this header and nothing else of ours, so it must stay
+// free of the C++ library (plain structs and constants only).
+//
+// Version history
+//   raw 1, final 1.0 — first version (callscope 0.1).
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+namespace callscope::format {
+
+// ---------------------------------------------------------------------------
+// Shared vocabulary
+// ---------------------------------------------------------------------------
+
+// Which clock produced the ticks of a trace.
+enum class ClockKind : uint32_t {
+  kTsc = 1,        // x86 invariant TSC; calibrated to ns against CLOCK_MONOTONIC
+  kMonotonic = 2,  // clock_gettime(CLOCK_MONOTONIC) in ns (ticks == ns)
+};
+
+// ---------------------------------------------------------------------------
+// 1. Raw layout (runtime -> recorder)
+// ---------------------------------------------------------------------------
+//
+// <session dir>/                     CALLSCOPE_DIR, made by `callscope record`
+//   recorder.meta                    records written by the recorder itself
+//   <pid>.<n>/                       one process incarnation (n counts execs)
+//     meta                           RawMeta* records, appended with write(2)
+//     t<tid>.ev                      RawThreadHeader page, then event words
+
+inline constexpr uint32_t kRawVersion = 1;
+inline constexpr char kRawThreadMagic[8] = {'C', 'S', 'R', 'A', 'W', 'T', 'H', '1'};
+inline constexpr char kRawMetaMagic[8] = {'C', 'S', 'R', 'A', 'W', 'M', 'D', '1'};
+inline constexpr uint64_t kRawThreadHeaderSize = 4096;  // bytes; events start here
+
+// Raw event words. Every event starts with one 64-bit word
+//     w0 = (tick << 8) | kind      tick: 56 bits, relative to the process base
+// and kinds marked (16) carry a second word w1. An all-zero word is never an
+// event: the reader skips zero words, which are the unused tail of a chunk or a
+// slot reserved but not yet filled when the process died.
+enum class RawKind : uint8_t {
+  kEntry = 1,           // (16) w1 = addr[0:48) | int16 sp_rel << 48
+  kExit = 2,            // (8)  returns from the function on top of the stack
+  kExitUnwound = 3,     // (8)  top frame abandoned (longjmp, exception)
+  kExitStray = 4,       // (16) w1 = addr: an exit with no matching entry
+  kSpBase = 5,          // (16) w1 = new stack-pointer base, absolute
+  kLost = 6,            // (16) w1 = events dropped just before this point
+  kEntryInherited = 7,  // (16) as kEntry: a frame already open (fork, resync)
+  kMark = 8,            // (16) w1 = user mark id (reserved for the C API)
+};
+inline constexpr unsigned kRawKindBits = 8;
+inline constexpr unsigned kRawTickBits = 56;
+inline constexpr uint64_t kRawTickMask = (uint64_t{1} << kRawTickBits) - 1;
+inline constexpr uint64_t kRawAddrMask = (uint64_t{1} << 48) - 1;
+// sp_rel = (sp_base - sp) / kSpUnit as int16; out of range -> kSpBase first.
+inline constexpr uint64_t kSpUnit = 16;  // bytes; the ABI aligns call sites to 16
+
+constexpr unsigned raw_event_words(RawKind k) {
+  return (k == RawKind::kExit || k == RawKind::kExitUnwound) ? 1 : 2;
+}
+constexpr bool raw_kind_valid(uint8_t k) { return k >= 1 && k <= 8; }
+
+// The first 4096 bytes of a thread file; updated in place through the mapping.
+struct RawThreadHeader {
+  char magic[8];
+  uint32_t version;
+  uint32_t header_size;   // kRawThreadHeaderSize
+  uint32_t pid;
+  uint32_t tid;
+  uint64_t start_tick;    // relative to the process base
+  uint64_t end_tick;      // 0 while running or when the thread never exited cleanly
+  uint64_t lost_events;   // total dropped (disk full, re-entrant slow path)
+  uint64_t flags;         // kRawThreadMain, ...
+  char name[16];          // from /proc/thread-self/comm at thread exit
+  uint64_t reserved[4];
+};
+static_assert(sizeof(RawThreadHeader) == 104);
+inline constexpr uint64_t kRawThreadMain = 1;
+
+// Metadata records of `meta` and `recorder.meta`: a header, then the body,
+// then variable bytes (strings); `size` covers all, rounded up to 8.
+enum class RawMetaType : uint32_t {
+  kFileHeader = 1,     // first record of every meta file
+  kProcessStart = 2,   // RawProcessStart + exe path + NUL + cmdline (NUL-separated)
+  kModule = 3,         // RawModule + path
+  kProcessExit = 4,    // RawProcessExit
+  kCalibration = 5,    // RawCalibration
+  kChildStatus = 6,    // RawChildStatus (recorder: how a process it reaped ended)
+  kRecorderInfo = 7,   // RawRecorderInfo + cwd + NUL + cmdline (recorder only)
+};
+
+struct RawMetaHeader {
+  uint32_t type;  // RawMetaType
+  uint32_t size;  // bytes including this header, multiple of 8
+};
+static_assert(sizeof(RawMetaHeader) == 8);
+
+struct RawFileHeader {
+  char magic[8];  // kRawMetaMagic
+  uint32_t version;
+  uint32_t reserved;
+};
+static_assert(sizeof(RawFileHeader) == 16);
+
+struct RawProcessStart {
+  uint32_t pid;
+  uint32_t ppid;
+  uint32_t clock;           // ClockKind
+  uint32_t parent_n;        // fork child: the parent's incarnation number n, else ~0u
+  uint64_t base_tick;       // absolute clock value that raw ticks are relative to
+  uint64_t calib_tick;      // absolute clock value sampled together with...
+  uint64_t calib_mono_ns;   // ...CLOCK_MONOTONIC, in ns
+  uint64_t realtime_ns;     // CLOCK_REALTIME at start, ns since the epoch
+  uint32_t exe_len;         // bytes of the exe path that follow
+  uint32_t cmdline_len;     // bytes of the NUL-separated argv after it
+  uint32_t flags;           // kRawProcessForked, ...
+  uint32_t reserved;
+};
+static_assert(sizeof(RawProcessStart) == 64);
+inline constexpr uint32_t kRawProcessForked = 1;
+
+struct RawModule {
+  uint64_t tick;        // when the map changed (relative to the process base)
+  uint64_t load_bias;   // dlpi_addr: runtime address = ELF vaddr + load_bias
+  uint64_t low;         // lowest PT_LOAD runtime address
+  uint64_t high;        // one past the highest PT_LOAD runtime address
+  uint8_t build_id[20];
+  uint32_t build_id_len;
+  uint32_t flags;       // kRawModuleUnload
+  uint32_t path_len;
+};
+static_assert(sizeof(RawModule) == 64);
+inline constexpr uint32_t kRawModuleUnload = 1;
+
+enum class ExitHow : uint32_t {
+  kUnknown = 0,
+  kExited = 1,    // code valid
+  kSignaled = 2,  // signal valid
+  kExec = 3,      // replaced by exec (an incarnation of the same pid follows)
+};
+
+struct RawProcessExit {
+  uint64_t tick;
+  uint32_t how;    // ExitHow
+  int32_t code;
+  int32_t signal;
+  uint32_t core_dumped;
+};
+static_assert(sizeof(RawProcessExit) == 24);
+
+struct RawCalibration {
+  uint64_t tick;     // absolute clock value
+  uint64_t mono_ns;  // CLOCK_MONOTONIC at the same moment
+};
+static_assert(sizeof(RawCalibration) == 16);
+
+struct RawChildStatus {
+  uint32_t pid;
+  uint32_t how;  // ExitHow
+  int32_t code;
+  int32_t signal;
+  uint32_t core_dumped;
+  uint32_t is_main;  // the program `record` started
+  uint64_t mono_ns;  // when the recorder reaped it
+};
+static_assert(sizeof(RawChildStatus) == 32);
+
+struct RawRecorderInfo {
+  uint64_t start_realtime_ns;
+  uint32_t cwd_len;
+  uint32_t cmdline_len;
+};
+static_assert(sizeof(RawRecorderInfo) == 16);
+
+// ---------------------------------------------------------------------------
+// 2. Final trace file, v1
+// ---------------------------------------------------------------------------
+//
+//   FileHeader
+//   Block*      each: BlockHeader + payload (zstd frame with checksum when
+//               kBlockCompressed). The writer puts the kEvents blocks first
+//               (thread by thread, each thread's blocks in order), then kInfo,
+//               kProcesses, kModules, kThreads, and kEnd last; a reader indexes
+//               every block header before it reads anything.
+//
+// A reader that meets a damaged block says where (block number, file offset),
+// skips forward to the next valid block header and reads on.
+
+inline constexpr char kTraceMagic[8] = {'C', 'A', 'L', 'L', 'S', 'C', 'P', '\x1a'};
+inline constexpr uint16_t kTraceVersionMajor = 1;
+inline constexpr uint16_t kTraceVersionMinor = 0;
+
+struct FileHeader {
+  char magic[8];
+  uint16_t version_major;
+  uint16_t version_minor;
+  uint32_t header_size;      // sizeof(FileHeader)
+  uint32_t clock;            // ClockKind
+  uint32_t flags;
+  double ticks_per_ns;       // trace ticks per nanosecond (1.0 for kMonotonic)
+  uint64_t origin_mono_ns;   // CLOCK_MONOTONIC at trace tick 0
+  uint64_t origin_realtime_ns;
+  uint64_t reserved[2];
+};
+static_assert(sizeof(FileHeader) == 64);
+
+inline constexpr uint32_t kBlockMagic = 0x4b4c4243;  // "CBLK" little-endian
+
+enum class BlockType : uint16_t {
+  kInfo = 1,       // InfoRecord (count 1) + strings
+  kProcesses = 2,  // ProcessRecord[count] + strings
+  kModules = 3,    // ModuleRecord[count] + strings
+  kThreads = 4,    // ThreadRecord[count] + strings
+  kEvents = 5,     // aux0 = thread index; count = events; columns (below)
+  kEnd = 6,        // EndRecord: the writer finished
+};
+inline constexpr uint16_t kBlockCompressed = 1;
+
+struct BlockHeader {
+  uint32_t magic;         // kBlockMagic
+  uint16_t type;          // BlockType
+  uint16_t flags;         // kBlockCompressed
+  uint32_t stored_size;   // payload bytes in the file
+  uint32_t raw_size;      // payload bytes once decompressed
+  uint32_t aux0;          // per type (kEvents: thread index)
+  uint32_t count;         // records or events in the payload
+  uint64_t first_tick;    // kEvents: tick of the first event
+  uint32_t reserved;
+  uint32_t check;         // header_check() of the bytes before this field
+};
+static_assert(sizeof(BlockHeader) == 40);
+static_assert(offsetof(BlockHeader, check) == 36);
+
+// FNV-1a over the header bytes before `check`: catches a damaged header
+// before its sizes are trusted.
+inline uint32_t header_check(const void* data, size_t size) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  uint32_t h = 2166136261u;
+  for (size_t i = 0; i < size; ++i) h = (h ^ p[i]) * 16777619u;
+  return h;
+}
+
+// Records of metadata blocks: the payload is
+//   uint32 count, uint32 record_size, record_size * count bytes, string bytes.
+// Strings are (offset, length) into the string bytes.
+struct StrRef {
+  uint32_t offset;
+  uint32_t length;
+};
+static_assert(sizeof(StrRef) == 8);
+
+struct InfoRecord {
+  uint64_t start_realtime_ns;  // when `record` started the program
+  uint64_t duration_ticks;     // first to last event (or program run time)
+  uint32_t main_pid;
+  uint32_t main_how;           // ExitHow of the program record started
+  int32_t main_code;
+  int32_t main_signal;
+  uint32_t main_core_dumped;
+  uint32_t flags;              // kInfoNotInstrumented, ...
+  StrRef cmdline;              // NUL-separated argv of the program
+  StrRef cwd;
+  StrRef tool_version;         // "callscope 0.1.0"
+  uint64_t reserved[2];
+};
+static_assert(sizeof(InfoRecord) == 80);
+inline constexpr uint32_t kInfoNotInstrumented = 1;
+
+struct ProcessRecord {
+  uint32_t pid;
+  uint32_t ppid;
+  uint32_t incarnation;      // n of <pid>.<n>: 0, then +1 for each exec
+  int32_t parent_index;      // index of the forking process record, or -1
+  uint64_t start_tick;
+  uint64_t end_tick;
+  uint32_t how;              // ExitHow
+  int32_t code;
+  int32_t signal;
+  uint32_t core_dumped;
+  StrRef exe;
+  StrRef cmdline;            // NUL-separated
+};
+static_assert(sizeof(ProcessRecord) == 64);
+
+struct ModuleRecord {
+  uint32_t process_index;
+  uint32_t flags;            // kModuleUnloaded when unload_tick is valid
+  uint64_t load_bias;
+  uint64_t low;
+  uint64_t high;
+  uint64_t load_tick;
+  uint64_t unload_tick;
+  uint8_t build_id[20];
+  uint32_t build_id_len;
+  StrRef path;
+};
+static_assert(sizeof(ModuleRecord) == 80);
+inline constexpr uint32_t kModuleUnloaded = 1;
+
+struct ThreadRecord {
+  uint32_t process_index;
+  uint32_t tid;
+  uint64_t start_tick;
+  uint64_t end_tick;         // last known tick of the thread
+  uint64_t events;           // events in the final stream
+  uint64_t calls;            // entry events
+  uint64_t lost_events;
+  uint64_t torn_events;      // half-written events found at a crash point
+  uint32_t flags;            // kThreadMain, kThreadExitedCleanly
+  uint32_t blocks;           // kEvents blocks of this thread
+  StrRef name;
+};
+static_assert(sizeof(ThreadRecord) == 72);
+inline constexpr uint32_t kThreadMain = 1;
+inline constexpr uint32_t kThreadExitedCleanly = 2;
+
+struct EndRecord {
+  uint64_t total_events;
+  uint64_t total_blocks;
+};
+static_assert(sizeof(EndRecord) == 16);
+
+// Final event kinds (the `kinds` column of an event block).
+enum class EventKind : uint8_t {
+  kEntry = 1,
+  kExit = 2,            // normal return of the top frame
+  kExitUnwound = 3,     // top frame skipped by longjmp or an exception
+  kExitTruncated = 4,   // top frame still open when its thread's stream ended
+  kExitStray = 5,       // an exit without entry (fn column holds the address)
+  kLost = 6,            // arg column: events dropped here
+  kEntryInherited = 7,  // frame opened before this stream began (fork, resync)
+  kMark = 8,            // reserved
+};
+inline constexpr uint8_t kMaxEventKind = 8;
+
+constexpr bool is_entry(EventKind k) {
+  return k == EventKind::kEntry || k == EventKind::kEntryInherited;
+}
+constexpr bool is_exit(EventKind k) {
+  return k == EventKind::kExit || k == EventKind::kExitUnwound || k == EventKind::kExitTruncated;
+}
+
+// Event block payload, before compression:
+//   EventColumnsHeader
+//   fn table:  n_functions varints, zigzag deltas of addresses
+//   kinds:     n_events bytes (EventKind)
+//   dt:        varint tick delta from the previous event of the thread
+//   fn:        varint index into the fn table (kEntry*, kExitStray)
+//   sp:        varint zigzag of (parent_sp - sp) / kSpUnit for entries, where
+//              parent_sp is the sp of the frame on top of the stack (0 if none)
+//   arg:       varint (kLost: count; kMark: id)
+// Exits carry no address: they close the frame on top of the stack, which
+// the reader keeps per thread across blocks.
+struct EventColumnsHeader {
+  uint32_t n_events;
+  uint32_t n_functions;
+  uint32_t fn_table_bytes;
+  uint32_t kinds_bytes;
+  uint32_t dt_bytes;
+  uint32_t fn_bytes;
+  uint32_t sp_bytes;
+  uint32_t arg_bytes;
+};
+static_assert(sizeof(EventColumnsHeader) == 32);
+
+inline constexpr uint32_t kEventsPerBlock = 1u << 20;
+
+}  // namespace callscope::format

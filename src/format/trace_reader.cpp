@@ -1,0 +1,338 @@
+#include "format/trace_reader.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "format/varint.h"
+
+namespace callscope::format {
+namespace {
+
+std::string hex(const uint8_t* p, size_t n) {
+  static const char* d = "0123456789abcdef";
+  std::string s;
+  for (size_t i = 0; i < n; ++i) {
+    s += d[p[i] >> 4];
+    s += d[p[i] & 15];
+  }
+  return s;
+}
+
+bool valid_header(const BlockHeader& h) {
+  return h.magic == kBlockMagic && h.check == header_check(&h, offsetof(BlockHeader, check));
+}
+
+// Metadata payload: count, record size, records, strings.
+template <class R>
+Result<std::vector<std::pair<R, const uint8_t*>>> parse_records(const std::vector<uint8_t>& p,
+                                                                 const uint8_t** strings, size_t* strings_size) {
+  if (p.size() < 8) return Error("metadata payload too short");
+  uint32_t count, rsize;
+  std::memcpy(&count, p.data(), 4);
+  std::memcpy(&rsize, p.data() + 4, 4);
+  if (rsize == 0 || (p.size() - 8) / rsize < count) return Error("record table larger than its block");
+  std::vector<std::pair<R, const uint8_t*>> out;
+  for (uint32_t i = 0; i < count; ++i) {
+    R r{};
+    std::memcpy(&r, p.data() + 8 + size_t{i} * rsize, std::min<size_t>(rsize, sizeof r));  // newer minor versions append fields
+    out.push_back({r, nullptr});
+  }
+  *strings = p.data() + 8 + size_t{count} * rsize;
+  *strings_size = p.size() - 8 - size_t{count} * rsize;
+  return out;
+}
+
+std::string str(const uint8_t* strings, size_t size, StrRef r) {
+  if (r.offset > size || r.length > size - r.offset) return "";
+  return std::string(reinterpret_cast<const char*>(strings) + r.offset, r.length);
+}
+
+}  // namespace
+
+std::vector<std::string> split_nul(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start < s.size()) {
+    size_t end = s.find('\0', start);
+    if (end == std::string::npos) end = s.size();
+    out.push_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+Result<std::unique_ptr<TraceReader>> TraceReader::open(const std::string& path) {
+  std::unique_ptr<TraceReader> r(new TraceReader());
+  r->path_ = path;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return system_error("cannot open '" + path + "'", errno);
+  struct stat st {};
+  ::fstat(fd, &st);
+  if (S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    return Error("'" + path + "' is a directory, not a trace (a raw session? try 'callscope finish')");
+  }
+  r->size_ = static_cast<uint64_t>(st.st_size);
+  if (r->size_ < sizeof(FileHeader)) {
+    ::close(fd);
+    return Error("'" + path + "' is not a callscope trace (" + std::to_string(r->size_) +
+                 " bytes, shorter than a trace header)");
+  }
+  void* m = ::mmap(nullptr, r->size_, PROT_READ, MAP_PRIVATE, fd, 0);
+  const int e = errno;
+  ::close(fd);
+  if (m == MAP_FAILED) return system_error("cannot map '" + path + "'", e);
+  r->data_ = static_cast<const uint8_t*>(m);
+  std::memcpy(&r->header_, r->data_, sizeof r->header_);
+  if (std::memcmp(r->header_.magic, kTraceMagic, sizeof kTraceMagic) != 0)
+    return Error("'" + path + "' is not a callscope trace (bad magic)");
+  if (r->header_.version_major != kTraceVersionMajor)
+    return Error("'" + path + "' is trace format " + std::to_string(r->header_.version_major) + "." +
+                 std::to_string(r->header_.version_minor) + "; this callscope reads " +
+                 std::to_string(kTraceVersionMajor) + ".x");
+  if (!(r->header_.ticks_per_ns > 0) || r->header_.header_size < sizeof(FileHeader) ||
+      r->header_.header_size > r->size_)
+    return Error("'" + path + "': damaged trace header");
+  CALLSCOPE_CHECK(r->index_blocks());
+  CALLSCOPE_CHECK(r->read_metadata());
+  return r;
+}
+
+TraceReader::~TraceReader() {
+  if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
+}
+
+void TraceReader::problem(const BlockRef& b, const std::string& what) {
+  problems_.push_back("block " + std::to_string(b.number) + " at offset " + std::to_string(b.offset) + ": " + what);
+}
+
+Status TraceReader::index_blocks() {
+  uint64_t off = header_.header_size;
+  uint32_t number = 0;
+  while (off < size_) {
+    BlockHeader h{};
+    if (size_ - off < sizeof h) {
+      problems_.push_back("offset " + std::to_string(off) + ": " + std::to_string(size_ - off) +
+                          " trailing bytes, too few for a block (truncated file)");
+      break;
+    }
+    std::memcpy(&h, data_ + off, sizeof h);
+    if (!valid_header(h)) {
+      // Resynchronize: the next offset that holds a valid block header.
+      uint64_t next = off + 1;
+      for (; next + sizeof h <= size_; ++next) {
+        if (std::memcmp(data_ + next, &kBlockMagic, 4) != 0) continue;
+        std::memcpy(&h, data_ + next, sizeof h);
+        if (valid_header(h)) break;
+      }
+      problems_.push_back("offset " + std::to_string(off) + ": damaged block header; " +
+                          (next + sizeof h <= size_ ? "skipped " + std::to_string(next - off) + " bytes to the next block"
+                                                    : "no valid block follows"));
+      if (next + sizeof h > size_) break;
+      off = next;
+    }
+    BlockRef b{number++, off, h};
+    if (h.stored_size > size_ - off - sizeof h) {
+      problem(b, "payload of " + std::to_string(h.stored_size) + " bytes runs past the end of the file (truncated)");
+      break;
+    }
+    blocks_.push_back(b);
+    if (h.type == static_cast<uint16_t>(BlockType::kEnd)) complete_ = true;
+    off += sizeof h + h.stored_size;
+  }
+  if (!complete_) problems_.push_back("the trace has no end block: it is incomplete (the writer was interrupted?)");
+  return ok_status();
+}
+
+Result<std::vector<uint8_t>> TraceReader::payload(const BlockRef& b) {
+  const uint8_t* p = data_ + b.offset + sizeof(BlockHeader);
+  if (!(b.header.flags & kBlockCompressed)) return std::vector<uint8_t>(p, p + b.header.stored_size);
+  std::vector<uint8_t> out(b.header.raw_size);
+  const size_t n = ZSTD_decompress(out.data(), out.size(), p, b.header.stored_size);
+  if (ZSTD_isError(n)) return Error(std::string("cannot decompress: ") + ZSTD_getErrorName(n));
+  if (n != b.header.raw_size)
+    return Error("decompressed to " + std::to_string(n) + " bytes, expected " + std::to_string(b.header.raw_size));
+  return out;
+}
+
+Status TraceReader::read_metadata() {
+  bool have_threads = false;
+  for (const BlockRef& b : blocks_) {
+    const auto type = static_cast<BlockType>(b.header.type);
+    if (type == BlockType::kEvents || type == BlockType::kEnd) continue;
+    auto p = payload(b);
+    if (!p) {
+      problem(b, p.error().message());
+      continue;
+    }
+    const uint8_t* strings = nullptr;
+    size_t ssize = 0;
+    auto fail = [&](const Error& e) { problem(b, e.message()); };
+    switch (type) {
+      case BlockType::kInfo: {
+        auto recs = parse_records<InfoRecord>(*p, &strings, &ssize);
+        if (!recs) { fail(recs.error()); break; }
+        if (recs->empty()) break;
+        info_.record = recs->front().first;
+        info_.argv = split_nul(str(strings, ssize, info_.record.cmdline));
+        info_.cwd = str(strings, ssize, info_.record.cwd);
+        info_.tool_version = str(strings, ssize, info_.record.tool_version);
+        break;
+      }
+      case BlockType::kProcesses: {
+        auto recs = parse_records<ProcessRecord>(*p, &strings, &ssize);
+        if (!recs) { fail(recs.error()); break; }
+        for (auto& [r, unused] : *recs)
+          processes_.push_back({r, str(strings, ssize, r.exe), split_nul(str(strings, ssize, r.cmdline))});
+        break;
+      }
+      case BlockType::kModules: {
+        auto recs = parse_records<ModuleRecord>(*p, &strings, &ssize);
+        if (!recs) { fail(recs.error()); break; }
+        for (auto& [r, unused] : *recs)
+          modules_.push_back({r, str(strings, ssize, r.path), hex(r.build_id, std::min<uint32_t>(r.build_id_len, 20))});
+        break;
+      }
+      case BlockType::kThreads: {
+        auto recs = parse_records<ThreadRecord>(*p, &strings, &ssize);
+        if (!recs) { fail(recs.error()); break; }
+        have_threads = true;
+        for (auto& [r, unused] : *recs) threads_.push_back({r, str(strings, ssize, r.name)});
+        break;
+      }
+      default:
+        break;  // a block type of a later minor version
+    }
+  }
+  // Without the thread table, the event blocks still say which thread they
+  // belong to: keep their events readable.
+  for (const BlockRef& b : blocks_) {
+    if (b.header.type != static_cast<uint16_t>(BlockType::kEvents)) continue;
+    if (b.header.aux0 >= threads_.size()) {
+      if (have_threads) {
+        problem(b, "events of thread " + std::to_string(b.header.aux0) + ", which the thread table does not list");
+        continue;
+      }
+      while (threads_.size() <= b.header.aux0) {
+        ThreadInfo t;
+        t.name = "?";
+        threads_.push_back(t);
+      }
+    }
+  }
+  return ok_status();
+}
+
+Status TraceReader::for_each_event(uint32_t thread, const std::function<bool(const TraceEvent&)>& f) {
+  if (thread >= threads_.size()) return Error("no thread " + std::to_string(thread) + " in the trace");
+  struct Open {
+    uint64_t addr, sp;
+  };
+  std::vector<Open> stack;
+  uint64_t tick = 0;
+  for (const BlockRef& b : blocks_) {
+    if (b.header.type != static_cast<uint16_t>(BlockType::kEvents) || b.header.aux0 != thread) continue;
+    auto p = payload(b);
+    if (!p) {
+      problem(b, p.error().message());
+      continue;
+    }
+    const std::vector<uint8_t>& raw = *p;
+    EventColumnsHeader h{};
+    if (raw.size() < sizeof h) {
+      problem(b, "event block too short");
+      continue;
+    }
+    std::memcpy(&h, raw.data(), sizeof h);
+    const uint64_t cols = uint64_t{h.fn_table_bytes} + h.kinds_bytes + h.dt_bytes + h.fn_bytes + h.sp_bytes + h.arg_bytes;
+    if (cols != raw.size() - sizeof h || h.kinds_bytes != h.n_events) {
+      problem(b, "event columns do not add up to the block size");
+      continue;
+    }
+    const uint8_t* q = raw.data() + sizeof h;
+    const uint8_t* table = q;
+    const uint8_t* kinds = table + h.fn_table_bytes;
+    const uint8_t* dt = kinds + h.kinds_bytes;
+    const uint8_t* fn = dt + h.dt_bytes;
+    const uint8_t* sp = fn + h.fn_bytes;
+    const uint8_t* arg = sp + h.sp_bytes;
+    const uint8_t* const dt_end = fn;
+    const uint8_t* const fn_end = sp;
+    const uint8_t* const sp_end = arg;
+    const uint8_t* const arg_end = raw.data() + raw.size();
+    std::vector<uint64_t> fns(h.n_functions);
+    uint64_t prev = 0;
+    bool bad = false;
+    for (uint32_t i = 0; i < h.n_functions && !bad; ++i) {
+      uint64_t v;
+      if (!get_varint(table, kinds, v)) bad = true;
+      prev += static_cast<uint64_t>(unzigzag(v));
+      fns[i] = prev;
+    }
+    if (bad) {
+      problem(b, "damaged function table");
+      continue;
+    }
+    tick = b.header.first_tick;
+    for (uint32_t i = 0; i < h.n_events; ++i) {
+      TraceEvent e{};
+      e.kind = static_cast<EventKind>(kinds[i]);
+      uint64_t v;
+      if (!get_varint(dt, dt_end, v)) { bad = true; break; }
+      tick += v;
+      e.tick = tick;
+      switch (e.kind) {
+        case EventKind::kEntry:
+        case EventKind::kEntryInherited: {
+          uint64_t idx, d;
+          if (!get_varint(fn, fn_end, idx) || idx >= fns.size() || !get_varint(sp, sp_end, d)) { bad = true; break; }
+          e.addr = fns[idx];
+          const uint64_t parent = stack.empty() ? 0 : stack.back().sp;
+          e.sp = parent - static_cast<uint64_t>(unzigzag(d) * static_cast<int64_t>(kSpUnit));
+          stack.push_back({e.addr, e.sp});
+          e.depth = static_cast<uint32_t>(stack.size());
+          break;
+        }
+        case EventKind::kExit:
+        case EventKind::kExitUnwound:
+        case EventKind::kExitTruncated:
+          if (stack.empty()) {
+            // Only after a damaged block: the frame's entry was in it.
+            e.kind = EventKind::kExitStray;
+            break;
+          }
+          e.addr = stack.back().addr;
+          e.sp = stack.back().sp;
+          e.depth = static_cast<uint32_t>(stack.size());
+          stack.pop_back();
+          break;
+        case EventKind::kExitStray: {
+          uint64_t idx;
+          if (!get_varint(fn, fn_end, idx) || idx >= fns.size()) { bad = true; break; }
+          e.addr = fns[idx];
+          e.depth = static_cast<uint32_t>(stack.size());
+          break;
+        }
+        case EventKind::kLost:
+        case EventKind::kMark:
+          if (!get_varint(arg, arg_end, e.arg)) bad = true;
+          e.depth = static_cast<uint32_t>(stack.size());
+          break;
+        default:
+          bad = true;
+      }
+      if (bad) break;
+      if (!f(e)) return ok_status();
+    }
+    if (bad) problem(b, "damaged event columns; the rest of the block is skipped");
+  }
+  return ok_status();
+}
+
+}  // namespace callscope::format

@@ -1,0 +1,109 @@
+// Reading a final trace file: the one reader every command uses.
+//
+// open() maps the file and indexes every block header; metadata blocks are
+// decoded at once, event blocks on demand, one block in memory at a time, so
+// memory does not grow with the number of events. Damage (a bad header, a
+// payload that fails its checksum, a truncated file) is recorded in
+// problems() with the block number and file offset, and reading goes on with
+// what is intact.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "format/trace_format.h"
+
+namespace callscope::format {
+
+struct TraceEvent {
+  EventKind kind;
+  uint32_t depth;  // depth of the frame entered or closed: 1 = outermost
+  uint64_t tick;   // trace ticks since the origin
+  uint64_t addr;   // entries, exits (the frame closed), stray exits (0 if unknown)
+  uint64_t sp;     // entries and exits: the frame's stack pointer (0 if unknown)
+  uint64_t arg;    // kLost: events dropped
+};
+
+struct TraceInfo {
+  InfoRecord record{};
+  std::vector<std::string> argv;
+  std::string cwd;
+  std::string tool_version;
+};
+
+struct ProcessInfo {
+  ProcessRecord record{};
+  std::string exe;
+  std::vector<std::string> argv;
+};
+
+struct ModuleInfo {
+  ModuleRecord record{};
+  std::string path;
+  std::string build_id;  // lowercase hex, empty when none
+};
+
+struct ThreadInfo {
+  ThreadRecord record{};
+  std::string name;
+};
+
+struct BlockRef {
+  uint32_t number;  // 0-based position among the blocks of the file
+  uint64_t offset;  // of the block header in the file
+  BlockHeader header;
+};
+
+class TraceReader {
+ public:
+  static Result<std::unique_ptr<TraceReader>> open(const std::string& path);
+  ~TraceReader();
+  TraceReader(const TraceReader&) = delete;
+  TraceReader& operator=(const TraceReader&) = delete;
+
+  const std::string& path() const { return path_; }
+  const FileHeader& header() const { return header_; }
+  const TraceInfo& info() const { return info_; }
+  const std::vector<ProcessInfo>& processes() const { return processes_; }
+  const std::vector<ModuleInfo>& modules() const { return modules_; }
+  const std::vector<ThreadInfo>& threads() const { return threads_; }
+  const std::vector<BlockRef>& blocks() const { return blocks_; }
+  uint64_t file_size() const { return size_; }
+  bool complete() const { return complete_; }
+  // Damage found so far, each naming where ("block 7 at offset 1234: ...").
+  const std::vector<std::string>& problems() const { return problems_; }
+
+  double ticks_to_ns(uint64_t ticks) const { return static_cast<double>(ticks) / header_.ticks_per_ns; }
+
+  // Streams the events of thread `thread` in order; `f` returns false to stop.
+  // A damaged block is reported in problems() and skipped.
+  Status for_each_event(uint32_t thread, const std::function<bool(const TraceEvent&)>& f);
+
+ private:
+  TraceReader() = default;
+  Status index_blocks();
+  Result<std::vector<uint8_t>> payload(const BlockRef& b);
+  Status read_metadata();
+  void problem(const BlockRef& b, const std::string& what);
+
+  std::string path_;
+  const uint8_t* data_ = nullptr;
+  uint64_t size_ = 0;
+  FileHeader header_{};
+  TraceInfo info_;
+  std::vector<ProcessInfo> processes_;
+  std::vector<ModuleInfo> modules_;
+  std::vector<ThreadInfo> threads_;
+  std::vector<BlockRef> blocks_;
+  std::vector<std::string> problems_;
+  bool complete_ = false;
+};
+
+// Splits a NUL-separated argument list.
+std::vector<std::string> split_nul(const std::string& s);
+
+}  // namespace callscope::format

@@ -1,0 +1,175 @@
+#include "format/trace_writer.h"
+
+#include <unistd.h>
+#include <zstd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "format/varint.h"
+
+namespace callscope::format {
+
+StrRef StringTable::add(std::string_view s) {
+  StrRef r{static_cast<uint32_t>(bytes_.size()), static_cast<uint32_t>(s.size())};
+  bytes_.insert(bytes_.end(), s.begin(), s.end());
+  return r;
+}
+
+Result<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::string& path, const FileHeader& header,
+                                                         int zstd_level) {
+  std::unique_ptr<TraceWriter> w(new TraceWriter());
+  w->path_ = path;
+  w->tmp_path_ = path + ".tmp." + std::to_string(::getpid());
+  w->file_ = std::fopen(w->tmp_path_.c_str(), "wbx");
+  if (!w->file_) return system_error("cannot create '" + w->tmp_path_ + "'", errno);
+  w->cctx_ = ZSTD_createCCtx();
+  ZSTD_CCtx_setParameter(w->cctx_, ZSTD_c_compressionLevel, zstd_level);
+  ZSTD_CCtx_setParameter(w->cctx_, ZSTD_c_checksumFlag, 1);
+  CALLSCOPE_CHECK(w->write_bytes(&header, sizeof header));
+  return w;
+}
+
+TraceWriter::~TraceWriter() {
+  if (file_) std::fclose(file_);
+  if (!finished_) ::unlink(tmp_path_.c_str());
+  if (cctx_) ZSTD_freeCCtx(cctx_);
+}
+
+Status TraceWriter::write_bytes(const void* p, size_t n) {
+  if (n && std::fwrite(p, 1, n, file_) != n) return system_error("cannot write '" + tmp_path_ + "'", errno);
+  offset_ += n;
+  return ok_status();
+}
+
+Status TraceWriter::write_block(BlockType type, uint32_t aux0, uint32_t count, uint64_t first_tick,
+                                const std::vector<uint8_t>& raw) {
+  compressed_.resize(ZSTD_compressBound(raw.size()));
+  const size_t n = ZSTD_compress2(cctx_, compressed_.data(), compressed_.size(), raw.data(), raw.size());
+  if (ZSTD_isError(n)) return Error(std::string("zstd: ") + ZSTD_getErrorName(n));
+  BlockHeader h{};
+  h.magic = kBlockMagic;
+  h.type = static_cast<uint16_t>(type);
+  h.flags = kBlockCompressed;
+  h.stored_size = static_cast<uint32_t>(n);
+  h.raw_size = static_cast<uint32_t>(raw.size());
+  h.aux0 = aux0;
+  h.count = count;
+  h.first_tick = first_tick;
+  h.check = header_check(&h, offsetof(BlockHeader, check));
+  CALLSCOPE_CHECK(write_bytes(&h, sizeof h));
+  CALLSCOPE_CHECK(write_bytes(compressed_.data(), n));
+  ++blocks_;
+  return ok_status();
+}
+
+Status TraceWriter::finish(const EndRecord& end) {
+  std::vector<uint8_t> raw(sizeof end);
+  std::memcpy(raw.data(), &end, sizeof end);
+  CALLSCOPE_CHECK(write_block(BlockType::kEnd, 0, 1, 0, raw));
+  if (std::fflush(file_) != 0 || ::fsync(::fileno(file_)) != 0)
+    return system_error("cannot write '" + tmp_path_ + "'", errno);
+  std::fclose(file_);
+  file_ = nullptr;
+  if (::rename(tmp_path_.c_str(), path_.c_str()) != 0)
+    return system_error("cannot rename '" + tmp_path_ + "' to '" + path_ + "'", errno);
+  finished_ = true;
+  return ok_status();
+}
+
+// ---- EventEncoder ----------------------------------------------------------
+
+uint32_t EventEncoder::fn_lookup(uint64_t addr) {
+  // Open addressing over (addr, index+1); grows at half load.
+  if (fn_index_.empty()) fn_index_.assign(1024, {0, 0});
+  if ((fn_table_.size() + 1) * 2 > fn_index_.size()) {
+    std::vector<std::pair<uint64_t, uint32_t>> old(fn_index_.size() * 2, {0, 0});
+    old.swap(fn_index_);
+    for (auto& e : old) {
+      if (!e.second) continue;
+      size_t i = (e.first * 0x9e3779b97f4a7c15ull) >> 20 & (fn_index_.size() - 1);
+      while (fn_index_[i].second) i = (i + 1) & (fn_index_.size() - 1);
+      fn_index_[i] = e;
+    }
+  }
+  size_t i = (addr * 0x9e3779b97f4a7c15ull) >> 20 & (fn_index_.size() - 1);
+  while (fn_index_[i].second) {
+    if (fn_index_[i].first == addr) return fn_index_[i].second - 1;
+    i = (i + 1) & (fn_index_.size() - 1);
+  }
+  fn_table_.push_back(addr);
+  fn_index_[i] = {addr, static_cast<uint32_t>(fn_table_.size())};
+  return static_cast<uint32_t>(fn_table_.size() - 1);
+}
+
+Status EventEncoder::add(EventKind kind, uint64_t tick, uint64_t addr, uint64_t sp, uint64_t arg) {
+  if (n_ == 0) {
+    first_tick_ = tick;
+    // The first delta of a block is from the block's first_tick.
+    prev_tick_ = tick;
+  }
+  kinds_.push_back(static_cast<uint8_t>(kind));
+  put_varint(dt_, tick - prev_tick_);
+  prev_tick_ = tick;
+  switch (kind) {
+    case EventKind::kEntry:
+    case EventKind::kEntryInherited: {
+      put_varint(fn_, fn_lookup(addr));
+      const uint64_t parent = stack_sp_.empty() ? 0 : stack_sp_.back();
+      put_varint(sp_, zigzag(static_cast<int64_t>(parent - sp) / static_cast<int64_t>(kSpUnit)));
+      stack_sp_.push_back(sp);
+      break;
+    }
+    case EventKind::kExit:
+    case EventKind::kExitUnwound:
+    case EventKind::kExitTruncated:
+      if (stack_sp_.empty()) return Error("internal: exit on an empty stack");
+      stack_sp_.pop_back();
+      break;
+    case EventKind::kExitStray:
+      put_varint(fn_, fn_lookup(addr));
+      break;
+    case EventKind::kLost:
+    case EventKind::kMark:
+      put_varint(arg_, arg);
+      break;
+  }
+  ++events_;
+  if (++n_ == kEventsPerBlock) return flush();
+  return ok_status();
+}
+
+Status EventEncoder::flush() {
+  if (n_ == 0) return ok_status();
+  std::vector<uint8_t> table;
+  uint64_t prev = 0;
+  for (uint64_t a : fn_table_) {
+    put_varint(table, zigzag(static_cast<int64_t>(a - prev)));
+    prev = a;
+  }
+  EventColumnsHeader h{};
+  h.n_events = n_;
+  h.n_functions = static_cast<uint32_t>(fn_table_.size());
+  h.fn_table_bytes = static_cast<uint32_t>(table.size());
+  h.kinds_bytes = static_cast<uint32_t>(kinds_.size());
+  h.dt_bytes = static_cast<uint32_t>(dt_.size());
+  h.fn_bytes = static_cast<uint32_t>(fn_.size());
+  h.sp_bytes = static_cast<uint32_t>(sp_.size());
+  h.arg_bytes = static_cast<uint32_t>(arg_.size());
+  std::vector<uint8_t> raw(sizeof h);
+  std::memcpy(raw.data(), &h, sizeof h);
+  for (const auto* col : {&table, &kinds_, &dt_, &fn_, &sp_, &arg_}) raw.insert(raw.end(), col->begin(), col->end());
+  CALLSCOPE_CHECK(writer_.write_block(BlockType::kEvents, thread_, n_, first_tick_, raw));
+  ++blocks_;
+  n_ = 0;
+  fn_table_.clear();
+  fn_index_.clear();
+  kinds_.clear();
+  dt_.clear();
+  fn_.clear();
+  sp_.clear();
+  arg_.clear();
+  return ok_status();
+}
+
+}  // namespace callscope::format

@@ -1,0 +1,96 @@
+// Writing a final trace file (v1): metadata blocks of fixed-width records,
+// and event blocks of delta-encoded, zstd-compressed columns.
+//
+// The file is written as <path>.tmp.<pid> and renamed into place by finish():
+// a reader never sees half a trace under the final name.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "format/trace_format.h"
+
+struct ZSTD_CCtx_s;
+
+namespace callscope::format {
+
+class StringTable {
+ public:
+  StrRef add(std::string_view s);
+  const std::vector<uint8_t>& bytes() const { return bytes_; }
+
+ private:
+  std::vector<uint8_t> bytes_;
+};
+
+class TraceWriter {
+ public:
+  static Result<std::unique_ptr<TraceWriter>> create(const std::string& path, const FileHeader& header,
+                                                     int zstd_level);
+  ~TraceWriter();
+  TraceWriter(const TraceWriter&) = delete;
+  TraceWriter& operator=(const TraceWriter&) = delete;
+
+  // A metadata block: count, record size, records, strings.
+  template <class R>
+  Status write_records(BlockType type, const std::vector<R>& records, const StringTable& strings) {
+    std::vector<uint8_t> raw(8 + sizeof(R) * records.size());
+    const uint32_t head[2] = {static_cast<uint32_t>(records.size()), static_cast<uint32_t>(sizeof(R))};
+    std::memcpy(raw.data(), head, 8);
+    if (!records.empty()) std::memcpy(raw.data() + 8, records.data(), sizeof(R) * records.size());
+    raw.insert(raw.end(), strings.bytes().begin(), strings.bytes().end());
+    return write_block(type, 0, static_cast<uint32_t>(records.size()), 0, raw);
+  }
+  Status write_block(BlockType type, uint32_t aux0, uint32_t count, uint64_t first_tick,
+                     const std::vector<uint8_t>& raw);
+  // Writes the end block, flushes, and renames the file into place.
+  Status finish(const EndRecord& end);
+  uint64_t bytes_written() const { return offset_; }
+  uint64_t blocks_written() const { return blocks_; }
+
+ private:
+  TraceWriter() = default;
+  Status write_bytes(const void* p, size_t n);
+  std::string path_;
+  std::string tmp_path_;
+  FILE* file_ = nullptr;
+  ZSTD_CCtx_s* cctx_ = nullptr;
+  std::vector<uint8_t> compressed_;
+  uint64_t offset_ = 0;
+  uint64_t blocks_ = 0;
+  bool finished_ = false;
+};
+
+// Encodes one thread's events into kEvents blocks. The caller gives events in
+// order, with non-decreasing ticks, and never an exit on an empty stack.
+class EventEncoder {
+ public:
+  EventEncoder(TraceWriter& writer, uint32_t thread_index) : writer_(writer), thread_(thread_index) {}
+  Status add(EventKind kind, uint64_t tick, uint64_t addr, uint64_t sp, uint64_t arg);
+  Status flush();
+  uint32_t blocks() const { return blocks_; }
+  uint64_t events() const { return events_; }
+  size_t depth() const { return stack_sp_.size(); }
+
+ private:
+  TraceWriter& writer_;
+  uint32_t thread_;
+  std::vector<uint64_t> stack_sp_;  // sp of each open frame, across blocks
+  uint64_t prev_tick_ = 0;
+  uint64_t first_tick_ = 0;
+  uint32_t n_ = 0;
+  std::vector<uint64_t> fn_table_;
+  std::vector<std::pair<uint64_t, uint32_t>> fn_index_;  // small open-addressing map
+  std::vector<uint8_t> kinds_, dt_, fn_, sp_, arg_;
+  uint32_t blocks_ = 0;
+  uint64_t events_ = 0;
+  uint32_t fn_lookup(uint64_t addr);
+};
+
+}  // namespace callscope::format

@@ -1,0 +1,167 @@
+// The hot path: the -finstrument-functions hooks.
+//
+// Each hook reads the clock, keeps the shadow stack, and stores one event
+// (16 bytes for an entry, 8 for a normal exit) into the thread's mapped
+// chunk. Nothing else happens unless something unusual does: a new thread, a
+// full chunk, a frame abandoned by longjmp or an exception, or a signal that
+// interrupts a hook.
+//
+// Frames that vanish without an exit hook (longjmp; exceptions under clang,
+// whose instrumentation has no exit on the unwind path) are found by stack
+// pointer: the `sp` we keep for a frame is the caller's stack pointer at the
+// hook call, and a live caller's sp is never below its callees'. It can be
+// equal: GCC inlines calls (even recursive ones) and still emits their hooks,
+// all from one physical frame. So
+//  - at an entry with sp S, every frame on top with sp < S is dead (a dead
+//    frame level with S is found later, at its caller's exit);
+//  - at an exit of F with sp S, the frame closed is the topmost frame of F
+//    not deeper than S; frames above it are dead.
+// Dead frames are closed with kExitUnwound before the event that revealed
+// them. Events are emitted before the shadow stack changes, so that a resync
+// after lost events (thread.cpp) re-opens exactly the frames the reader has.
+#include <stdint.h>
+
+#include "runtime/runtime.h"
+
+namespace callscope::rt {
+namespace {
+
+using fmt::RawKind;
+
+// The caller's stack pointer just before it called the hook: the hook's CFA.
+// Absolute address; 16-byte aligned at every call site by the x86-64 ABI.
+#define CALLSCOPE_CALLER_SP() (reinterpret_cast<uint64_t>(__builtin_frame_address(0)) + 16)
+
+CALLSCOPE_NOINSTR void close_top(ThreadState* t, RawKind kind, uint64_t now) {
+  emit1(t, kind, now);
+  --t->depth;
+}
+
+// Entry at sp with dead frames on top: close them.
+CALLSCOPE_NOINSTR __attribute__((noinline)) void unwind_dead_frames(ThreadState* t, uint64_t sp,
+                                                                      uint64_t now) {
+  while (t->depth != 0 && t->stack[t->depth - 1].sp < sp) close_top(t, RawKind::kExitUnwound, now);
+}
+
+CALLSCOPE_NOINSTR __attribute__((always_inline)) inline void push(ThreadState* t, uint64_t fn, uint64_t sp, uint64_t now) {
+  emit_entry(t, RawKind::kEntry, now, fn, sp);
+  if (CALLSCOPE_LIKELY(t->depth < kStackCapacity && t->overflow == 0)) {
+    t->stack[t->depth] = Frame{fn, sp, now};
+    ++t->depth;
+  } else {
+    ++t->overflow;
+  }
+}
+
+// The exit did not match the top frame: find the frame it closes.
+CALLSCOPE_NOINSTR __attribute__((noinline)) void match_exit(ThreadState* t, uint64_t fn, uint64_t sp,
+                                                              uint64_t now) {
+  int64_t match = -1;
+  int64_t fallback = -1;
+  for (int64_t i = static_cast<int64_t>(t->depth) - 1; i >= 0; --i) {
+    if (t->stack[i].fn != fn) continue;
+    if (fallback < 0) fallback = i;
+    if (t->stack[i].sp >= sp) {
+      match = i;
+      break;
+    }
+  }
+  if (match < 0) match = fallback;
+  if (match < 0) {
+    // No open frame of this function: its entry was never seen (or was
+    // dropped). Keep the fact, with the address, without touching the stack.
+    emit2(t, RawKind::kExitStray, now, fn);
+    return;
+  }
+  while (static_cast<int64_t>(t->depth) - 1 > match) close_top(t, RawKind::kExitUnwound, now);
+  close_top(t, RawKind::kExit, now);
+}
+
+CALLSCOPE_NOINSTR __attribute__((always_inline)) inline void enter_body(ThreadState* t, uint64_t fn, uint64_t sp) {
+  const uint64_t now = now_tick();
+  if (t->depth != 0 && t->overflow == 0 && CALLSCOPE_UNLIKELY(t->stack[t->depth - 1].sp < sp))
+    unwind_dead_frames(t, sp, now);
+  push(t, fn, sp, now);
+}
+
+CALLSCOPE_NOINSTR __attribute__((always_inline)) inline void exit_body(ThreadState* t, uint64_t fn, uint64_t sp) {
+  const uint64_t now = now_tick();
+  if (CALLSCOPE_UNLIKELY(t->overflow != 0)) {
+    emit1(t, RawKind::kExit, now);
+    --t->overflow;
+    return;
+  }
+  if (CALLSCOPE_LIKELY(t->depth != 0)) {
+    const Frame& top = t->stack[t->depth - 1];
+    if (CALLSCOPE_LIKELY(top.fn == fn && top.sp >= sp)) {
+      close_top(t, RawKind::kExit, now);
+      return;
+    }
+  }
+  match_exit(t, fn, sp, now);
+}
+
+// A hook found the thread not ready, or found another hook of its thread
+// running: a signal handler interrupted that hook. The interrupted hook may
+// be halfway through a shadow-stack update, so a nested hook records its
+// event (reserve() is signal-safe) and leaves the stack alone; the handler's
+// calls are balanced by the time the interrupted hook resumes.
+CALLSCOPE_NOINSTR __attribute__((noinline)) void hook_slow(ThreadState* t, uint64_t fn, uint64_t sp,
+                                                             bool entry) {
+  if (t->in_hook) {
+    if (t->status != kActive) return;  // interrupted initialization: nothing to write to
+    ++t->nested;
+    signal_fence();
+    if (entry)
+      emit_entry(t, RawKind::kEntry, now_tick(), fn, sp);
+    else
+      emit1(t, RawKind::kExit, now_tick());
+    signal_fence();
+    --t->nested;
+    return;
+  }
+  if (t->status != kUninit) return;  // disabled or exited
+  t->in_hook = 1;
+  signal_fence();
+  if (thread_init(t)) {
+    if (entry)
+      enter_body(t, fn, sp);
+    else
+      exit_body(t, fn, sp);
+  }
+  signal_fence();
+  t->in_hook = 0;
+}
+
+}  // namespace
+}  // namespace callscope::rt
+
+using namespace callscope::rt;
+
+CALLSCOPE_EXPORT void __cyg_profile_func_enter(void* fn, void* /*call_site*/) {
+  ThreadState* t = current_thread();
+  const uint64_t sp = CALLSCOPE_CALLER_SP();
+  if (CALLSCOPE_UNLIKELY(t->in_hook | (t->status != kActive))) {
+    hook_slow(t, reinterpret_cast<uint64_t>(fn), sp, true);
+    return;
+  }
+  t->in_hook = 1;
+  signal_fence();
+  enter_body(t, reinterpret_cast<uint64_t>(fn), sp);
+  signal_fence();
+  t->in_hook = 0;
+}
+
+CALLSCOPE_EXPORT void __cyg_profile_func_exit(void* fn, void* /*call_site*/) {
+  ThreadState* t = current_thread();
+  const uint64_t sp = CALLSCOPE_CALLER_SP();
+  if (CALLSCOPE_UNLIKELY(t->in_hook | (t->status != kActive))) {
+    hook_slow(t, reinterpret_cast<uint64_t>(fn), sp, false);
+    return;
+  }
+  t->in_hook = 1;
+  signal_fence();
+  exit_body(t, reinterpret_cast<uint64_t>(fn), sp);
+  signal_fence();
+  t->in_hook = 0;
+}

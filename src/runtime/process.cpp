@@ -1,0 +1,374 @@
+// Process lifecycle of the runtime: the session directory, the metadata file
+// (process start, module map, exit), fork and exit handlers, and the dlopen /
+// dlclose wrappers that keep the module map current.
+//
+// Initialization runs once per process image, from our constructor or from
+// the first hook, whichever comes first (an instrumented library's
+// constructor may run before ours). It may allocate nothing: the program's
+// malloc could be instrumented or interposed.
+#include <cpuid.h>
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runtime/path_buf.h"
+#include "runtime/runtime.h"
+
+namespace callscope::rt {
+
+bool g_use_tsc = false;
+uint64_t g_base_tick = 0;
+unsigned long g_thread_key = 0;
+
+namespace {
+
+enum InitState : int { kNotStarted = 0, kInProgress = 1, kReady = 2, kFailed = 3 };
+int g_init_state = kNotStarted;
+
+PathBuf g_session_dir;
+PathBuf g_process_dir;
+int g_meta_fd = -1;
+uint32_t g_incarnation = 0;
+bool g_default_dir = false;  // no CALLSCOPE_DIR: the program runs without `callscope record`
+
+// Modules already written to meta. Fixed size: no allocation.
+struct KnownModule {
+  uint64_t load_bias;
+  uint64_t low;
+  bool seen;  // found by the current scan
+};
+constexpr int kMaxModules = 4096;
+KnownModule g_modules[kMaxModules];
+int g_module_count = 0;
+pthread_mutex_t g_module_lock = PTHREAD_MUTEX_INITIALIZER;
+
+CALLSCOPE_NOINSTR uint64_t round8(uint64_t n) { return (n + 7) & ~uint64_t{7}; }
+
+CALLSCOPE_NOINSTR size_t read_small_file(const char* path, char* buf, size_t cap) {
+  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  size_t n = 0;
+  while (n < cap) {
+    ssize_t r = ::read(fd, buf + n, cap - n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    n += static_cast<size_t>(r);
+  }
+  ::close(fd);
+  return n;
+}
+
+// ---- module map ------------------------------------------------------------
+
+struct ModuleScan {
+  uint64_t tick;
+};
+
+CALLSCOPE_NOINSTR void find_build_id(const dl_phdr_info* info, fmt::RawModule* m) {
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_NOTE) continue;
+    const auto* p = reinterpret_cast<const uint8_t*>(info->dlpi_addr + ph.p_vaddr);
+    const uint8_t* end = p + ph.p_memsz;
+    while (p + sizeof(ElfW(Nhdr)) <= end) {
+      const auto* nh = reinterpret_cast<const ElfW(Nhdr)*>(p);
+      const uint8_t* name = p + sizeof(ElfW(Nhdr));
+      const uint8_t* desc = name + ((nh->n_namesz + 3) & ~3u);
+      const uint8_t* next = desc + ((nh->n_descsz + 3) & ~3u);
+      if (next > end) break;
+      if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && memcmp(name, "GNU", 4) == 0) {
+        uint32_t len = nh->n_descsz > sizeof m->build_id ? sizeof m->build_id : nh->n_descsz;
+        memcpy(m->build_id, desc, len);
+        m->build_id_len = len;
+        return;
+      }
+      p = next;
+    }
+  }
+}
+
+CALLSCOPE_NOINSTR int on_module(dl_phdr_info* info, size_t, void* arg) {
+  const auto* scan = static_cast<ModuleScan*>(arg);
+  fmt::RawModule m{};
+  m.tick = scan->tick;
+  m.load_bias = info->dlpi_addr;
+  uint64_t low = ~uint64_t{0}, high = 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD) continue;
+    const uint64_t lo = info->dlpi_addr + ph.p_vaddr;
+    if (lo < low) low = lo;
+    if (lo + ph.p_memsz > high) high = lo + ph.p_memsz;
+  }
+  if (high == 0) return 0;
+  m.low = low;
+  m.high = high;
+  for (int i = 0; i < g_module_count; ++i) {
+    if (g_modules[i].load_bias == m.load_bias && g_modules[i].low == low) {
+      g_modules[i].seen = true;
+      return 0;
+    }
+  }
+  if (g_module_count == kMaxModules) return 0;
+  g_modules[g_module_count++] = KnownModule{m.load_bias, low, true};
+  find_build_id(info, &m);
+  // The main program has an empty name: take /proc/self/exe.
+  static char exe[4096];
+  const char* path = info->dlpi_name;
+  if (path == nullptr || path[0] == '\0') {
+    ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = '\0';
+    path = exe;
+  }
+  m.path_len = static_cast<uint32_t>(strlen(path));
+  write_meta(fmt::RawMetaType::kModule, &m, sizeof m, path, m.path_len, nullptr, 0);
+  return 0;
+}
+
+// Writes modules that appeared since the last scan, and unload records for
+// those that disappeared. Callers hold g_module_lock.
+CALLSCOPE_NOINSTR void scan_modules_locked() {
+  ModuleScan scan{now_tick()};
+  for (int i = 0; i < g_module_count; ++i) g_modules[i].seen = false;
+  ::dl_iterate_phdr(on_module, &scan);
+  int kept = 0;
+  for (int i = 0; i < g_module_count; ++i) {
+    if (g_modules[i].seen) {
+      g_modules[kept++] = g_modules[i];
+      continue;
+    }
+    fmt::RawModule m{};
+    m.tick = scan.tick;
+    m.load_bias = g_modules[i].load_bias;
+    m.low = g_modules[i].low;
+    m.flags = fmt::kRawModuleUnload;
+    write_meta(fmt::RawMetaType::kModule, &m, sizeof m, nullptr, 0, nullptr, 0);
+  }
+  g_module_count = kept;
+}
+
+CALLSCOPE_NOINSTR void rescan_modules() {
+  if (__atomic_load_n(&g_init_state, __ATOMIC_ACQUIRE) != kReady) return;
+  const int saved_errno = errno;
+  ::pthread_mutex_lock(&g_module_lock);
+  scan_modules_locked();
+  ::pthread_mutex_unlock(&g_module_lock);
+  errno = saved_errno;
+}
+
+// ---- process directory and start record ----------------------------------
+
+CALLSCOPE_NOINSTR bool make_process_dir(uint32_t pid) {
+  for (uint32_t n = 0; n < 100000; ++n) {
+    g_process_dir.clear();
+    g_process_dir.add(g_session_dir.c_str()).add("/").add_uint(pid).add(".").add_uint(n);
+    if (::mkdir(g_process_dir.c_str(), 0700) == 0) {
+      g_incarnation = n;
+      return true;
+    }
+    if (errno != EEXIST) return false;
+  }
+  return false;
+}
+
+CALLSCOPE_NOINSTR bool start_process_record(uint32_t parent_n, uint32_t flags) {
+  const uint32_t pid = static_cast<uint32_t>(::getpid());
+  if (!make_process_dir(pid)) return false;
+  PathBuf meta;
+  meta.add(g_process_dir.c_str()).add("/meta");
+  g_meta_fd = ::open(meta.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);
+  if (g_meta_fd < 0) return false;
+  fmt::RawFileHeader fh{};
+  memcpy(fh.magic, fmt::kRawMetaMagic, sizeof fh.magic);
+  fh.version = fmt::kRawVersion;
+  write_meta(fmt::RawMetaType::kFileHeader, &fh, sizeof fh, nullptr, 0, nullptr, 0);
+
+  static char exe[4096];
+  static char cmdline[65536];
+  ssize_t exe_len = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (exe_len < 0) exe_len = 0;
+  size_t cmd_len = read_small_file("/proc/self/cmdline", cmdline, sizeof cmdline);
+  fmt::RawProcessStart ps{};
+  ps.pid = pid;
+  ps.ppid = static_cast<uint32_t>(::getppid());
+  ps.clock = static_cast<uint32_t>(g_use_tsc ? fmt::ClockKind::kTsc : fmt::ClockKind::kMonotonic);
+  ps.parent_n = parent_n;
+  ps.base_tick = g_base_tick;
+  ps.calib_mono_ns = mono_ns();
+  ps.calib_tick = absolute_tick();
+  ps.realtime_ns = realtime_ns();
+  ps.exe_len = static_cast<uint32_t>(exe_len);
+  ps.cmdline_len = static_cast<uint32_t>(cmd_len);
+  ps.flags = flags;
+  write_meta(fmt::RawMetaType::kProcessStart, &ps, sizeof ps, exe, ps.exe_len, cmdline, ps.cmdline_len);
+  ::pthread_mutex_lock(&g_module_lock);
+  g_module_count = 0;
+  scan_modules_locked();
+  ::pthread_mutex_unlock(&g_module_lock);
+  return true;
+}
+
+CALLSCOPE_NOINSTR void write_calibration() {
+  fmt::RawCalibration c{};
+  c.mono_ns = mono_ns();
+  c.tick = absolute_tick();
+  write_meta(fmt::RawMetaType::kCalibration, &c, sizeof c, nullptr, 0, nullptr, 0);
+}
+
+// ---- handlers --------------------------------------------------------------
+
+CALLSCOPE_NOINSTR void on_process_exit(int status, void*) {
+  const int saved_errno = errno;
+  fmt::RawProcessExit e{};
+  e.tick = now_tick();
+  e.how = static_cast<uint32_t>(fmt::ExitHow::kExited);
+  e.code = status;
+  write_meta(fmt::RawMetaType::kProcessExit, &e, sizeof e, nullptr, 0, nullptr, 0);
+  write_calibration();
+  ThreadState* t = current_thread();
+  if (t->status == kActive && t->header) t->header->end_tick = e.tick;
+  if (g_default_dir) {
+    PathBuf msg;
+    msg.add("callscope: events written to ").add(g_session_dir.c_str());
+    msg.add("; run 'callscope finish ").add(g_session_dir.c_str()).add("' to make a trace\n");
+    ssize_t ignored = ::write(2, msg.c_str(), msg.size());
+    (void)ignored;
+  }
+  errno = saved_errno;
+}
+
+CALLSCOPE_NOINSTR void on_fork_child() {
+  if (__atomic_load_n(&g_init_state, __ATOMIC_ACQUIRE) != kReady) return;
+  // The lock may have been held by a thread that does not exist here.
+  pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+  g_module_lock = fresh;
+  if (g_meta_fd >= 0) ::close(g_meta_fd);
+  g_meta_fd = -1;
+  if (!start_process_record(g_incarnation, fmt::kRawProcessForked)) return;
+  thread_reset_after_fork(current_thread());
+}
+
+CALLSCOPE_NOINSTR bool do_init() {
+  const char* clock = ::getenv("CALLSCOPE_CLOCK");
+  if (clock && strcmp(clock, "monotonic") == 0)
+    g_use_tsc = false;
+  else
+    g_use_tsc = tsc_is_invariant();
+  g_base_tick = absolute_tick();
+
+  const char* dir = ::getenv("CALLSCOPE_DIR");
+  if (dir && dir[0]) {
+    g_session_dir.add(dir);
+  } else {
+    g_default_dir = true;
+    g_session_dir.add("callscope-").add_uint(static_cast<uint64_t>(::getpid())).add(".raw");
+    if (::mkdir(g_session_dir.c_str(), 0700) != 0 && errno != EEXIST) return false;
+  }
+  pthread_key_t key;
+  if (::pthread_key_create(&key, thread_exit) != 0) return false;
+  g_thread_key = key;
+  if (!start_process_record(~0u, 0)) return false;
+  ::pthread_atfork(nullptr, nullptr, on_fork_child);
+  ::on_exit(on_process_exit, nullptr);
+  return true;
+}
+
+__attribute__((constructor)) CALLSCOPE_NOINSTR void runtime_constructor() { process_ensure_init(); }
+
+}  // namespace
+
+// ---- shared with the rest of the runtime ----------------------------------
+
+uint64_t mono_ns() {
+  timespec ts;
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+uint64_t realtime_ns() {
+  timespec ts;
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// CPUID 0x80000007 EDX bit 8: the TSC ticks at a constant rate in every
+// P-, C- and T-state, and is synchronized across cores.
+bool tsc_is_invariant() {
+  unsigned a, b, c, d;
+  if (__get_cpuid_max(0x80000000u, nullptr) < 0x80000007u) return false;
+  __cpuid(0x80000007u, a, b, c, d);
+  return (d >> 8) & 1u;
+}
+
+bool process_ensure_init() {
+  int s = __atomic_load_n(&g_init_state, __ATOMIC_ACQUIRE);
+  if (CALLSCOPE_LIKELY(s == kReady)) return true;
+  if (s == kNotStarted) {
+    int expected = kNotStarted;
+    if (__atomic_compare_exchange_n(&g_init_state, &expected, kInProgress, false, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE)) {
+      const int saved_errno = errno;
+      const bool ok = do_init();
+      errno = saved_errno;
+      __atomic_store_n(&g_init_state, ok ? kReady : kFailed, __ATOMIC_RELEASE);
+      return ok;
+    }
+  }
+  while ((s = __atomic_load_n(&g_init_state, __ATOMIC_ACQUIRE)) == kInProgress) ::sched_yield();
+  return s == kReady;
+}
+
+const char* process_dir() { return g_process_dir.c_str(); }
+
+// One record, one write(2) on an O_APPEND descriptor: records of different
+// threads never interleave.
+void write_meta(fmt::RawMetaType type, const void* body, uint32_t body_size, const void* extra1,
+                uint32_t extra1_size, const void* extra2, uint32_t extra2_size) {
+  if (g_meta_fd < 0) return;
+  static const uint8_t kZeros[8] = {0};
+  const uint64_t raw = sizeof(fmt::RawMetaHeader) + body_size + extra1_size + extra2_size;
+  fmt::RawMetaHeader h{static_cast<uint32_t>(type), static_cast<uint32_t>(round8(raw))};
+  iovec iov[5] = {{&h, sizeof h},
+                  {const_cast<void*>(body), body_size},
+                  {const_cast<void*>(extra1), extra1_size},
+                  {const_cast<void*>(extra2), extra2_size},
+                  {const_cast<uint8_t*>(kZeros), static_cast<size_t>(round8(raw) - raw)}};
+  ssize_t ignored = ::writev(g_meta_fd, iov, 5);
+  (void)ignored;
+}
+
+}  // namespace callscope::rt
+
+// ---- exported wrappers -------------------------------------------------------
+
+using namespace callscope::rt;
+
+CALLSCOPE_EXPORT void* dlopen(const char* file, int mode) {
+  using Fn = void* (*)(const char*, int);
+  static Fn real = nullptr;
+  if (!real) real = reinterpret_cast<Fn>(::dlsym(RTLD_NEXT, "dlopen"));
+  if (!real) return nullptr;
+  void* handle = real(file, mode);
+  if (handle) rescan_modules();
+  return handle;
+}
+
+CALLSCOPE_EXPORT int dlclose(void* handle) {
+  using Fn = int (*)(void*);
+  static Fn real = nullptr;
+  if (!real) real = reinterpret_cast<Fn>(::dlsym(RTLD_NEXT, "dlclose"));
+  if (!real) return -1;
+  const int rc = real(handle);
+  if (rc == 0) rescan_modules();
+  return rc;
+}

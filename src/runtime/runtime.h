@@ -1,0 +1,164 @@
+// Internal declarations of libcallscope-rt, the only callscope code that runs
+// inside the traced program.
+//
+// Rules for everything in src/runtime (see docs/runtime.md):
+//  - the hot path (the two hooks) takes no lock, calls no malloc, no stdio, no
+//    function that may set errno; slow paths that make system calls save and
+//    restore errno;
+//  - thread-local state is one trivially destructible struct in initial-exec
+//    TLS: a destructor registration or a dynamic-TLS access could call malloc,
+//    which may be interposed and instrumented, and re-enter us;
+//  - every function here is hidden and none is instrumented (the runtime is
+//    built without -finstrument-functions; CALLSCOPE_NOINSTR protects
+//    against a build that adds it anyway).
+#pragma once
+
+#include <stdint.h>
+
+#include "format/trace_format.h"
+
+#define CALLSCOPE_EXPORT extern "C" __attribute__((visibility("default"), no_instrument_function))
+#define CALLSCOPE_NOINSTR __attribute__((no_instrument_function))
+#define CALLSCOPE_LIKELY(x) __builtin_expect(!!(x), 1)
+#define CALLSCOPE_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+namespace callscope::rt {
+
+namespace fmt = callscope::format;
+
+// One frame of the shadow stack: what later capabilities (profile mode,
+// stack depth) build on.
+struct Frame {
+  uint64_t fn;    // absolute address of the instrumented function
+  uint64_t sp;    // caller's stack pointer at the hook call, absolute
+  uint64_t tick;  // entry time, relative to the process base
+};
+
+enum ThreadStatus : uint8_t {
+  kUninit = 0,    // no hook has run on this thread yet
+  kActive = 1,
+  kDisabled = 2,  // initialization failed: hooks do nothing
+  kExited = 3,    // the thread's exit handler ran
+};
+
+// All per-thread state. Zero-initialized, trivially destructible.
+struct ThreadState {
+  uint64_t* pos;            // next free event word in the mapped chunk
+  uint64_t* end;            // one past the last word of the chunk
+  Frame* stack;             // shadow stack (anonymous mapping)
+  uint32_t depth;           // frames stored in `stack`
+  uint32_t overflow;        // frames deeper than the capacity, not stored
+  uint64_t sp_base;         // stack pointer that entry sp_rel is relative to
+  volatile uint8_t in_hook; // a hook of this thread is running (re-entry guard)
+  uint8_t status;           // ThreadStatus
+  uint8_t in_slow;          // chunk switch in progress
+  uint8_t dropping;         // events were dropped: a kLost + resync is due
+  uint8_t no_space;         // the last chunk allocation failed (disk full)
+  uint8_t nested;           // a hook interrupted another hook of this thread
+  int32_t fd;               // the thread's event file
+  uint32_t tid;
+  uint32_t chunk_index;
+  fmt::RawThreadHeader* header;  // mapped first page of the file
+  uint64_t* chunk;          // mapped chunk (words)
+  uint64_t chunk_bytes;
+  uint64_t file_end;        // bytes of the file allocated so far
+  uint64_t lost_pending;    // dropped since the last kLost record
+};
+
+inline constexpr uint32_t kStackCapacity = 1u << 20;  // frames (24 MiB reserved)
+
+// initial-exec: a plain %fs-relative access. The general-dynamic model would
+// call __tls_get_addr, which can allocate on a thread's first access.
+extern __thread ThreadState tls_thread __attribute__((tls_model("initial-exec")));
+CALLSCOPE_NOINSTR inline ThreadState* current_thread() { return &tls_thread; }
+
+// Clock: ticks relative to the process base.
+extern bool g_use_tsc;
+extern uint64_t g_base_tick;
+
+CALLSCOPE_NOINSTR inline uint64_t read_tsc() {
+  uint32_t lo, hi;
+  __asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+  return (uint64_t{hi} << 32) | lo;
+}
+uint64_t mono_ns();
+uint64_t realtime_ns();
+CALLSCOPE_NOINSTR inline uint64_t absolute_tick() { return g_use_tsc ? read_tsc() : mono_ns(); }
+CALLSCOPE_NOINSTR inline uint64_t now_tick() { return absolute_tick() - g_base_tick; }
+bool tsc_is_invariant();
+
+// Thread lifecycle and the slow path of event emission (thread.cpp).
+bool thread_init(ThreadState* t);
+void thread_exit(void* arg);
+void thread_reset_after_fork(ThreadState* t);
+uint64_t* reserve_slow(ThreadState* t, unsigned words);
+
+// Process lifecycle (process.cpp).
+bool process_ensure_init();
+const char* process_dir();
+void write_meta(fmt::RawMetaType type, const void* body, uint32_t body_size, const void* extra1,
+                uint32_t extra1_size, const void* extra2, uint32_t extra2_size);
+extern unsigned long g_thread_key;  // pthread_key_t
+
+// Event emission. Reserve first, then fill: a signal handler that interrupts
+// us between the two writes its events after our slot, never over it.
+CALLSCOPE_NOINSTR inline void signal_fence() { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
+
+// Returns the old pos and advances it by `words`, in one instruction.
+CALLSCOPE_NOINSTR inline uint64_t* advance_pos(ThreadState* t, unsigned words) {
+  uintptr_t p = uintptr_t{words} * 8;
+  __asm__ __volatile__("xaddq %0, %1" : "+r"(p), "+m"(t->pos) : : "memory");
+  return reinterpret_cast<uint64_t*>(p);
+}
+
+CALLSCOPE_NOINSTR inline uint64_t* reserve(ThreadState* t, unsigned words) {
+  // `end` is read first, then `pos` is advanced by one unlocked xadd: a
+  // signal handler on this thread sees pos either before or after, never half
+  // an update, and it cannot switch chunks under us (reserve_slow refuses to
+  // while t->nested), so `end` stays valid for the slot we got.
+  uint64_t* const end = t->end;
+  uint64_t* slot = advance_pos(t, words);
+  if (CALLSCOPE_UNLIKELY(slot + words > end)) return reserve_slow(t, words);
+  return slot;
+}
+
+CALLSCOPE_NOINSTR inline uint64_t word0(fmt::RawKind kind, uint64_t tick) {
+  return (tick << fmt::kRawKindBits) | static_cast<uint8_t>(kind);
+}
+
+CALLSCOPE_NOINSTR inline void emit1(ThreadState* t, fmt::RawKind kind, uint64_t tick) {
+  uint64_t* p = reserve(t, 1);
+  if (p) p[0] = word0(kind, tick);
+}
+
+// w0 is stored before w1: a crash between leaves w1 == 0, which the reader
+// recognizes as a torn event (no two-word event has a zero second word).
+CALLSCOPE_NOINSTR inline void emit2(ThreadState* t, fmt::RawKind kind, uint64_t tick, uint64_t w1) {
+  uint64_t* p = reserve(t, 2);
+  if (!p) return;
+  p[0] = word0(kind, tick);
+  signal_fence();
+  p[1] = w1;
+}
+
+// An entry (or inherited entry) with its stack pointer, rebasing when the
+// distance to the base does not fit the 16 bits of sp_rel. A nested hook
+// (signal handler inside a hook) must not move the base under the hook it
+// interrupted, so it stores kSpUnknown instead.
+inline constexpr int64_t kSpUnknown = -32768;
+CALLSCOPE_NOINSTR inline void emit_entry(ThreadState* t, fmt::RawKind kind, uint64_t tick, uint64_t fn,
+                                         uint64_t sp) {
+  int64_t rel = static_cast<int64_t>(t->sp_base - sp) / static_cast<int64_t>(fmt::kSpUnit);
+  if (CALLSCOPE_UNLIKELY(static_cast<uint64_t>(rel + 32767) > 65534)) {
+    if (t->nested) {
+      rel = kSpUnknown;
+    } else {
+      emit2(t, fmt::RawKind::kSpBase, tick, sp);
+      t->sp_base = sp;
+      rel = 0;
+    }
+  }
+  emit2(t, kind, tick, (fn & fmt::kRawAddrMask) | (static_cast<uint64_t>(static_cast<uint16_t>(rel)) << 48));
+}
+
+}  // namespace callscope::rt

@@ -1,0 +1,255 @@
+// Per-thread lifecycle of the runtime and the slow path of event emission.
+//
+// A thread's events go to <process dir>/t<tid>.ev: one header page, then
+// chunks of event words, each a MAP_SHARED mapping of the file. Chunks grow
+// from 64 KiB to 4 MiB. Space is reserved with fallocate(2) before a chunk is
+// mapped: writing to a mapped page the file system cannot back would kill
+// the program with SIGBUS, so when the disk is full we count events as lost
+// instead, retry now and then, and on success write a kLost record followed
+// by the shadow stack as kEntryInherited events (a resync), so the reader's
+// stack matches ours again.
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "runtime/path_buf.h"
+#include "runtime/runtime.h"
+
+__thread callscope::rt::ThreadState callscope::rt::tls_thread;
+
+namespace callscope::rt {
+namespace {
+
+constexpr uint64_t kFirstChunkBytes = 64 << 10;
+constexpr uint64_t kMaxChunkBytes = 4 << 20;
+constexpr uint64_t kPageBytes = 4096;
+constexpr uint64_t kRetryEvery = 4096;  // lost events between two allocation attempts
+
+CALLSCOPE_NOINSTR bool allocate(int fd, uint64_t offset, uint64_t bytes) {
+  if (::fallocate(fd, 0, static_cast<off_t>(offset), static_cast<off_t>(bytes)) == 0) return true;
+  if (errno == EOPNOTSUPP || errno == ENOSYS)  // no fallocate here: sparse, at our risk
+    return ::ftruncate(fd, static_cast<off_t>(offset + bytes)) == 0;
+  return false;
+}
+
+// Maps a fresh chunk of at least `min_bytes` after the current one.
+CALLSCOPE_NOINSTR bool map_next_chunk(ThreadState* t, uint64_t min_bytes) {
+  uint64_t bytes = t->chunk_bytes == 0 ? kFirstChunkBytes : t->chunk_bytes * 4;
+  if (bytes > kMaxChunkBytes) bytes = kMaxChunkBytes;
+  while (bytes < min_bytes) bytes *= 2;
+  if (!allocate(t->fd, t->file_end, bytes)) return false;
+  void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, t->fd,
+                   static_cast<off_t>(t->file_end));
+  if (m == MAP_FAILED) return false;
+  if (t->chunk) ::munmap(t->chunk, t->chunk_bytes);
+  t->chunk = static_cast<uint64_t*>(m);
+  t->chunk_bytes = bytes;
+  t->file_end += bytes;
+  ++t->chunk_index;
+  // Nested reserves fail while end is null; then pos moves, then end opens.
+  t->end = nullptr;
+  signal_fence();
+  t->pos = t->chunk;
+  signal_fence();
+  t->end = t->chunk + bytes / 8;
+  return true;
+}
+
+CALLSCOPE_NOINSTR void note_lost(ThreadState* t) {
+  ++t->lost_pending;
+  t->dropping = 1;
+  if (t->header) ++t->header->lost_events;
+}
+
+CALLSCOPE_NOINSTR void read_thread_name(char (&name)[16]) {
+  int fd = ::open("/proc/thread-self/comm", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  char buf[32];
+  ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (n <= 0) return;
+  while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\0')) --n;
+  if (n > 15) n = 15;
+  memset(name, 0, sizeof name);
+  memcpy(name, buf, static_cast<size_t>(n));
+}
+
+// Creates the thread's event file in the current process directory, maps its
+// header page and its first chunk.
+CALLSCOPE_NOINSTR bool open_thread_file(ThreadState* t, uint64_t now) {
+  PathBuf path;
+  int fd = -1;
+  for (unsigned attempt = 0; attempt < 100 && fd < 0; ++attempt) {
+    path.clear();
+    path.add(process_dir()).add("/t").add_uint(t->tid);
+    if (attempt) path.add(".").add_uint(attempt);  // a tid reused within the process
+    path.add(".ev");
+    fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0 && errno != EEXIST) return false;
+  }
+  if (fd < 0) return false;
+  if (!allocate(fd, 0, kPageBytes)) {
+    ::close(fd);
+    return false;
+  }
+  void* h = ::mmap(nullptr, kPageBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (h == MAP_FAILED) {
+    ::close(fd);
+    return false;
+  }
+  t->fd = fd;
+  t->header = static_cast<fmt::RawThreadHeader*>(h);
+  t->file_end = kPageBytes;
+  t->chunk = nullptr;
+  t->chunk_bytes = 0;
+  t->chunk_index = 0;
+  t->sp_base = 0;
+  fmt::RawThreadHeader* hd = t->header;
+  memcpy(hd->magic, fmt::kRawThreadMagic, sizeof hd->magic);
+  hd->version = fmt::kRawVersion;
+  hd->header_size = fmt::kRawThreadHeaderSize;
+  hd->pid = static_cast<uint32_t>(::getpid());
+  hd->tid = t->tid;
+  hd->start_tick = now;
+  hd->flags = (hd->pid == hd->tid) ? fmt::kRawThreadMain : 0;
+  read_thread_name(hd->name);
+  if (!map_next_chunk(t, 0)) {
+    ::munmap(t->header, kPageBytes);
+    t->header = nullptr;
+    ::close(fd);
+    t->fd = -1;
+    return false;
+  }
+  return true;
+}
+
+CALLSCOPE_NOINSTR void close_thread_file(ThreadState* t) {
+  if (t->chunk) ::munmap(t->chunk, t->chunk_bytes);
+  if (t->header) ::munmap(t->header, kPageBytes);
+  if (t->fd >= 0) ::close(t->fd);
+  t->chunk = nullptr;
+  t->header = nullptr;
+  t->fd = -1;
+  t->pos = nullptr;
+  t->end = nullptr;
+}
+
+// Writes every open frame again, as kEntryInherited with its original tick.
+CALLSCOPE_NOINSTR void emit_stack(ThreadState* t) {
+  for (uint32_t i = 0; i < t->depth; ++i) {
+    const Frame& f = t->stack[i];
+    emit_entry(t, fmt::RawKind::kEntryInherited, f.tick, f.fn, f.sp);
+  }
+}
+
+}  // namespace
+
+bool thread_init(ThreadState* t) {
+  if (!process_ensure_init()) {
+    t->status = kDisabled;
+    return false;
+  }
+  const int saved_errno = errno;
+  t->tid = static_cast<uint32_t>(::syscall(SYS_gettid));
+  t->fd = -1;
+  void* s = ::mmap(nullptr, uint64_t{kStackCapacity} * sizeof(Frame), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (s == MAP_FAILED || !open_thread_file(t, now_tick())) {
+    if (s != MAP_FAILED) ::munmap(s, uint64_t{kStackCapacity} * sizeof(Frame));
+    t->status = kDisabled;
+    errno = saved_errno;
+    return false;
+  }
+  t->stack = static_cast<Frame*>(s);
+  t->depth = 0;
+  t->overflow = 0;
+  // The key's destructor tells us when the thread exits (not for the thread
+  // that calls exit(): process.cpp handles that one).
+  ::pthread_setspecific(static_cast<pthread_key_t>(g_thread_key), t);
+  t->status = kActive;
+  errno = saved_errno;
+  return true;
+}
+
+void thread_exit(void* arg) {
+  auto* t = static_cast<ThreadState*>(arg);
+  if (t != current_thread() || t->status != kActive) return;
+  const int saved_errno = errno;
+  t->in_hook = 1;  // hooks of later destructors on this thread do nothing
+  signal_fence();
+  t->header->end_tick = now_tick();
+  read_thread_name(t->header->name);
+  close_thread_file(t);
+  ::munmap(t->stack, uint64_t{kStackCapacity} * sizeof(Frame));
+  t->stack = nullptr;
+  t->status = kExited;
+  signal_fence();
+  t->in_hook = 0;
+  errno = saved_errno;
+}
+
+// In a fork child: the forking thread's file and mappings are the parent's
+// (MAP_SHARED), so drop them and start a file of our own in the child's
+// process directory, opened by the frames inherited from the parent.
+void thread_reset_after_fork(ThreadState* t) {
+  if (t->status != kActive) return;
+  const int saved_errno = errno;
+  close_thread_file(t);
+  t->tid = static_cast<uint32_t>(::syscall(SYS_gettid));
+  t->dropping = 0;
+  t->no_space = 0;
+  t->lost_pending = 0;
+  if (!open_thread_file(t, now_tick())) {
+    t->status = kDisabled;
+    errno = saved_errno;
+    return;
+  }
+  emit_stack(t);
+  errno = saved_errno;
+}
+
+uint64_t* reserve_slow(ThreadState* t, unsigned words) {
+  // A hook interrupted by a signal must find the chunk it reserved from
+  // where it left it: no chunk switch from a nested hook or a nested slow path.
+  if (t->nested || t->in_slow || t->status != kActive) {
+    note_lost(t);
+    return nullptr;
+  }
+  t->in_slow = 1;
+  signal_fence();
+  const int saved_errno = errno;
+  uint64_t* slot = nullptr;
+  bool retry = true;
+  if (t->no_space) {
+    note_lost(t);
+    retry = t->lost_pending % kRetryEvery == 0;
+  }
+  if (retry) {
+    // Room for the event, and for a resync of the whole stack if one is due
+    // (two words per frame, two more when a frame needs a new sp base).
+    const uint64_t need = words * 8 + (t->dropping ? 16 + uint64_t{t->depth} * 32 : 0);
+    if (map_next_chunk(t, need)) {
+      t->no_space = 0;
+      if (t->dropping) {
+        t->dropping = 0;
+        emit2(t, fmt::RawKind::kLost, now_tick(), t->lost_pending);
+        t->lost_pending = 0;
+        emit_stack(t);
+      }
+      slot = advance_pos(t, words);
+    } else {
+      t->no_space = 1;
+      if (!t->dropping || t->lost_pending == 0) note_lost(t);
+    }
+  }
+  errno = saved_errno;
+  signal_fence();
+  t->in_slow = 0;
+  return slot;
+}
+
+}  // namespace callscope::rt

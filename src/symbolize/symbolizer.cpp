@@ -1,0 +1,142 @@
+#include "symbolize/symbolizer.h"
+
+#include <cxxabi.h>
+#include <elfutils/libdwfl.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+
+namespace callscope::symbolize {
+namespace {
+
+const Dwfl_Callbacks kCallbacks = {
+    dwfl_build_id_find_elf,
+    dwfl_standard_find_debuginfo,
+    dwfl_offline_section_address,
+    nullptr,
+};
+
+std::string base_name(const std::string& path) {
+  auto slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string hex_of(const unsigned char* p, int n) {
+  static const char* d = "0123456789abcdef";
+  std::string s;
+  for (int i = 0; i < n; ++i) {
+    s += d[p[i] >> 4];
+    s += d[p[i] & 15];
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string demangle(const std::string& name) {
+  if (name.size() < 2 || name[0] != '_' || name[1] != 'Z') return name;
+  int status = 0;
+  char* d = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
+  if (status != 0 || !d) return name;
+  std::string out(d);
+  std::free(d);
+  return out;
+}
+
+std::string Symbol::display() const {
+  if (!function.empty()) return function;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "+0x%llx", static_cast<unsigned long long>(offset));
+  if (!module.empty()) return module + buf;
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(offset));
+  return buf;
+}
+
+struct Symbolizer::Process {
+  Dwfl* dwfl = nullptr;
+  struct Mod {
+    uint64_t low, high, bias;
+    std::string name;
+    bool usable;
+  };
+  std::vector<Mod> mods;  // sorted by low
+  std::unordered_map<uint64_t, Symbol> cache;
+  ~Process() {
+    if (dwfl) dwfl_end(dwfl);
+  }
+};
+
+Symbolizer::Symbolizer(const format::TraceReader& trace, SymbolizerOptions options)
+    : trace_(trace), options_(options) {
+  processes_.resize(std::max<size_t>(trace.processes().size(), 1));
+}
+
+Symbolizer::~Symbolizer() = default;
+
+Symbolizer::Process& Symbolizer::process(uint32_t index) {
+  if (index >= processes_.size()) processes_.resize(index + 1);
+  auto& slot = processes_[index];
+  if (slot) return *slot;
+  slot = std::make_unique<Process>();
+  Process& p = *slot;
+  p.dwfl = dwfl_begin(&kCallbacks);
+  dwfl_report_begin(p.dwfl);
+  for (const format::ModuleInfo& m : trace_.modules()) {
+    if (m.record.process_index != index || m.path.empty()) continue;
+    Process::Mod mod{m.record.low, m.record.high, m.record.load_bias, base_name(m.path), false};
+    if (m.path.find("linux-vdso") != std::string::npos || access(m.path.c_str(), R_OK) != 0) {
+      if (m.path.find("linux-vdso") == std::string::npos)
+        warnings_.push_back("module '" + m.path + "' is gone: its addresses are shown as offsets");
+      p.mods.push_back(mod);
+      continue;
+    }
+    Dwfl_Module* dm = dwfl_report_elf(p.dwfl, mod.name.c_str(), m.path.c_str(), -1, m.record.load_bias, false);
+    if (!dm) {
+      warnings_.push_back("module '" + m.path + "': " + dwfl_errmsg(-1));
+      p.mods.push_back(mod);
+      continue;
+    }
+    const unsigned char* bits = nullptr;
+    GElf_Addr vaddr = 0;
+    int n = dwfl_module_build_id(dm, &bits, &vaddr);
+    if (!m.build_id.empty() && n > 0 && hex_of(bits, n) != m.build_id) {
+      warnings_.push_back("module '" + m.path + "' has changed since the recording (build-id " + hex_of(bits, n) +
+                          ", recorded " + m.build_id + "): its addresses are shown as offsets");
+      p.mods.push_back(mod);
+      continue;
+    }
+    mod.usable = true;
+    p.mods.push_back(mod);
+  }
+  dwfl_report_end(p.dwfl, nullptr, nullptr);
+  std::sort(p.mods.begin(), p.mods.end(), [](const auto& a, const auto& b) { return a.low < b.low; });
+  return p;
+}
+
+const Symbol& Symbolizer::lookup(uint32_t process_index, uint64_t addr) {
+  Process& p = process(process_index);
+  auto it = p.cache.find(addr);
+  if (it != p.cache.end()) return it->second;
+  Symbol s;
+  s.offset = addr;
+  const Process::Mod* mod = nullptr;
+  for (const auto& m : p.mods)
+    if (addr >= m.low && addr < m.high) mod = &m;
+  if (mod) {
+    s.module = mod->name;
+    s.offset = addr - mod->bias;
+    if (mod->usable) {
+      if (Dwfl_Module* dm = dwfl_addrmodule(p.dwfl, addr)) {
+        GElf_Off off = 0;
+        GElf_Sym sym;
+        const char* name = dwfl_module_addrinfo(dm, addr, &off, &sym, nullptr, nullptr, nullptr);
+        if (name) s.function = options_.demangle ? demangle(name) : name;
+      }
+    }
+  }
+  return p.cache.emplace(addr, std::move(s)).first->second;
+}
+
+}  // namespace callscope::symbolize

@@ -1,0 +1,127 @@
+#include "views/dump_view.h"
+
+#include <algorithm>
+#include <map>
+
+#include "views/format_util.h"
+
+namespace callscope::views {
+namespace {
+
+namespace fmt = callscope::format;
+
+std::string name_of(symbolize::Symbolizer& sym, const DumpOptions& o, uint32_t process, uint64_t addr) {
+  if (addr == 0) return "?";
+  if (!o.symbols) return format_hex(addr);
+  return sym.lookup(process, addr).display();
+}
+
+std::vector<uint32_t> selected(const fmt::TraceReader& t, const DumpOptions& o) {
+  std::vector<uint32_t> out;
+  for (uint32_t i = 0; i < t.threads().size(); ++i)
+    if (!o.thread || *o.thread == i) out.push_back(i);
+  return out;
+}
+
+Status check_thread(const fmt::TraceReader& t, const DumpOptions& o) {
+  if (o.thread && *o.thread >= t.threads().size())
+    return Error("no thread " + std::to_string(*o.thread) + " in the trace (it has " +
+                 std::to_string(t.threads().size()) + "; see 'callscope info')");
+  return ok_status();
+}
+
+}  // namespace
+
+const char* event_kind_name(fmt::EventKind k) {
+  switch (k) {
+    case fmt::EventKind::kEntry: return "entry";
+    case fmt::EventKind::kExit: return "exit";
+    case fmt::EventKind::kExitUnwound: return "unwound";
+    case fmt::EventKind::kExitTruncated: return "truncated";
+    case fmt::EventKind::kExitStray: return "stray-exit";
+    case fmt::EventKind::kLost: return "lost";
+    case fmt::EventKind::kEntryInherited: return "inherited";
+    case fmt::EventKind::kMark: return "mark";
+  }
+  return "?";
+}
+
+Status print_dump(fmt::TraceReader& t, symbolize::Symbolizer& sym, const DumpOptions& o, FILE* out) {
+  CALLSCOPE_CHECK(check_thread(t, o));
+  for (uint32_t ti : selected(t, o)) {
+    const auto& th = t.threads()[ti];
+    const uint32_t proc = th.record.process_index;
+    const uint32_t pid = proc < t.processes().size() ? t.processes()[proc].record.pid : 0;
+    std::fprintf(out, "thread %u: pid %u tid %u \"%s\", %llu events\n", ti, pid, th.record.tid, th.name.c_str(),
+                 static_cast<unsigned long long>(th.record.events));
+    uint64_t n = 0;
+    CALLSCOPE_CHECK(t.for_each_event(ti, [&](const fmt::TraceEvent& e) {
+      if (o.limit && n >= o.limit) return false;
+      std::fprintf(out, "T%u #%llu t=%.0fns %s d=%u", ti, static_cast<unsigned long long>(n++), t.ticks_to_ns(e.tick),
+                   event_kind_name(e.kind), e.depth);
+      switch (e.kind) {
+        case fmt::EventKind::kLost:
+          std::fprintf(out, " count=%llu", static_cast<unsigned long long>(e.arg));
+          break;
+        case fmt::EventKind::kMark:
+          std::fprintf(out, " id=%llu", static_cast<unsigned long long>(e.arg));
+          break;
+        default:
+          std::fprintf(out, " %s", name_of(sym, o, proc, e.addr).c_str());
+          if (fmt::is_entry(e.kind)) std::fprintf(out, " sp=%s", e.sp ? format_hex(e.sp).c_str() : "?");
+      }
+      std::fputc('\n', out);
+      return true;
+    }));
+  }
+  return ok_status();
+}
+
+Status print_stats(fmt::TraceReader& t, symbolize::Symbolizer& sym, const DumpOptions& o, FILE* out) {
+  CALLSCOPE_CHECK(check_thread(t, o));
+  struct PerFn {
+    uint64_t calls = 0;
+  };
+  std::map<std::pair<uint32_t, uint64_t>, PerFn> fns;  // (process, addr)
+  std::fprintf(out, "%5s %12s %12s %10s %10s %8s %8s %9s  %s\n", "#", "ENTRIES", "EXITS", "UNWOUND", "TRUNCATED",
+               "STRAY", "LOST", "MAXDEPTH", "BALANCED");
+  for (uint32_t ti : selected(t, o)) {
+    const uint32_t proc = t.threads()[ti].record.process_index;
+    uint64_t entries = 0, inherited = 0, exits = 0, unwound = 0, truncated = 0, stray = 0, lost = 0;
+    uint32_t max_depth = 0;
+    CALLSCOPE_CHECK(t.for_each_event(ti, [&](const fmt::TraceEvent& e) {
+      switch (e.kind) {
+        case fmt::EventKind::kEntry:
+          ++entries;
+          ++fns[{proc, e.addr}].calls;
+          break;
+        case fmt::EventKind::kEntryInherited: ++inherited; break;
+        case fmt::EventKind::kExit: ++exits; break;
+        case fmt::EventKind::kExitUnwound: ++unwound; break;
+        case fmt::EventKind::kExitTruncated: ++truncated; break;
+        case fmt::EventKind::kExitStray: ++stray; break;
+        case fmt::EventKind::kLost: lost += e.arg; break;
+        case fmt::EventKind::kMark: break;
+      }
+      max_depth = std::max(max_depth, e.depth);
+      return true;
+    }));
+    const bool balanced = entries + inherited == exits + unwound + truncated && stray == 0;
+    std::fprintf(out, "%5u %12llu %12llu %10llu %10llu %8llu %8llu %9u  %s\n", ti,
+                 static_cast<unsigned long long>(entries), static_cast<unsigned long long>(exits),
+                 static_cast<unsigned long long>(unwound), static_cast<unsigned long long>(truncated),
+                 static_cast<unsigned long long>(stray), static_cast<unsigned long long>(lost), max_depth,
+                 balanced ? "yes" : "NO");
+  }
+  // Calls per function name (a name may cover several addresses or processes).
+  std::map<std::string, uint64_t> by_name;
+  for (const auto& [key, v] : fns) by_name[name_of(sym, o, key.first, key.second)] += v.calls;
+  std::vector<std::pair<std::string, uint64_t>> rows(by_name.begin(), by_name.end());
+  std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::fprintf(out, "\n%12s  %s\n", "CALLS", "FUNCTION");
+  for (const auto& [name, calls] : rows)
+    std::fprintf(out, "%12llu  %s\n", static_cast<unsigned long long>(calls), name.c_str());
+  return ok_status();
+}
+
+}  // namespace callscope::views

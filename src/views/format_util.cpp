@@ -1,0 +1,75 @@
+#include "views/format_util.h"
+
+#include <signal.h>
+#include <string.h>
+#include <time.h>
+
+#include <cstdio>
+
+namespace callscope::views {
+
+std::string format_duration_ns(double ns) {
+  char buf[32];
+  if (ns < 1e3)
+    std::snprintf(buf, sizeof buf, "%.0f ns", ns);
+  else if (ns < 1e6)
+    std::snprintf(buf, sizeof buf, "%.3g us", ns / 1e3);
+  else if (ns < 1e9)
+    std::snprintf(buf, sizeof buf, "%.3g ms", ns / 1e6);
+  else
+    std::snprintf(buf, sizeof buf, "%.3f s", ns / 1e9);
+  return buf;
+}
+
+std::string format_bytes(uint64_t bytes) {
+  char buf[32];
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  if (u == 0)
+    std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
+  else
+    std::snprintf(buf, sizeof buf, "%.3g %s", v, units[u]);
+  return buf;
+}
+
+std::string format_hex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+std::string signal_name(int signal) {
+  const char* abbrev = ::sigabbrev_np(signal);
+  return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(signal);
+}
+
+std::string describe_exit(format::ExitHow how, int code, int signal, bool core_dumped) {
+  switch (how) {
+    case format::ExitHow::kExited:
+      return "exit code " + std::to_string(code);
+    case format::ExitHow::kSignaled:
+      return "killed by " + signal_name(signal) + (core_dumped ? " (core dumped)" : "");
+    case format::ExitHow::kExec:
+      return "replaced by exec";
+    case format::ExitHow::kUnknown:
+      break;
+  }
+  return "unknown (no exit was recorded)";
+}
+
+std::string format_realtime(uint64_t ns) {
+  if (ns == 0) return "unknown";
+  time_t secs = static_cast<time_t>(ns / 1000000000ull);
+  struct tm tm {};
+  ::gmtime_r(&secs, &tm);
+  char buf[64];
+  ::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
+  return buf;
+}
+
+}  // namespace callscope::views

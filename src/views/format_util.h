@@ -1,0 +1,19 @@
+// Small text helpers shared by the views: durations with a unit chosen per
+// value, byte sizes, exit descriptions, and address formatting.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "format/trace_format.h"
+
+namespace callscope::views {
+
+std::string format_duration_ns(double ns);   // "812 ns", "12.3 us", "4.56 ms", "1.23 s"
+std::string format_bytes(uint64_t bytes);    // "812 B", "12.3 KiB", ...
+std::string format_hex(uint64_t v);          // "0x401a20"
+std::string describe_exit(format::ExitHow how, int code, int signal, bool core_dumped);
+std::string signal_name(int signal);         // "SIGSEGV"
+std::string format_realtime(uint64_t ns_since_epoch);  // "2026-11-20 23:40:01 UTC"
+
+}  // namespace callscope::views

@@ -1,0 +1,170 @@
+#include "views/info_view.h"
+
+#include <algorithm>
+
+#include "views/format_util.h"
+
+namespace callscope::views {
+namespace {
+
+namespace fmt = callscope::format;
+
+std::string join(const std::vector<std::string>& argv) {
+  std::string s;
+  for (const std::string& a : argv) {
+    if (!s.empty()) s += ' ';
+    const bool quote = a.empty() || a.find_first_of(" \t'\"\\$") != std::string::npos;
+    s += quote ? "'" + a + "'" : a;
+  }
+  return s;
+}
+
+struct Totals {
+  uint64_t events = 0, calls = 0, lost = 0, torn = 0;
+};
+
+Totals totals(const fmt::TraceReader& t) {
+  Totals x;
+  for (const auto& th : t.threads()) {
+    x.events += th.record.events;
+    x.calls += th.record.calls;
+    x.lost += th.record.lost_events;
+    x.torn += th.record.torn_events;
+  }
+  return x;
+}
+
+std::string program_exit(const fmt::TraceReader& t) {
+  const auto& r = t.info().record;
+  return describe_exit(static_cast<fmt::ExitHow>(r.main_how), r.main_code, r.main_signal, r.main_core_dumped);
+}
+
+}  // namespace
+
+void print_info_text(const fmt::TraceReader& t, FILE* out) {
+  const auto& h = t.header();
+  const auto& info = t.info();
+  const Totals x = totals(t);
+  std::fprintf(out, "trace:      %s (%s, format %u.%u%s)\n", t.path().c_str(), format_bytes(t.file_size()).c_str(),
+               h.version_major, h.version_minor, t.complete() ? "" : ", INCOMPLETE");
+  std::fprintf(out, "program:    %s\n", join(info.argv).c_str());
+  if (!info.cwd.empty()) std::fprintf(out, "directory:  %s\n", info.cwd.c_str());
+  std::fprintf(out, "recorded:   %s by %s\n", format_realtime(h.origin_realtime_ns).c_str(),
+               info.tool_version.empty() ? "callscope" : info.tool_version.c_str());
+  std::fprintf(out, "duration:   %s\n", format_duration_ns(t.ticks_to_ns(info.record.duration_ticks)).c_str());
+  if (h.clock == static_cast<uint32_t>(fmt::ClockKind::kTsc))
+    std::fprintf(out, "clock:      TSC at %.4f GHz (calibrated against CLOCK_MONOTONIC)\n", h.ticks_per_ns);
+  else
+    std::fprintf(out, "clock:      CLOCK_MONOTONIC (ns)\n");
+  std::fprintf(out, "ended:      %s\n", program_exit(t).c_str());
+  std::fprintf(out, "calls:      %llu (%llu events)", static_cast<unsigned long long>(x.calls),
+               static_cast<unsigned long long>(x.events));
+  if (x.events) std::fprintf(out, ", %.2f bytes/call on disk", x.calls ? double(t.file_size()) / double(x.calls) : 0.0);
+  std::fprintf(out, "\n");
+  std::fprintf(out, "lost:       %llu events", static_cast<unsigned long long>(x.lost));
+  if (x.torn) std::fprintf(out, "; %llu half-written at a crash point", static_cast<unsigned long long>(x.torn));
+  std::fprintf(out, "\n");
+  if (info.record.flags & fmt::kInfoNotInstrumented)
+    std::fprintf(out, "note:       no instrumented function ran (compile with -finstrument-functions)\n");
+
+  std::fprintf(out, "\nprocesses:\n  %7s %7s %-28s %8s %12s  %s\n", "PID", "PPID", "ENDED", "THREADS", "CALLS", "EXECUTABLE");
+  for (size_t i = 0; i < t.processes().size(); ++i) {
+    const auto& p = t.processes()[i];
+    uint64_t calls = 0, threads = 0;
+    for (const auto& th : t.threads())
+      if (th.record.process_index == i) {
+        calls += th.record.calls;
+        ++threads;
+      }
+    std::string ended = describe_exit(static_cast<fmt::ExitHow>(p.record.how), p.record.code, p.record.signal,
+                                      p.record.core_dumped);
+    std::string exe = p.exe;
+    if (p.record.parent_index >= 0) exe += "  (forked from " + std::to_string(p.record.ppid) + ")";
+    std::fprintf(out, "  %7u %7u %-28s %8llu %12llu  %s\n", p.record.pid, p.record.ppid, ended.c_str(),
+                 static_cast<unsigned long long>(threads), static_cast<unsigned long long>(calls), exe.c_str());
+  }
+
+  std::fprintf(out, "\nthreads:\n  %5s %7s %7s %-16s %12s %12s %8s %12s\n", "#", "PID", "TID", "NAME", "CALLS", "EVENTS",
+               "LOST", "DURATION");
+  for (size_t i = 0; i < t.threads().size(); ++i) {
+    const auto& th = t.threads()[i];
+    const uint32_t pid = th.record.process_index < t.processes().size() ? t.processes()[th.record.process_index].record.pid : 0;
+    const uint64_t dur = th.record.end_tick > th.record.start_tick ? th.record.end_tick - th.record.start_tick : 0;
+    std::fprintf(out, "  %5zu %7u %7u %-16s %12llu %12llu %8llu %12s\n", i, pid, th.record.tid, th.name.c_str(),
+                 static_cast<unsigned long long>(th.record.calls), static_cast<unsigned long long>(th.record.events),
+                 static_cast<unsigned long long>(th.record.lost_events), format_duration_ns(t.ticks_to_ns(dur)).c_str());
+  }
+
+  std::fprintf(out, "\nmodules:\n  %7s %-33s %-40s %s\n", "PID", "ADDRESSES", "BUILD-ID", "PATH");
+  for (const auto& m : t.modules()) {
+    const uint32_t pid = m.record.process_index < t.processes().size() ? t.processes()[m.record.process_index].record.pid : 0;
+    std::string range = format_hex(m.record.low) + "-" + format_hex(m.record.high);
+    std::string path = m.path;
+    if (m.record.flags & fmt::kModuleUnloaded) path += "  (unloaded)";
+    std::fprintf(out, "  %7u %-33s %-40s %s\n", pid, range.c_str(), m.build_id.empty() ? "-" : m.build_id.c_str(),
+                 path.c_str());
+  }
+  if (!t.problems().empty()) {
+    std::fprintf(out, "\nproblems:\n");
+    for (const std::string& p : t.problems()) std::fprintf(out, "  %s\n", p.c_str());
+  }
+}
+
+nlohmann::json info_json(const fmt::TraceReader& t) {
+  using nlohmann::json;
+  const auto& h = t.header();
+  const auto& info = t.info();
+  const Totals x = totals(t);
+  json j;
+  j["trace"] = t.path();
+  j["file_bytes"] = t.file_size();
+  j["format_version"] = std::to_string(h.version_major) + "." + std::to_string(h.version_minor);
+  j["complete"] = t.complete();
+  j["argv"] = info.argv;
+  j["cwd"] = info.cwd;
+  j["tool_version"] = info.tool_version;
+  j["start_realtime_ns"] = h.origin_realtime_ns;
+  j["duration_ns"] = t.ticks_to_ns(info.record.duration_ticks);
+  j["clock"] = h.clock == static_cast<uint32_t>(fmt::ClockKind::kTsc) ? "tsc" : "monotonic";
+  j["ticks_per_ns"] = h.ticks_per_ns;
+  j["ended"] = program_exit(t);
+  j["exit"] = {{"how", info.record.main_how}, {"code", info.record.main_code}, {"signal", info.record.main_signal}};
+  j["calls"] = x.calls;
+  j["events"] = x.events;
+  j["lost_events"] = x.lost;
+  j["torn_events"] = x.torn;
+  j["processes"] = json::array();
+  for (const auto& p : t.processes())
+    j["processes"].push_back({{"pid", p.record.pid},
+                              {"ppid", p.record.ppid},
+                              {"incarnation", p.record.incarnation},
+                              {"parent_index", p.record.parent_index},
+                              {"exe", p.exe},
+                              {"argv", p.argv},
+                              {"ended", describe_exit(static_cast<fmt::ExitHow>(p.record.how), p.record.code,
+                                                      p.record.signal, p.record.core_dumped)},
+                              {"exit", {{"how", p.record.how}, {"code", p.record.code}, {"signal", p.record.signal}}}});
+  j["threads"] = json::array();
+  for (const auto& th : t.threads())
+    j["threads"].push_back({{"process_index", th.record.process_index},
+                            {"tid", th.record.tid},
+                            {"name", th.name},
+                            {"calls", th.record.calls},
+                            {"events", th.record.events},
+                            {"lost_events", th.record.lost_events},
+                            {"torn_events", th.record.torn_events},
+                            {"duration_ns", t.ticks_to_ns(th.record.end_tick - std::min(th.record.end_tick, th.record.start_tick))}});
+  j["modules"] = json::array();
+  for (const auto& m : t.modules())
+    j["modules"].push_back({{"process_index", m.record.process_index},
+                            {"path", m.path},
+                            {"build_id", m.build_id},
+                            {"low", m.record.low},
+                            {"high", m.record.high},
+                            {"load_bias", m.record.load_bias},
+                            {"unloaded", (m.record.flags & fmt::kModuleUnloaded) != 0}});
+  j["problems"] = t.problems();
+  return j;
+}
+
+}  // namespace callscope::views
