@@ -21,7 +21,7 @@ Command finish_command() {
             };
             auto o = std::make_shared<Opts>();
             app.add_option("dir", o->dir, "Session directory (callscope-PID.raw, or FILE.raw.XXXXXX)")->required();
-            app.add_option("-o,--output", o->output, "Trace file to write (default: DIR without .raw, plus .trace)");
+            app.add_option("-o,--output", o->output, "Trace file to write (default: NAME.trace in the current directory for a session NAME.raw)");
             app.add_flag("-f,--force", o->force, "Overwrite the output file if it exists");
             app.add_flag("--keep-raw", o->keep_raw, "Keep the session directory");
             app.add_option("--level", o->level, "zstd compression level (1-19)")->check(CLI::Range(1, 19));
@@ -29,9 +29,9 @@ Command finish_command() {
               std::string dir = o->dir;
               while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
               std::string out = o->output;
-              if (out.empty()) {
-                out = dir;
-                if (auto pos = out.rfind(".raw"); pos != std::string::npos && pos + 4 <= out.size()) out.erase(pos);
+              if (out.empty()) {  // callscope-1234.raw -> callscope-1234.trace
+                out = dir.substr(dir.rfind('/') == std::string::npos ? 0 : dir.rfind('/') + 1);
+                if (out.size() > 4 && out.compare(out.size() - 4, 4, ".raw") == 0) out.erase(out.size() - 4);
                 out += ".trace";
               }
               CALLSCOPE_CHECK(check_output_path(out, o->force));

@@ -9,7 +9,7 @@
 namespace callscope::cli {
 
 Command info_command() {
-  return {"info", "Show what a trace holds: program, processes, threads, modules, how it ended",
+  return {"info", "Show what a trace holds: program, processes, threads, modules, how it ended; check it for damage",
           [](CLI::App& app) -> Runner {
             struct Opts {
               std::string trace;
@@ -23,11 +23,14 @@ Command info_command() {
             return [o]() -> Result<int> {
               auto trace = format::TraceReader::open(o->trace);
               if (!trace) return trace.error();
+              (*trace)->verify_payloads();
               if (o->format == "json")
                 std::printf("%s\n", views::info_json(**trace).dump(2).c_str());
               else
                 views::print_info_text(**trace, stdout);
-              return 0;
+              // A damaged trace is described as far as it can be read, and
+              // the exit status says it was damaged.
+              return (*trace)->problems().empty() ? 0 : 1;
             };
           }};
 }

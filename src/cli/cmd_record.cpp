@@ -30,6 +30,7 @@ namespace fmt = callscope::format;
 
 struct RecordOptions {
   std::string output = "callscope.trace";
+  std::string raw_dir;
   bool force = false;
   bool keep_raw = false;
   int level = 6;
@@ -103,7 +104,8 @@ Result<int> run_record(const RecordOptions& o) {
                  "callscope record: warning: '%s' has no -finstrument-functions hooks; running it anyway "
                  "(only instrumented libraries it loads will be recorded)\n",
                  program.c_str());
-  CALLSCOPE_TRY(std::string session, make_session_dir(o.output));
+  CALLSCOPE_TRY(std::string session,
+                make_session_dir(o.raw_dir.empty() ? default_raw_dir(o.output) : o.raw_dir, o.output));
   SessionLog log(session);
   CALLSCOPE_CHECK(log.open());
   log.write_recorder_info(o.command);
@@ -190,7 +192,10 @@ Command record_command() {
             auto o = std::make_shared<RecordOptions>();
             app.add_option("-o,--output", o->output, "Trace file to write")->default_str("callscope.trace");
             app.add_flag("-f,--force", o->force, "Overwrite the output file if it exists");
-            app.add_flag("--keep-raw", o->keep_raw, "Keep the raw session directory next to the trace");
+            app.add_flag("--keep-raw", o->keep_raw, "Keep the raw session directory after writing the trace");
+            app.add_option("--raw-dir", o->raw_dir,
+                           "Where the runtime writes raw events while the program runs "
+                           "(default: /dev/shm, else the output's directory)");
             app.add_option("--level", o->level, "zstd compression level of the trace (1-19)")
                 ->check(CLI::Range(1, 19))
                 ->default_str("6");
@@ -203,11 +208,20 @@ Command record_command() {
                 "(../lib/libcallscope-rt.so) or at $CALLSCOPE_RUNTIME.\n"
                 "Usage: callscope record [OPTIONS] [--] PROGRAM [ARGS...]\n"
                 "Example: callscope record -o app.trace -- ./app arg1 arg2");
-            return [o, &app]() {
+            return [o, &app]() -> Result<int> {
               // CLI11 hands the arguments after PROGRAM to the parent app.
               o->command = app.remaining();
               if (o->command.empty() && app.get_parent()) o->command = app.get_parent()->remaining();
-              if (!o->command.empty() && o->command.front() == "--") o->command.erase(o->command.begin());
+              if (!o->command.empty() && o->command.front() == "--") {
+                o->command.erase(o->command.begin());
+              } else if (!o->command.empty() && o->command.front().size() > 1 && o->command.front()[0] == '-') {
+                // prefix_command() takes an unknown option for PROGRAM.
+                std::fprintf(stderr,
+                             "callscope record: unknown option '%s'\nRun 'callscope record --help' for usage "
+                             "(put -- before a program whose name starts with '-').\n",
+                             o->command.front().c_str());
+                return 2;
+              }
               return run_record(*o);
             };
           }};

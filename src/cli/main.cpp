@@ -49,6 +49,18 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
+  } catch (const CLI::RequiredError& e) {
+    if (app.get_subcommands().empty()) {
+      // No command, or an unknown one: say which, and list the commands.
+      if (!app.remaining().empty())
+        std::fprintf(stderr, "callscope: unknown command '%s'\n\n", app.remaining().front().c_str());
+      std::fprintf(stderr, "%s", app.help().c_str());
+      return kUsageError;
+    }
+    std::string where = "callscope";
+    for (const CLI::App* sub : app.get_subcommands()) where += std::string(" ") + sub->get_name();
+    std::fprintf(stderr, "%s: %s\nRun '%s --help' for usage.\n", where.c_str(), e.what(), where.c_str());
+    return kUsageError;
   } catch (const CLI::ParseError& e) {
     std::string where = "callscope";
     for (const CLI::App* sub : app.get_subcommands()) where += std::string(" ") + sub->get_name();

@@ -125,8 +125,18 @@ Instrumentation instrumentation_of(const std::string& path) {
   return result;
 }
 
-Result<std::string> make_session_dir(const std::string& output) {
-  std::string tmpl = output + ".raw.XXXXXX";
+std::string default_raw_dir(const std::string& output) {
+  // tmpfs: the events stay in memory that outlives the program, and thread
+  // files cost no disk I/O (a thread-heavy program runs about twice as fast).
+  struct stat st {};
+  if (::stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) && ::access("/dev/shm", W_OK | X_OK) == 0)
+    return "/dev/shm";
+  return dir_of(output);
+}
+
+Result<std::string> make_session_dir(const std::string& raw_dir, const std::string& output) {
+  auto slash = output.rfind('/');
+  std::string tmpl = raw_dir + "/callscope-" + (slash == std::string::npos ? output : output.substr(slash + 1)) + ".XXXXXX";
   std::vector<char> buf(tmpl.begin(), tmpl.end());
   buf.push_back('\0');
   if (!::mkdtemp(buf.data())) return system_error("cannot create a session directory '" + tmpl + "'", errno);

@@ -23,8 +23,10 @@ enum class Instrumentation { kUnknown, kNone, kCygProfile };
 // is not ELF, e.g. a script).
 Instrumentation instrumentation_of(const std::string& path);
 
-// A fresh session directory next to the output: <output>.raw.XXXXXX
-Result<std::string> make_session_dir(const std::string& output);
+// Where raw sessions go by default: /dev/shm when usable, else next to the output.
+std::string default_raw_dir(const std::string& output);
+// A fresh session directory: <raw_dir>/callscope-<output name>.XXXXXX
+Result<std::string> make_session_dir(const std::string& raw_dir, const std::string& output);
 void remove_tree(const std::string& dir);
 
 // The recorder's records in <session>/recorder.meta.

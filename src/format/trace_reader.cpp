@@ -161,6 +161,19 @@ Result<std::vector<uint8_t>> TraceReader::payload(const BlockRef& b) {
   return out;
 }
 
+size_t TraceReader::verify_payloads() {
+  size_t bad = 0;
+  for (const BlockRef& b : blocks_) {
+    if (b.header.type != static_cast<uint16_t>(BlockType::kEvents)) continue;  // metadata was read at open
+    auto p = payload(b);
+    if (!p) {
+      problem(b, p.error().message());
+      ++bad;
+    }
+  }
+  return bad;
+}
+
 Status TraceReader::read_metadata() {
   bool have_threads = false;
   for (const BlockRef& b : blocks_) {

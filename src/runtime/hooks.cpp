@@ -110,13 +110,18 @@ CALLSCOPE_NOINSTR __attribute__((noinline)) void hook_slow(ThreadState* t, uint6
                                                              bool entry) {
   if (t->in_hook) {
     if (t->status != kActive) return;  // interrupted initialization: nothing to write to
+    // The hook we interrupted holds its own copy of `end`; we may use the
+    // chunk's reserve, and put the soft end back before returning to it.
+    uint64_t* const soft_end = t->end;
     ++t->nested;
+    t->end = t->hard_end;
     signal_fence();
     if (entry)
       emit_entry(t, RawKind::kEntry, now_tick(), fn, sp);
     else
       emit1(t, RawKind::kExit, now_tick());
     signal_fence();
+    t->end = soft_end;
     --t->nested;
     return;
   }

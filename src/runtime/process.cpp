@@ -269,6 +269,7 @@ CALLSCOPE_NOINSTR bool do_init() {
   const char* dir = ::getenv("CALLSCOPE_DIR");
   if (dir && dir[0]) {
     g_session_dir.add(dir);
+    ::mkdir(g_session_dir.c_str(), 0700);  // usually made by `record` already
   } else {
     g_default_dir = true;
     g_session_dir.add("callscope-").add_uint(static_cast<uint64_t>(::getpid())).add(".raw");

@@ -44,7 +44,8 @@ enum ThreadStatus : uint8_t {
 // All per-thread state. Zero-initialized, trivially destructible.
 struct ThreadState {
   uint64_t* pos;            // next free event word in the mapped chunk
-  uint64_t* end;            // one past the last word of the chunk
+  uint64_t* end;            // end of the chunk less the nested reserve
+  uint64_t* hard_end;       // one past the last word of the chunk
   Frame* stack;             // shadow stack (anonymous mapping)
   uint32_t depth;           // frames stored in `stack`
   uint32_t overflow;        // frames deeper than the capacity, not stored
@@ -66,6 +67,10 @@ struct ThreadState {
 };
 
 inline constexpr uint32_t kStackCapacity = 1u << 20;  // frames (24 MiB reserved)
+// The last words of every chunk are kept for hooks of a signal handler that
+// interrupted a hook: those may not switch chunks (see reserve_slow), so they
+// need room of their own when the outer hook stopped at a full chunk.
+inline constexpr uint64_t kNestedReserveWords = 2048;  // 16 KiB: 1024 entries
 
 // initial-exec: a plain %fs-relative access. The general-dynamic model would
 // call __tls_get_addr, which can allocate on a thread's first access.

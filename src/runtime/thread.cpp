@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -55,9 +56,26 @@ CALLSCOPE_NOINSTR bool map_next_chunk(ThreadState* t, uint64_t min_bytes) {
   signal_fence();
   t->pos = t->chunk;
   signal_fence();
-  t->end = t->chunk + bytes / 8;
+  t->hard_end = t->chunk + bytes / 8;
+  t->end = t->hard_end - kNestedReserveWords;
   return true;
 }
+
+// Signals are blocked while a chunk is switched or a thread file is set up
+// (a few system calls, once per chunk): a handler's hooks then run after,
+// against a consistent state, instead of being dropped.
+class SignalBlock {
+ public:
+  CALLSCOPE_NOINSTR SignalBlock() {
+    sigset_t all;
+    sigfillset(&all);
+    ::pthread_sigmask(SIG_BLOCK, &all, &old_);
+  }
+  CALLSCOPE_NOINSTR ~SignalBlock() { ::pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
+
+ private:
+  sigset_t old_;
+};
 
 CALLSCOPE_NOINSTR void note_lost(ThreadState* t) {
   ++t->lost_pending;
@@ -154,6 +172,7 @@ bool thread_init(ThreadState* t) {
     return false;
   }
   const int saved_errno = errno;
+  SignalBlock block;
   t->tid = static_cast<uint32_t>(::syscall(SYS_gettid));
   t->fd = -1;
   void* s = ::mmap(nullptr, uint64_t{kStackCapacity} * sizeof(Frame), PROT_READ | PROT_WRITE,
@@ -179,14 +198,14 @@ void thread_exit(void* arg) {
   auto* t = static_cast<ThreadState*>(arg);
   if (t != current_thread() || t->status != kActive) return;
   const int saved_errno = errno;
-  t->in_hook = 1;  // hooks of later destructors on this thread do nothing
+  t->in_hook = 1;
+  t->status = kExited;  // hooks of later destructors, or of a handler, do nothing
   signal_fence();
   t->header->end_tick = now_tick();
   read_thread_name(t->header->name);
   close_thread_file(t);
   ::munmap(t->stack, uint64_t{kStackCapacity} * sizeof(Frame));
   t->stack = nullptr;
-  t->status = kExited;
   signal_fence();
   t->in_hook = 0;
   errno = saved_errno;
@@ -198,6 +217,7 @@ void thread_exit(void* arg) {
 void thread_reset_after_fork(ThreadState* t) {
   if (t->status != kActive) return;
   const int saved_errno = errno;
+  SignalBlock block;
   close_thread_file(t);
   t->tid = static_cast<uint32_t>(::syscall(SYS_gettid));
   t->dropping = 0;
@@ -219,10 +239,12 @@ uint64_t* reserve_slow(ThreadState* t, unsigned words) {
     note_lost(t);
     return nullptr;
   }
-  t->in_slow = 1;
-  signal_fence();
   const int saved_errno = errno;
   uint64_t* slot = nullptr;
+  {
+  SignalBlock block;
+  t->in_slow = 1;
+  signal_fence();
   bool retry = true;
   if (t->no_space) {
     note_lost(t);
@@ -246,9 +268,10 @@ uint64_t* reserve_slow(ThreadState* t, unsigned words) {
       if (!t->dropping || t->lost_pending == 0) note_lost(t);
     }
   }
-  errno = saved_errno;
   signal_fence();
   t->in_slow = 0;
+  }  // signals blocked since the chunk switch began are delivered here
+  errno = saved_errno;
   return slot;
 }
 

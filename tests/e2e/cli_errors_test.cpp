@@ -1,0 +1,182 @@
+// Bad input gets one clear message and a non-zero exit, never a crash:
+// wrong arguments, a missing program, an output that exists or cannot be
+// written, an uninstrumented program, files that are not traces, and traces
+// that are truncated or damaged.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "e2e_support.h"
+
+namespace callscope::e2e {
+namespace {
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+std::string any_fixture(const std::string& name) {
+  const auto vs = variants();
+  return vs.empty() ? "" : fixture(vs.front(), name);
+}
+
+TEST(CliErrors, NoCommandShowsUsage) {
+  RunResult r = callscope({});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(contains(r.err, "record")) << r.err;
+}
+
+TEST(CliErrors, UnknownCommand) {
+  RunResult r = callscope({"recrod", "x"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(contains(r.err, "recrod")) << r.err;
+}
+
+TEST(CliErrors, UnknownOptionOfRecord) {
+  RunResult r = callscope({"record", "--bogus", "-o", "x.trace", "--", "/bin/true"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(contains(r.err, "--bogus")) << r.err;
+}
+
+TEST(CliErrors, RecordWithoutProgram) {
+  RunResult r = callscope({"record", "-o", "/tmp/never-written.trace"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.err, "no program given")) << r.err;
+}
+
+TEST(CliErrors, RecordMissingProgram) {
+  TempDir dir;
+  RunResult r = callscope({"record", "-o", dir.file("x.trace"), "--", "no-such-program-xyz"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "program 'no-such-program-xyz' not found in PATH")) << r.err;
+  RunResult r2 = callscope({"record", "-o", dir.file("x.trace"), "--", dir.file("nothing-here")});
+  EXPECT_TRUE(contains(r2.err, "not found")) << r2.err;
+  EXPECT_EQ(::access(dir.file("x.trace").c_str(), F_OK), -1) << "no trace for a program that never ran";
+}
+
+TEST(CliErrors, RecordRefusesToOverwriteWithoutForce) {
+  TempDir dir;
+  const std::string out = dir.file("x.trace");
+  std::ofstream(out) << "precious";
+  RunResult r = callscope({"record", "-o", out, "--", "/bin/true"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "exists; use --force")) << r.err;
+  std::ifstream in(out);
+  std::string content;
+  in >> content;
+  EXPECT_EQ(content, "precious");
+  RunResult forced = callscope({"record", "--force", "-o", out, "--", any_fixture("recursion"), "10"});
+  EXPECT_EQ(forced.exit_code, 0) << forced.err;
+  EXPECT_EQ(callscope({"info", out}).exit_code, 0);
+}
+
+TEST(CliErrors, RecordToUnwritablePlace) {
+  RunResult r = callscope({"record", "-o", "/no/such/dir/x.trace", "--", "/bin/true"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "cannot write '/no/such/dir/x.trace'")) << r.err;
+}
+
+TEST(CliErrors, UninstrumentedProgramRunsAndGivesAnEmptyTrace) {
+  TempDir dir;
+  const std::string out = dir.file("plain.trace");
+  RunResult r = callscope({"record", "-o", out, "--", plain_fixture(), "a", "b"});
+  EXPECT_EQ(r.exit_code, 42) << "the program's exit code passes through";
+  EXPECT_TRUE(contains(r.out, "plain argc=3")) << r.out;
+  EXPECT_TRUE(contains(r.err, "has no -finstrument-functions hooks")) << r.err;
+  EXPECT_TRUE(contains(r.err, "no instrumented function was called")) << r.err;
+  TraceSummary s = summarize(out);
+  ASSERT_TRUE(s.reader);
+  EXPECT_TRUE(s.reader->complete());
+  EXPECT_TRUE(s.calls.empty());
+  EXPECT_EQ(s.reader->processes().size(), 1u);
+  EXPECT_TRUE(s.reader->info().record.flags & format::kInfoNotInstrumented);
+  RunResult info = callscope({"info", out});
+  EXPECT_EQ(info.exit_code, 0);
+  EXPECT_TRUE(contains(info.out, "exit code 42")) << info.out;
+  EXPECT_TRUE(contains(info.out, "no instrumented function ran")) << info.out;
+}
+
+TEST(CliErrors, StdinPassesThrough) {
+  TempDir dir;
+  RunResult r = run({CALLSCOPE_EXE, "record", "-o", dir.file("cat.trace"), "--", "/bin/cat"}, "hello through\n");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, "hello through\n");
+}
+
+TEST(CliErrors, InfoOnFilesThatAreNotTraces) {
+  TempDir dir;
+  RunResult missing = callscope({"info", dir.file("absent.trace")});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_TRUE(contains(missing.err, "No such file")) << missing.err;
+  std::ofstream(dir.file("text.trace")) << "this is not a trace, but it is long enough to hold a header........";
+  RunResult text = callscope({"info", dir.file("text.trace")});
+  EXPECT_EQ(text.exit_code, 1);
+  EXPECT_TRUE(contains(text.err, "is not a callscope trace")) << text.err;
+  std::ofstream(dir.file("empty.trace")).flush();
+  RunResult empty = callscope({"info", dir.file("empty.trace")});
+  EXPECT_EQ(empty.exit_code, 1);
+  EXPECT_TRUE(contains(empty.err, "not a callscope trace")) << empty.err;
+  RunResult d = callscope({"info", dir.path()});
+  EXPECT_EQ(d.exit_code, 1);
+  EXPECT_TRUE(contains(d.err, "is a directory")) << d.err;
+}
+
+// A trace cut short or damaged: info and dump say what is wrong and where,
+// show what is intact, and exit 1.
+TEST(CliErrors, TruncatedAndDamagedTraces) {
+  TempDir dir;
+  const std::string good = dir.file("good.trace");
+  ASSERT_EQ(callscope({"record", "-o", good, "--", any_fixture("threads"), "4", "300000"}).exit_code, 0);
+  std::ifstream in(good, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  ASSERT_GT(bytes.size(), 2000u);
+
+  // The last blocks (metadata, end) lost: the events are still there.
+  const std::string cut = dir.file("cut.trace");
+  std::ofstream(cut, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size() - 100));
+  RunResult info = callscope({"info", cut});
+  EXPECT_EQ(info.exit_code, 1);
+  EXPECT_TRUE(contains(info.out, "INCOMPLETE")) << info.out;
+  EXPECT_TRUE(contains(info.out, "truncated")) << info.out;
+  RunResult dump = callscope({"dump", "--stats", cut});
+  EXPECT_EQ(dump.exit_code, 1);
+  EXPECT_TRUE(contains(dump.out, "leaf")) << "events before the cut are still read";
+
+  // Damage in the middle of the file (the first block is a tiny one, the
+  // main thread's): named by offset, reading resumes at the next block.
+  std::string damaged = bytes;
+  for (size_t i = 64 + 40; i < 64 + 40 + 200 && i < damaged.size(); ++i) damaged[i] = static_cast<char>(~damaged[i]);
+  const std::string bad = dir.file("bad.trace");
+  std::ofstream(bad, std::ios::binary).write(damaged.data(), static_cast<std::streamsize>(damaged.size()));
+  RunResult binfo = callscope({"info", bad});
+  EXPECT_EQ(binfo.exit_code, 1);
+  EXPECT_TRUE(contains(binfo.out, "problems:\n  ")) << binfo.out;
+  EXPECT_TRUE(contains(binfo.out, "block 0 at offset 64")) << binfo.out;
+  RunResult bdump = callscope({"dump", "--stats", bad});
+  EXPECT_EQ(bdump.exit_code, 1);
+  EXPECT_TRUE(contains(bdump.err, "damaged trace: block 0 at offset 64")) << bdump.err;
+  EXPECT_TRUE(contains(bdump.out, "leaf")) << bdump.out;
+}
+
+TEST(CliErrors, FinishOnSomethingThatIsNotASession) {
+  TempDir dir;
+  RunResult r = callscope({"finish", dir.path(), "-o", dir.file("x.trace")});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "holds no callscope session")) << r.err;
+}
+
+// The runtime linked or preloaded without `record`: events land in
+// callscope-<pid>.raw in the current directory, and `finish` makes a trace.
+TEST(CliErrors, FinishMakesATraceFromARunWithoutRecord) {
+  TempDir dir;
+  const std::string script = "cd '" + dir.path() + "' && LD_PRELOAD='" + std::string(RUNTIME_PATH) + "' '" +
+                             any_fixture("recursion") + "' 100 && '" + CALLSCOPE_EXE + "' finish callscope-*.raw";
+  RunResult r = run({"/bin/sh", "-c", script});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "run 'callscope finish")) << r.err;
+  EXPECT_TRUE(contains(r.err, "102 calls")) << r.err;
+}
+
+}  // namespace
+}  // namespace callscope::e2e

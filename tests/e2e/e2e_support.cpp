@@ -1,0 +1,173 @@
+#include "e2e_support.h"
+
+#include <fcntl.h>
+#include <ftw.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+#include "symbolize/symbolizer.h"
+
+namespace callscope::e2e {
+
+RunResult run(const std::vector<std::string>& argv, const std::string& stdin_text) {
+  int out[2], err[2], in[2];
+  if (::pipe2(out, O_CLOEXEC) || ::pipe2(err, O_CLOEXEC) || ::pipe2(in, O_CLOEXEC)) std::abort();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(in[0], 0);
+    ::dup2(out[1], 1);
+    ::dup2(err[1], 2);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execvp(args[0], args.data());
+    ::_exit(127);
+  }
+  ::close(out[1]);
+  ::close(err[1]);
+  ::close(in[0]);
+  if (!stdin_text.empty()) {
+    ssize_t ignored = ::write(in[1], stdin_text.data(), stdin_text.size());
+    (void)ignored;
+  }
+  ::close(in[1]);
+  RunResult r;
+  pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
+  int open_fds = 2;
+  char buf[65536];
+  while (open_fds > 0) {
+    if (::poll(fds, 2, -1) < 0) break;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP))) continue;
+      ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
+      if (n <= 0) {
+        ::close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_fds;
+      } else {
+        (i == 0 ? r.out : r.err).append(buf, static_cast<size_t>(n));
+      }
+    }
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) r.term_signal = WTERMSIG(status);
+  return r;
+}
+
+RunResult callscope(const std::vector<std::string>& args) {
+  std::vector<std::string> argv{CALLSCOPE_EXE};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run(argv);
+}
+
+std::vector<std::string> variants() {
+  std::vector<std::string> out;
+  std::stringstream ss(FIXTURE_VARIANTS);
+  std::string v;
+  while (std::getline(ss, v, ',')) if (!v.empty()) out.push_back(v);
+  return out;
+}
+
+std::string fixture(const std::string& variant, const std::string& name) {
+  return std::string(FIXTURE_DIR) + "/" + variant + "/" + name;
+}
+
+std::string plain_fixture() { return std::string(FIXTURE_DIR) + "/plain"; }
+
+TempDir::TempDir() {
+  std::string tmpl = (std::getenv("TMPDIR") ? std::string(std::getenv("TMPDIR")) : std::string("/tmp")) +
+                     "/callscope-e2e.XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  if (!::mkdtemp(buf.data())) std::abort();
+  path_ = buf.data();
+}
+
+TempDir::~TempDir() {
+  ::nftw(
+      path_.c_str(), [](const char* p, const struct stat*, int, struct FTW*) { return ::remove(p), 0; }, 16,
+      FTW_DEPTH | FTW_PHYS);
+}
+
+namespace {
+
+std::string normalize(std::string name) {
+  for (const char* suffix : {".constprop", ".isra", ".part", ".cold", ".lto_priv"}) {
+    auto pos = name.find(suffix);
+    if (pos != std::string::npos) name.erase(pos);
+  }
+  return name;
+}
+
+}  // namespace
+
+TraceSummary summarize(const std::string& trace_path) {
+  TraceSummary s;
+  auto reader = format::TraceReader::open(trace_path);
+  if (!reader) {
+    ADD_FAILURE() << reader.error().message();
+    return s;
+  }
+  s.reader = std::move(*reader);
+  symbolize::Symbolizer sym(*s.reader);
+  std::map<std::pair<uint32_t, uint64_t>, uint64_t> by_addr;
+  std::map<std::pair<uint32_t, uint64_t>, std::map<uint32_t, uint64_t>> depth_by_addr;
+  for (uint32_t t = 0; t < s.reader->threads().size(); ++t) {
+    ThreadSummary ts;
+    const uint32_t proc = s.reader->threads()[t].record.process_index;
+    auto st = s.reader->for_each_event(t, [&](const format::TraceEvent& e) {
+      using K = format::EventKind;
+      switch (e.kind) {
+        case K::kEntry:
+          ++ts.entries;
+          ++by_addr[{proc, e.addr}];
+          ++depth_by_addr[{proc, e.addr}][e.depth];
+          break;
+        case K::kEntryInherited: ++ts.inherited; break;
+        case K::kExit: ++ts.exits; break;
+        case K::kExitUnwound: ++ts.unwound; break;
+        case K::kExitTruncated: ++ts.truncated; break;
+        case K::kExitStray: ++ts.stray; break;
+        case K::kLost: ts.lost += e.arg; break;
+        case K::kMark: break;
+      }
+      ts.max_depth = std::max(ts.max_depth, e.depth);
+      ts.final_depth = format::is_exit(e.kind) ? e.depth - 1 : format::is_entry(e.kind) ? e.depth : ts.final_depth;
+      return true;
+    });
+    EXPECT_TRUE(st.ok()) << (st.ok() ? "" : st.error().message());
+    s.threads.push_back(ts);
+  }
+  for (const auto& [key, n] : by_addr) {
+    const std::string name = normalize(sym.lookup(key.first, key.second).display());
+    s.calls[name] += n;
+    s.calls_in_process[{key.first, name}] += n;
+    for (const auto& [d, c] : depth_by_addr[key]) s.entry_depths[name][d] += c;
+  }
+  EXPECT_TRUE(s.reader->problems().empty()) << s.reader->problems().front();
+  return s;
+}
+
+std::map<std::string, long> parse_counts(const std::string& text) {
+  std::map<std::string, long> out;
+  std::stringstream ss(text);
+  std::string word;
+  while (ss >> word) {
+    auto eq = word.find('=');
+    if (eq == std::string::npos) continue;
+    out[word.substr(0, eq)] = std::strtol(word.c_str() + eq + 1, nullptr, 10);
+  }
+  return out;
+}
+
+}  // namespace callscope::e2e

@@ -1,0 +1,73 @@
+// Helpers for the end-to-end tests: run a command and capture its output,
+// find fixtures, and summarize a trace (balance per thread, calls per
+// function name) through the reader library.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "format/trace_reader.h"
+
+namespace callscope::e2e {
+
+struct RunResult {
+  int exit_code = -1;    // when the command exited
+  int term_signal = 0;   // when a signal killed it
+  std::string out;
+  std::string err;
+};
+
+RunResult run(const std::vector<std::string>& argv, const std::string& stdin_text = "");
+RunResult callscope(const std::vector<std::string>& args);
+
+std::vector<std::string> variants();                  // "gcc-O0", ...
+std::string fixture(const std::string& variant, const std::string& name);
+std::string plain_fixture();
+
+// A fresh temporary directory, removed with its contents when destroyed.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::string& path() const { return path_; }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+struct ThreadSummary {
+  uint64_t entries = 0, inherited = 0, exits = 0, unwound = 0, truncated = 0, stray = 0, lost = 0;
+  uint32_t max_depth = 0;
+  uint32_t final_depth = 0;
+  bool balanced() const {
+    return entries + inherited == exits + unwound + truncated && stray == 0 && final_depth == 0;
+  }
+};
+
+struct TraceSummary {
+  std::unique_ptr<format::TraceReader> reader;
+  std::vector<ThreadSummary> threads;
+  // Entries per function name, all threads; names lose GCC clone suffixes
+  // (".constprop.0", ".isra.0", ".part.0").
+  std::map<std::string, uint64_t> calls;
+  // Entries per (process index, name).
+  std::map<std::pair<uint32_t, std::string>, uint64_t> calls_in_process;
+  // Depths at which each function was entered.
+  std::map<std::string, std::map<uint32_t, uint64_t>> entry_depths;
+  uint64_t calls_of(const std::string& name) const {
+    auto it = calls.find(name);
+    return it == calls.end() ? 0 : it->second;
+  }
+};
+
+// Reads the whole trace; fails the current test on a damaged trace.
+TraceSummary summarize(const std::string& trace_path);
+
+// "key=value" pairs printed by a fixture.
+std::map<std::string, long> parse_counts(const std::string& text);
+
+}  // namespace callscope::e2e

@@ -1,0 +1,173 @@
+// Recording correctness on real programs, for every compiler variant:
+// threads, recursion, exceptions, longjmp, signal handlers, fork, exec,
+// dlopen. Each case checks that entries and exits balance per thread and
+// that per-function call counts are exact.
+#include <gtest/gtest.h>
+
+#include "e2e_support.h"
+
+namespace callscope::e2e {
+namespace {
+
+using format::ExitHow;
+
+class RecordTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  // Records `program args` and returns the summary; checks record's exit code.
+  TraceSummary record(const std::string& name, const std::vector<std::string>& args, int expected_exit = 0) {
+    std::vector<std::string> cmd{"record", "-o", dir_.file(name + ".trace"), "--", fixture(GetParam(), name)};
+    cmd.insert(cmd.end(), args.begin(), args.end());
+    last_ = callscope(cmd);
+    EXPECT_EQ(last_.exit_code, expected_exit) << last_.err;
+    return summarize(dir_.file(name + ".trace"));
+  }
+  static void expect_all_balanced(const TraceSummary& s) {
+    for (size_t i = 0; i < s.threads.size(); ++i)
+      EXPECT_TRUE(s.threads[i].balanced()) << "thread " << i << ": entries " << s.threads[i].entries << " inherited "
+                                           << s.threads[i].inherited << " exits " << s.threads[i].exits << " unwound "
+                                           << s.threads[i].unwound << " truncated " << s.threads[i].truncated
+                                           << " stray " << s.threads[i].stray;
+  }
+  TempDir dir_;
+  RunResult last_;
+};
+
+TEST_P(RecordTest, SixteenThreadsOfAMillionCalls) {
+  TraceSummary s = record("threads", {"16", "1000000"});
+  EXPECT_NE(last_.out.find("threads=16 calls=16000000"), std::string::npos) << last_.out;
+  ASSERT_EQ(s.threads.size(), 17u);
+  expect_all_balanced(s);
+  EXPECT_EQ(s.calls_of("leaf"), 16000000u);
+  EXPECT_EQ(s.calls_of("worker"), 16u);
+  EXPECT_EQ(s.calls_of("main"), 1u);
+  for (const auto& t : s.threads) EXPECT_EQ(t.lost, 0u);
+}
+
+TEST_P(RecordTest, TwoThousandShortLivedThreads) {
+  TraceSummary s = record("short_threads", {"2000"});
+  ASSERT_EQ(s.threads.size(), 2001u);
+  expect_all_balanced(s);
+  EXPECT_EQ(s.calls_of("body"), 2000u);
+  EXPECT_EQ(s.calls_of("work"), 20000u);
+  // Every thread is known to have ended cleanly (main through exit()).
+  size_t clean = 0;
+  for (const auto& t : s.reader->threads()) clean += (t.record.flags & format::kThreadExitedCleanly) ? 1 : 0;
+  EXPECT_EQ(clean, 2001u);
+}
+
+TEST_P(RecordTest, RecursionTenThousandDeep) {
+  TraceSummary s = record("recursion", {"10000"});
+  ASSERT_EQ(s.threads.size(), 1u);
+  expect_all_balanced(s);
+  EXPECT_EQ(s.calls_of("recurse"), 10001u);
+  EXPECT_EQ(s.threads[0].max_depth, 10002u);
+}
+
+TEST_P(RecordTest, ExceptionsThroughInstrumentedFrames) {
+  TraceSummary s = record("exceptions", {});
+  expect_all_balanced(s);
+  EXPECT_EQ(s.calls_of("thrower(int, int)"), 5000u);
+  EXPECT_EQ(s.calls_of("catcher(int)"), 1000u);
+  EXPECT_EQ(s.calls_of("after()"), 1000u);
+  // Frames the exception left are closed before the catcher returns: the
+  // calls after it sit right under main.
+  EXPECT_EQ(s.entry_depths["after()"].size(), 1u);
+  EXPECT_EQ(s.entry_depths["after()"].begin()->first, 2u);
+  EXPECT_EQ(s.entry_depths["catcher(int)"].begin()->first, 2u);
+  // GCC runs exit hooks while unwinding; clang does not, and we close them.
+  EXPECT_EQ(s.threads[0].exits + s.threads[0].unwound, 7001u);
+}
+
+TEST_P(RecordTest, LongjmpAcrossInstrumentedFrames) {
+  TraceSummary s = record("longjmp", {});
+  expect_all_balanced(s);
+  EXPECT_EQ(s.calls_of("deep"), 51000u);
+  EXPECT_EQ(s.calls_of("runner"), 1000u);
+  EXPECT_EQ(s.calls_of("after"), 1000u);
+  // The 51 deep() frames of each jump are closed and marked as unwound.
+  EXPECT_EQ(s.threads[0].unwound, 51000u);
+  ASSERT_EQ(s.entry_depths["after"].size(), 1u);
+  EXPECT_EQ(s.entry_depths["after"].begin()->first, 2u);
+  ASSERT_EQ(s.entry_depths["runner"].size(), 1u);
+  EXPECT_EQ(s.entry_depths["runner"].begin()->first, 2u);
+}
+
+TEST_P(RecordTest, InstrumentedSignalHandlers) {
+  TraceSummary s = record("signals", {"3000"});
+  expect_all_balanced(s);
+  auto counts = parse_counts(last_.out);
+  ASSERT_EQ(counts["on_signal"], 3000) << last_.out;
+  EXPECT_EQ(s.calls_of("on_signal"), 3000u);
+  EXPECT_EQ(s.calls_of("handler_helper"), 3000u);
+  EXPECT_EQ(s.calls_of("busy"), static_cast<uint64_t>(counts["busy"]));
+  for (const auto& t : s.threads) EXPECT_EQ(t.lost, 0u);
+}
+
+TEST_P(RecordTest, ForkGivesTheChildItsOwnStreams) {
+  TraceSummary s = record("fork", {});
+  ASSERT_EQ(s.reader->processes().size(), 2u);
+  ASSERT_EQ(s.threads.size(), 2u);
+  expect_all_balanced(s);
+  const auto& parent = s.reader->processes()[0];
+  const auto& child = s.reader->processes()[1];
+  EXPECT_EQ(child.record.parent_index, 0);
+  EXPECT_EQ(child.record.ppid, parent.record.pid);
+  EXPECT_EQ(child.record.how, static_cast<uint32_t>(ExitHow::kExited));
+  EXPECT_EQ(child.record.code, 7);
+  EXPECT_EQ(parent.record.how, static_cast<uint32_t>(ExitHow::kExited));
+  EXPECT_EQ(parent.record.code, 0);
+  // The parent's calls are not duplicated in the child, nor the reverse.
+  EXPECT_EQ((s.calls_in_process[{0, "f"}]), 100u);
+  EXPECT_EQ((s.calls_in_process[{0, "h"}]), 50u);
+  EXPECT_EQ((s.calls_in_process[{0, "g"}]), 0u);
+  EXPECT_EQ((s.calls_in_process[{1, "g"}]), 200u);
+  EXPECT_EQ((s.calls_in_process[{1, "f"}]), 0u);
+  EXPECT_EQ(s.calls_of("main"), 1u);
+  // The child starts inside main, inherited from the parent.
+  EXPECT_EQ(s.threads[1].inherited, 1u);
+}
+
+TEST_P(RecordTest, ForkThenExecTracesTheNewImage) {
+  TraceSummary s = record("fork_exec", {});
+  ASSERT_EQ(s.reader->processes().size(), 3u);
+  expect_all_balanced(s);
+  const auto& before_exec = s.reader->processes()[1];
+  const auto& after_exec = s.reader->processes()[2];
+  EXPECT_EQ(before_exec.record.pid, after_exec.record.pid);
+  EXPECT_EQ(before_exec.record.how, static_cast<uint32_t>(ExitHow::kExec));
+  EXPECT_EQ(after_exec.record.incarnation, 1u);
+  EXPECT_EQ(after_exec.record.how, static_cast<uint32_t>(ExitHow::kExited));
+  EXPECT_EQ(after_exec.record.code, 5);
+  EXPECT_EQ(s.calls_of("before_fork"), 10u);
+  EXPECT_EQ(s.calls_of("in_child"), 20u);
+  EXPECT_EQ(s.calls_of("after_exec"), 30u);
+  EXPECT_EQ((s.calls_in_process[{2, "after_exec"}]), 30u);
+  EXPECT_EQ(s.calls_of("main"), 2u);  // the parent's and the new image's
+}
+
+TEST_P(RecordTest, DlopenedLibraryIsMappedAndNamed) {
+  const std::string lib = fixture(GetParam(), "libplugin.so");
+  TraceSummary s = record("dlopen_main", {lib});
+  expect_all_balanced(s);
+  EXPECT_EQ(s.calls_of("plugin_square"), 30u);
+  EXPECT_EQ(s.calls_of("plugin_entry"), 3u);
+  EXPECT_EQ(s.calls_of("local_fn"), 1u);
+  bool found = false;
+  for (const auto& m : s.reader->modules())
+    if (m.path == lib) {
+      found = true;
+      EXPECT_TRUE(m.record.flags & format::kModuleUnloaded) << "dlclose was not seen";
+      EXPECT_FALSE(m.build_id.empty());
+    }
+  EXPECT_TRUE(found) << "libplugin.so missing from the module map";
+}
+
+INSTANTIATE_TEST_SUITE_P(Compilers, RecordTest, ::testing::ValuesIn(variants()),
+                         [](const auto& param_info) {
+                           std::string n = param_info.param;
+                           for (char& c : n) if (c == '-') c = '_';
+                           return n;
+                         });
+
+}  // namespace
+}  // namespace callscope::e2e
