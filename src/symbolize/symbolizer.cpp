@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <map>
 
 namespace callscope::symbolize {
@@ -111,6 +112,9 @@ Symbolizer::Process& Symbolizer::process(uint32_t index) {
     p.mods.push_back(mod);
   }
   dwfl_report_end(p.dwfl, nullptr, nullptr);
+  // One warning per module path, however many processes mapped it.
+  std::sort(warnings_.begin(), warnings_.end());
+  warnings_.erase(std::unique(warnings_.begin(), warnings_.end()), warnings_.end());
   std::sort(p.mods.begin(), p.mods.end(), [](const auto& a, const auto& b) { return a.low < b.low; });
   return p;
 }

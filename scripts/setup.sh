@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Quick start, step 1: install what this Debian machine lacks, build callscope,
+# then record the bundled example and show what the trace holds.
+#   scripts/setup.sh            (as root, or with sudo available)
+# Set CALLSCOPE_SKIP_APT=1 to skip the package step.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(build-essential cmake ninja-build pkg-config ccache gcc g++ clang
+  libdw-dev libelf-dev libcapstone-dev libzstd-dev libcli11-dev nlohmann-json3-dev
+  libtomlplusplus-dev libgtest-dev libgmock-dev libbenchmark-dev elfutils binutils
+  procps python3)
+
+if [ "${CALLSCOPE_SKIP_APT:-0}" != 1 ]; then
+  missing=()
+  for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "setup: installing ${missing[*]}"
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+fi
+
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j2 --target callscope callscope-rt
+
+echo "setup: recording the bundled example (examples/demo.c)"
+mkdir -p build/examples
+gcc -O2 -g -finstrument-functions -pthread examples/demo.c -o build/examples/demo
+build/bin/callscope record --force -o build/examples/demo.trace -- build/examples/demo
+build/bin/callscope info build/examples/demo.trace
+build/bin/callscope dump --stats build/examples/demo.trace
+echo
+echo "setup: done. callscope is build/bin/callscope; try: build/bin/callscope --help"

@@ -1,0 +1,195 @@
+#include "text_trace.h"
+
+#include <cstring>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <vector>
+
+#include "format/trace_writer.h"
+
+namespace callscope::golden {
+namespace {
+
+namespace fmt = callscope::format;
+
+std::map<std::string, std::string> fields(std::istringstream& in) {
+  std::map<std::string, std::string> f;
+  std::string word;
+  while (in >> word) {
+    auto eq = word.find('=');
+    if (eq == std::string::npos) f[word] = "";
+    else f[word.substr(0, eq)] = word.substr(eq + 1);
+  }
+  return f;
+}
+
+uint64_t num(const std::string& s) { return std::stoull(s, nullptr, 0); }
+
+struct Event {
+  uint32_t thread;
+  fmt::EventKind kind;
+  uint64_t tick, addr, sp, arg;
+};
+
+}  // namespace
+
+Status text_to_trace(const std::string& text, const std::string& out_path) {
+  fmt::FileHeader fh{};
+  std::memcpy(fh.magic, fmt::kTraceMagic, sizeof fh.magic);
+  fh.version_major = fmt::kTraceVersionMajor;
+  fh.version_minor = fmt::kTraceVersionMinor;
+  fh.header_size = sizeof fh;
+  fh.clock = static_cast<uint32_t>(fmt::ClockKind::kMonotonic);
+  fh.ticks_per_ns = 1.0;
+  std::vector<fmt::ProcessRecord> procs;
+  std::vector<fmt::ModuleRecord> mods;
+  std::vector<fmt::ThreadRecord> threads;
+  fmt::StringTable pstr, mstr, tstr, istr;
+  std::vector<Event> events;
+  fmt::InfoRecord info{};
+  std::string info_argv;
+
+  std::istringstream lines(text);
+  std::string line;
+  int n = 0;
+  static const std::map<std::string, fmt::EventKind> kinds = {
+      {"entry", fmt::EventKind::kEntry},         {"exit", fmt::EventKind::kExit},
+      {"unwound", fmt::EventKind::kExitUnwound}, {"truncated", fmt::EventKind::kExitTruncated},
+      {"stray", fmt::EventKind::kExitStray},     {"lost", fmt::EventKind::kLost},
+      {"inherited", fmt::EventKind::kEntryInherited}, {"mark", fmt::EventKind::kMark}};
+  while (std::getline(lines, line)) {
+    ++n;
+    if (auto hash = line.find('#'); hash != std::string::npos) line.erase(hash);
+    std::istringstream in(line);
+    std::string head;
+    if (!(in >> head)) continue;
+    const std::string where = "line " + std::to_string(n);
+    try {
+      if (head == "clock") {
+        std::string c;
+        in >> c;
+        if (c == "tsc") {
+          fh.clock = static_cast<uint32_t>(fmt::ClockKind::kTsc);
+          in >> fh.ticks_per_ns;
+        } else if (c != "monotonic") {
+          return Error(where + ": clock is 'monotonic' or 'tsc TICKS_PER_NS'");
+        }
+      } else if (head == "process") {
+        auto f = fields(in);
+        fmt::ProcessRecord p{};
+        p.pid = static_cast<uint32_t>(num(f["pid"]));
+        p.ppid = static_cast<uint32_t>(num(f["ppid"]));
+        p.parent_index = f.count("parent") ? static_cast<int32_t>(num(f["parent"])) : -1;
+        p.incarnation = f.count("incarnation") ? static_cast<uint32_t>(num(f["incarnation"])) : 0;
+        p.exe = pstr.add(f["exe"]);
+        std::string argv = f["argv"];
+        for (char& c : argv) if (c == ',') c = '\0';
+        p.cmdline = pstr.add(argv);
+        if (f.count("exit")) {
+          p.how = static_cast<uint32_t>(fmt::ExitHow::kExited);
+          p.code = static_cast<int32_t>(num(f["exit"]));
+        } else if (f.count("signal")) {
+          p.how = static_cast<uint32_t>(fmt::ExitHow::kSignaled);
+          p.signal = static_cast<int32_t>(num(f["signal"]));
+        } else if (f.count("exec")) {
+          p.how = static_cast<uint32_t>(fmt::ExitHow::kExec);
+        }
+        if (procs.empty()) {
+          info.main_pid = p.pid;
+          info.main_how = p.how;
+          info.main_code = p.code;
+          info.main_signal = p.signal;
+          info_argv = argv;
+        }
+        procs.push_back(p);
+      } else if (head == "module") {
+        auto f = fields(in);
+        fmt::ModuleRecord m{};
+        m.process_index = static_cast<uint32_t>(num(f["process"]));
+        m.low = num(f["low"]);
+        m.high = num(f["high"]);
+        m.load_bias = num(f["bias"]);
+        m.path = mstr.add(f["path"]);
+        if (f.count("unloaded")) {
+          m.flags = fmt::kModuleUnloaded;
+          m.unload_tick = num(f["unloaded"]);
+        }
+        const std::string& id = f["build_id"];
+        for (size_t i = 0; i + 1 < id.size() && i / 2 < sizeof m.build_id; i += 2)
+          m.build_id[m.build_id_len++] = static_cast<uint8_t>(std::stoul(id.substr(i, 2), nullptr, 16));
+        mods.push_back(m);
+      } else if (head == "thread") {
+        auto f = fields(in);
+        fmt::ThreadRecord t{};
+        t.process_index = static_cast<uint32_t>(num(f["process"]));
+        t.tid = static_cast<uint32_t>(num(f["tid"]));
+        t.name = tstr.add(f["name"]);
+        threads.push_back(t);
+      } else {
+        Event e{};
+        e.thread = static_cast<uint32_t>(num(head));
+        std::string kind;
+        in >> kind;
+        auto k = kinds.find(kind);
+        if (k == kinds.end()) return Error(where + ": unknown event kind '" + kind + "'");
+        e.kind = k->second;
+        std::string tick;
+        if (!(in >> tick)) return Error(where + ": event without a tick");
+        e.tick = num(tick);
+        auto f = fields(in);
+        for (const auto& [key, value] : f) {
+          if (key == "sp") e.sp = num(value);
+          else if (key == "count" || key == "id") e.arg = num(value);
+          else if (value.empty()) e.addr = num(key);
+          else return Error(where + ": unknown field '" + key + "'");
+        }
+        if (e.thread >= threads.size()) return Error(where + ": thread " + std::to_string(e.thread) + " not declared");
+        events.push_back(e);
+      }
+    } catch (const std::exception&) {
+      return Error(where + ": bad number in '" + line + "'");
+    }
+  }
+
+  CALLSCOPE_TRY(auto writer, fmt::TraceWriter::create(out_path, fh, 3));
+  std::vector<std::unique_ptr<fmt::EventEncoder>> enc;
+  std::vector<size_t> depth(threads.size(), 0);
+  for (uint32_t i = 0; i < threads.size(); ++i) enc.push_back(std::make_unique<fmt::EventEncoder>(*writer, i));
+  for (size_t i = 0; i < events.size(); ++i) {
+    const Event& e = events[i];
+    fmt::ThreadRecord& t = threads[e.thread];
+    if (t.events == 0) t.start_tick = e.tick;
+    if (e.tick < t.end_tick) return Error("event " + std::to_string(i + 1) + ": ticks of a thread must not decrease");
+    t.end_tick = e.tick;
+    ++t.events;
+    if (e.kind == fmt::EventKind::kEntry) ++t.calls;
+    if (e.kind == fmt::EventKind::kLost) t.lost_events += e.arg;
+    if (fmt::is_entry(e.kind)) ++depth[e.thread];
+    if (fmt::is_exit(e.kind)) {
+      if (depth[e.thread] == 0) return Error("event " + std::to_string(i + 1) + ": exit with no open frame");
+      --depth[e.thread];
+    }
+    CALLSCOPE_CHECK(enc[e.thread]->add(e.kind, e.tick, e.addr, e.sp, e.arg));
+  }
+  uint64_t total = 0, last = 0;
+  for (uint32_t i = 0; i < threads.size(); ++i) {
+    CALLSCOPE_CHECK(enc[i]->flush());
+    threads[i].blocks = enc[i]->blocks();
+    threads[i].flags |= fmt::kThreadExitedCleanly;
+    total += threads[i].events;
+    last = std::max(last, threads[i].end_tick);
+  }
+  for (auto& p : procs) p.end_tick = last;
+  info.duration_ticks = last;
+  info.cmdline = istr.add(info_argv);
+  info.cwd = istr.add("/golden");
+  info.tool_version = istr.add("callscope golden");
+  CALLSCOPE_CHECK(writer->write_records(fmt::BlockType::kInfo, std::vector<fmt::InfoRecord>{info}, istr));
+  CALLSCOPE_CHECK(writer->write_records(fmt::BlockType::kProcesses, procs, pstr));
+  CALLSCOPE_CHECK(writer->write_records(fmt::BlockType::kModules, mods, mstr));
+  CALLSCOPE_CHECK(writer->write_records(fmt::BlockType::kThreads, threads, tstr));
+  return writer->finish(fmt::EndRecord{total, writer->blocks_written() + 1});
+}
+
+}  // namespace callscope::golden
