@@ -239,34 +239,32 @@ uint64_t* reserve_slow(ThreadState* t, unsigned words) {
     note_lost(t);
     return nullptr;
   }
+  // While the disk is full, try again only every kRetryEvery events.
+  if (t->no_space && (t->lost_pending + 1) % kRetryEvery != 0) {
+    note_lost(t);
+    return nullptr;
+  }
   const int saved_errno = errno;
   uint64_t* slot = nullptr;
   {
   SignalBlock block;
   t->in_slow = 1;
   signal_fence();
-  bool retry = true;
-  if (t->no_space) {
-    note_lost(t);
-    retry = t->lost_pending % kRetryEvery == 0;
-  }
-  if (retry) {
-    // Room for the event, and for a resync of the whole stack if one is due
-    // (two words per frame, two more when a frame needs a new sp base).
-    const uint64_t need = words * 8 + (t->dropping ? 16 + uint64_t{t->depth} * 32 : 0);
-    if (map_next_chunk(t, need)) {
-      t->no_space = 0;
-      if (t->dropping) {
-        t->dropping = 0;
-        emit2(t, fmt::RawKind::kLost, now_tick(), t->lost_pending);
-        t->lost_pending = 0;
-        emit_stack(t);
-      }
-      slot = advance_pos(t, words);
-    } else {
-      t->no_space = 1;
-      if (!t->dropping || t->lost_pending == 0) note_lost(t);
+  // Room for the event, and for a resync of the whole stack if one is due
+  // (two words per frame, two more when a frame needs a new sp base).
+  const uint64_t need = words * 8 + (t->dropping ? 16 + uint64_t{t->depth} * 32 : 0);
+  if (map_next_chunk(t, need)) {
+    t->no_space = 0;
+    if (t->dropping) {
+      t->dropping = 0;
+      emit2(t, fmt::RawKind::kLost, now_tick(), t->lost_pending);
+      t->lost_pending = 0;
+      emit_stack(t);
     }
+    slot = advance_pos(t, words);
+  } else {
+    t->no_space = 1;
+    note_lost(t);  // this event
   }
   signal_fence();
   t->in_slow = 0;

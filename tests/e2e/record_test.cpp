@@ -162,6 +162,27 @@ TEST_P(RecordTest, DlopenedLibraryIsMappedAndNamed) {
   EXPECT_TRUE(found) << "libplugin.so missing from the module map";
 }
 
+// No space for events (the fixture lowers its own file-size limit, then
+// raises it): they are counted as lost, the stream says where, and every
+// event is either in the trace or in the count.
+TEST_P(RecordTest, EventsWithoutSpaceAreCountedAsLost) {
+  TraceSummary s = record("lost", {});
+  ASSERT_EQ(s.threads.size(), 1u);
+  expect_all_balanced(s);
+  const ThreadSummary& t = s.threads[0];
+  EXPECT_NE(last_.err.find("events were lost"), std::string::npos) << last_.err;
+  EXPECT_GT(t.lost, 100000u);
+  EXPECT_EQ(t.lost, s.reader->threads()[0].record.lost_events);
+  EXPECT_EQ(s.calls_of("a"), 1000u);
+  EXPECT_EQ(s.calls_of("c"), 1000u);
+  EXPECT_LT(s.calls_of("b"), 100000u);
+  EXPECT_EQ(t.inherited, 1u) << "main is reopened after the lost events";
+  // b() and d() made 220,000 events; those recorded plus those lost.
+  const uint64_t bd_entries = s.calls_of("b") + s.calls_of("d");
+  const uint64_t bd_exits = t.exits - 2001;  // all exits but a's, c's and main's
+  EXPECT_EQ(bd_entries + bd_exits + t.lost, 220000u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Compilers, RecordTest, ::testing::ValuesIn(variants()),
                          [](const auto& param_info) {
                            std::string n = param_info.param;
