@@ -1,0 +1,312 @@
+// Builds the StackModel of one ELF file: function boundaries from symbols and
+// FDEs, frame sizes from CFI and prologues, call edges from the body scan.
+#include <cxxabi.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <unordered_map>
+
+#include "stack/arch.h"
+#include "stack/cfi.h"
+#include "stack/elf_image.h"
+#include "stack/stack.h"
+
+namespace callscope::stack {
+namespace {
+
+std::string demangle(const std::string& symbol) {
+  if (symbol.size() < 2 || symbol[0] != '_' || symbol[1] != 'Z') return symbol;
+  int status = 0;
+  char* out = abi::__cxa_demangle(symbol.c_str(), nullptr, nullptr, &status);
+  if (out == nullptr) return symbol;
+  std::string s(out);
+  std::free(out);
+  return s;
+}
+
+std::string hex_name(uint64_t address) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(address));
+  return buf;
+}
+
+// Thread creation functions whose third argument is the start routine.
+bool is_thread_create(const std::string& symbol) {
+  const std::string base = symbol.substr(0, symbol.find('@'));
+  return base == "pthread_create" || base == "thrd_create";
+}
+
+// One function before it gets its frame: where its code is and its names.
+struct Candidate {
+  uint64_t address = 0;
+  uint64_t size = 0;
+  std::string symbol;
+  bool global = false;
+  const FdeFrame* fde = nullptr;
+};
+
+std::vector<Candidate> collect_functions(const ElfImage& image, const std::vector<FdeFrame>& fdes) {
+  std::vector<Candidate> c;
+  c.reserve(image.functions().size() + fdes.size());
+  for (const FunctionSymbol& s : image.functions()) {
+    const CodeSection* sec = image.code_at(s.address);
+    if (sec == nullptr || sec->is_plt) continue;
+    c.push_back({s.address, s.size, s.name, s.global, nullptr});
+  }
+  for (const FdeFrame& f : fdes) {
+    const CodeSection* sec = image.code_at(f.start);
+    if (sec == nullptr || sec->is_plt) continue;
+    c.push_back({f.start, f.end - f.start, "", false, &f});
+  }
+  // One entry per address: prefer a global name, then any name; keep the FDE.
+  std::sort(c.begin(), c.end(), [](const Candidate& a, const Candidate& b) {
+    if (a.address != b.address) return a.address < b.address;
+    if (a.symbol.empty() != b.symbol.empty()) return !a.symbol.empty();
+    return a.global > b.global;
+  });
+  std::vector<Candidate> out;
+  out.reserve(c.size());
+  for (Candidate& x : c) {
+    if (!out.empty() && out.back().address == x.address) {
+      Candidate& keep = out.back();
+      if (x.fde != nullptr) keep.fde = x.fde;
+      if (keep.size == 0) keep.size = x.size;
+      continue;
+    }
+    out.push_back(std::move(x));
+  }
+  for (size_t i = 0; i < out.size(); ++i) {
+    Candidate& x = out[i];
+    if (x.fde != nullptr) x.size = std::max(x.size, x.fde->end - x.fde->start);
+    // A symbol without a size ends where the next function or section does.
+    const CodeSection* sec = image.code_at(x.address);
+    const uint64_t sec_end = sec->address + sec->size;
+    if (x.size == 0) x.size = (i + 1 < out.size() ? std::min(out[i + 1].address, sec_end) : sec_end) - x.address;
+    x.size = std::min(x.size, sec_end - x.address);
+  }
+  return out;
+}
+
+}  // namespace
+
+const char* frame_source_name(FrameSource source) {
+  switch (source) {
+    case FrameSource::kCfi: return "cfi";
+    case FrameSource::kCfiAndPrologue: return "cfi+prologue";
+    case FrameSource::kPrologue: return "prologue";
+  }
+  return "?";
+}
+
+std::optional<uint32_t> StackModel::function_at(uint64_t address) const {
+  auto it = std::upper_bound(functions.begin(), functions.end(), address,
+                             [](uint64_t a, const FunctionInfo& f) { return a < f.address; });
+  if (it == functions.begin()) return std::nullopt;
+  --it;
+  if (address - it->address >= std::max<uint64_t>(it->size, 1)) return std::nullopt;
+  return static_cast<uint32_t>(it - functions.begin());
+}
+
+Result<StackModel> analyze_binary(const std::string& path) {
+  CALLSCOPE_TRY(ElfImage image, ElfImage::open(path));
+  const std::string context = "cannot analyse '" + path + "'";
+  auto fdes_or = read_cfi_frames(image);
+  if (!fdes_or) return fdes_or.error().context(context);
+  const std::vector<FdeFrame>& fdes = *fdes_or;
+  auto reader_or = PrologueReader::create();
+  if (!reader_or) return reader_or.error();
+  PrologueReader& prologue = **reader_or;
+
+  StackModel model;
+  model.path = path;
+  model.module = module_name(path);
+  model.shared_object = image.is_shared_object();
+  model.has_symtab = image.has_symtab();
+  model.has_cfi = !fdes.empty();
+  if (image.code_sections().empty()) return Error(context + ": no code sections");
+
+  for (const CodeSection& sec : image.code_sections()) {
+    if (!sec.is_plt) continue;
+    for (const PltSlot& s : scan_plt(sec.bytes, sec.size, sec.address)) image.add_plt_slot(s.slot, s.got);
+  }
+
+  std::vector<Candidate> candidates = collect_functions(image, fdes);
+  model.functions.reserve(candidates.size());
+  std::vector<BodyFacts> bodies(candidates.size());
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const Candidate& c = candidates[i];
+    const CodeSection* sec = image.code_at(c.address);
+    const uint8_t* code = sec->bytes + (c.address - sec->address);
+    FunctionInfo f;
+    f.address = c.address;
+    f.size = c.size;
+    f.symbol = c.symbol;
+    f.name = c.symbol.empty() ? hex_name(c.address) : demangle(c.symbol);
+    bool prologue_dynamic = false;
+    if (c.fde != nullptr && !c.fde->uses_frame_register && !c.fde->cfa_expression) {
+      f.frame_bytes = c.fde->max_sp_offset;
+      f.source = FrameSource::kCfi;
+    } else {
+      const PrologueFrame p = prologue.read(code, c.size, c.address, c.address, 8);
+      prologue_dynamic = p.dynamic;
+      f.frame_bytes = p.bytes;
+      f.source = FrameSource::kPrologue;
+      if (c.fde != nullptr) {
+        f.frame_bytes = std::max(f.frame_bytes, c.fde->max_sp_offset);
+        f.source = FrameSource::kCfiAndPrologue;
+      }
+    }
+    scan_body(code, c.size, c.address, bodies[i]);
+    f.dynamic = bodies[i].dynamic_sp || prologue_dynamic;
+    model.undecodable_bytes += bodies[i].undecodable;
+    model.functions.push_back(std::move(f));
+  }
+
+  // Calls through the PLT or GOT to a function this file defines (a shared
+  // library calling its own exported functions) are taken as internal: that
+  // is where they go unless another module interposes the symbol.
+  std::unordered_map<std::string, uint32_t> by_symbol;
+  for (uint32_t i = 0; i < model.functions.size(); ++i) {
+    if (!candidates[i].symbol.empty() && candidates[i].global) by_symbol.emplace(candidates[i].symbol, i);
+  }
+  auto resolve_name = [&](const std::string* name, bool& is_thread_create_call) -> std::optional<uint32_t> {
+    if (name == nullptr) return std::nullopt;
+    is_thread_create_call = is_thread_create(*name);
+    auto it = by_symbol.find(name->substr(0, name->find('@')));
+    if (it == by_symbol.end()) return std::nullopt;
+    return it->second;
+  };
+
+  for (uint32_t i = 0; i < model.functions.size(); ++i) {
+    FunctionInfo& f = model.functions[i];
+    for (const CodeRef& ref : bodies[i].refs) {
+      std::optional<uint32_t> callee;
+      bool thread_create = false;
+      bool external = false;
+      switch (ref.kind) {
+        case RefKind::kCallIndirect:
+          f.indirect_calls = true;
+          continue;
+        case RefKind::kCallGot:
+        case RefKind::kJumpGot: {
+          // Through a GOT entry (-fno-plt) when a relocation names it, else
+          // through a plain function pointer in memory.
+          const std::string* got = image.got_target(ref.target);
+          if (got == nullptr) {
+            f.indirect_calls = true;
+            continue;
+          }
+          callee = resolve_name(got, thread_create);
+          external = !callee;
+          break;
+        }
+        case RefKind::kCall:
+        case RefKind::kTailJump: {
+          const CodeSection* sec = image.code_at(ref.target);
+          if (sec != nullptr && sec->is_plt) {
+            callee = resolve_name(image.plt_target(ref.target), thread_create);
+            external = !callee;
+          } else {
+            callee = model.function_at(ref.target);
+            // `call next; pop` (PIC thunks) and jumps into our own body.
+            if (callee == i && ref.target != f.address) continue;
+            if (ref.kind == RefKind::kTailJump && callee &&
+                model.functions[*callee].address != ref.target) {
+              callee.reset();  // a jump into the middle of code: not a call
+            }
+          }
+          break;
+        }
+      }
+      if (external) f.external_calls = true;
+      if (thread_create && ref.rdx_code_pointer != 0) {
+        auto entry = model.function_at(ref.rdx_code_pointer);
+        if (entry && model.functions[*entry].address == ref.rdx_code_pointer) {
+          model.functions[*entry].thread_entry = true;
+        }
+      }
+      if (!callee) continue;
+      const bool tail = ref.kind == RefKind::kTailJump || ref.kind == RefKind::kJumpGot;
+      model.edges.push_back({i, *callee, tail ? EdgeKind::kTailCall : EdgeKind::kCall, ref.site});
+    }
+  }
+  // One edge per (caller, callee, kind): call sites are not needed twice.
+  std::sort(model.edges.begin(), model.edges.end(), [](const CallEdge& a, const CallEdge& b) {
+    if (a.caller != b.caller) return a.caller < b.caller;
+    if (a.callee != b.callee) return a.callee < b.callee;
+    if (a.kind != b.kind) return a.kind < b.kind;
+    return a.site < b.site;
+  });
+  model.edges.erase(std::unique(model.edges.begin(), model.edges.end(),
+                                [](const CallEdge& a, const CallEdge& b) {
+                                  return a.caller == b.caller && a.callee == b.callee &&
+                                         a.kind == b.kind;
+                                }),
+                    model.edges.end());
+  return model;
+}
+
+Status apply_user_edges(StackModel& model, const std::vector<UserEdge>& edges) {
+  for (const UserEdge& e : edges) {
+    const auto callers = select_functions(model, {e.caller});
+    const auto callees = select_functions(model, {e.callee});
+    const std::string where = "user edge on line " + std::to_string(e.line);
+    if (callers.empty()) return Error(where + ": no function matches '" + e.caller.function + "'");
+    if (callees.empty()) return Error(where + ": no function matches '" + e.callee.function + "'");
+    for (uint32_t a : callers) {
+      model.functions[a].indirect_closed = true;
+      for (uint32_t b : callees) model.edges.push_back({a, b, EdgeKind::kUser, 0});
+    }
+  }
+  return ok_status();
+}
+
+std::vector<uint32_t> select_functions(const StackModel& model,
+                                       const std::vector<FunctionPattern>& patterns) {
+  std::vector<uint32_t> out;
+  for (uint32_t i = 0; i < model.functions.size(); ++i) {
+    const FunctionInfo& f = model.functions[i];
+    bool keep = patterns.empty();
+    for (const FunctionPattern& p : patterns) {
+      if (p.matches(model.module, f.name) || (!f.symbol.empty() && f.symbol != f.name &&
+                                              p.matches(model.module, f.symbol))) {
+        keep = true;
+        break;
+      }
+    }
+    if (keep) out.push_back(i);
+  }
+  return out;
+}
+
+std::vector<uint32_t> default_entries(const StackModel& model) {
+  std::vector<uint32_t> out;
+  for (uint32_t i = 0; i < model.functions.size(); ++i) {
+    const FunctionInfo& f = model.functions[i];
+    if (f.name == "main" || f.thread_entry) out.push_back(i);
+  }
+  return out;
+}
+
+WorstCase compute_worst_case(const StackModel& model) {
+  WorstCase w;
+  w.graph.nodes.reserve(model.functions.size());
+  for (const FunctionInfo& f : model.functions) {
+    GraphNode n;
+    n.frame_bytes = f.frame_bytes;
+    n.dynamic = f.dynamic;
+    n.unknown_calls = f.indirect_calls && !f.indirect_closed;
+    n.external_calls = f.external_calls;
+    w.graph.nodes.push_back(n);
+  }
+  w.graph.edges.reserve(model.edges.size());
+  for (const CallEdge& e : model.edges) {
+    w.graph.edges.push_back({e.caller, e.callee, e.kind == EdgeKind::kTailCall});
+  }
+  w.components = strongly_connected_components(w.graph);
+  w.depths = worst_depths(w.graph, w.components);
+  return w;
+}
+
+}  // namespace callscope::stack

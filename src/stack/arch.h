@@ -1,0 +1,84 @@
+// The instruction-set-specific part of the stack analysis, behind a small
+// interface so that another architecture (aarch64) is one more file. Today
+// only arch_x86_64.cpp implements it.
+//
+// Two readers with different costs:
+//  - scan_body() reads every instruction of every function (the whole .text
+//    of a 100 MB library), so it is a hand-written instruction-length decoder
+//    that only classifies the few instructions the analysis needs. Capstone
+//    decodes ~8 MB/s here, which alone would take ~6 s on libLLVM; the
+//    decoder is cross-checked against capstone by a unit test.
+//  - read_prologue() uses capstone with operand details, but only on the few
+//    instructions of a prologue, and only for functions whose CFI cannot give
+//    the frame size (frame-pointer frames, no CFI at all).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "common/result.h"
+
+namespace callscope::stack {
+
+enum class RefKind : uint8_t {
+  kCall,          // call rel32: target is the callee
+  kTailJump,      // jmp/jcc to an address outside the function: a tail call
+  kCallIndirect,  // call through a register or memory: callee unknown
+  kCallGot,       // call [rip+X] (-fno-plt): target is the GOT entry
+  kJumpGot,       // jmp [rip+X] (PLT stub or tail call through GOT): target is the GOT entry
+};
+
+// A reference from one function's code to other code.
+struct CodeRef {
+  uint64_t site = 0;    // address of the instruction
+  uint64_t target = 0;  // code address or GOT entry (see RefKind); 0 when unknown
+  RefKind kind = RefKind::kCall;
+  // For calls: the code address last loaded with `lea rdx, [rip+X]` before
+  // the call, else 0. It is pthread_create's third argument, the thread start
+  // routine, when the callee is pthread_create.
+  uint64_t rdx_code_pointer = 0;
+};
+
+struct BodyFacts {
+  std::vector<CodeRef> refs;
+  // rsp changed by a non-constant (sub rsp, reg; mov rsp, reg): alloca or VLA.
+  bool dynamic_sp = false;
+  // Bytes the decoder could not decode (it resynchronizes one byte later).
+  uint32_t undecodable = 0;
+};
+
+// Scans the code of one function, [address, address + size), appending to
+// `out`. Jumps inside the range are not reported.
+void scan_body(const uint8_t* code, uint64_t size, uint64_t address, BodyFacts& out);
+
+// Length of the instruction at `code` (at most `avail` bytes), 0 if it cannot
+// be decoded. Exposed for the cross-check against capstone.
+unsigned instruction_length(const uint8_t* code, uint64_t avail);
+
+// PLT stubs: for each `jmp [rip+X]` in a PLT section, the slot address a call
+// targets (the jmp itself and an endbr64 just before it) and its GOT entry.
+struct PltSlot {
+  uint64_t slot = 0;
+  uint64_t got = 0;
+};
+std::vector<PltSlot> scan_plt(const uint8_t* code, uint64_t size, uint64_t address);
+
+// The frame a prologue builds, in bytes below the CFA (so the return address,
+// 8 bytes, is included), read by simulating rsp over the prologue.
+struct PrologueFrame {
+  uint32_t bytes = 8;
+  bool dynamic = false;  // the prologue itself moves rsp by a non-constant
+};
+
+class PrologueReader {
+ public:
+  static Result<std::unique_ptr<PrologueReader>> create();
+  virtual ~PrologueReader() = default;
+  // Reads from `start` (inside the function's code `code`..`code+size` at
+  // `address`) with the frame already `depth` bytes deep at `start`.
+  virtual PrologueFrame read(const uint8_t* code, uint64_t size, uint64_t address,
+                             uint64_t start, uint32_t depth) = 0;
+};
+
+}  // namespace callscope::stack

@@ -1,0 +1,37 @@
+// Frame sizes from DWARF call frame information (.eh_frame or .debug_frame),
+// read in one linear pass: libdw's dwarf_next_cfi splits the section into
+// CIEs and FDEs, and a small interpreter runs each FDE's CFA program to find
+// the largest CFA offset. A per-address dwarf_cfi_addrframe lookup would have
+// to be repeated at every row of every FDE, which is far too slow for a
+// 100 MB library (see bench/stack/README.md).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "common/result.h"
+#include "stack/elf_image.h"
+
+namespace callscope::stack {
+
+// What the CFA program of one FDE says about its function's frame.
+struct FdeFrame {
+  uint64_t start = 0;  // ELF virtual address of the first byte covered
+  uint64_t end = 0;    // one past the last byte
+  // Largest CFA offset while the CFA is rsp-based, in bytes. It counts the
+  // return address, so a function that never moves rsp has 8. This is GCC's
+  // -fstack-usage figure for a static frame without a frame pointer.
+  uint32_t max_sp_offset = 0;
+  // The CFA moved to another register (rbp after `mov rbp, rsp`): the rest of
+  // the frame is invisible to CFI and has to be read from the prologue.
+  bool uses_frame_register = false;
+  // The CFA is a DWARF expression (gcc's stack realignment).
+  bool cfa_expression = false;
+};
+
+// All FDEs of the file's .eh_frame, or of .debug_frame when there is no
+// .eh_frame, sorted by start address. An unreadable entry is skipped; a
+// section that cannot be walked at all is an error.
+Result<std::vector<FdeFrame>> read_cfi_frames(const ElfImage& image);
+
+}  // namespace callscope::stack

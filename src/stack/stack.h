@@ -1,0 +1,89 @@
+// callscope's static stack analysis, the library behind `callscope stack`:
+// frame sizes per function (CFI, else the prologue), the static call graph,
+// and the worst-case stack depth of entry points.
+//
+// Addresses are ELF virtual addresses as in the file: load-relative for PIE
+// executables and shared libraries. To compare with a recorded run, subtract
+// the module's load bias from a runtime address, then call function_at().
+// Byte figures always include the return address pushed by the call and the
+// registers pushed by the prologue, as GCC's -fstack-usage does.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "stack/call_graph.h"
+#include "stack/pattern.h"
+
+namespace callscope::stack {
+
+enum class FrameSource : uint8_t {
+  kCfi,             // largest CFA offset in .eh_frame/.debug_frame
+  kCfiAndPrologue,  // CFI, plus the prologue where the CFA moved to rbp
+  kPrologue,        // no CFI: read from the prologue alone
+};
+const char* frame_source_name(FrameSource source);
+
+struct FunctionInfo {
+  uint64_t address = 0;  // ELF virtual address of the entry
+  uint64_t size = 0;     // bytes of code
+  std::string name;      // demangled; "0x<address>" when the file has no name for it
+  std::string symbol;    // symbol as in the file (mangled); empty when unnamed
+  uint32_t frame_bytes = 8;
+  bool dynamic = false;         // the frame grows at run time (alloca, VLA)
+  FrameSource source = FrameSource::kCfi;
+  bool indirect_calls = false;  // calls through a pointer (unknown callee)
+  bool indirect_closed = false; // ... but the user's edges file lists its callees
+  bool external_calls = false;  // calls into other modules
+  bool thread_entry = false;    // passed to pthread_create/thrd_create
+};
+
+enum class EdgeKind : uint8_t { kCall, kTailCall, kUser };
+
+struct CallEdge {
+  uint32_t caller = 0;  // index in StackModel::functions
+  uint32_t callee = 0;
+  EdgeKind kind = EdgeKind::kCall;
+  uint64_t site = 0;    // address of the call; 0 for user edges
+};
+
+struct StackModel {
+  std::string path;
+  std::string module;         // base name of the file
+  bool shared_object = false; // ET_DYN: PIE executable or shared library
+  bool has_symtab = false;    // false: stripped, names come from .dynsym
+  bool has_cfi = false;
+  std::vector<FunctionInfo> functions;  // sorted by address
+  std::vector<CallEdge> edges;
+  uint32_t undecodable_bytes = 0;       // code bytes the scanner skipped
+
+  // The function whose code holds `address` (ELF virtual address).
+  std::optional<uint32_t> function_at(uint64_t address) const;
+};
+
+// Reads `path` and builds the model. Errors name the file and the problem
+// (not ELF, truncated, unsupported architecture).
+Result<StackModel> analyze_binary(const std::string& path);
+
+// Adds the user's edges; a caller named in them has its indirect calls closed.
+// An edge side that matches no function is an error naming the line.
+Status apply_user_edges(StackModel& model, const std::vector<UserEdge>& edges);
+
+// Indices of the functions matching any pattern (all when `patterns` is empty).
+std::vector<uint32_t> select_functions(const StackModel& model,
+                                       const std::vector<FunctionPattern>& patterns);
+
+// `main` and the thread start routines found, in address order.
+std::vector<uint32_t> default_entries(const StackModel& model);
+
+struct WorstCase {
+  CallGraph graph;
+  Components components;
+  std::vector<Depth> depths;  // per function
+};
+WorstCase compute_worst_case(const StackModel& model);
+
+}  // namespace callscope::stack
