@@ -124,14 +124,17 @@ Status TraceReader::index_blocks() {
     }
     std::memcpy(&h, data_ + off, sizeof h);
     if (!valid_header(h)) {
-      // Resynchronize: the next offset that holds a valid block header.
+      // The damaged block keeps its number; resynchronize at the next offset
+      // that holds a valid block header.
+      const uint32_t damaged = number++;
       uint64_t next = off + 1;
       for (; next + sizeof h <= size_; ++next) {
         if (std::memcmp(data_ + next, &kBlockMagic, 4) != 0) continue;
         std::memcpy(&h, data_ + next, sizeof h);
         if (valid_header(h)) break;
       }
-      problems_.push_back("offset " + std::to_string(off) + ": damaged block header; " +
+      problems_.push_back("block " + std::to_string(damaged) + " at offset " + std::to_string(off) +
+                          ": damaged block header; " +
                           (next + sizeof h <= size_ ? "skipped " + std::to_string(next - off) + " bytes to the next block"
                                                     : "no valid block follows"));
       if (next + sizeof h > size_) break;
@@ -153,6 +156,10 @@ Status TraceReader::index_blocks() {
 Result<std::vector<uint8_t>> TraceReader::payload(const BlockRef& b) {
   const uint8_t* p = data_ + b.offset + sizeof(BlockHeader);
   if (!(b.header.flags & kBlockCompressed)) return std::vector<uint8_t>(p, p + b.header.stored_size);
+  // The frame states its own size: trust the header's raw_size (and
+  // allocate it) only when both agree.
+  if (ZSTD_getFrameContentSize(p, b.header.stored_size) != b.header.raw_size)
+    return Error("the compressed frame's size does not match the block header");
   std::vector<uint8_t> out(b.header.raw_size);
   const size_t n = ZSTD_decompress(out.data(), out.size(), p, b.header.stored_size);
   if (ZSTD_isError(n)) return Error(std::string("cannot decompress: ") + ZSTD_getErrorName(n));
@@ -232,6 +239,12 @@ Status TraceReader::read_metadata() {
         problem(b, "events of thread " + std::to_string(b.header.aux0) + ", which the thread table does not list");
         continue;
       }
+      // Placeholders cost memory: a thread index far beyond what the
+      // blocks could hold is damage, not a thread.
+      if (b.header.aux0 > 16 * blocks_.size() + 4096) {
+        problem(b, "thread index " + std::to_string(b.header.aux0) + " is out of range");
+        continue;
+      }
       while (threads_.size() <= b.header.aux0) {
         ThreadInfo t;
         t.name = "?";
@@ -279,6 +292,10 @@ Status TraceReader::for_each_event(uint32_t thread, const std::function<bool(con
     const uint8_t* const fn_end = sp;
     const uint8_t* const sp_end = arg;
     const uint8_t* const arg_end = raw.data() + raw.size();
+    if (h.n_functions > h.fn_table_bytes) {  // each entry takes at least one byte
+      problem(b, "damaged function table");
+      continue;
+    }
     std::vector<uint64_t> fns(h.n_functions);
     uint64_t prev = 0;
     bool bad = false;
@@ -307,7 +324,7 @@ Status TraceReader::for_each_event(uint32_t thread, const std::function<bool(con
           if (!get_varint(fn, fn_end, idx) || idx >= fns.size() || !get_varint(sp, sp_end, d)) { bad = true; break; }
           e.addr = fns[idx];
           const uint64_t parent = stack.empty() ? 0 : stack.back().sp;
-          e.sp = parent - static_cast<uint64_t>(unzigzag(d) * static_cast<int64_t>(kSpUnit));
+          e.sp = parent - static_cast<uint64_t>(unzigzag(d)) * kSpUnit;  // modulo 2^64, as written
           stack.push_back({e.addr, e.sp});
           e.depth = static_cast<uint32_t>(stack.size());
           break;

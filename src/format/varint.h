@@ -21,6 +21,7 @@ inline bool get_varint(const uint8_t*& p, const uint8_t* end, uint64_t& v) {
   for (unsigned shift = 0; shift < 64; shift += 7) {
     if (p == end) return false;
     const uint8_t b = *p++;
+    if (shift == 63 && b > 1) return false;  // the 10th byte holds bit 63 only
     v |= static_cast<uint64_t>(b & 0x7f) << shift;
     if (!(b & 0x80)) return true;
   }

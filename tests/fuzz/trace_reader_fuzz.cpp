@@ -1,0 +1,141 @@
+// libFuzzer target: any bytes as a trace file. TraceReader::open must fail
+// cleanly or read on; for_each_event must never crash and must keep its own
+// invariants (depths, kinds, problem messages naming where).
+//
+// Each input is tried twice: as given, and with every block header's check
+// recomputed along the chain of blocks, so that mutations of sizes, types and
+// (uncompressed) payloads get past the header check to the decoders.
+//
+// Also compiled without libFuzzer into tests/unit/format's regression test,
+// which calls LLVMFuzzerTestOneInput itself.
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "format/trace_format.h"
+#include "format/trace_reader.h"
+
+namespace {
+
+using namespace callscope::format;
+
+[[noreturn]] void fail(const std::string& what) {
+  std::fprintf(stderr, "trace_reader_fuzz: invariant broken: %s\n", what.c_str());
+  std::abort();
+}
+
+// The input lives in a memfd: no disk, and a path TraceReader can open.
+const std::string& input_path() {
+  static const std::string path = [] {
+    const int fd = ::memfd_create("callscope-fuzz-trace", 0);
+    if (fd < 0) fail("memfd_create");
+    return "/proc/self/fd/" + std::to_string(fd);
+  }();
+  return path;
+}
+
+void set_input(const uint8_t* data, size_t size) {
+  const int fd = std::atoi(input_path().c_str() + std::strlen("/proc/self/fd/"));
+  if (::ftruncate(fd, 0) != 0) fail("ftruncate");
+  size_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::pwrite(fd, data + done, size - done, static_cast<off_t>(done));
+    if (n <= 0) fail("pwrite");
+    done += static_cast<size_t>(n);
+  }
+}
+
+bool starts_with(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
+
+void read_all(const uint8_t* data, size_t size) {
+  set_input(data, size);
+  auto r = TraceReader::open(input_path());
+  if (!r) {
+    if (r.error().message().empty()) fail("empty error message");
+    return;
+  }
+  TraceReader& rd = **r;
+  if (rd.file_size() != size) fail("file_size");
+  // Metadata is all readable (strings are checked against their blocks).
+  size_t text = rd.info().cwd.size() + rd.info().tool_version.size();
+  for (const auto& a : rd.info().argv) text += a.size();
+  for (const auto& p : rd.processes()) text += p.exe.size() + p.argv.size();
+  for (const auto& m : rd.modules()) {
+    text += m.path.size();
+    if (m.build_id.size() > 40 || m.build_id.size() % 2) fail("build id hex");
+  }
+  for (const auto& t : rd.threads()) text += t.name.size();
+  if (text == SIZE_MAX) fail("unreachable");
+  uint64_t prev_end = 0;
+  for (const BlockRef& b : rd.blocks()) {
+    if (b.offset < prev_end || b.offset + sizeof(BlockHeader) + b.header.stored_size > size) fail("block bounds");
+    prev_end = b.offset + sizeof(BlockHeader) + b.header.stored_size;
+  }
+
+  for (uint32_t t = 0; t < rd.threads().size(); ++t) {
+    uint32_t depth = 0;
+    uint64_t n = 0;
+    auto st = rd.for_each_event(t, [&](const TraceEvent& e) {
+      ++n;
+      const auto k = static_cast<uint8_t>(e.kind);
+      if (k < 1 || k > kMaxEventKind) fail("event kind " + std::to_string(k));
+      if (is_entry(e.kind)) {
+        if (e.depth != ++depth) fail("entry depth");
+      } else if (is_exit(e.kind)) {
+        if (depth == 0 || e.depth != depth) fail("exit depth");
+        --depth;
+      } else if (e.depth != depth) {
+        fail("depth of a non-frame event");
+      }
+      return true;
+    });
+    if (!st) fail("for_each_event on a listed thread: " + st.error().message());
+    // Stopping early works.
+    uint64_t m = 0;
+    st = rd.for_each_event(t, [&](const TraceEvent&) { return ++m < 2; });
+    if (!st || m != (n < 2 ? n : 2)) fail("early stop");
+  }
+  if (rd.for_each_event(static_cast<uint32_t>(rd.threads().size()), [](const TraceEvent&) { return true; }).ok())
+    fail("events of a thread that does not exist");
+  for (const std::string& p : rd.problems())
+    if (!starts_with(p, "block ") && !starts_with(p, "offset ") && !starts_with(p, "the trace has no end block"))
+      fail("problem without a place: " + p);
+  if (!rd.complete() && rd.problems().empty()) fail("incomplete without a problem");
+}
+
+// Recomputes the check of every block header along the chain; false when
+// nothing changed.
+bool fix_checks(std::vector<uint8_t>& b) {
+  if (b.size() < sizeof(FileHeader)) return false;
+  FileHeader fh;
+  std::memcpy(&fh, b.data(), sizeof fh);
+  uint64_t off = fh.header_size < sizeof fh ? sizeof fh : fh.header_size;
+  bool changed = false;
+  while (off + sizeof(BlockHeader) <= b.size()) {
+    BlockHeader h;
+    std::memcpy(&h, b.data() + off, sizeof h);
+    if (h.magic != kBlockMagic) break;
+    const uint32_t check = header_check(&h, offsetof(BlockHeader, check));
+    if (check != h.check) {
+      std::memcpy(b.data() + off + offsetof(BlockHeader, check), &check, sizeof check);
+      changed = true;
+    }
+    off += sizeof h + h.stored_size;
+  }
+  return changed;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  read_all(data, size);
+  std::vector<uint8_t> fixed(data, data + size);
+  if (fix_checks(fixed)) read_all(fixed.data(), fixed.size());
+  return 0;
+}
