@@ -17,7 +17,7 @@ Command finish_command() {
               std::string output;
               bool force = false;
               bool keep_raw = false;
-              int level = 6;
+              int level = 3;
             };
             auto o = std::make_shared<Opts>();
             app.add_option("dir", o->dir, "Session directory (callscope-PID.raw, or FILE.raw.XXXXXX)")->required();

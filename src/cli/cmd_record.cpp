@@ -13,12 +13,15 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <memory>
 #include <climits>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/preallocator.h"
 #include "cli/record_support.h"
 #include "format/finalize.h"
 #include "format/trace_format.h"
@@ -33,7 +36,7 @@ struct RecordOptions {
   std::string raw_dir;
   bool force = false;
   bool keep_raw = false;
-  int level = 6;
+  int level = 3;
   std::vector<std::string> command;
 };
 
@@ -138,6 +141,8 @@ Result<int> run_record(const RecordOptions& o) {
     return child.error();
   }
   g_child = *child;
+  auto prealloc = std::make_unique<Preallocator>(session);
+  const auto run_start = std::chrono::steady_clock::now();
 
   int main_status = 0;
   for (;;) {
@@ -152,6 +157,8 @@ Result<int> run_record(const RecordOptions& o) {
     log.write_child_status(status_of(pid, status, is_main));
   }
   g_child = 0;
+  const auto run_end = std::chrono::steady_clock::now();
+  prealloc.reset();
   restore();
   log.write_calibration();
   log.close();
@@ -166,6 +173,10 @@ Result<int> run_record(const RecordOptions& o) {
     return 1;
   }
   print_summary("record", *sum, o.output);
+  const auto written = std::chrono::steady_clock::now();
+  std::fprintf(stderr, "callscope record: the program ran %.3f s; the trace took %.3f s to write\n",
+               std::chrono::duration<double>(run_end - run_start).count(),
+               std::chrono::duration<double>(written - run_end).count());
   if (!o.keep_raw) remove_tree(session);
 
   // Exit as the program did.
@@ -198,7 +209,7 @@ Command record_command() {
                            "(default: /dev/shm, else the output's directory)");
             app.add_option("--level", o->level, "zstd compression level of the trace (1-19)")
                 ->check(CLI::Range(1, 19))
-                ->default_str("6");
+                ->default_str("3");
             // Everything from PROGRAM on belongs to the program, options too.
             app.prefix_command();
             app.footer(

@@ -13,7 +13,7 @@
 namespace callscope::format {
 
 struct FinalizeOptions {
-  int zstd_level = 6;
+  int zstd_level = 3;
 };
 
 struct FinalizeSummary {

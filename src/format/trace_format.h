@@ -87,7 +87,9 @@ struct RawThreadHeader {
   uint64_t lost_events;   // total dropped (disk full, re-entrant slow path)
   uint64_t flags;         // kRawThreadMain, ...
   char name[16];          // from /proc/thread-self/comm at thread exit
-  uint64_t reserved[4];
+  uint64_t mapped_end;    // bytes of the file the writer has mapped so far
+  uint64_t chunk_bytes;   // size of the writer's current chunk
+  uint64_t reserved[2];
 };
 static_assert(sizeof(RawThreadHeader) == 104);
 inline constexpr uint64_t kRawThreadMain = 1;

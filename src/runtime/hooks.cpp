@@ -28,10 +28,6 @@ namespace {
 
 using fmt::RawKind;
 
-// The caller's stack pointer just before it called the hook: the hook's CFA.
-// Absolute address; 16-byte aligned at every call site by the x86-64 ABI.
-#define CALLSCOPE_CALLER_SP() (reinterpret_cast<uint64_t>(__builtin_frame_address(0)) + 16)
-
 CALLSCOPE_NOINSTR void close_top(ThreadState* t, RawKind kind, uint64_t now) {
   emit1(t, kind, now);
   --t->depth;
@@ -79,7 +75,8 @@ CALLSCOPE_NOINSTR __attribute__((noinline)) void match_exit(ThreadState* t, uint
 
 CALLSCOPE_NOINSTR __attribute__((always_inline)) inline void enter_body(ThreadState* t, uint64_t fn, uint64_t sp) {
   const uint64_t now = now_tick();
-  if (t->depth != 0 && t->overflow == 0 && CALLSCOPE_UNLIKELY(t->stack[t->depth - 1].sp < sp))
+  // depth is 0 only at a thread's first call: test the sp first.
+  if (CALLSCOPE_UNLIKELY(t->stack[t->depth ? t->depth - 1 : 0].sp < sp) && t->depth != 0 && t->overflow == 0)
     unwind_dead_frames(t, sp, now);
   push(t, fn, sp, now);
 }
@@ -141,11 +138,45 @@ CALLSCOPE_NOINSTR __attribute__((noinline)) void hook_slow(ThreadState* t, uint6
 }  // namespace
 }  // namespace callscope::rt
 
+// The exported hooks are two-instruction trampolines: they hand the caller's
+// stack pointer (the CFA of the hook: the caller's rsp before its `call`,
+// 16-byte aligned by the ABI) to the C++ body as a third argument. Taking it
+// with __builtin_frame_address would force a frame pointer and register
+// spills on every call.
+extern "C" {
+__attribute__((visibility("hidden"), no_instrument_function)) void callscope_rt_enter(void* fn, void* site,
+                                                                                        uint64_t sp);
+__attribute__((visibility("hidden"), no_instrument_function)) void callscope_rt_exit(void* fn, void* site,
+                                                                                       uint64_t sp);
+}
+
+__asm__(R"(
+  .text
+  .globl __cyg_profile_func_enter
+  .type __cyg_profile_func_enter, @function
+  .p2align 4
+__cyg_profile_func_enter:
+  .cfi_startproc
+  leaq 8(%rsp), %rdx
+  jmp callscope_rt_enter
+  .cfi_endproc
+  .size __cyg_profile_func_enter, .-__cyg_profile_func_enter
+
+  .globl __cyg_profile_func_exit
+  .type __cyg_profile_func_exit, @function
+  .p2align 4
+__cyg_profile_func_exit:
+  .cfi_startproc
+  leaq 8(%rsp), %rdx
+  jmp callscope_rt_exit
+  .cfi_endproc
+  .size __cyg_profile_func_exit, .-__cyg_profile_func_exit
+)");
+
 using namespace callscope::rt;
 
-CALLSCOPE_EXPORT void __cyg_profile_func_enter(void* fn, void* /*call_site*/) {
+void callscope_rt_enter(void* fn, void* /*site*/, uint64_t sp) {
   ThreadState* t = current_thread();
-  const uint64_t sp = CALLSCOPE_CALLER_SP();
   if (CALLSCOPE_UNLIKELY(t->in_hook | (t->status != kActive))) {
     hook_slow(t, reinterpret_cast<uint64_t>(fn), sp, true);
     return;
@@ -157,9 +188,8 @@ CALLSCOPE_EXPORT void __cyg_profile_func_enter(void* fn, void* /*call_site*/) {
   t->in_hook = 0;
 }
 
-CALLSCOPE_EXPORT void __cyg_profile_func_exit(void* fn, void* /*call_site*/) {
+void callscope_rt_exit(void* fn, void* /*site*/, uint64_t sp) {
   ThreadState* t = current_thread();
-  const uint64_t sp = CALLSCOPE_CALLER_SP();
   if (CALLSCOPE_UNLIKELY(t->in_hook | (t->status != kActive))) {
     hook_slow(t, reinterpret_cast<uint64_t>(fn), sp, false);
     return;

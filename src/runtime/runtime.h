@@ -88,7 +88,7 @@ CALLSCOPE_NOINSTR inline uint64_t read_tsc() {
 }
 uint64_t mono_ns();
 uint64_t realtime_ns();
-CALLSCOPE_NOINSTR inline uint64_t absolute_tick() { return g_use_tsc ? read_tsc() : mono_ns(); }
+CALLSCOPE_NOINSTR inline uint64_t absolute_tick() { return CALLSCOPE_LIKELY(g_use_tsc) ? read_tsc() : mono_ns(); }
 CALLSCOPE_NOINSTR inline uint64_t now_tick() { return absolute_tick() - g_base_tick; }
 bool tsc_is_invariant();
 
@@ -153,7 +153,8 @@ CALLSCOPE_NOINSTR inline void emit2(ThreadState* t, fmt::RawKind kind, uint64_t 
 inline constexpr int64_t kSpUnknown = -32768;
 CALLSCOPE_NOINSTR inline void emit_entry(ThreadState* t, fmt::RawKind kind, uint64_t tick, uint64_t fn,
                                          uint64_t sp) {
-  int64_t rel = static_cast<int64_t>(t->sp_base - sp) / static_cast<int64_t>(fmt::kSpUnit);
+  // Arithmetic shift, not division: sp is a multiple of kSpUnit (16).
+  int64_t rel = static_cast<int64_t>(t->sp_base - sp) >> 4;
   if (CALLSCOPE_UNLIKELY(static_cast<uint64_t>(rel + 32767) > 65534)) {
     if (t->nested) {
       rel = kSpUnknown;

@@ -28,6 +28,7 @@ namespace {
 constexpr uint64_t kFirstChunkBytes = 64 << 10;
 constexpr uint64_t kMaxChunkBytes = 4 << 20;
 constexpr uint64_t kPageBytes = 4096;
+constexpr uint64_t kPopulateBytes = 256 << 10;
 constexpr uint64_t kRetryEvery = 4096;  // lost events between two allocation attempts
 
 CALLSCOPE_NOINSTR bool allocate(int fd, uint64_t offset, uint64_t bytes) {
@@ -43,13 +44,19 @@ CALLSCOPE_NOINSTR bool map_next_chunk(ThreadState* t, uint64_t min_bytes) {
   if (bytes > kMaxChunkBytes) bytes = kMaxChunkBytes;
   while (bytes < min_bytes) bytes *= 2;
   if (!allocate(t->fd, t->file_end, bytes)) return false;
-  void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, t->fd,
+  // Large chunks are mapped populated: `record` allocates the pages of a
+  // busy thread's file ahead of it on another core, so this maps pages
+  // that exist instead of faulting each one in while the program runs.
+  const int populate = bytes >= kPopulateBytes ? MAP_POPULATE : 0;
+  void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | populate, t->fd,
                    static_cast<off_t>(t->file_end));
   if (m == MAP_FAILED) return false;
   if (t->chunk) ::munmap(t->chunk, t->chunk_bytes);
   t->chunk = static_cast<uint64_t*>(m);
   t->chunk_bytes = bytes;
   t->file_end += bytes;
+  t->header->chunk_bytes = bytes;
+  t->header->mapped_end = t->file_end;
   ++t->chunk_index;
   // Nested reserves fail while end is null; then pos moves, then end opens.
   t->end = nullptr;
