@@ -86,4 +86,57 @@ class RawThreadFile {
   uint64_t bad_words_ = 0;
 };
 
+// Inline: it runs once per event of every recording.
+inline bool RawThreadFile::next(RawEvent& e) {
+  while (i_ < n_words_) {
+    const uint64_t w0 = words_[i_];
+    if (w0 == 0) {  // unused tail of a chunk, or a slot never filled
+      ++i_;
+      continue;
+    }
+    const uint8_t k = static_cast<uint8_t>(w0 & 0xff);
+    if (!raw_kind_valid(k)) {
+      ++bad_words_;
+      ++i_;
+      continue;
+    }
+    const auto kind = static_cast<RawKind>(k);
+    const unsigned words = raw_event_words(kind);
+    if (words == 2 && (i_ + 1 >= n_words_ || words_[i_ + 1] == 0)) {
+      ++torn_;  // w0 stored, w1 not: the process died between the two stores
+      i_ += 2;
+      continue;
+    }
+    e.kind = kind;
+    e.tick = w0 >> kRawKindBits;
+    e.addr = 0;
+    e.sp = 0;
+    e.arg = 0;
+    const uint64_t w1 = words == 2 ? words_[i_ + 1] : 0;
+    i_ += words;
+    switch (kind) {
+      case RawKind::kSpBase:
+        sp_base_ = w1;
+        continue;
+      case RawKind::kEntry:
+      case RawKind::kEntryInherited: {
+        e.addr = w1 & kRawAddrMask;
+        const auto rel = static_cast<int16_t>(static_cast<uint16_t>(w1 >> 48));
+        e.sp = rel == -32768 ? 0 : sp_base_ - static_cast<int64_t>(rel) * static_cast<int64_t>(kSpUnit);
+        return true;
+      }
+      case RawKind::kExitStray:
+        e.addr = w1;
+        return true;
+      case RawKind::kLost:
+      case RawKind::kMark:
+        e.arg = w1;
+        return true;
+      default:
+        return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace callscope::format

@@ -80,6 +80,8 @@ Status TraceWriter::finish(const EndRecord& end) {
 // ---- EventEncoder ----------------------------------------------------------
 
 uint32_t EventEncoder::fn_lookup(uint64_t addr) {
+  if (addr == last_fn_ && !fn_table_.empty()) return last_fn_index_;
+  last_fn_ = addr;
   // Open addressing over (addr, index+1); grows at half load.
   if (fn_index_.empty()) fn_index_.assign(1024, {0, 0});
   if ((fn_table_.size() + 1) * 2 > fn_index_.size()) {
@@ -94,12 +96,12 @@ uint32_t EventEncoder::fn_lookup(uint64_t addr) {
   }
   size_t i = (addr * 0x9e3779b97f4a7c15ull) >> 20 & (fn_index_.size() - 1);
   while (fn_index_[i].second) {
-    if (fn_index_[i].first == addr) return fn_index_[i].second - 1;
+    if (fn_index_[i].first == addr) return last_fn_index_ = fn_index_[i].second - 1;
     i = (i + 1) & (fn_index_.size() - 1);
   }
   fn_table_.push_back(addr);
   fn_index_[i] = {addr, static_cast<uint32_t>(fn_table_.size())};
-  return static_cast<uint32_t>(fn_table_.size() - 1);
+  return last_fn_index_ = static_cast<uint32_t>(fn_table_.size() - 1);
 }
 
 Status EventEncoder::add(EventKind kind, uint64_t tick, uint64_t addr, uint64_t sp, uint64_t arg) {
@@ -108,15 +110,15 @@ Status EventEncoder::add(EventKind kind, uint64_t tick, uint64_t addr, uint64_t 
     // The first delta of a block is from the block's first_tick.
     prev_tick_ = tick;
   }
-  kinds_.push_back(static_cast<uint8_t>(kind));
-  put_varint(dt_, tick - prev_tick_);
+  kinds_.byte(static_cast<uint8_t>(kind));
+  dt_.varint(tick - prev_tick_);
   prev_tick_ = tick;
   switch (kind) {
     case EventKind::kEntry:
     case EventKind::kEntryInherited: {
-      put_varint(fn_, fn_lookup(addr));
+      fn_.varint(fn_lookup(addr));
       const uint64_t parent = stack_sp_.empty() ? 0 : stack_sp_.back();
-      put_varint(sp_, zigzag(static_cast<int64_t>(parent - sp) / static_cast<int64_t>(kSpUnit)));
+      sp_.varint(zigzag(static_cast<int64_t>(parent - sp) / static_cast<int64_t>(kSpUnit)));
       stack_sp_.push_back(sp);
       break;
     }
@@ -127,11 +129,11 @@ Status EventEncoder::add(EventKind kind, uint64_t tick, uint64_t addr, uint64_t 
       stack_sp_.pop_back();
       break;
     case EventKind::kExitStray:
-      put_varint(fn_, fn_lookup(addr));
+      fn_.varint(fn_lookup(addr));
       break;
     case EventKind::kLost:
     case EventKind::kMark:
-      put_varint(arg_, arg);
+      arg_.varint(arg);
       break;
   }
   ++events_;
@@ -151,24 +153,21 @@ Status EventEncoder::flush() {
   h.n_events = n_;
   h.n_functions = static_cast<uint32_t>(fn_table_.size());
   h.fn_table_bytes = static_cast<uint32_t>(table.size());
-  h.kinds_bytes = static_cast<uint32_t>(kinds_.size());
-  h.dt_bytes = static_cast<uint32_t>(dt_.size());
-  h.fn_bytes = static_cast<uint32_t>(fn_.size());
-  h.sp_bytes = static_cast<uint32_t>(sp_.size());
-  h.arg_bytes = static_cast<uint32_t>(arg_.size());
+  h.kinds_bytes = static_cast<uint32_t>(kinds_.size);
+  h.dt_bytes = static_cast<uint32_t>(dt_.size);
+  h.fn_bytes = static_cast<uint32_t>(fn_.size);
+  h.sp_bytes = static_cast<uint32_t>(sp_.size);
+  h.arg_bytes = static_cast<uint32_t>(arg_.size);
   std::vector<uint8_t> raw(sizeof h);
   std::memcpy(raw.data(), &h, sizeof h);
-  for (const auto* col : {&table, &kinds_, &dt_, &fn_, &sp_, &arg_}) raw.insert(raw.end(), col->begin(), col->end());
+  raw.insert(raw.end(), table.begin(), table.end());
+  for (const Column* col : {&kinds_, &dt_, &fn_, &sp_, &arg_}) raw.insert(raw.end(), col->data(), col->data() + col->size);
   CALLSCOPE_CHECK(writer_.write_block(BlockType::kEvents, thread_, n_, first_tick_, raw));
   ++blocks_;
   n_ = 0;
   fn_table_.clear();
   fn_index_.clear();
-  kinds_.clear();
-  dt_.clear();
-  fn_.clear();
-  sp_.clear();
-  arg_.clear();
+  for (Column* col : {&kinds_, &dt_, &fn_, &sp_, &arg_}) col->size = 0;
   return ok_status();
 }
 

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -87,7 +88,31 @@ class EventEncoder {
   uint32_t n_ = 0;
   std::vector<uint64_t> fn_table_;
   std::vector<std::pair<uint64_t, uint32_t>> fn_index_;  // small open-addressing map
-  std::vector<uint8_t> kinds_, dt_, fn_, sp_, arg_;
+  uint64_t last_fn_ = 0;                                 // the last lookup, the common case
+  uint32_t last_fn_index_ = 0;
+  // A column: bytes written through a raw pointer; room for one event's
+  // worth (at most 10 bytes) is made before each write.
+  struct Column {
+    std::vector<uint8_t> buf;
+    size_t size = 0;
+    uint8_t* room(size_t n) {
+      if (size + n > buf.size()) buf.resize(std::max<size_t>(buf.size() * 2, size + n + 4096));
+      return buf.data() + size;
+    }
+    void byte(uint8_t b) { *room(1) = b, ++size; }
+    void varint(uint64_t v) {
+      uint8_t* p = room(10);
+      uint8_t* const start = p;
+      while (v >= 0x80) {
+        *p++ = static_cast<uint8_t>(v | 0x80);
+        v >>= 7;
+      }
+      *p++ = static_cast<uint8_t>(v);
+      size += static_cast<size_t>(p - start);
+    }
+    const uint8_t* data() const { return buf.data(); }
+  };
+  Column kinds_, dt_, fn_, sp_, arg_;
   uint32_t blocks_ = 0;
   uint64_t events_ = 0;
   uint32_t fn_lookup(uint64_t addr);
