@@ -12,14 +12,6 @@
 #include "format/trace_reader.h"
 #include "trace_test_util.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define CALLSCOPE_HAVE_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define CALLSCOPE_HAVE_ASAN 1
-#endif
-#endif
-
 #ifdef CALLSCOPE_HAVE_ASAN
 extern "C" int __sanitizer_install_malloc_and_free_hooks(void (*)(const volatile void*, size_t),
                                                          void (*)(const volatile void*));

@@ -21,14 +21,6 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
-#if defined(__SANITIZE_ADDRESS__)
-#define CALLSCOPE_HAVE_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define CALLSCOPE_HAVE_ASAN 1
-#endif
-#endif
-
 #ifdef CALLSCOPE_HAVE_ASAN
 extern "C" void __sanitizer_set_death_callback(void (*)(void));
 #else

@@ -3,6 +3,15 @@
 // multi-thread trace written with TraceWriter.
 #pragma once
 
+// CALLSCOPE_HAVE_ASAN: built with AddressSanitizer (gcc or clang).
+#if defined(__SANITIZE_ADDRESS__)
+#define CALLSCOPE_HAVE_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CALLSCOPE_HAVE_ASAN 1
+#endif
+#endif
+
 #include <stdlib.h>
 #include <unistd.h>
 
