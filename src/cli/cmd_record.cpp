@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "cli/command.h"
-#include "cli/preallocator.h"
+#include "cli/drainer.h"
 #include "cli/record_support.h"
 #include "format/finalize.h"
 #include "format/trace_format.h"
@@ -59,6 +59,7 @@ Result<pid_t> spawn(const std::string& program, const std::vector<std::string>& 
     ::close(pipefd[0]);
     ::setenv("LD_PRELOAD", preload.c_str(), 1);
     ::setenv("CALLSCOPE_DIR", session.c_str(), 1);
+    ::setenv("CALLSCOPE_RECORDER_PID", std::to_string(::getppid()).c_str(), 1);
     std::vector<char*> args;
     for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
@@ -141,7 +142,7 @@ Result<int> run_record(const RecordOptions& o) {
     return child.error();
   }
   g_child = *child;
-  auto prealloc = std::make_unique<Preallocator>(session);
+  auto drainer = std::make_unique<Drainer>(session);
   const auto run_start = std::chrono::steady_clock::now();
 
   int main_status = 0;
@@ -158,7 +159,7 @@ Result<int> run_record(const RecordOptions& o) {
   }
   g_child = 0;
   const auto run_end = std::chrono::steady_clock::now();
-  prealloc.reset();
+  drainer.reset();
   restore();
   log.write_calibration();
   log.close();

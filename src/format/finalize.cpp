@@ -274,6 +274,9 @@ Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::
       if ((*file)->header().end_tick) r.flags |= kThreadExitedCleanly;
       const char* nm = (*file)->header().name;
       r.name = thread_strings.add(std::string(nm, strnlen(nm, sizeof(RawThreadHeader::name))));
+      if ((*file)->missing_segments())
+        sum.warnings.push_back("'" + path + "': " + std::to_string((*file)->missing_segments()) +
+                               " ring segments were overwritten before the recorder drained them");
       if ((*file)->bad_words())
         sum.warnings.push_back("'" + path + "': " + std::to_string((*file)->bad_words()) + " damaged words skipped");
       sum.events += r.events;

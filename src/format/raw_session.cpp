@@ -200,16 +200,61 @@ Result<std::unique_ptr<RawThreadFile>> RawThreadFile::open(const std::string& pa
     return Error("'" + path + "' is not a callscope thread file");
   if (f->header_.version != kRawVersion)
     return Error("'" + path + "': raw version " + std::to_string(f->header_.version) + " unknown");
-  if (size > kRawThreadHeaderSize) {
-    f->words_ = reinterpret_cast<const uint64_t*>(static_cast<const uint8_t*>(m) + kRawThreadHeaderSize);
-    f->n_words_ = (size - kRawThreadHeaderSize) / 8;
+  const RawThreadHeader& h = f->header_;
+  if (h.ring_segments == 0) {
+    if (size > kRawThreadHeaderSize)
+      f->spans_.push_back({reinterpret_cast<const uint64_t*>(static_cast<const uint8_t*>(m) + kRawThreadHeaderSize),
+                           (size - kRawThreadHeaderSize) / 8});
+  } else {
+    // Ring mode: whole segments from the spill, then the segments after
+    // them that are still in the ring, up to the one being written.
+    const uint64_t seg = h.segment_bytes;
+    if (seg == 0 || seg % 8 != 0 || size < kRawThreadHeaderSize + uint64_t{h.ring_segments} * seg)
+      return Error("'" + path + "': damaged ring description in the thread header");
+    uint64_t spilled = 0;
+    std::string spill = path;
+    if (spill.size() > 3) spill.replace(spill.size() - 3, 3, ".spill");
+    int sfd = ::open(spill.c_str(), O_RDONLY | O_CLOEXEC);
+    if (sfd >= 0) {
+      struct stat sst {};
+      ::fstat(sfd, &sst);
+      spilled = static_cast<uint64_t>(sst.st_size) / seg;  // a segment cut short is still in the ring
+      if (spilled) {
+        void* sm = ::mmap(nullptr, spilled * seg, PROT_READ, MAP_PRIVATE, sfd, 0);
+        if (sm != MAP_FAILED) {
+          f->spill_map_ = sm;
+          f->spill_size_ = spilled * seg;
+          ::madvise(sm, f->spill_size_, MADV_SEQUENTIAL);
+          f->spans_.push_back({static_cast<const uint64_t*>(sm), f->spill_size_ / 8});
+        } else {
+          spilled = 0;
+        }
+      }
+      ::close(sfd);
+    }
+    const uint64_t oldest_in_ring = h.committed + 1 > h.ring_segments ? h.committed + 1 - h.ring_segments : 0;
+    if (spilled < oldest_in_ring) f->missing_segments_ = oldest_in_ring - spilled;
+    const auto* ring = reinterpret_cast<const uint8_t*>(m) + kRawThreadHeaderSize;
+    for (uint64_t i = std::max(spilled, oldest_in_ring); i <= h.committed; ++i)
+      f->spans_.push_back({reinterpret_cast<const uint64_t*>(ring + (i % h.ring_segments) * seg), seg / 8});
   }
+  f->next_span();
   ::madvise(m, size, MADV_SEQUENTIAL);
   return f;
 }
 
+bool RawThreadFile::next_span() {
+  if (span_ >= spans_.size()) return false;
+  words_ = spans_[span_].words;
+  n_words_ = spans_[span_].n;
+  i_ = 0;
+  ++span_;
+  return true;
+}
+
 RawThreadFile::~RawThreadFile() {
   if (map_) ::munmap(map_, map_size_);
+  if (spill_map_) ::munmap(spill_map_, spill_size_);
 }
 
 }  // namespace callscope::format

@@ -71,16 +71,31 @@ class RawThreadFile {
   bool next(RawEvent& e);
   uint64_t torn_events() const { return torn_; }      // half-written (crash point)
   uint64_t bad_words() const { return bad_words_; }   // words with an unknown kind
+  // Ring mode: segments neither in the spill nor still in the ring (a
+  // recorder that failed to drain them).
+  uint64_t missing_segments() const { return missing_segments_; }
 
  private:
   RawThreadFile() = default;
   std::string path_;
   RawThreadHeader header_{};
-  const uint64_t* words_ = nullptr;
+  // The stream, as spans of words read in order: grow mode has one (the
+  // file after its header); ring mode has the spill, then ring segments.
+  struct Span {
+    const uint64_t* words;
+    size_t n;
+  };
+  std::vector<Span> spans_;
+  size_t span_ = 0;
+  const uint64_t* words_ = nullptr;  // the current span
   size_t n_words_ = 0;
   size_t i_ = 0;
   void* map_ = nullptr;
   size_t map_size_ = 0;
+  void* spill_map_ = nullptr;
+  size_t spill_size_ = 0;
+  uint64_t missing_segments_ = 0;
+  bool next_span();
   uint64_t sp_base_ = 0;
   uint64_t torn_ = 0;
   uint64_t bad_words_ = 0;
@@ -88,7 +103,7 @@ class RawThreadFile {
 
 // Inline: it runs once per event of every recording.
 inline bool RawThreadFile::next(RawEvent& e) {
-  while (i_ < n_words_) {
+  while (i_ < n_words_ || next_span()) {
     const uint64_t w0 = words_[i_];
     if (w0 == 0) {  // unused tail of a chunk, or a slot never filled
       ++i_;

@@ -42,6 +42,7 @@ enum class ClockKind : uint32_t {
 //   <pid>.<n>/                       one process incarnation (n counts execs)
 //     meta                           RawMeta* records, appended with write(2)
 //     t<tid>.ev                      RawThreadHeader page, then event words
+//     t<tid>.spill                   ring mode: drained segments, in order
 
 inline constexpr uint32_t kRawVersion = 1;
 inline constexpr char kRawThreadMagic[8] = {'C', 'S', 'R', 'A', 'W', 'T', 'H', '1'};
@@ -87,11 +88,20 @@ struct RawThreadHeader {
   uint64_t lost_events;   // total dropped (disk full, re-entrant slow path)
   uint64_t flags;         // kRawThreadMain, ...
   char name[16];          // from /proc/thread-self/comm at thread exit
-  uint64_t mapped_end;    // bytes of the file the writer has mapped so far
-  uint64_t chunk_bytes;   // size of the writer's current chunk
-  uint64_t reserved[2];
+  // Ring mode (under `record`): the events live in ring_segments segments of
+  // segment_bytes each, from offset kRawThreadHeaderSize; segment i (counted
+  // from 0 over the thread's life) is at slot i % ring_segments. The
+  // recorder copies complete segments, in order, to t<tid>.spill and zeroes
+  // them. 0 segments: grow mode, chunks appended to the file.
+  uint32_t ring_segments;
+  uint32_t segment_bytes;
+  uint64_t committed;     // writer: the segment being written; all before it are complete
+  uint64_t drained;       // recorder: segments before it are in the spill and zeroed
+  uint64_t drain_failed;  // recorder: nonzero once it cannot drain (writers then drop)
 };
 static_assert(sizeof(RawThreadHeader) == 104);
+inline constexpr uint32_t kRingSegments = 16;
+inline constexpr uint32_t kSegmentBytes = 256 << 10;
 inline constexpr uint64_t kRawThreadMain = 1;
 
 // Metadata records of `meta` and `recorder.meta`: a header, then the body,

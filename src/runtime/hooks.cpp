@@ -41,7 +41,8 @@ CALLSCOPE_NOINSTR __attribute__((noinline)) void unwind_dead_frames(ThreadState*
 
 CALLSCOPE_NOINSTR __attribute__((always_inline)) inline void push(ThreadState* t, uint64_t fn, uint64_t sp, uint64_t now) {
   emit_entry(t, RawKind::kEntry, now, fn, sp);
-  if (CALLSCOPE_LIKELY(t->depth < kStackCapacity && t->overflow == 0)) {
+  // overflow > 0 only with the stack full, so depth alone decides.
+  if (CALLSCOPE_LIKELY(t->depth < kStackCapacity)) {
     t->stack[t->depth] = Frame{fn, sp, now};
     ++t->depth;
   } else {
@@ -177,7 +178,7 @@ using namespace callscope::rt;
 
 void callscope_rt_enter(void* fn, void* /*site*/, uint64_t sp) {
   ThreadState* t = current_thread();
-  if (CALLSCOPE_UNLIKELY(t->in_hook | (t->status != kActive))) {
+  if (CALLSCOPE_UNLIKELY(t->gate != kGateOpen)) {
     hook_slow(t, reinterpret_cast<uint64_t>(fn), sp, true);
     return;
   }
@@ -190,7 +191,7 @@ void callscope_rt_enter(void* fn, void* /*site*/, uint64_t sp) {
 
 void callscope_rt_exit(void* fn, void* /*site*/, uint64_t sp) {
   ThreadState* t = current_thread();
-  if (CALLSCOPE_UNLIKELY(t->in_hook | (t->status != kActive))) {
+  if (CALLSCOPE_UNLIKELY(t->gate != kGateOpen)) {
     hook_slow(t, reinterpret_cast<uint64_t>(fn), sp, false);
     return;
   }

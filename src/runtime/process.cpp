@@ -27,6 +27,7 @@
 namespace callscope::rt {
 
 bool g_use_tsc = false;
+int g_recorder_pid = 0;
 uint64_t g_base_tick = 0;
 unsigned long g_thread_key = 0;
 
@@ -266,6 +267,8 @@ CALLSCOPE_NOINSTR bool do_init() {
     g_use_tsc = tsc_is_invariant();
   g_base_tick = absolute_tick();
 
+  if (const char* rec = ::getenv("CALLSCOPE_RECORDER_PID"); rec && ::getenv("CALLSCOPE_DIR"))
+    g_recorder_pid = ::atoi(rec);
   const char* dir = ::getenv("CALLSCOPE_DIR");
   if (dir && dir[0]) {
     g_session_dir.add(dir);

@@ -50,8 +50,15 @@ struct ThreadState {
   uint32_t depth;           // frames stored in `stack`
   uint32_t overflow;        // frames deeper than the capacity, not stored
   uint64_t sp_base;         // stack pointer that entry sp_rel is relative to
-  volatile uint8_t in_hook; // a hook of this thread is running (re-entry guard)
-  uint8_t status;           // ThreadStatus
+  // The gate of every hook: in_hook (low byte) and status (high byte) read
+  // as one 16-bit word; the fast path runs only when it is kGateOpen.
+  union {
+    struct {
+      volatile uint8_t in_hook;  // a hook of this thread is running (re-entry guard)
+      uint8_t status;            // ThreadStatus
+    };
+    uint16_t gate;
+  };
   uint8_t in_slow;          // chunk switch in progress
   uint8_t dropping;         // events were dropped: a kLost + resync is due
   uint8_t no_space;         // the last chunk allocation failed (disk full)
@@ -64,9 +71,11 @@ struct ThreadState {
   uint64_t chunk_bytes;
   uint64_t file_end;        // bytes of the file allocated so far
   uint64_t lost_pending;    // dropped since the last kLost record
+  uint64_t ring_segment;    // ring mode: the segment being written (counted from 0)
 };
 
 inline constexpr uint32_t kStackCapacity = 1u << 20;  // frames (24 MiB reserved)
+inline constexpr uint16_t kGateOpen = uint16_t{kActive} << 8;  // status active, not in a hook
 // The last words of every chunk are kept for hooks of a signal handler that
 // interrupted a hook: those may not switch chunks (see reserve_slow), so they
 // need room of their own when the outer hook stopped at a full chunk.
@@ -76,6 +85,10 @@ inline constexpr uint64_t kNestedReserveWords = 2048;  // 16 KiB: 1024 entries
 // call __tls_get_addr, which can allocate on a thread's first access.
 extern __thread ThreadState tls_thread __attribute__((tls_model("initial-exec")));
 CALLSCOPE_NOINSTR inline ThreadState* current_thread() { return &tls_thread; }
+
+// Ring mode: `record` drains the thread files while the program runs; its
+// pid, to tell a slow drainer from a dead one. 0: no recorder, grow mode.
+extern int g_recorder_pid;
 
 // Clock: ticks relative to the process base.
 extern bool g_use_tsc;

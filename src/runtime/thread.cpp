@@ -1,8 +1,15 @@
 // Per-thread lifecycle of the runtime and the slow path of event emission.
 //
 // A thread's events go to <process dir>/t<tid>.ev: one header page, then
-// chunks of event words, each a MAP_SHARED mapping of the file. Chunks grow
-// from 64 KiB to 4 MiB. Space is reserved with fallocate(2) before a chunk is
+// event words in MAP_SHARED mappings of the file, in one of two modes:
+//  - ring mode, under `record`: a fixed ring of kRingSegments segments that
+//    the recorder drains (copies to t<tid>.spill and zeroes) while the
+//    program runs. After the first lap the writer reuses pages that exist
+//    and are mapped: no page is supplied by the kernel in its thread. A
+//    writer that finds the next segment not yet drained waits; if the
+//    recorder is gone, it counts events as lost instead.
+//  - grow mode, without a recorder: chunks appended to the file, growing
+//    from 64 KiB to 4 MiB. Space is reserved with fallocate(2) before a chunk is
 // mapped: writing to a mapped page the file system cannot back would kill
 // the program with SIGBUS, so when the disk is full we count events as lost
 // instead, retry now and then, and on success write a kLost record followed
@@ -13,6 +20,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
+#include <time.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -28,7 +36,6 @@ namespace {
 constexpr uint64_t kFirstChunkBytes = 64 << 10;
 constexpr uint64_t kMaxChunkBytes = 4 << 20;
 constexpr uint64_t kPageBytes = 4096;
-constexpr uint64_t kPopulateBytes = 256 << 10;
 constexpr uint64_t kRetryEvery = 4096;  // lost events between two allocation attempts
 
 CALLSCOPE_NOINSTR bool allocate(int fd, uint64_t offset, uint64_t bytes) {
@@ -44,19 +51,12 @@ CALLSCOPE_NOINSTR bool map_next_chunk(ThreadState* t, uint64_t min_bytes) {
   if (bytes > kMaxChunkBytes) bytes = kMaxChunkBytes;
   while (bytes < min_bytes) bytes *= 2;
   if (!allocate(t->fd, t->file_end, bytes)) return false;
-  // Large chunks are mapped populated: `record` allocates the pages of a
-  // busy thread's file ahead of it on another core, so this maps pages
-  // that exist instead of faulting each one in while the program runs.
-  const int populate = bytes >= kPopulateBytes ? MAP_POPULATE : 0;
-  void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | populate, t->fd,
-                   static_cast<off_t>(t->file_end));
+  void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, t->fd, static_cast<off_t>(t->file_end));
   if (m == MAP_FAILED) return false;
   if (t->chunk) ::munmap(t->chunk, t->chunk_bytes);
   t->chunk = static_cast<uint64_t*>(m);
   t->chunk_bytes = bytes;
   t->file_end += bytes;
-  t->header->chunk_bytes = bytes;
-  t->header->mapped_end = t->file_end;
   ++t->chunk_index;
   // Nested reserves fail while end is null; then pos moves, then end opens.
   t->end = nullptr;
@@ -66,6 +66,64 @@ CALLSCOPE_NOINSTR bool map_next_chunk(ThreadState* t, uint64_t min_bytes) {
   t->hard_end = t->chunk + bytes / 8;
   t->end = t->hard_end - kNestedReserveWords;
   return true;
+}
+
+// Ring mode: makes segment n the current one. Before it is reused, the
+// segment that last occupied its slot (n - kRingSegments) must be drained.
+CALLSCOPE_NOINSTR bool enter_segment(ThreadState* t, uint64_t n) {
+  fmt::RawThreadHeader* h = t->header;
+  const uint64_t slot = n % fmt::kRingSegments;
+  const uint64_t offset = kPageBytes + slot * fmt::kSegmentBytes;
+  if (n < fmt::kRingSegments) {
+    if (!allocate(t->fd, offset, fmt::kSegmentBytes)) return false;  // first lap: real pages
+  } else {
+    const uint64_t needed = n - fmt::kRingSegments + 1;
+    while (__atomic_load_n(&h->drained, __ATOMIC_ACQUIRE) < needed) {
+      if (__atomic_load_n(&h->drain_failed, __ATOMIC_ACQUIRE) != 0) return false;
+      if (::kill(g_recorder_pid, 0) != 0 && errno == ESRCH) return false;       // recorder gone
+      timespec pause{0, 20000};
+      ::nanosleep(&pause, nullptr);
+    }
+  }
+  // The event words are non-temporal stores: fence them before telling the
+  // recorder that the previous segment is complete.
+  __builtin_ia32_sfence();
+  __atomic_store_n(&h->committed, n, __ATOMIC_RELEASE);
+  t->ring_segment = n;
+  t->end = nullptr;
+  signal_fence();
+  t->pos = t->chunk + slot * (fmt::kSegmentBytes / 8);
+  signal_fence();
+  t->hard_end = t->pos + fmt::kSegmentBytes / 8;
+  t->end = t->hard_end - kNestedReserveWords;
+  return true;
+}
+
+// Ring mode: sizes the file for the ring (sparse; each segment gets its
+// pages on the first lap) and maps the whole ring once.
+CALLSCOPE_NOINSTR bool open_ring(ThreadState* t) {
+  const uint64_t ring_bytes = uint64_t{fmt::kRingSegments} * fmt::kSegmentBytes;
+  if (::ftruncate(t->fd, static_cast<off_t>(kPageBytes + ring_bytes)) != 0) return false;
+  void* m = ::mmap(nullptr, ring_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, t->fd, kPageBytes);
+  if (m == MAP_FAILED) return false;
+  t->chunk = static_cast<uint64_t*>(m);
+  t->chunk_bytes = ring_bytes;
+  if (!enter_segment(t, 0)) {  // the caller falls back to grow mode
+    ::munmap(m, ring_bytes);
+    t->chunk = nullptr;
+    t->chunk_bytes = 0;
+    return false;
+  }
+  t->file_end = kPageBytes + ring_bytes;
+  t->header->segment_bytes = fmt::kSegmentBytes;
+  t->header->ring_segments = fmt::kRingSegments;
+  return true;
+}
+
+// The next place to write: the next segment of the ring, or a new chunk.
+CALLSCOPE_NOINSTR bool next_space(ThreadState* t, uint64_t min_bytes) {
+  if (t->header->ring_segments) return min_bytes <= fmt::kSegmentBytes && enter_segment(t, t->ring_segment + 1);
+  return map_next_chunk(t, min_bytes);
 }
 
 // Signals are blocked while a chunk is switched or a thread file is set up
@@ -142,7 +200,8 @@ CALLSCOPE_NOINSTR bool open_thread_file(ThreadState* t, uint64_t now) {
   hd->start_tick = now;
   hd->flags = (hd->pid == hd->tid) ? fmt::kRawThreadMain : 0;
   read_thread_name(hd->name);
-  if (!map_next_chunk(t, 0)) {
+  t->ring_segment = 0;
+  if (!((g_recorder_pid && open_ring(t)) || map_next_chunk(t, 0))) {
     ::munmap(t->header, kPageBytes);
     t->header = nullptr;
     ::close(fd);
@@ -260,7 +319,7 @@ uint64_t* reserve_slow(ThreadState* t, unsigned words) {
   // Room for the event, and for a resync of the whole stack if one is due
   // (two words per frame, two more when a frame needs a new sp base).
   const uint64_t need = words * 8 + (t->dropping ? 16 + uint64_t{t->depth} * 32 : 0);
-  if (map_next_chunk(t, need)) {
+  if (next_space(t, need)) {
     t->no_space = 0;
     if (t->dropping) {
       t->dropping = 0;

@@ -92,5 +92,32 @@ TEST(CrashFromOutside, KilledWhileRunning) {
   for (const auto& t : s.threads) EXPECT_TRUE(t.balanced());
 }
 
+// The recorder itself killed while the program runs: the program goes on
+// (once its ring is full and nobody drains it, its events are counted as
+// lost, it does not wait), and `finish` recovers everything written before,
+// from the spill files and the rings.
+TEST(CrashFromOutside, RecorderKilledWhileRunning) {
+  const auto vs = variants();
+  ASSERT_FALSE(vs.empty());
+  TempDir dir;
+  const std::string victim = dir.file("cs_victim2");
+  ASSERT_EQ(run({"cp", fixture(vs.front(), "threads"), victim}).exit_code, 0);
+  const std::string script = "'" + std::string(CALLSCOPE_EXE) + "' record --raw-dir '" + dir.path() + "' -o '" +
+                             dir.file("never.trace") + "' -- '" + victim +
+                             "' 1 2000000000 & rec=$!; sleep 1; kill -KILL $rec; wait $rec; sleep 1; "
+                             "pkill -KILL -x cs_victim2; sleep 0.2; '" +
+                             std::string(CALLSCOPE_EXE) + "' finish -o '" + dir.file("recovered.trace") + "' '" +
+                             dir.path() + "'/callscope-never.trace.*";
+  RunResult r = run({"/bin/sh", "-c", script});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  TraceSummary s = summarize(dir.file("recovered.trace"));
+  ASSERT_TRUE(s.reader);
+  ASSERT_EQ(s.threads.size(), 2u);
+  for (const auto& t : s.threads) EXPECT_TRUE(t.balanced());
+  // A second of calls before the recorder died, all of them kept.
+  EXPECT_GT(s.calls_of("leaf"), 1000000u);
+  EXPECT_GT(s.reader->threads()[1].record.lost_events, 0u) << "events after the recorder died are counted";
+}
+
 }  // namespace
 }  // namespace callscope::e2e
