@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -37,6 +38,13 @@ bool write_all(int fd, const uint8_t* p, size_t n) {
 }  // namespace
 
 Drainer::Drainer(std::string session) : session_(std::move(session)) {
+  // One descriptor per live thread of the program: take the hard limit.
+  // The program was forked before, and keeps the limits it had.
+  struct rlimit r {};
+  if (::getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
+    r.rlim_cur = r.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &r);
+  }
   thread_ = std::thread([this] { run(); });
 }
 
@@ -69,7 +77,7 @@ void Drainer::scan_directories() {
       const std::string name = e->d_name;
       if (name.size() < 4 || name[0] != 't' || name.compare(name.size() - 3, 3, ".ev") != 0) continue;
       const std::string path = dir + "/" + name;
-      if (files_.count(path)) continue;
+      if (files_.count(path) || finished_.count(path)) continue;
       int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
       if (fd < 0) continue;
       // A writer creates its file, then sizes it: a file not yet of ring
@@ -123,7 +131,23 @@ void Drainer::run() {
   for (int poll = 0;; ++poll) {
     const bool last = stop_;
     if (poll % kScanEvery == 0 || last) scan_directories();
-    for (auto& [path, f] : files_) drain(f);
+    for (auto it = files_.begin(); it != files_.end();) {
+      File& f = it->second;
+      drain(f);
+      // A thread that has ended, with all its complete segments drained, is
+      // done: its last segment stays in the ring for the reader.
+      const auto* h = static_cast<const fmt::RawThreadHeader*>(f.map);
+      if (__atomic_load_n(&h->end_tick, __ATOMIC_ACQUIRE) != 0 &&
+          __atomic_load_n(&h->drained, __ATOMIC_ACQUIRE) >= __atomic_load_n(&h->committed, __ATOMIC_ACQUIRE)) {
+        ::munmap(f.map, f.map_bytes);
+        ::close(f.fd);
+        if (f.spill >= 0) ::close(f.spill);
+        finished_.insert(it->first);
+        it = files_.erase(it);
+      } else {
+        ++it;
+      }
+    }
     if (last) return;
     std::this_thread::sleep_for(kPoll);
   }

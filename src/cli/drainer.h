@@ -17,6 +17,7 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -46,6 +47,7 @@ class Drainer {
 
   std::string session_;
   std::map<std::string, File> files_;
+  std::set<std::string> finished_;  // threads that ended and were drained
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> segments_{0};
   std::thread thread_;

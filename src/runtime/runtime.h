@@ -63,6 +63,7 @@ struct ThreadState {
   uint8_t dropping;         // events were dropped: a kLost + resync is due
   uint8_t no_space;         // the last chunk allocation failed (disk full)
   uint8_t nested;           // a hook interrupted another hook of this thread
+  uint8_t ring_stalled;     // gave up waiting for the drainer: retries do not wait
   int32_t fd;               // the thread's event file
   uint32_t tid;
   uint32_t chunk_index;

@@ -37,6 +37,7 @@ constexpr uint64_t kFirstChunkBytes = 64 << 10;
 constexpr uint64_t kMaxChunkBytes = 4 << 20;
 constexpr uint64_t kPageBytes = 4096;
 constexpr uint64_t kRetryEvery = 4096;  // lost events between two allocation attempts
+constexpr uint64_t kStallNs = 10'000'000'000;  // a drainer silent this long is given up
 
 CALLSCOPE_NOINSTR bool allocate(int fd, uint64_t offset, uint64_t bytes) {
   if (::fallocate(fd, 0, static_cast<off_t>(offset), static_cast<off_t>(bytes)) == 0) return true;
@@ -77,13 +78,28 @@ CALLSCOPE_NOINSTR bool enter_segment(ThreadState* t, uint64_t n) {
   if (n < fmt::kRingSegments) {
     if (!allocate(t->fd, offset, fmt::kSegmentBytes)) return false;  // first lap: real pages
   } else {
+    // Wait for the recorder, but not for a dead one, nor one that makes no
+    // progress for kStallNs (it may not even see this file): the events are
+    // then counted as lost, and the program goes on.
     const uint64_t needed = n - fmt::kRingSegments + 1;
-    while (__atomic_load_n(&h->drained, __ATOMIC_ACQUIRE) < needed) {
+    uint64_t seen = __atomic_load_n(&h->drained, __ATOMIC_ACQUIRE);
+    if (t->ring_stalled && seen < needed) return false;
+    uint64_t since = mono_ns();
+    while (seen < needed) {
       if (__atomic_load_n(&h->drain_failed, __ATOMIC_ACQUIRE) != 0) return false;
-      if (::kill(g_recorder_pid, 0) != 0 && errno == ESRCH) return false;       // recorder gone
+      if (::kill(g_recorder_pid, 0) != 0 && errno == ESRCH) return false;
       timespec pause{0, 20000};
       ::nanosleep(&pause, nullptr);
+      const uint64_t now = __atomic_load_n(&h->drained, __ATOMIC_ACQUIRE);
+      if (now != seen) {
+        seen = now;
+        since = mono_ns();
+      } else if (mono_ns() - since > kStallNs) {
+        t->ring_stalled = 1;
+        return false;
+      }
     }
+    t->ring_stalled = 0;
   }
   // The event words are non-temporal stores: fence them before telling the
   // recorder that the previous segment is complete.
