@@ -66,9 +66,8 @@ struct ThreadState {
   uint8_t ring_stalled;     // gave up waiting for the drainer: retries do not wait
   int32_t fd;               // the thread's event file
   uint32_t tid;
-  uint32_t chunk_index;
   fmt::RawThreadHeader* header;  // mapped first page of the file
-  uint64_t* chunk;          // mapped chunk (words)
+  uint64_t* chunk;          // grow mode: the mapped chunk; ring mode: the whole ring
   uint64_t chunk_bytes;
   uint64_t file_end;        // bytes of the file allocated so far
   uint64_t lost_pending;    // dropped since the last kLost record

@@ -58,7 +58,6 @@ CALLSCOPE_NOINSTR bool map_next_chunk(ThreadState* t, uint64_t min_bytes) {
   t->chunk = static_cast<uint64_t*>(m);
   t->chunk_bytes = bytes;
   t->file_end += bytes;
-  ++t->chunk_index;
   // Nested reserves fail while end is null; then pos moves, then end opens.
   t->end = nullptr;
   signal_fence();
@@ -205,7 +204,6 @@ CALLSCOPE_NOINSTR bool open_thread_file(ThreadState* t, uint64_t now) {
   t->file_end = kPageBytes;
   t->chunk = nullptr;
   t->chunk_bytes = 0;
-  t->chunk_index = 0;
   t->sp_base = 0;
   fmt::RawThreadHeader* hd = t->header;
   memcpy(hd->magic, fmt::kRawThreadMagic, sizeof hd->magic);
@@ -304,6 +302,7 @@ void thread_reset_after_fork(ThreadState* t) {
   t->tid = static_cast<uint32_t>(::syscall(SYS_gettid));
   t->dropping = 0;
   t->no_space = 0;
+  t->ring_stalled = 0;
   t->lost_pending = 0;
   if (!open_thread_file(t, now_tick())) {
     t->status = kDisabled;
