@@ -55,12 +55,29 @@ std::string Symbol::display() const {
   return buf;
 }
 
+std::string Symbol::location() const {
+  if (file.empty()) return "";
+  return line > 0 ? file + ":" + std::to_string(line) : file;
+}
+
 struct Symbolizer::Process {
   Dwfl* dwfl = nullptr;
+  // A function symbol, sorted by address. libdwfl's own lookup scans every
+  // symbol of the module per call (seconds per thousand lookups on libLLVM),
+  // so each module's table is read once and searched by bisection.
+  struct Sym {
+    uint64_t start;  // absolute address
+    uint64_t end;    // start + size, or the next symbol's start when size is 0
+    const char* name;
+  };
   struct Mod {
     uint64_t low, high, bias;
     std::string name;
     bool usable;
+    Dwfl_Module* dm = nullptr;
+    bool loaded = false;      // syms and has_dwarf are known
+    bool has_dwarf = false;   // line information may exist
+    std::vector<Sym> syms;
   };
   std::vector<Mod> mods;  // sorted by low
   std::unordered_map<uint64_t, Symbol> cache;
@@ -109,6 +126,7 @@ Symbolizer::Process& Symbolizer::process(uint32_t index) {
       continue;
     }
     mod.usable = true;
+    mod.dm = dm;
     p.mods.push_back(mod);
   }
   dwfl_report_end(p.dwfl, nullptr, nullptr);
@@ -119,24 +137,57 @@ Symbolizer::Process& Symbolizer::process(uint32_t index) {
   return p;
 }
 
+namespace {
+
+// Reads a module's function symbols once, sorted, with ends filled in.
+void load_symbols(Symbolizer::Process::Mod& m) {
+  m.loaded = true;
+  Dwarf_Addr dwarf_bias = 0;
+  m.has_dwarf = dwfl_module_getdwarf(m.dm, &dwarf_bias) != nullptr;
+  const int n = dwfl_module_getsymtab(m.dm);
+  for (int i = 1; i < n; ++i) {
+    GElf_Sym sym;
+    GElf_Addr addr = 0;
+    const char* name = dwfl_module_getsym_info(m.dm, i, &sym, &addr, nullptr, nullptr, nullptr);
+    const int type = GELF_ST_TYPE(sym.st_info);
+    if (!name || !*name || (type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF) continue;
+    m.syms.push_back({addr, sym.st_size ? addr + sym.st_size : 0, name});
+  }
+  std::sort(m.syms.begin(), m.syms.end(), [](const auto& a, const auto& b) { return a.start < b.start; });
+  for (size_t i = 0; i < m.syms.size(); ++i)
+    if (m.syms[i].end == 0) m.syms[i].end = i + 1 < m.syms.size() ? m.syms[i + 1].start : m.high;
+}
+
+}  // namespace
+
 const Symbol& Symbolizer::lookup(uint32_t process_index, uint64_t addr) {
   Process& p = process(process_index);
   auto it = p.cache.find(addr);
   if (it != p.cache.end()) return it->second;
   Symbol s;
   s.offset = addr;
-  const Process::Mod* mod = nullptr;
-  for (const auto& m : p.mods)
+  Process::Mod* mod = nullptr;
+  for (auto& m : p.mods)
     if (addr >= m.low && addr < m.high) mod = &m;
   if (mod) {
     s.module = mod->name;
     s.offset = addr - mod->bias;
     if (mod->usable) {
-      if (Dwfl_Module* dm = dwfl_addrmodule(p.dwfl, addr)) {
-        GElf_Off off = 0;
-        GElf_Sym sym;
-        const char* name = dwfl_module_addrinfo(dm, addr, &off, &sym, nullptr, nullptr, nullptr);
-        if (name) s.function = options_.demangle ? demangle(name) : name;
+      if (!mod->loaded) load_symbols(*mod);
+      auto after = std::upper_bound(mod->syms.begin(), mod->syms.end(), addr,
+                                    [](uint64_t a, const Process::Sym& sym) { return a < sym.start; });
+      if (after != mod->syms.begin() && addr < std::prev(after)->end) {
+        const char* name = std::prev(after)->name;
+        s.function = options_.demangle ? demangle(name) : name;
+      }
+      if (mod->has_dwarf) {
+        if (Dwfl_Line* line = dwfl_module_getsrc(mod->dm, addr)) {
+          int lineno = 0;
+          if (const char* file = dwfl_lineinfo(line, nullptr, &lineno, nullptr, nullptr, nullptr)) {
+            s.file = file;
+            s.line = lineno;
+          }
+        }
       }
     }
   }

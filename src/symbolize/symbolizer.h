@@ -1,7 +1,9 @@
 // Addresses to module and function names, with elfutils (libdwfl).
 //
 // One Dwfl session per process of the trace, fed the module map the runtime
-// recorded (path and load bias); lookups are cached per address. A module
+// recorded (path and load bias); lookups are cached per address. Debug info
+// is found in the file itself, or separately by build-id or .gnu_debuglink
+// (libdwfl's standard search: /usr/lib/debug and next to the file). A module
 // whose file is gone, or whose build-id no longer matches the one recorded,
 // is reported once and its addresses are shown as module+0xoffset.
 #pragma once
@@ -22,6 +24,10 @@ struct Symbol {
   std::string module;    // file name of the module ("app", "libc.so.6")
   std::string function;  // demangled unless disabled; empty when unknown
   uint64_t offset = 0;   // address - load bias (an ELF virtual address)
+  std::string file;      // source file of the address, when debug info has it
+  int line = 0;          // its line, 0 when unknown
+  // "file:line", or "" when unknown.
+  std::string location() const;
   // "function" when known, else "module+0xoffset", else "0xaddress".
   std::string display() const;
 };
@@ -42,8 +48,9 @@ class Symbolizer {
   // Problems met (missing files, build-id mismatches), one line each.
   const std::vector<std::string>& warnings() const { return warnings_; }
 
+  struct Process;  // per traced process: its Dwfl session and modules
+
  private:
-  struct Process;
   Process& process(uint32_t index);
   const format::TraceReader& trace_;
   SymbolizerOptions options_;
