@@ -25,7 +25,7 @@ struct StackOptions {
 
 Result<int> run_stack(const StackOptions& o) {
   using namespace callscope::stack;
-  CALLSCOPE_TRY(ReportFormat format, parse_report_format(o.format));
+  CALLSCOPE_TRY(OutputFormat format, parse_output_format(o.format));
   CALLSCOPE_TRY(StackModel model, analyze_binary(o.binary));
   if (!o.edges_file.empty()) {
     auto bytes = read_file_bytes(o.edges_file);

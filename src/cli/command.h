@@ -27,5 +27,7 @@ Command finish_command();
 Command info_command();
 Command dump_command();
 Command stack_command();
+Command report_command();
+Command replay_command();
 
 }  // namespace callscope::cli

@@ -61,21 +61,14 @@ std::string cycle_text(const StackModel& m, const Cycle& c) {
 
 }  // namespace
 
-Result<ReportFormat> parse_report_format(std::string_view name) {
-  if (name == "text") return ReportFormat::kText;
-  if (name == "csv") return ReportFormat::kCsv;
-  if (name == "json") return ReportFormat::kJson;
-  return Error("unknown format '" + std::string(name) + "' (valid formats: text, csv, json)");
-}
-
 std::string render_frames(const StackModel& m, std::vector<uint32_t> selected, size_t limit,
-                          ReportFormat format) {
+                          OutputFormat format) {
   std::stable_sort(selected.begin(), selected.end(), [&](uint32_t a, uint32_t b) {
     return m.functions[a].frame_bytes > m.functions[b].frame_bytes;
   });
   if (limit != 0 && selected.size() > limit) selected.resize(limit);
   std::string out;
-  if (format == ReportFormat::kJson) {
+  if (format == OutputFormat::kJson) {
     nlohmann::json fns = nlohmann::json::array();
     for (uint32_t i : selected) {
       const FunctionInfo& f = m.functions[i];
@@ -88,7 +81,7 @@ std::string render_frames(const StackModel& m, std::vector<uint32_t> selected, s
                         {"functions", fns}};
     return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   }
-  if (format == ReportFormat::kCsv) {
+  if (format == OutputFormat::kCsv) {
     out = "module,function,address,frame_bytes,dynamic,source\n";
     for (uint32_t i : selected) {
       const FunctionInfo& f = m.functions[i];
@@ -110,16 +103,16 @@ std::string render_frames(const StackModel& m, std::vector<uint32_t> selected, s
 }
 
 std::string render_worst(const StackModel& m, const WorstCase& w, std::vector<uint32_t> entries,
-                         size_t limit, ReportFormat format) {
+                         size_t limit, OutputFormat format) {
   std::stable_sort(entries.begin(), entries.end(), [&](uint32_t a, uint32_t b) {
     return w.depths[a].bytes > w.depths[b].bytes;
   });
   if (limit != 0 && entries.size() > limit) entries.resize(limit);
   std::string out;
   nlohmann::json jentries = nlohmann::json::array();
-  if (format == ReportFormat::kCsv) {
+  if (format == OutputFormat::kCsv) {
     out = "module,function,address,worst_bytes,flags,path,recursion,recursion_bytes_per_trip\n";
-  } else if (format == ReportFormat::kText) {
+  } else if (format == OutputFormat::kText) {
     out = kWorstNote;
   }
   char line[96];
@@ -128,7 +121,7 @@ std::string render_worst(const StackModel& m, const WorstCase& w, std::vector<ui
     const std::vector<uint32_t> path = deepest_path(w.depths, e);
     const Cycle cycle = d.recursion != kNoNode ? find_cycle(w.graph, w.components, d.recursion) : Cycle{};
     const FunctionInfo& f = m.functions[e];
-    if (format == ReportFormat::kJson) {
+    if (format == OutputFormat::kJson) {
       nlohmann::json jp = nlohmann::json::array();
       for (size_t k = 0; k < path.size(); ++k) {
         const FunctionInfo& p = m.functions[path[k]];
@@ -150,7 +143,7 @@ std::string render_worst(const StackModel& m, const WorstCase& w, std::vector<ui
       if (k > 0) path_text += w.depths[path[k - 1]].next_is_tail ? " => " : " -> ";
       path_text += m.functions[path[k]].name;
     }
-    if (format == ReportFormat::kCsv) {
+    if (format == OutputFormat::kCsv) {
       out += csv_field(m.module) + "," + csv_field(f.name) + "," + hex(f.address) + "," +
              std::to_string(d.bytes) + "," + csv_field(flags_of(d)) + "," + csv_field(path_text) +
              "," + csv_field(cycle_text(m, cycle)) + "," + std::to_string(cycle.bytes_per_trip) + "\n";
@@ -171,7 +164,7 @@ std::string render_worst(const StackModel& m, const WorstCase& w, std::vector<ui
              " bytes per trip)\n";
     }
   }
-  if (format == ReportFormat::kJson) {
+  if (format == OutputFormat::kJson) {
     nlohmann::json j = {{"module", m.module}, {"path", m.path},
                         {"worst_bytes_is", "sum of frames along the deepest static call path; each frame includes its return address"},
                         {"entries", jentries}};

@@ -8,22 +8,21 @@
 #include <string_view>
 #include <vector>
 
+#include "common/output_format.h"
 #include "common/result.h"
 #include "stack/stack.h"
 
 namespace callscope::stack {
 
-enum class ReportFormat { kText, kCsv, kJson };
 
-// "text", "csv" or "json"; anything else is an error listing the valid ones.
-Result<ReportFormat> parse_report_format(std::string_view name);
+
 
 // Frame sizes of `selected` functions, largest first, at most `limit` (0: all).
 std::string render_frames(const StackModel& model, std::vector<uint32_t> selected, size_t limit,
-                          ReportFormat format);
+                          OutputFormat format);
 
 // Worst-case depth from each of `entries`, deepest first, at most `limit`.
 std::string render_worst(const StackModel& model, const WorstCase& worst,
-                         std::vector<uint32_t> entries, size_t limit, ReportFormat format);
+                         std::vector<uint32_t> entries, size_t limit, OutputFormat format);
 
 }  // namespace callscope::stack

@@ -4,6 +4,9 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
+
+#include "common/output_format.h"
 
 #include "format/trace_format.h"
 

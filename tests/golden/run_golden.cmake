@@ -9,6 +9,16 @@ if(NOT rc EQUAL 0)
 endif()
 set(views "dump" "dump --stats" "info")
 set(suffixes "dump" "stats" "info")
+# replay (docs/replay.md): -F and --min values fit the replay_* cases.
+list(APPEND views "replay" "replay -F app+0x401100" "replay -D 2" "replay --min 1us"
+  "replay --from 2us --to 16.1us" "replay --format csv" "replay --format json")
+list(APPEND suffixes "replay" "replay_f" "replay_d" "replay_min" "replay_range" "replay_csv" "replay_json")
+# report (docs/report.md): the --callers/--callees globs fit the report_* cases.
+list(APPEND views "report" "report --tree" "report --callers *0x401200 --callees *0x401000"
+  "report --format csv" "report --format json" "report --threads -s calls -n 3 -m prof*"
+  "report --tree --merge --depth 3 --format csv" "report --tree --threshold 20 --format json"
+  "report --tree -F *0x401200")
+list(APPEND suffixes "report" "tree" "callers" "csv" "json" "threads" "merge_csv" "tree_json" "tree_f")
 list(LENGTH views n)
 math(EXPR last "${n} - 1")
 set(failed FALSE)

@@ -1,0 +1,151 @@
+// Call trees: one node per distinct call path, built from a thread's events
+// as they stream by (memory grows with the number of distinct paths, not of
+// events), then re-keyed and merged.
+//
+// A node's key is what the caller decided: the function's absolute address
+// while building, a function id once symbolized. Node 0 is a virtual root;
+// the outermost frames are its children. Nodes are created parent first, so
+// a node's id is always greater than its parent's: walking ids in order is a
+// walk from the roots down, which the code below relies on.
+//
+// Time accounting (all in ticks):
+//  - a frame's duration runs from its entry to the event that closes it: a
+//    normal exit, an unwound exit (longjmp, exception) or a truncated exit
+//    (still open when the stream ended; its tick is the thread's end);
+//  - `self` is the duration minus the durations of the frame's direct callees;
+//  - an inherited frame (opened before the stream began) counts its observed
+//    time in total and self, but is not a call (see stats.h);
+//  - frames still open at the end of the stream (only after damaged blocks:
+//    finished traces are balanced) are closed at the last tick seen.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "analysis/child_index.h"
+#include "analysis/stats.h"
+#include "format/trace_reader.h"
+
+namespace callscope::analysis {
+
+inline constexpr uint32_t kRootNode = 0;
+
+struct CallNode {
+  uint32_t parent = kRootNode;  // the root's parent is itself
+  uint32_t depth = 0;           // 1 = outermost frame; the root is 0
+  uint64_t key = 0;             // address or function id
+  Stats stats;
+};
+
+class CallTree {
+ public:
+  CallTree();
+
+  // The child of `parent` with `key`, created if new.
+  uint32_t child(uint32_t parent, uint64_t key) {
+    const Hint h = hints_[parent];
+    if (h.id != ChildIndex::kNone && h.key == key) return h.id;
+    uint32_t id = index_.find(parent, key);
+    if (id == ChildIndex::kNone) id = add(parent, key);  // may reallocate hints_
+    hints_[parent] = Hint{key, id};
+    return id;
+  }
+
+  const std::vector<CallNode>& nodes() const { return nodes_; }
+  CallNode& node(uint32_t id) { return nodes_[id]; }
+  const CallNode& node(uint32_t id) const { return nodes_[id]; }
+  size_t size() const { return nodes_.size(); }
+  // Sum of the outermost frames' totals: the thread's observed time, in ticks.
+  uint64_t total() const;
+
+  // Children of every node, in id order (their creation order): children(n)
+  // spans [offsets[n], offsets[n + 1]) of ids.
+  struct Children {
+    std::vector<uint32_t> offsets, ids;
+    const uint32_t* begin(uint32_t n) const { return ids.data() + offsets[n]; }
+    const uint32_t* end(uint32_t n) const { return ids.data() + offsets[n + 1]; }
+  };
+  Children children() const;
+
+ private:
+  // The last child looked up under each node: loops and recursion ask for the
+  // same child again and again, and this answers without hashing.
+  struct Hint {
+    uint64_t key = 0;
+    uint32_t id = ChildIndex::kNone;
+  };
+  uint32_t add(uint32_t parent, uint64_t key);
+
+  std::vector<CallNode> nodes_;
+  std::vector<Hint> hints_;
+  ChildIndex index_;
+};
+
+// Feeds one thread's events into a CallTree keyed by function address.
+class CallTreeBuilder {
+ public:
+  explicit CallTreeBuilder(CallTree& tree) : tree_(tree) {}
+
+  void on_event(const format::TraceEvent& e) {
+    last_tick_ = e.tick;
+    switch (e.kind) {
+      case format::EventKind::kEntry:
+      case format::EventKind::kEntryInherited: {
+        const uint32_t parent = stack_.empty() ? kRootNode : stack_.back().node;
+        stack_.push_back({tree_.child(parent, e.addr), e.kind == format::EventKind::kEntry, e.tick, 0});
+        break;
+      }
+      case format::EventKind::kExit:
+      case format::EventKind::kExitUnwound:
+      case format::EventKind::kExitTruncated:
+        if (!stack_.empty()) close_top(e.tick);
+        break;
+      case format::EventKind::kLost: lost_ += e.arg; break;
+      case format::EventKind::kExitStray: ++stray_; break;
+      case format::EventKind::kMark: break;
+    }
+  }
+
+  // Closes frames left open (a damaged block lost their exits) at the last
+  // tick seen. Call once, after the last event.
+  void finish() {
+    while (!stack_.empty()) close_top(last_tick_);
+  }
+
+  uint64_t lost_events() const { return lost_; }
+  uint64_t stray_exits() const { return stray_; }
+
+ private:
+  struct Frame {
+    uint32_t node;
+    bool is_call;       // false for an inherited frame
+    uint64_t start;     // entry tick
+    uint64_t children;  // ticks spent in direct callees so far
+  };
+
+  void close_top(uint64_t tick) {
+    const Frame f = stack_.back();
+    stack_.pop_back();
+    const uint64_t dur = tick > f.start ? tick - f.start : 0;
+    Stats& s = tree_.node(f.node).stats;
+    s.total += dur;
+    s.self += dur > f.children ? dur - f.children : 0;
+    if (f.is_call) s.add_call(f.start, dur);
+    if (!stack_.empty()) stack_.back().children += dur;
+  }
+
+  CallTree& tree_;
+  std::vector<Frame> stack_;
+  uint64_t last_tick_ = 0;
+  uint64_t lost_ = 0;
+  uint64_t stray_ = 0;
+};
+
+// Adds every node of `src` into `dst`, its key replaced by map(key): siblings
+// whose keys map to the same value become one node (their stats merged, their
+// children merged in turn). Used to key a tree by function instead of address,
+// and to merge the trees of several threads.
+void merge_tree(CallTree& dst, const CallTree& src, const std::function<uint64_t(uint64_t)>& map);
+
+}  // namespace callscope::analysis

@@ -1,0 +1,107 @@
+// Building a Profile: streaming each thread once, symbolizing once per
+// distinct address, re-keying by function.
+#include "analysis/report_model.h"
+
+#include <map>
+#include <unordered_map>
+
+#include "common/glob.h"
+
+namespace callscope::analysis {
+namespace {
+
+// Interns functions by (name, module) and caches (process, addr) -> id.
+class FunctionTable {
+ public:
+  FunctionTable(Profile& p, const Resolver& resolve) : p_(p), resolve_(resolve) {
+    for (size_t i = 0; i < p.functions.size(); ++i) by_name_[{p.functions[i].name, p.functions[i].module}] = i;
+  }
+  uint64_t id(uint32_t process, uint64_t addr) {
+    auto [it, fresh] = by_addr_.try_emplace({process, addr}, 0);
+    if (!fresh) return it->second;
+    FunctionInfo f = resolve_(process, addr);
+    auto [nit, nfresh] = by_name_.try_emplace({f.name, f.module}, p_.functions.size());
+    if (nfresh) p_.functions.push_back(std::move(f));
+    it->second = nit->second;
+    return it->second;
+  }
+
+ private:
+  Profile& p_;
+  const Resolver& resolve_;
+  std::map<std::pair<std::string, std::string>, uint64_t> by_name_;
+  std::map<std::pair<uint32_t, uint64_t>, uint64_t> by_addr_;
+};
+
+void keep(Profile& p, uint32_t thread, uint32_t process, const CallTree& raw, const CallTreeBuilder& b,
+          uint64_t events, const Resolver& resolve) {
+  FunctionTable table(p, resolve);
+  ThreadProfile t;
+  t.thread = thread;
+  t.events = events;
+  t.lost_events = b.lost_events();
+  t.stray_exits = b.stray_exits();
+  merge_tree(t.tree, raw, [&](uint64_t addr) { return table.id(process, addr); });
+  p.threads.push_back(std::move(t));
+}
+
+bool all_digits(const std::string& s) {
+  return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
+}
+
+}  // namespace
+
+Result<std::vector<uint32_t>> select_threads(const format::TraceReader& trace, const std::vector<std::string>& specs) {
+  const auto& threads = trace.threads();
+  std::vector<bool> chosen(threads.size(), specs.empty());
+  for (const std::string& spec : specs) {
+    bool any = false;
+    for (uint32_t i = 0; i < threads.size(); ++i) {
+      const bool match = all_digits(spec) ? std::to_string(i) == spec : glob_match(spec, threads[i].name);
+      if (match) chosen[i] = any = true;
+    }
+    if (!any)
+      return Error("no thread matches '" + spec + "' (the trace has " + std::to_string(threads.size()) +
+                   " threads; see 'callscope info')");
+  }
+  std::vector<uint32_t> out;
+  for (uint32_t i = 0; i < threads.size(); ++i)
+    if (chosen[i]) out.push_back(i);
+  return out;
+}
+
+Result<Profile> build_profile(format::TraceReader& trace, const std::vector<uint32_t>& threads,
+                              const Resolver& resolve) {
+  Profile p;
+  for (uint32_t ti : threads) {
+    CallTree raw;
+    CallTreeBuilder b(raw);
+    uint64_t events = 0;
+    auto st = trace.for_each_event(ti, [&](const format::TraceEvent& e) {
+      b.on_event(e);
+      ++events;
+      return true;
+    });
+    if (!st) return st.error().context("thread " + std::to_string(ti));
+    b.finish();
+    keep(p, ti, trace.threads()[ti].record.process_index, raw, b, events, resolve);
+  }
+  return p;
+}
+
+void add_thread(Profile& p, uint32_t thread, uint32_t process, const std::vector<format::TraceEvent>& events,
+                const Resolver& resolve) {
+  CallTree raw;
+  CallTreeBuilder b(raw);
+  for (const format::TraceEvent& e : events) b.on_event(e);
+  b.finish();
+  keep(p, thread, process, raw, b, events.size(), resolve);
+}
+
+CallTree merged_tree(const Profile& p) {
+  CallTree t;
+  for (const ThreadProfile& tp : p.threads) merge_tree(t, tp.tree, [](uint64_t k) { return k; });
+  return t;
+}
+
+}  // namespace callscope::analysis

@@ -1,0 +1,60 @@
+// From a trace to the call trees `callscope report` shows: one streaming pass
+// per selected thread builds a tree keyed by address, then each distinct
+// (process, address) is resolved once, through a caller-supplied resolver
+// (the symbolizer in the CLI, a table in tests), and the tree is re-keyed by
+// function id. Functions are identified by (name, module): two addresses that
+// resolve to the same name in the same module are one function.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "analysis/call_tree.h"
+#include "common/result.h"
+#include "format/trace_reader.h"
+
+namespace callscope::analysis {
+
+struct FunctionInfo {
+  std::string name;    // as displayed: "parse", or "app+0x1234" when unknown
+  std::string module;  // file name of the module, "" when unknown
+  std::string file;    // source file, "" when unknown
+  uint32_t line = 0;   // 0 when unknown
+};
+
+using Resolver = std::function<FunctionInfo(uint32_t process, uint64_t addr)>;
+
+struct ThreadProfile {
+  uint32_t thread = 0;  // index in TraceReader::threads()
+  CallTree tree;        // keyed by index into Profile::functions
+  uint64_t events = 0;
+  uint64_t lost_events = 0;
+  uint64_t stray_exits = 0;
+};
+
+struct Profile {
+  std::vector<FunctionInfo> functions;  // keys of every tree index this
+  std::vector<ThreadProfile> threads;   // in the order asked for
+};
+
+// Threads chosen by `specs`: each a thread index as shown by `callscope info`,
+// or a glob on thread names; all threads when `specs` is empty. A spec that
+// matches nothing is an error.
+Result<std::vector<uint32_t>> select_threads(const format::TraceReader& trace, const std::vector<std::string>& specs);
+
+// Reads the events of `threads` and builds their trees.
+Result<Profile> build_profile(format::TraceReader& trace, const std::vector<uint32_t>& threads,
+                              const Resolver& resolve);
+
+// Builds one thread's tree from events given in memory (for tests), with
+// `resolve` called as in build_profile.
+void add_thread(Profile& p, uint32_t thread, uint32_t process, const std::vector<format::TraceEvent>& events,
+                const Resolver& resolve);
+
+// The trees of all threads of `p` merged into one (functions are already
+// shared by name, so this merges call paths by function name).
+CallTree merged_tree(const Profile& p);
+
+}  // namespace callscope::analysis

@@ -1,0 +1,88 @@
+// `callscope replay TRACE`: the chronological listing of calls and returns of
+// each thread, with filters (-F, depth, --min, time range, thread) and text,
+// CSV or JSON output. The work is in views/replay_view.
+#include <cstdio>
+
+#include "cli/command.h"
+#include "format/trace_reader.h"
+#include "symbolize/symbolizer.h"
+#include "views/replay_view.h"
+
+namespace callscope::cli {
+namespace {
+
+// CLI11 validators, so that a bad value is a usage error (exit 2) with the
+// parser's own message.
+std::string check_duration(const std::string& s) {
+  auto r = views::parse_duration_ns(s);
+  return r ? std::string() : r.error().message();
+}
+
+std::string check_format(const std::string& s) {
+  auto r = parse_output_format(s);
+  return r ? std::string() : r.error().message();
+}
+
+}  // namespace
+
+Command replay_command() {
+  return {"replay", "List calls and returns in time order, per thread, with durations",
+          [](CLI::App& app) -> Runner {
+            struct Opts {
+              std::string trace;
+              int64_t thread = -1;
+              std::vector<std::string> functions;
+              uint32_t depth = 0;
+              std::string min, from, to;
+              std::string format = "text";
+              bool no_symbols = false;
+              bool no_demangle = false;
+            };
+            auto o = std::make_shared<Opts>();
+            app.add_option("trace", o->trace, "Trace file")->required();
+            app.add_option("-t,--thread", o->thread, "Only this thread (its # in 'callscope info')");
+            app.add_option("-F,--function", o->functions,
+                           "Only inside calls of functions matching this glob (or address), repeatable")
+                ->allow_extra_args(false);
+            app.add_option("-D,--depth", o->depth, "At most N levels of calls (counted from the -F function)");
+            app.add_option("--min", o->min, "Hide calls shorter than this (10us, 1.5ms)")->check(check_duration);
+            app.add_option("--from", o->from, "Start at this time since the trace start (1.5ms)")
+                ->check(check_duration);
+            app.add_option("--to", o->to, "Stop at this time since the trace start")->check(check_duration);
+            app.add_option("--format", o->format, "Output: text, csv or json")->check(check_format);
+            app.add_flag("--no-symbols", o->no_symbols, "Show addresses, not function names");
+            app.add_flag("--no-demangle", o->no_demangle, "Show C++ names as the linker sees them");
+            app.footer(
+                "Lines: 'f() {' a call, '} /* f */' its return with the duration, 'f();' a call\n"
+                "that returned with nothing shown inside it. --min holds a call until it has\n"
+                "lasted that long, so lines may come late by up to that much. See docs/replay.md.");
+            return [o]() -> Result<int> {
+              views::ReplayOptions r;
+              if (o->thread >= 0) r.thread = static_cast<uint32_t>(o->thread);
+              r.functions = o->functions;
+              r.max_depth = o->depth;
+              // Validated by the checks above.
+              if (!o->min.empty()) r.min_ns = *views::parse_duration_ns(o->min);
+              if (!o->from.empty()) r.from_ns = *views::parse_duration_ns(o->from);
+              if (!o->to.empty()) r.to_ns = *views::parse_duration_ns(o->to);
+              r.format = *parse_output_format(o->format);
+              r.symbols = !o->no_symbols;
+              if (r.from_ns && r.to_ns && *r.from_ns > *r.to_ns)
+                return Error("--from " + o->from + " is after --to " + o->to);
+
+              auto trace = format::TraceReader::open(o->trace);
+              if (!trace) return trace.error();
+              symbolize::Symbolizer sym(**trace, {!o->no_demangle});
+              auto st = views::print_replay(**trace, sym, r, stdout);
+              std::fflush(stdout);
+              for (const std::string& w : sym.warnings())
+                std::fprintf(stderr, "callscope replay: warning: %s\n", w.c_str());
+              if (!st) return st.error();
+              for (const std::string& p : (*trace)->problems())
+                std::fprintf(stderr, "callscope replay: damaged trace: %s\n", p.c_str());
+              return (*trace)->problems().empty() ? 0 : 1;
+            };
+          }};
+}
+
+}  // namespace callscope::cli

@@ -1,0 +1,447 @@
+// The views of `callscope report`. Each view walks "sections" -- one per
+// thread, or one for all selected threads merged by function name -- and
+// writes them in the chosen format. Times stay in ticks until printed.
+#include "views/profile_view.h"
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "common/glob.h"
+#include "views/format_util.h"
+
+namespace callscope::views {
+namespace {
+
+namespace an = callscope::analysis;
+namespace fmt = callscope::format;
+// Keys in the order written: easier to read than sorted.
+using json = nlohmann::ordered_json;
+
+// One table or tree of the output: a thread, or all threads merged.
+struct Section {
+  std::optional<uint32_t> thread;
+  const an::CallTree* tree;
+};
+
+std::vector<Section> sections(const an::Profile& p, bool split, an::CallTree& merged) {
+  std::vector<Section> out;
+  if (split || p.threads.size() == 1) {  // one thread: nothing to merge
+    for (const an::ThreadProfile& t : p.threads) out.push_back({t.thread, &t.tree});
+  } else {
+    merged = an::merged_tree(p);
+    out.push_back({std::nullopt, &merged});
+  }
+  return out;
+}
+
+std::string thread_title(const fmt::TraceReader& t, const an::Profile& p, const Section& s) {
+  if (!s.thread) {
+    std::string list;
+    for (const an::ThreadProfile& tp : p.threads) list += (list.empty() ? "" : ", ") + std::to_string(tp.thread);
+    return "threads " + list + " (merged by function name)";
+  }
+  const fmt::ThreadInfo& th = t.threads()[*s.thread];
+  const uint32_t proc = th.record.process_index;
+  const uint32_t pid = proc < t.processes().size() ? t.processes()[proc].record.pid : 0;
+  return "thread " + std::to_string(*s.thread) + ": pid " + std::to_string(pid) + " tid " +
+         std::to_string(th.record.tid) + " \"" + th.name + "\"";
+}
+
+json thread_json(const fmt::TraceReader& t, const Section& s) {
+  if (!s.thread) return "all";
+  const fmt::ThreadInfo& th = t.threads()[*s.thread];
+  const uint32_t proc = th.record.process_index;
+  return json{{"index", *s.thread},
+              {"pid", proc < t.processes().size() ? t.processes()[proc].record.pid : 0},
+              {"tid", th.record.tid},
+              {"name", th.name}};
+}
+
+// Whole nanoseconds, for CSV and JSON.
+uint64_t ns(const fmt::TraceReader& t, double ticks) {
+  return static_cast<uint64_t>(std::llround(ticks / t.header().ticks_per_ns));
+}
+
+std::string text_time(const fmt::TraceReader& t, double ticks) { return format_duration_ns(ticks / t.header().ticks_per_ns); }
+
+// The eight numbers of a row, in the order of kStatHeaders.
+constexpr const char* kStatHeaders[] = {"CALLS", "TOTAL", "SELF", "AVG", "SELF AVG", "MIN", "MAX", "FIRST"};
+constexpr const char* kStatCsv[] = {"calls", "total_ns", "self_ns", "avg_ns", "self_avg_ns", "min_ns", "max_ns", "first_ns"};
+
+std::vector<std::string> stat_text(const fmt::TraceReader& t, const an::Stats& s) {
+  const bool c = s.calls != 0;
+  return {std::to_string(s.calls),
+          text_time(t, static_cast<double>(s.total)),
+          text_time(t, static_cast<double>(s.self)),
+          c ? text_time(t, s.avg()) : "-",
+          c ? text_time(t, s.self_avg()) : "-",
+          c ? text_time(t, static_cast<double>(s.min)) : "-",
+          c ? text_time(t, static_cast<double>(s.max)) : "-",
+          c ? text_time(t, static_cast<double>(s.first)) : "-"};
+}
+
+std::vector<std::string> stat_csv(const fmt::TraceReader& t, const an::Stats& s) {
+  const bool c = s.calls != 0;
+  auto n = [&](double v) { return std::to_string(ns(t, v)); };
+  return {std::to_string(s.calls),
+          n(static_cast<double>(s.total)),
+          n(static_cast<double>(s.self)),
+          c ? n(s.avg()) : "",
+          c ? n(s.self_avg()) : "",
+          c ? n(static_cast<double>(s.min)) : "",
+          c ? n(static_cast<double>(s.max)) : "",
+          c ? n(static_cast<double>(s.first)) : ""};
+}
+
+void stat_json(const fmt::TraceReader& t, const an::Stats& s, json& j) {
+  const bool c = s.calls != 0;
+  j["calls"] = s.calls;
+  j["total_ns"] = ns(t, static_cast<double>(s.total));
+  j["self_ns"] = ns(t, static_cast<double>(s.self));
+  j["avg_ns"] = c ? json(ns(t, s.avg())) : json(nullptr);
+  j["self_avg_ns"] = c ? json(ns(t, s.self_avg())) : json(nullptr);
+  j["min_ns"] = c ? json(ns(t, static_cast<double>(s.min))) : json(nullptr);
+  j["max_ns"] = c ? json(ns(t, static_cast<double>(s.max))) : json(nullptr);
+  j["first_ns"] = c ? json(ns(t, static_cast<double>(s.first))) : json(nullptr);
+}
+
+void function_json(const an::FunctionInfo& f, json& j) {
+  j["function"] = f.name;
+  j["module"] = f.module;
+  if (!f.file.empty()) {
+    j["file"] = f.file;
+    j["line"] = f.line;
+  }
+}
+
+// Aligned text: numbers right-aligned, the columns from `left_from` on
+// left-aligned, the last one not padded (names can be long).
+class Table {
+ public:
+  Table(std::vector<std::string> headers, size_t left_from) : left_from_(left_from) { rows_.push_back(std::move(headers)); }
+  void add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+  void print(FILE* out) const {
+    std::vector<size_t> w(rows_[0].size(), 0);
+    for (const auto& r : rows_)
+      for (size_t i = 0; i < r.size(); ++i) w[i] = std::max(w[i], r[i].size());
+    for (const auto& r : rows_) {
+      std::string line;
+      for (size_t i = 0; i < r.size(); ++i) {
+        const size_t pad = w[i] - r[i].size();
+        if (i) line += "  ";
+        if (i < left_from_) line.append(pad, ' ');
+        line += r[i];
+        if (i >= left_from_ && i + 1 < r.size()) line.append(pad, ' ');
+      }
+      std::fprintf(out, "%s\n", line.c_str());
+    }
+  }
+
+ private:
+  size_t left_from_;
+  std::vector<std::vector<std::string>> rows_;
+};
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) {
+    if (c == '"') q += '"';
+    q += c;
+  }
+  return q + "\"";
+}
+
+void csv_row(FILE* out, const std::vector<std::string>& cells) {
+  std::string line;
+  for (size_t i = 0; i < cells.size(); ++i) line += (i ? "," : "") + csv_field(cells[i]);
+  std::fprintf(out, "%s\n", line.c_str());
+}
+
+std::string csv_thread(const Section& s) { return s.thread ? std::to_string(*s.thread) : "all"; }
+
+// Functions kept by -F/-m; an error when a glob matches nothing.
+Result<std::vector<bool>> wanted_functions(const an::Profile& p, const ReportOptions& o) {
+  std::vector<bool> want(p.functions.size(), true);
+  if (o.function_glob.empty() && o.module_glob.empty()) return want;
+  bool any = false;
+  for (size_t i = 0; i < p.functions.size(); ++i) {
+    const an::FunctionInfo& f = p.functions[i];
+    want[i] = (o.function_glob.empty() || glob_match(o.function_glob, f.name)) &&
+              (o.module_glob.empty() || glob_match(o.module_glob, f.module));
+    any = any || want[i];
+  }
+  if (any) return want;
+  if (o.module_glob.empty()) return Error("no function matches '" + o.function_glob + "'");
+  if (o.function_glob.empty()) return Error("no module matches '" + o.module_glob + "'");
+  return Error("no function matches '" + o.function_glob + "' in a module matching '" + o.module_glob + "'");
+}
+
+void sort_rows(std::vector<an::ProfileRow>& rows, const ReportOptions& o, const std::function<const std::string&(uint64_t)>& name) {
+  std::stable_sort(rows.begin(), rows.end(), [&](const an::ProfileRow& a, const an::ProfileRow& b) {
+    return an::sorts_before(o.sort, a.stats, name(a.key), b.stats, name(b.key));
+  });
+  if (o.top && rows.size() > o.top) rows.resize(o.top);
+}
+
+}  // namespace
+
+
+// ---- flat profile ----------------------------------------------------------
+
+Status print_flat_profile(const fmt::TraceReader& t, const an::Profile& p, const ReportOptions& o, FILE* out) {
+  CALLSCOPE_TRY(std::vector<bool> want, wanted_functions(p, o));
+  auto name = [&](uint64_t k) -> const std::string& { return p.functions[k].name; };
+  an::CallTree merged;
+  json sections_json = json::array();
+  if (o.format == OutputFormat::kCsv) {
+    std::vector<std::string> h = {"thread", "function", "module"};
+    h.insert(h.end(), std::begin(kStatCsv), std::end(kStatCsv));
+    csv_row(out, h);
+  }
+  bool first_section = true;
+  for (const Section& s : sections(p, o.per_thread, merged)) {
+    std::vector<an::ProfileRow> rows = an::flat_profile(*s.tree);
+    std::erase_if(rows, [&](const an::ProfileRow& r) { return !want[r.key]; });
+    sort_rows(rows, o, name);
+    if (o.format == OutputFormat::kText) {
+      std::fprintf(out, "%s%s: %s observed\n", first_section ? "" : "\n", thread_title(t, p, s).c_str(),
+                   text_time(t, static_cast<double>(s.tree->total())).c_str());
+      std::vector<std::string> h(std::begin(kStatHeaders), std::end(kStatHeaders));
+      h.push_back("MODULE");
+      h.push_back("FUNCTION");
+      Table table(h, h.size() - 2);
+      for (const an::ProfileRow& r : rows) {
+        std::vector<std::string> cells = stat_text(t, r.stats);
+        cells.push_back(p.functions[r.key].module);
+        cells.push_back(p.functions[r.key].name);
+        table.add(std::move(cells));
+      }
+      table.print(out);
+    } else if (o.format == OutputFormat::kCsv) {
+      for (const an::ProfileRow& r : rows) {
+        std::vector<std::string> cells = {csv_thread(s), p.functions[r.key].name, p.functions[r.key].module};
+        for (std::string& c : stat_csv(t, r.stats)) cells.push_back(std::move(c));
+        csv_row(out, cells);
+      }
+    } else {
+      json fns = json::array();
+      for (const an::ProfileRow& r : rows) {
+        json j;
+        function_json(p.functions[r.key], j);
+        stat_json(t, r.stats, j);
+        fns.push_back(std::move(j));
+      }
+      sections_json.push_back({{"thread", thread_json(t, s)},
+                               {"observed_ns", ns(t, static_cast<double>(s.tree->total()))},
+                               {"functions", std::move(fns)}});
+    }
+    first_section = false;
+  }
+  if (o.format == OutputFormat::kJson)
+    std::fprintf(out, "%s\n", json{{"view", "flat"}, {"sections", std::move(sections_json)}}.dump(2).c_str());
+  return ok_status();
+}
+
+// ---- call trees -------------------------------------------------------------
+
+namespace {
+
+// The shown nodes of a tree in display order (depth first, siblings sorted).
+std::vector<uint32_t> tree_order(const an::CallTree& tree, const std::vector<bool>& show, const ReportOptions& o,
+                                 const std::function<const std::string&(uint64_t)>& name) {
+  const an::CallTree::Children kids = tree.children();
+  std::vector<uint32_t> order, todo;
+  auto push_children = [&](uint32_t n) {
+    std::vector<uint32_t> c;
+    for (const uint32_t* k = kids.begin(n); k != kids.end(n); ++k)
+      if (show[*k]) c.push_back(*k);
+    std::stable_sort(c.begin(), c.end(), [&](uint32_t a, uint32_t b) {
+      const an::CallNode &x = tree.node(a), &y = tree.node(b);
+      return an::sorts_before(o.sort, x.stats, name(x.key), y.stats, name(y.key));
+    });
+    todo.insert(todo.end(), c.rbegin(), c.rend());  // the first sorted child is popped first
+  };
+  push_children(an::kRootNode);
+  while (!todo.empty()) {
+    const uint32_t n = todo.back();
+    todo.pop_back();
+    order.push_back(n);
+    push_children(n);
+  }
+  return order;
+}
+
+json tree_json(const fmt::TraceReader& t, const an::Profile& p, const an::CallTree& tree,
+               const std::vector<uint32_t>& order) {
+  // `order` is depth first: a node's children follow it. Build bottom-up with
+  // an explicit stack of open json nodes (no recursion on deep trees).
+  json roots = json::array();
+  std::vector<std::pair<uint32_t, json>> open;  // (depth, node)
+  auto close_to = [&](uint32_t depth) {
+    while (!open.empty() && open.back().first >= depth) {
+      json done = std::move(open.back().second);
+      open.pop_back();
+      (open.empty() ? roots : open.back().second["children"]).push_back(std::move(done));
+    }
+  };
+  for (uint32_t id : order) {
+    const an::CallNode& n = tree.node(id);
+    close_to(n.depth);
+    json j;
+    j["depth"] = n.depth;
+    function_json(p.functions[n.key], j);
+    stat_json(t, n.stats, j);
+    j["children"] = json::array();
+    open.emplace_back(n.depth, std::move(j));
+  }
+  close_to(0);
+  return roots;
+}
+
+}  // namespace
+
+Status print_call_trees(const fmt::TraceReader& t, const an::Profile& p, const ReportOptions& o, FILE* out) {
+  CALLSCOPE_TRY(std::vector<bool> want, wanted_functions(p, o));
+  const bool filtered = !o.function_glob.empty() || !o.module_glob.empty();
+  auto name = [&](uint64_t k) -> const std::string& { return p.functions[k].name; };
+  an::CallTree merged;
+  json trees = json::array();
+  if (o.format == OutputFormat::kCsv)
+    csv_row(out, {"thread", "node", "parent", "depth", "function", "module", "calls", "total_ns", "total_per_call_ns",
+                  "self_ns", "self_per_call_ns", "first_ns", "min_ns", "max_ns"});
+  bool first_section = true;
+  for (const Section& s : sections(p, !o.merge, merged)) {
+    const an::CallTree& tree = *s.tree;
+    an::TreeFilter f;
+    f.max_depth = o.max_depth;
+    f.min_total = static_cast<uint64_t>(std::ceil(static_cast<double>(tree.total()) * o.threshold_pct / 100.0));
+    if (filtered) f.wanted = [&](uint64_t k) { return static_cast<bool>(want[k]); };
+    const std::vector<uint32_t> order = tree_order(tree, an::visible_nodes(tree, f), o, name);
+    if (o.format == OutputFormat::kText) {
+      std::fprintf(out, "%s%s: %s observed\n", first_section ? "" : "\n", thread_title(t, p, s).c_str(),
+                   text_time(t, static_cast<double>(tree.total())).c_str());
+      Table table({"DEPTH", "CALLS", "TOTAL", "TOTAL/CALL", "SELF", "SELF/CALL", "FIRST", "MIN", "MAX", "FUNCTION"}, 9);
+      for (uint32_t id : order) {
+        const an::CallNode& n = tree.node(id);
+        const std::vector<std::string> st = stat_text(t, n.stats);  // calls total self avg self_avg min max first
+        table.add({std::to_string(n.depth), st[0], st[1], st[3], st[2], st[4], st[7], st[5], st[6],
+                   std::string(2 * (n.depth - 1), ' ') + p.functions[n.key].name});
+      }
+      table.print(out);
+    } else if (o.format == OutputFormat::kCsv) {
+      for (uint32_t id : order) {
+        const an::CallNode& n = tree.node(id);
+        const std::vector<std::string> st = stat_csv(t, n.stats);
+        csv_row(out, {csv_thread(s), std::to_string(id), n.parent == an::kRootNode ? "" : std::to_string(n.parent),
+                      std::to_string(n.depth), p.functions[n.key].name, p.functions[n.key].module, st[0], st[1],
+                      st[3], st[2], st[4], st[7], st[5], st[6]});
+      }
+    } else {
+      trees.push_back({{"thread", thread_json(t, s)},
+                       {"observed_ns", ns(t, static_cast<double>(tree.total()))},
+                       {"roots", tree_json(t, p, tree, order)}});
+    }
+    first_section = false;
+  }
+  if (o.format == OutputFormat::kJson)
+    std::fprintf(out, "%s\n", json{{"view", "tree"}, {"trees", std::move(trees)}}.dump(2).c_str());
+  return ok_status();
+}
+
+// ---- callers and callees ------------------------------------------------------
+
+Status print_relatives(const fmt::TraceReader& t, const an::Profile& p, const ReportOptions& o,
+                       const std::string& callers_glob, const std::string& callees_glob, FILE* out) {
+  static const std::string kOutside = "[outside]";  // caller of a thread's outermost frames
+  auto name = [&](uint64_t k) -> const std::string& { return k == an::kNoCaller ? kOutside : p.functions[k].name; };
+  auto module = [&](uint64_t k) -> const std::string& {
+    static const std::string none;
+    return k == an::kNoCaller ? none : p.functions[k].module;
+  };
+  struct Ask {
+    bool callers;  // else callees
+    std::vector<uint64_t> functions;
+  };
+  std::vector<Ask> asks;
+  for (const auto& [glob, callers] : {std::pair{callers_glob, true}, std::pair{callees_glob, false}}) {
+    if (glob.empty()) continue;
+    Ask a{callers, {}};
+    for (size_t i = 0; i < p.functions.size(); ++i)
+      if (glob_match(glob, p.functions[i].name)) a.functions.push_back(i);
+    if (a.functions.empty()) return Error("no function matches '" + glob + "'");
+    std::sort(a.functions.begin(), a.functions.end(), [&](uint64_t x, uint64_t y) { return name(x) < name(y); });
+    asks.push_back(std::move(a));
+  }
+  an::CallTree merged;
+  json sections_json = json::array();
+  if (o.format == OutputFormat::kCsv) {
+    std::vector<std::string> h = {"thread", "function", "module", "relation", "other", "other_module"};
+    h.insert(h.end(), std::begin(kStatCsv), std::end(kStatCsv));
+    csv_row(out, h);
+  }
+  bool first_block = true;
+  for (const Section& s : sections(p, o.per_thread, merged)) {
+    std::vector<an::ProfileRow> flat = an::flat_profile(*s.tree);
+    json fns = json::array();
+    for (const Ask& a : asks) {
+      for (uint64_t fn : a.functions) {
+        auto self_row = std::find_if(flat.begin(), flat.end(), [&](const an::ProfileRow& r) { return r.key == fn; });
+        if (self_row == flat.end()) continue;  // not called in this thread
+        const an::Relatives rel = an::relatives(*s.tree, fn);
+        const bool callers = a.callers;
+        std::vector<an::ProfileRow> rows = callers ? rel.callers : rel.callees;
+        sort_rows(rows, o, name);
+        if (o.format == OutputFormat::kText) {
+          const an::Stats& st = self_row->stats;
+          std::fprintf(out, "%s%s: %s of %s: %llu call%s, total %s, self %s\n", first_block ? "" : "\n",
+                       thread_title(t, p, s).c_str(), callers ? "callers" : "callees", name(fn).c_str(),
+                       static_cast<unsigned long long>(st.calls), st.calls == 1 ? "" : "s", text_time(t, static_cast<double>(st.total)).c_str(),
+                       text_time(t, static_cast<double>(st.self)).c_str());
+          std::vector<std::string> h(std::begin(kStatHeaders), std::end(kStatHeaders));
+          h.push_back("MODULE");
+          h.push_back(callers ? "CALLER" : "CALLEE");
+          Table table(h, h.size() - 2);
+          for (const an::ProfileRow& r : rows) {
+            std::vector<std::string> cells = stat_text(t, r.stats);
+            cells.push_back(module(r.key));
+            cells.push_back(name(r.key));
+            table.add(std::move(cells));
+          }
+          table.print(out);
+        } else if (o.format == OutputFormat::kCsv) {
+          for (const an::ProfileRow& r : rows) {
+            std::vector<std::string> cells = {csv_thread(s), name(fn), module(fn), callers ? "caller" : "callee",
+                                              name(r.key), module(r.key)};
+            for (std::string& c : stat_csv(t, r.stats)) cells.push_back(std::move(c));
+            csv_row(out, cells);
+          }
+        } else {
+          json j;
+          function_json(p.functions[fn], j);
+          stat_json(t, self_row->stats, j);
+          json list = json::array();
+          for (const an::ProfileRow& r : rows) {
+            json e;
+            e["function"] = name(r.key);
+            e["module"] = module(r.key);
+            stat_json(t, r.stats, e);
+            list.push_back(std::move(e));
+          }
+          j[callers ? "callers" : "callees"] = std::move(list);
+          fns.push_back(std::move(j));
+        }
+        first_block = false;
+      }
+    }
+    if (o.format == OutputFormat::kJson)
+      sections_json.push_back({{"thread", thread_json(t, s)}, {"functions", std::move(fns)}});
+  }
+  if (o.format == OutputFormat::kJson)
+    std::fprintf(out, "%s\n", json{{"view", "relatives"}, {"sections", std::move(sections_json)}}.dump(2).c_str());
+  return ok_status();
+}
+
+}  // namespace callscope::views

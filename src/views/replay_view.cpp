@@ -1,0 +1,413 @@
+// `callscope replay`: events of each thread → selection (-F, depth, time
+// range) → --min → leaf merging → one formatted line each. Every stage keeps
+// only the open frames it needs, never a thread's events (see replay_view.h).
+#include "views/replay_view.h"
+
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <unordered_map>
+
+#include "common/glob.h"
+#include "views/format_util.h"
+
+namespace callscope::views {
+
+namespace fmt = callscope::format;
+
+Result<uint64_t> parse_duration_ns(std::string_view text) {
+  const std::string s(text);
+  auto bad = [&](const std::string& why) { return Error("bad duration '" + s + "': " + why); };
+  if (s == "0") return uint64_t{0};
+  size_t num_end = 0, dots = 0, digits = 0;
+  for (; num_end < s.size(); ++num_end) {
+    const char c = s[num_end];
+    if (c == '.')
+      ++dots;
+    else if (std::isdigit(static_cast<unsigned char>(c)))
+      ++digits;
+    else
+      break;
+  }
+  if (digits == 0 || dots > 1) return bad("expected a number and a unit (ns, us, ms or s), as in 1.5ms");
+  const std::string unit = s.substr(num_end);
+  double scale = 0;
+  if (unit == "ns")
+    scale = 1;
+  else if (unit == "us")
+    scale = 1e3;
+  else if (unit == "ms")
+    scale = 1e6;
+  else if (unit == "s")
+    scale = 1e9;
+  else if (unit.empty())
+    return bad("missing unit (ns, us, ms or s)");
+  else
+    return bad("unknown unit '" + unit + "' (use ns, us, ms or s)");
+  const double ns = std::strtod(s.substr(0, num_end).c_str(), nullptr) * scale;
+  if (!(ns < 9e18)) return bad("too large");
+  return static_cast<uint64_t>(std::llround(ns));
+}
+
+const char* replay_kind_name(ReplayKind k) {
+  switch (k) {
+    case ReplayKind::kCall: return "call";
+    case ReplayKind::kLeaf: return "leaf";
+    case ReplayKind::kReturn: return "return";
+    case ReplayKind::kUnwound: return "unwound";
+    case ReplayKind::kTruncated: return "truncated";
+    case ReplayKind::kInherited: return "inherited";
+    case ReplayKind::kStray: return "stray";
+    case ReplayKind::kLost: return "lost";
+    case ReplayKind::kMark: return "mark";
+  }
+  return "?";
+}
+
+std::string format_timestamp_ns(double ns) {
+  char buf[40];
+  if (ns < 1e3)
+    std::snprintf(buf, sizeof buf, "%.0f ns", ns);
+  else if (ns < 1e6)
+    std::snprintf(buf, sizeof buf, "%.3f us", ns / 1e3);
+  else if (ns < 1e9)
+    std::snprintf(buf, sizeof buf, "%.3f ms", ns / 1e6);
+  else
+    std::snprintf(buf, sizeof buf, "%.3f s", ns / 1e9);
+  return buf;
+}
+
+namespace {
+
+constexpr const char* kTextColumns = "%12s  %10s  ";
+
+std::string text_body(const ReplayLine& l) {
+  const std::string& f = l.function;
+  switch (l.kind) {
+    case ReplayKind::kCall: return f + "() {";
+    case ReplayKind::kLeaf: return f + "();";
+    case ReplayKind::kReturn: return "} /* " + f + " */";
+    case ReplayKind::kUnwound: return "} /* " + f + ": unwound by longjmp or an exception */";
+    case ReplayKind::kTruncated: return "} /* " + f + ": still open when the stream ended */";
+    case ReplayKind::kInherited: return f + "() {  /* entered before this stream began */";
+    case ReplayKind::kStray: return "/* return from " + f + " without a recorded call */";
+    case ReplayKind::kLost: return "... " + std::to_string(l.arg) + " events lost ...";
+    case ReplayKind::kMark: return "/* mark " + std::to_string(l.arg) + " */";
+  }
+  return f;
+}
+
+bool has_function(ReplayKind k) { return k != ReplayKind::kLost && k != ReplayKind::kMark; }
+
+// RFC 4180: C++ names hold commas ("f<a, b>"), so quote when needed.
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+long long rounded(double ns) { return std::llround(ns); }
+
+}  // namespace
+
+std::string replay_text_header() {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, kTextColumns, "TIME", "DURATION");
+  return std::string(buf) + "FUNCTION";
+}
+
+std::string format_replay_text(const ReplayLine& l) {
+  char buf[64];
+  const std::string dur = l.duration_ns ? format_duration_ns(*l.duration_ns) : "";
+  std::snprintf(buf, sizeof buf, kTextColumns, format_timestamp_ns(l.time_ns).c_str(), dur.c_str());
+  return std::string(buf) + std::string(2 * static_cast<size_t>(l.level), ' ') + text_body(l);
+}
+
+std::string replay_csv_header() { return "thread,tick_ns,kind,depth,function,duration_ns,arg"; }
+
+std::string format_replay_csv(const ReplayLine& l) {
+  std::string s = std::to_string(l.thread) + "," + std::to_string(rounded(l.time_ns)) + "," +
+                  replay_kind_name(l.kind) + "," + std::to_string(l.level + 1) + "," + csv_field(l.function) + ",";
+  if (l.duration_ns) s += std::to_string(rounded(*l.duration_ns));
+  s += ",";
+  if (!has_function(l.kind)) s += std::to_string(l.arg);
+  return s;
+}
+
+std::string format_replay_json(const ReplayLine& l) {
+  nlohmann::ordered_json j;
+  j["thread"] = l.thread;
+  j["tick_ns"] = rounded(l.time_ns);
+  j["kind"] = replay_kind_name(l.kind);
+  j["depth"] = l.level + 1;
+  if (has_function(l.kind)) j["function"] = l.function;
+  if (l.duration_ns) j["duration_ns"] = rounded(*l.duration_ns);
+  if (l.kind == ReplayKind::kLost) j["count"] = l.arg;
+  if (l.kind == ReplayKind::kMark) j["id"] = l.arg;
+  // Names come from binaries; replace invalid UTF-8 rather than throw.
+  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
+namespace {
+
+// Writes lines in the chosen format; JSON is one array, streamed.
+class Sink {
+ public:
+  Sink(OutputFormat f, FILE* out) : format_(f), out_(out) {}
+
+  void begin() {
+    if (format_ == OutputFormat::kCsv) std::fprintf(out_, "%s\n", replay_csv_header().c_str());
+    if (format_ == OutputFormat::kJson) std::fputs("[", out_);
+  }
+  void thread_header(const std::string& title) {
+    if (format_ != OutputFormat::kText) return;
+    std::fprintf(out_, "%s# %s\n%s\n", threads_++ ? "\n" : "", title.c_str(), replay_text_header().c_str());
+  }
+  void line(const ReplayLine& l) {
+    switch (format_) {
+      case OutputFormat::kText: std::fprintf(out_, "%s\n", format_replay_text(l).c_str()); break;
+      case OutputFormat::kCsv: std::fprintf(out_, "%s\n", format_replay_csv(l).c_str()); break;
+      case OutputFormat::kJson:
+        std::fprintf(out_, "%s\n%s", lines_ ? "," : "", format_replay_json(l).c_str());
+        break;
+    }
+    ++lines_;
+  }
+  void end() {
+    if (format_ == OutputFormat::kJson) std::fputs(lines_ ? "\n]\n" : "]\n", out_);
+  }
+
+ private:
+  OutputFormat format_;
+  FILE* out_;
+  uint64_t lines_ = 0;
+  unsigned threads_ = 0;
+};
+
+// An event that passed the selection. kCall stands for every plain entry
+// until the leaf stage decides between kCall and kLeaf.
+struct Ev {
+  ReplayKind kind;
+  uint64_t tick;
+  uint32_t level;
+  uint64_t addr;
+  std::optional<uint64_t> dur_ticks;
+  uint64_t arg;
+};
+
+bool opens(ReplayKind k) { return k == ReplayKind::kCall || k == ReplayKind::kInherited; }
+bool closes(ReplayKind k) {
+  return k == ReplayKind::kReturn || k == ReplayKind::kUnwound || k == ReplayKind::kTruncated;
+}
+
+class Replayer {
+ public:
+  Replayer(fmt::TraceReader& t, symbolize::Symbolizer& sym, const ReplayOptions& o, Sink& sink)
+      : trace_(t), sym_(sym), o_(o), sink_(sink), matched_(o.functions.size(), false) {}
+
+  Status run_thread(uint32_t ti) {
+    thread_ = ti;
+    process_ = trace_.threads()[ti].record.process_index;
+    entry_ticks_.clear();
+    act_depth_ = 0;
+    pending_.clear();
+    held_.reset();
+    match_cache_.clear();
+    Status st = trace_.for_each_event(ti, [&](const fmt::TraceEvent& e) {
+      if (o_.to_ns && trace_.ticks_to_ns(e.tick) > static_cast<double>(*o_.to_ns)) return false;
+      if (auto ev = select(e)) min_filter(*ev);
+      return true;
+    });
+    // Frames still held by --min were not seen to last long enough: dropped.
+    flush_leaf();
+    return st;
+  }
+
+  // The -F globs that matched no function of the threads run.
+  std::vector<std::string> unmatched() const {
+    std::vector<std::string> out;
+    for (size_t i = 0; i < matched_.size(); ++i)
+      if (!matched_[i]) out.push_back(o_.functions[i]);
+    return out;
+  }
+
+ private:
+  // Stage 1: -F activations, depth, time range. Keeps the entry tick of
+  // every open frame for the durations, whether shown or not.
+  std::optional<Ev> select(const fmt::TraceEvent& e) {
+    Ev ev{ReplayKind::kCall, e.tick, 0, e.addr, std::nullopt, e.arg};
+    const bool frame_open = fmt::is_entry(e.kind);
+    bool frame_close = false;
+    switch (e.kind) {
+      case fmt::EventKind::kEntry: break;
+      case fmt::EventKind::kEntryInherited: ev.kind = ReplayKind::kInherited; break;
+      case fmt::EventKind::kExit: ev.kind = ReplayKind::kReturn; frame_close = true; break;
+      case fmt::EventKind::kExitUnwound: ev.kind = ReplayKind::kUnwound; frame_close = true; break;
+      case fmt::EventKind::kExitTruncated: ev.kind = ReplayKind::kTruncated; frame_close = true; break;
+      case fmt::EventKind::kExitStray: ev.kind = ReplayKind::kStray; break;
+      case fmt::EventKind::kLost: ev.kind = ReplayKind::kLost; break;
+      case fmt::EventKind::kMark: ev.kind = ReplayKind::kMark; break;
+    }
+    const bool frame = frame_open || frame_close;
+    if (frame && e.depth == 0) return std::nullopt;  // not produced by the reader; be safe
+    if (frame_open) {
+      entry_ticks_.resize(e.depth - 1);
+      entry_ticks_.push_back(e.tick);
+      if (!o_.functions.empty() && act_depth_ == 0 && matches(e.addr)) act_depth_ = e.depth;
+    } else if (frame_close) {
+      if (e.depth <= entry_ticks_.size()) ev.dur_ticks = e.tick - entry_ticks_[e.depth - 1];
+      entry_ticks_.resize(e.depth - 1);
+    }
+    const bool filtered = !o_.functions.empty();
+    const bool inside = !filtered || act_depth_ != 0;
+    const uint32_t base = filtered && act_depth_ ? act_depth_ - 1 : 0;
+    if (frame_close && act_depth_ == e.depth) act_depth_ = 0;  // the activation's own exit is still shown
+    if (!inside) return std::nullopt;
+
+    // Frames sit at their depth; other events one level inside the open frame.
+    ev.level = (frame ? e.depth - 1 : e.depth) - base;
+    if (o_.max_depth && ev.level >= o_.max_depth && ev.kind != ReplayKind::kLost) return std::nullopt;
+    const double ns = trace_.ticks_to_ns(e.tick);
+    if (o_.from_ns && ns < static_cast<double>(*o_.from_ns)) return std::nullopt;
+    return ev;
+  }
+
+  bool matches(uint64_t addr) {
+    auto [it, fresh] = match_cache_.try_emplace(addr, false);
+    if (!fresh) return it->second;
+    const std::string name = name_of(addr), hex = format_hex(addr);
+    for (size_t i = 0; i < o_.functions.size(); ++i) {
+      if (glob_match(o_.functions[i], name) || glob_match(o_.functions[i], hex)) {
+        matched_[i] = true;
+        it->second = true;
+      }
+    }
+    return it->second;
+  }
+
+  // Stage 2, --min: an entry is held until it has lasted min_ns (then it and
+  // the held entries around it are passed on) or returns sooner (then it is
+  // dropped with its exit). Its children cannot outlast it, so while it is
+  // held they are dropped too: only the chain of open held frames is kept.
+  void min_filter(const Ev& ev) {
+    if (o_.min_ns == 0) return merge_leaf(ev);
+    // Held frames that have lasted min_ns by now, outermost first.
+    size_t confirmed = 0;
+    while (confirmed < pending_.size() &&
+           trace_.ticks_to_ns(ev.tick - pending_[confirmed].tick) >= static_cast<double>(o_.min_ns))
+      ++confirmed;
+    // Lost events, marks and strays are always shown, inside their frames.
+    if (!opens(ev.kind) && !closes(ev.kind)) confirmed = pending_.size();
+    for (size_t i = 0; i < confirmed; ++i) merge_leaf(pending_[i]);
+    pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(confirmed));
+
+    if (opens(ev.kind)) {
+      pending_.push_back(ev);
+    } else if (closes(ev.kind) && !pending_.empty() && pending_.back().level == ev.level) {
+      pending_.pop_back();  // returned before min_ns
+    } else {
+      merge_leaf(ev);
+    }
+  }
+
+  // Stage 3: an entry directly followed by its return is one "f();" line.
+  void merge_leaf(const Ev& ev) {
+    if (held_) {
+      if (ev.kind == ReplayKind::kReturn && ev.level == held_->level) {
+        Ev leaf = *held_;
+        leaf.dur_ticks = ev.dur_ticks;
+        held_.reset();
+        return emit(leaf, ReplayKind::kLeaf);
+      }
+      flush_leaf();
+    }
+    if (ev.kind == ReplayKind::kCall)
+      held_ = ev;
+    else
+      emit(ev, ev.kind);
+  }
+
+  void flush_leaf() {
+    if (!held_) return;
+    Ev call = *held_;
+    held_.reset();
+    emit(call, ReplayKind::kCall);
+  }
+
+  // Stage 4.
+  void emit(const Ev& ev, ReplayKind kind) {
+    ReplayLine l;
+    l.kind = kind;
+    l.thread = thread_;
+    l.time_ns = trace_.ticks_to_ns(ev.tick);
+    l.level = ev.level;
+    if (has_function(kind)) l.function = name_of(ev.addr);
+    if (ev.dur_ticks) l.duration_ns = trace_.ticks_to_ns(*ev.dur_ticks);
+    l.arg = ev.arg;
+    sink_.line(l);
+  }
+
+  std::string name_of(uint64_t addr) {
+    if (addr == 0) return "?";
+    if (!o_.symbols) return format_hex(addr);
+    return sym_.lookup(process_, addr).display();
+  }
+
+  fmt::TraceReader& trace_;
+  symbolize::Symbolizer& sym_;
+  const ReplayOptions& o_;
+  Sink& sink_;
+  std::vector<bool> matched_;
+
+  uint32_t thread_ = 0;
+  uint32_t process_ = 0;
+  std::vector<uint64_t> entry_ticks_;  // [depth - 1]: entry tick of each open frame
+  uint32_t act_depth_ = 0;             // depth of the open -F activation, 0 = none
+  std::vector<Ev> pending_;            // --min: open entries not yet shown
+  std::optional<Ev> held_;             // leaf lookahead
+  std::unordered_map<uint64_t, bool> match_cache_;  // addr → matches a -F glob (per thread, so per process)
+};
+
+std::string thread_title(const fmt::TraceReader& t, uint32_t ti) {
+  const auto& th = t.threads()[ti];
+  const uint32_t proc = th.record.process_index;
+  const uint32_t pid = proc < t.processes().size() ? t.processes()[proc].record.pid : 0;
+  return "thread " + std::to_string(ti) + ": pid " + std::to_string(pid) + " tid " + std::to_string(th.record.tid) +
+         " \"" + th.name + "\"";
+}
+
+}  // namespace
+
+Status print_replay(fmt::TraceReader& t, symbolize::Symbolizer& sym, const ReplayOptions& o, FILE* out) {
+  if (o.thread && *o.thread >= t.threads().size())
+    return Error("no thread " + std::to_string(*o.thread) + " in the trace (it has " +
+                 std::to_string(t.threads().size()) + "; see 'callscope info')");
+  Sink sink(o.format, out);
+  Replayer replayer(t, sym, o, sink);
+  sink.begin();
+  for (uint32_t ti = 0; ti < t.threads().size(); ++ti) {
+    if (o.thread && *o.thread != ti) continue;
+    sink.thread_header(thread_title(t, ti));
+    Status st = replayer.run_thread(ti);
+    if (!st) {
+      sink.end();
+      return st.error().context("thread " + std::to_string(ti));
+    }
+  }
+  sink.end();
+  const std::vector<std::string> missing = replayer.unmatched();
+  if (!missing.empty()) {
+    std::string list;
+    for (const std::string& g : missing) list += (list.empty() ? "'" : ", '") + g + "'";
+    return Error("no function " + std::string(o.thread ? "of thread " + std::to_string(*o.thread) + " " : "") +
+                 "matches -F " + list + " (names as 'callscope dump --stats' shows them, or addresses as 0x401a20)");
+  }
+  return ok_status();
+}
+
+}  // namespace callscope::views

@@ -1,0 +1,133 @@
+// CallTree and CallTreeBuilder: node stats from event streams, including
+// recursion, unwound and truncated exits, inherited frames, and merging.
+#include "analysis/call_tree.h"
+
+#include <gtest/gtest.h>
+
+#include "events.h"
+
+namespace callscope::analysis {
+namespace {
+
+using test::Events;
+
+CallTree build(const Events& ev) {
+  CallTree t;
+  CallTreeBuilder b(t);
+  for (const auto& e : ev.v) b.on_event(e);
+  b.finish();
+  return t;
+}
+
+// The node reached from the root by the keys in `path`.
+const CallNode* find(const CallTree& t, std::vector<uint64_t> path) {
+  uint32_t at = kRootNode;
+  for (uint64_t k : path) {
+    bool found = false;
+    for (size_t i = 1; i < t.size() && !found; ++i)
+      if (t.node(static_cast<uint32_t>(i)).parent == at && t.node(static_cast<uint32_t>(i)).key == k) {
+        at = static_cast<uint32_t>(i);
+        found = true;
+      }
+    if (!found) return nullptr;
+  }
+  return &t.node(at);
+}
+
+TEST(CallTree, TotalSelfMinMaxFirst) {
+  // main [0,100] calls a [10,30] (which calls b [15,25]) and a [40,70].
+  Events ev;
+  ev.entry(0, 0x10).entry(10, 0x20).entry(15, 0x30).exit(25).exit(30).entry(40, 0x20).exit(70).exit(100);
+  const CallTree t = build(ev);
+  ASSERT_EQ(t.size(), 4u);  // root, main, main/a, main/a/b
+  const Stats& m = find(t, {0x10})->stats;
+  EXPECT_EQ(m.calls, 1u);
+  EXPECT_EQ(m.total, 100u);
+  EXPECT_EQ(m.self, 50u);
+  const Stats& a = find(t, {0x10, 0x20})->stats;
+  EXPECT_EQ(a.calls, 2u);
+  EXPECT_EQ(a.total, 50u);
+  EXPECT_EQ(a.self, 40u);
+  EXPECT_EQ(a.min, 20u);
+  EXPECT_EQ(a.max, 30u);
+  EXPECT_EQ(a.first, 20u);
+  EXPECT_EQ(a.first_tick, 10u);
+  EXPECT_EQ(find(t, {0x10, 0x20, 0x30})->depth, 3u);
+  EXPECT_EQ(t.total(), 100u);
+}
+
+TEST(CallTree, UnwoundAndTruncatedCloseFramesAtTheirTick) {
+  // f [0,60]; g [10,40] and h [20,40] left by longjmp at 40; then k [45,...]
+  // still open when the stream ends at 80, with f.
+  Events ev;
+  ev.entry(0, 0xf).entry(10, 0x9).entry(20, 0x8).unwound(40).unwound(40).entry(45, 0x7).truncated(80).truncated(80);
+  const CallTree t = build(ev);
+  const Stats& f = find(t, {0xf})->stats;
+  EXPECT_EQ(f.calls, 1u);
+  EXPECT_EQ(f.total, 80u);
+  EXPECT_EQ(f.self, 80u - 30u - 35u);
+  const Stats& g = find(t, {0xf, 0x9})->stats;
+  EXPECT_EQ(g.total, 30u);
+  EXPECT_EQ(g.self, 10u);
+  EXPECT_EQ(find(t, {0xf, 0x9, 0x8})->stats.total, 20u);
+  const Stats& k = find(t, {0xf, 0x7})->stats;
+  EXPECT_EQ(k.calls, 1u);
+  EXPECT_EQ(k.total, 35u);
+  EXPECT_EQ(k.max, 35u);
+}
+
+TEST(CallTree, InheritedFramesAddTimeButNoCall) {
+  Events ev;
+  ev.lost(100, 42).inherited(100, 0xf).entry(110, 0x9).exit(130).exit(150);
+  CallTree t;
+  CallTreeBuilder b(t);
+  for (const auto& e : ev.v) b.on_event(e);
+  b.finish();
+  EXPECT_EQ(b.lost_events(), 42u);
+  const Stats& f = find(t, {0xf})->stats;
+  EXPECT_EQ(f.calls, 0u);
+  EXPECT_EQ(f.total, 50u);
+  EXPECT_EQ(f.self, 30u);
+  EXPECT_EQ(f.min, kNoTick);
+  EXPECT_EQ(f.first_tick, kNoTick);
+  EXPECT_EQ(find(t, {0xf, 0x9})->stats.calls, 1u);
+}
+
+TEST(CallTree, FramesLeftOpenCloseAtTheLastTick) {
+  Events ev;
+  ev.entry(0, 0xf).entry(10, 0x9);
+  ev.v.push_back({format::EventKind::kMark, 2, 50, 0, 0, 1});
+  const CallTree t = build(ev);
+  EXPECT_EQ(find(t, {0xf})->stats.total, 50u);
+  EXPECT_EQ(find(t, {0xf, 0x9})->stats.total, 40u);
+}
+
+TEST(CallTree, MemoryGrowsWithPathsNotEvents) {
+  Events ev;
+  ev.entry(0, 0x1);
+  for (uint64_t i = 0; i < 10000; ++i) ev.entry(1 + 4 * i, 0x2 + i % 3).entry(2 + 4 * i, 0x9).exit(3 + 4 * i).exit(4 + 4 * i);
+  ev.exit(50000);
+  const CallTree t = build(ev);
+  EXPECT_EQ(t.size(), 1u + 1u + 3u + 3u);
+  EXPECT_EQ(find(t, {0x1, 0x3, 0x9})->stats.calls, 3333u);
+}
+
+TEST(CallTree, MergeMapsKeysAndMergesSiblings) {
+  Events ev;  // two addresses of the same function, then another
+  ev.entry(0, 0x1).entry(1, 0x2).exit(3).entry(4, 0x3).exit(10).entry(11, 0x4).exit(12).exit(20);
+  const CallTree src = build(ev);
+  CallTree dst;
+  merge_tree(dst, src, [](uint64_t k) { return k == 0x3 ? 0x2 : k; });
+  merge_tree(dst, src, [](uint64_t k) { return k == 0x3 ? 0x2 : k; });  // a second thread, the same
+  ASSERT_EQ(dst.size(), 4u);
+  const Stats& s = find(dst, {0x1, 0x2})->stats;
+  EXPECT_EQ(s.calls, 4u);
+  EXPECT_EQ(s.total, 16u);
+  EXPECT_EQ(s.min, 2u);
+  EXPECT_EQ(s.max, 6u);
+  EXPECT_EQ(s.first, 2u);
+  EXPECT_EQ(find(dst, {0x1})->stats.total, 40u);
+}
+
+}  // namespace
+}  // namespace callscope::analysis
