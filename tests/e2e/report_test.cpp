@@ -1,0 +1,132 @@
+// `report` on a real program whose numbers are known (tests/fixtures/record/
+// profile.c), for every compiler variant: exact call counts, the right
+// callers and callees, and a 10 ms sleep that shows in its own total but
+// adds almost nothing to its caller's self time. Also `replay` on it.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <sstream>
+
+#include "e2e_support.h"
+
+namespace callscope::e2e {
+namespace {
+
+// CSV rows keyed by one column, each row a map from header to value.
+std::map<std::string, std::map<std::string, std::string>> csv_by(const std::string& text, const std::string& key) {
+  std::map<std::string, std::map<std::string, std::string>> out;
+  std::istringstream in(text);
+  std::string line;
+  std::vector<std::string> header;
+  auto split = [](const std::string& l) {
+    std::vector<std::string> f;
+    std::stringstream ss(l);
+    std::string x;
+    while (std::getline(ss, x, ',')) f.push_back(x);
+    return f;
+  };
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    auto f = split(line);
+    if (header.empty()) {
+      header = f;
+      continue;
+    }
+    std::map<std::string, std::string> row;
+    for (size_t i = 0; i < f.size() && i < header.size(); ++i) row[header[i]] = f[i];
+    out[row[key]] = row;
+  }
+  return out;
+}
+
+uint64_t num(const std::map<std::string, std::string>& row, const std::string& col) {
+  auto it = row.find(col);
+  return it == row.end() ? 0 : std::stoull(it->second);
+}
+
+class ReportTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    trace_ = dir_.file("profile.trace");
+    RunResult r = callscope({"record", "-o", trace_, "--", fixture(GetParam(), "profile")});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  RunResult report(std::vector<std::string> args) {
+    args.insert(args.begin(), {"report", trace_});
+    return callscope(args);
+  }
+  TempDir dir_;
+  std::string trace_;
+};
+
+TEST_P(ReportTest, FlatProfileHasExactCountsAndTimes) {
+  RunResult r = report({"--format", "csv"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto rows = csv_by(r.out, "function");
+  EXPECT_EQ(num(rows["main"], "calls"), 1u);
+  EXPECT_EQ(num(rows["caller_a"], "calls"), 1u);
+  EXPECT_EQ(num(rows["caller_b"], "calls"), 2u);
+  EXPECT_EQ(num(rows["middle"], "calls"), 5u);
+  EXPECT_EQ(num(rows["leaf"], "calls"), 500u);
+  EXPECT_EQ(num(rows["sleeper"], "calls"), 1u);
+  // The sleep is the sleeper's own time, and its caller's total...
+  EXPECT_GE(num(rows["sleeper"], "total_ns"), 10'000'000u);
+  EXPECT_GE(num(rows["sleeper"], "self_ns"), 10'000'000u);
+  EXPECT_GE(num(rows["caller_a"], "total_ns"), 10'000'000u);
+  // ...but almost nothing of the caller's self time.
+  EXPECT_LT(num(rows["caller_a"], "self_ns"), 1'000'000u);
+  // Self never exceeds total; totals nest.
+  for (const auto& [name, row] : rows) EXPECT_LE(num(row, "self_ns"), num(row, "total_ns")) << name;
+  EXPECT_GE(num(rows["main"], "total_ns"), num(rows["caller_a"], "total_ns") + num(rows["caller_b"], "total_ns"));
+}
+
+TEST_P(ReportTest, CallersAndCallees) {
+  RunResult callers = report({"--callers", "middle", "--format", "csv"});
+  ASSERT_EQ(callers.exit_code, 0) << callers.err;
+  auto c = csv_by(callers.out, "other");
+  ASSERT_EQ(c.size(), 2u) << callers.out;
+  EXPECT_EQ(num(c["caller_a"], "calls"), 1u);
+  EXPECT_EQ(num(c["caller_b"], "calls"), 4u);
+  RunResult callees = report({"--callees", "caller_a", "--format", "csv"});
+  ASSERT_EQ(callees.exit_code, 0) << callees.err;
+  auto e = csv_by(callees.out, "other");
+  ASSERT_EQ(e.size(), 2u) << callees.out;
+  EXPECT_EQ(num(e["middle"], "calls"), 1u);
+  EXPECT_EQ(num(e["sleeper"], "calls"), 1u);
+  EXPECT_GE(num(e["sleeper"], "total_ns"), 10'000'000u);
+}
+
+TEST_P(ReportTest, TreeAndReplayShowTheCallPaths) {
+  RunResult tree = report({"--tree"});
+  ASSERT_EQ(tree.exit_code, 0) << tree.err;
+  EXPECT_NE(tree.out.find("sleeper"), std::string::npos) << tree.out;
+  RunResult replay = callscope({"replay", trace_, "-F", "caller_a"});
+  ASSERT_EQ(replay.exit_code, 0) << replay.err;
+  // caller_a's subtree only: middle's 100 leaf calls and the sleeper.
+  size_t leaves = 0;
+  for (size_t pos = 0; (pos = replay.out.find("leaf()", pos)) != std::string::npos; ++pos) ++leaves;
+  EXPECT_EQ(leaves, 100u) << replay.out.substr(0, 2000);
+  EXPECT_NE(replay.out.find("sleeper()"), std::string::npos);
+  EXPECT_EQ(replay.out.find("caller_b"), std::string::npos);
+}
+
+TEST_P(ReportTest, BadArgumentsGetClearErrors) {
+  RunResult glob = report({"-F", "no_such_function*"});
+  EXPECT_EQ(glob.exit_code, 1);
+  EXPECT_NE(glob.err.find("no_such_function*"), std::string::npos) << glob.err;
+  RunResult sort = report({"-s", "bogus"});
+  EXPECT_NE(sort.exit_code, 0);
+  EXPECT_NE(sort.err.find("calls"), std::string::npos) << "lists the valid sort keys: " << sort.err;
+  RunResult format = report({"--format", "xml"});
+  EXPECT_NE(format.exit_code, 0);
+  EXPECT_NE(format.err.find("text, csv, json"), std::string::npos) << format.err;
+}
+
+INSTANTIATE_TEST_SUITE_P(Compilers, ReportTest, ::testing::ValuesIn(variants()), [](const auto& param_info) {
+  std::string n = param_info.param;
+  for (char& c : n) if (c == '-') c = '_';
+  return n;
+});
+
+}  // namespace
+}  // namespace callscope::e2e
