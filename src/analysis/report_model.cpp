@@ -2,13 +2,62 @@
 // distinct address, re-keying by function.
 #include "analysis/report_model.h"
 
+#include <condition_variable>
+#include <functional>
 #include <map>
+#include <mutex>
+#include <thread>
 #include <unordered_map>
 
 #include "common/glob.h"
 
 namespace callscope::analysis {
 namespace {
+
+// Decodes one thread's events on a second thread while this one consumes
+// them: decoding and building the call tree cost about the same, so on two
+// cores the wall time nearly halves. Batches pass through a few slots.
+Status pipelined_events(format::TraceReader& trace, uint32_t thread,
+                        const std::function<void(const format::TraceEvent*, size_t)>& consume) {
+  struct Slot {
+    std::vector<format::TraceEvent> events;
+    bool full = false;
+  };
+  constexpr size_t kSlots = 4;
+  Slot slots[kSlots];
+  std::mutex m;
+  std::condition_variable cv;
+  bool done = false;
+  Status result = ok_status();
+  std::thread producer([&] {
+    size_t w = 0;
+    auto st = trace.for_each_event_batch(thread, [&](const format::TraceEvent* p, size_t n) {
+      std::unique_lock<std::mutex> lk(m);
+      cv.wait(lk, [&] { return !slots[w].full; });
+      slots[w].events.assign(p, p + n);
+      slots[w].full = true;
+      cv.notify_all();
+      w = (w + 1) % kSlots;
+      return true;
+    });
+    std::lock_guard<std::mutex> lk(m);
+    result = st;
+    done = true;
+    cv.notify_all();
+  });
+  for (size_t r = 0;; r = (r + 1) % kSlots) {
+    std::unique_lock<std::mutex> lk(m);
+    cv.wait(lk, [&] { return slots[r].full || done; });
+    if (!slots[r].full) break;  // done, and every batch consumed
+    lk.unlock();
+    consume(slots[r].events.data(), slots[r].events.size());
+    lk.lock();
+    slots[r].full = false;
+    cv.notify_all();
+  }
+  producer.join();
+  return result;
+}
 
 // Interns functions by (name, module) and caches (process, addr) -> id.
 class FunctionTable {
@@ -77,10 +126,9 @@ Result<Profile> build_profile(format::TraceReader& trace, const std::vector<uint
     CallTree raw;
     CallTreeBuilder b(raw);
     uint64_t events = 0;
-    auto st = trace.for_each_event(ti, [&](const format::TraceEvent& e) {
-      b.on_event(e);
-      ++events;
-      return true;
+    auto st = pipelined_events(trace, ti, [&](const format::TraceEvent* batch, size_t n) {
+      for (size_t i = 0; i < n; ++i) b.on_event(batch[i]);
+      events += n;
     });
     if (!st) return st.error().context("thread " + std::to_string(ti));
     b.finish();

@@ -256,7 +256,17 @@ Status TraceReader::read_metadata() {
 }
 
 Status TraceReader::for_each_event(uint32_t thread, const std::function<bool(const TraceEvent&)>& f) {
+  return for_each_event_batch(thread, [&f](const TraceEvent* events, size_t n) {
+    for (size_t i = 0; i < n; ++i)
+      if (!f(events[i])) return false;
+    return true;
+  });
+}
+
+Status TraceReader::for_each_event_batch(uint32_t thread, const std::function<bool(const TraceEvent*, size_t)>& f) {
   if (thread >= threads_.size()) return Error("no thread " + std::to_string(thread) + " in the trace");
+  std::vector<TraceEvent> batch(kEventBatch);
+  size_t filled = 0;
   struct Open {
     uint64_t addr, sp;
   };
@@ -358,10 +368,15 @@ Status TraceReader::for_each_event(uint32_t thread, const std::function<bool(con
           bad = true;
       }
       if (bad) break;
-      if (!f(e)) return ok_status();
+      batch[filled++] = e;
+      if (filled == kEventBatch) {
+        if (!f(batch.data(), filled)) return ok_status();
+        filled = 0;
+      }
     }
     if (bad) problem(b, "damaged event columns; the rest of the block is skipped");
   }
+  if (filled) f(batch.data(), filled);
   return ok_status();
 }
 
