@@ -33,6 +33,7 @@ mkdir -p build/examples
 gcc -O2 -g -finstrument-functions -pthread examples/demo.c -o build/examples/demo
 build/bin/callscope record --force -o build/examples/demo.trace -- build/examples/demo
 build/bin/callscope info build/examples/demo.trace
-build/bin/callscope dump --stats build/examples/demo.trace
+build/bin/callscope report build/examples/demo.trace
+build/bin/callscope report --tree --depth 3 build/examples/demo.trace
 echo
 echo "setup: done. callscope is build/bin/callscope; try: build/bin/callscope --help"

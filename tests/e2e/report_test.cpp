@@ -122,6 +122,28 @@ TEST_P(ReportTest, BadArgumentsGetClearErrors) {
   EXPECT_NE(format.err.find("text, csv, json"), std::string::npos) << format.err;
 }
 
+// The binary changed (or was removed) after the recording: say so, and show
+// addresses rather than wrong names.
+TEST(ReportChangedBinary, BuildIdMismatchAndMissingFile) {
+  const auto vs = variants();
+  ASSERT_FALSE(vs.empty());
+  TempDir dir;
+  const std::string bin = dir.file("victim");
+  ASSERT_EQ(run({"cp", fixture(vs.front(), "profile"), bin}).exit_code, 0);
+  ASSERT_EQ(callscope({"record", "-o", dir.file("v.trace"), "--", bin}).exit_code, 0);
+  ASSERT_EQ(run({"cp", fixture(vs.front(), "recursion"), bin}).exit_code, 0);  // another program, same path
+  RunResult changed = callscope({"report", dir.file("v.trace")});
+  EXPECT_EQ(changed.exit_code, 0);
+  EXPECT_NE(changed.err.find("has changed since the recording (build-id"), std::string::npos) << changed.err;
+  EXPECT_EQ(changed.out.find("caller_a"), std::string::npos) << "no names from the wrong binary";
+  EXPECT_EQ(changed.out.find("recurse"), std::string::npos) << "no names from the wrong binary";
+  EXPECT_NE(changed.out.find("victim+0x"), std::string::npos) << changed.out;
+  ASSERT_EQ(run({"rm", bin}).exit_code, 0);
+  RunResult gone = callscope({"report", dir.file("v.trace")});
+  EXPECT_NE(gone.err.find("is gone"), std::string::npos) << gone.err;
+  EXPECT_NE(gone.out.find("victim+0x"), std::string::npos) << gone.out;
+}
+
 INSTANTIATE_TEST_SUITE_P(Compilers, ReportTest, ::testing::ValuesIn(variants()), [](const auto& param_info) {
   std::string n = param_info.param;
   for (char& c : n) if (c == '-') c = '_';
