@@ -26,16 +26,6 @@ std::string hex(uint64_t v) {
   return buf;
 }
 
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
-
 std::string flags_of(const Depth& d) {
   std::string out;
   auto add = [&](bool on, const char* name) {

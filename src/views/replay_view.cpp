@@ -100,17 +100,6 @@ std::string text_body(const ReplayLine& l) {
 
 bool has_function(ReplayKind k) { return k != ReplayKind::kLost && k != ReplayKind::kMark; }
 
-// RFC 4180: C++ names hold commas ("f<a, b>"), so quote when needed.
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
-
 long long rounded(double ns) { return std::llround(ns); }
 
 }  // namespace
