@@ -12,7 +12,9 @@
 #include "cli/command.h"
 #include "format/trace_reader.h"
 #include "symbolize/symbolizer.h"
+#include "analysis/stack_depth.h"
 #include "views/profile_view.h"
+#include "views/stack_depth_view.h"
 
 namespace callscope::cli {
 namespace {
@@ -39,6 +41,7 @@ struct Opts {
   uint32_t depth = 0;
   double threshold = 0;
   std::string callers, callees;
+  bool stack = false;
   std::string format = "text";
   bool no_demangle = false;
 };
@@ -65,6 +68,13 @@ Result<int> run(const Opts& o) {
   format::TraceReader& t = **trace;
   CALLSCOPE_TRY(std::vector<uint32_t> threads, analysis::select_threads(t, o.threads));
   symbolize::Symbolizer sym(t, {!o.no_demangle});
+  if (o.stack) {
+    CALLSCOPE_TRY(analysis::StackDepths depths, analysis::measure_stack(t, threads));
+    views::print_stack_depths(t, depths, sym, *format, o.top, stdout);
+    for (const std::string& w : sym.warnings()) std::fprintf(stderr, "callscope report: warning: %s\n", w.c_str());
+    for (const std::string& p : t.problems()) std::fprintf(stderr, "callscope report: damaged trace: %s\n", p.c_str());
+    return t.problems().empty() ? 0 : 1;
+  }
   const analysis::Resolver resolve = [&](uint32_t process, uint64_t addr) {
     const symbolize::Symbol& s = sym.lookup(process, addr);
     analysis::FunctionInfo f{s.display(), s.module, "", 0};
@@ -132,6 +142,9 @@ Command report_command() {
             tree->excludes(callers)->excludes(callees)->excludes(per_thread);
             fn_glob->excludes(callers)->excludes(callees);
             mod_glob->excludes(callers)->excludes(callees);
+            app.add_flag("--stack", o->stack,
+                         "Measured stack use: each thread's peak depth with the call path at the peak, and per "
+                         "function the deepest stack seen below it (bytes)");
             app.add_option("--format", o->format, std::string("Output: ") + kOutputFormatNames + " (default: text)")->type_name("FORMAT");
             app.add_flag("--no-demangle", o->no_demangle, "Show C++ names as the linker sees them");
             app.footer(

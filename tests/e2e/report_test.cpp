@@ -144,6 +144,48 @@ TEST(ReportChangedBinary, BuildIdMismatchAndMissingFile) {
   EXPECT_NE(gone.out.find("victim+0x"), std::string::npos) << gone.out;
 }
 
+// Measured stack use against the static analysis of the same binary: each
+// recursion level of recurse() moves the stack pointer by exactly its frame,
+// as `callscope stack` reads it from the CFI.
+class StackMeasureTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(StackMeasureTest, MeasuredDepthMatchesStaticFrames) {
+  TempDir dir;
+  const std::string bin = fixture(GetParam(), "recursion");
+  ASSERT_EQ(callscope({"record", "-o", dir.file("r.trace"), "--", bin, "10000"}).exit_code, 0);
+  RunResult measured = callscope({"report", "--stack", "--format", "csv", dir.file("r.trace")});
+  ASSERT_EQ(measured.exit_code, 0) << measured.err;
+  RunResult frames = callscope({"stack", bin, "recurse", "--format", "csv"});
+  ASSERT_EQ(frames.exit_code, 0) << frames.err;
+  const uint64_t frame = num(csv_by(frames.out, "function")["recurse"], "frame_bytes");
+  ASSERT_GT(frame, 0u) << frames.out;
+  // kind,thread,function,module,calls,bytes,path
+  uint64_t deepest_recurse = 0, peak = 0, calls = 0;
+  std::istringstream in(measured.out);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("function,,recurse,", 0) == 0) {
+      std::stringstream ss(line);
+      std::string f[6];
+      for (auto& x : f) std::getline(ss, x, ',');
+      calls = std::stoull(f[4]);
+      deepest_recurse = std::stoull(f[5]);
+    }
+    if (line.rfind("peak,0,,,,", 0) == 0) peak = std::stoull(line.substr(10, line.find(',', 10) - 10));
+  }
+  EXPECT_EQ(calls, 10001u);
+  EXPECT_EQ(deepest_recurse, 10000 * frame) << measured.out;
+  EXPECT_GE(peak, deepest_recurse);
+  RunResult text = callscope({"report", "--stack", dir.file("r.trace")});
+  EXPECT_NE(text.out.find("at the peak (10002 frames): main > recurse"), std::string::npos) << text.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Compilers, StackMeasureTest, ::testing::ValuesIn(variants()), [](const auto& param_info) {
+  std::string n = param_info.param;
+  for (char& c : n) if (c == '-') c = '_';
+  return n;
+});
+
 INSTANTIATE_TEST_SUITE_P(Compilers, ReportTest, ::testing::ValuesIn(variants()), [](const auto& param_info) {
   std::string n = param_info.param;
   for (char& c : n) if (c == '-') c = '_';

@@ -19,6 +19,9 @@ list(APPEND views "report" "report --tree" "report --callers *0x401200 --callees
   "report --tree --merge --depth 3 --format csv" "report --tree --threshold 20 --format json"
   "report --tree -F *0x401200")
 list(APPEND suffixes "report" "tree" "callers" "csv" "json" "threads" "merge_csv" "tree_json" "tree_f")
+# report --stack (measured stack use).
+list(APPEND views "report --stack" "report --stack --format csv")
+list(APPEND suffixes "stack" "stack_csv")
 list(LENGTH views n)
 math(EXPR last "${n} - 1")
 set(failed FALSE)
