@@ -8,18 +8,27 @@
 
 namespace callscope::views {
 
-std::string format_duration_ns(double ns) {
-  char buf[32];
-  if (ns < 1e3)
+namespace {
+
+// ns below 1 us as an integer; above, scaled to us, ms or s with `format`
+// applied to the number (precision differs between durations and times).
+std::string scaled_ns(double ns, const char* format) {
+  char buf[48];
+  if (ns < 1e3) {
     std::snprintf(buf, sizeof buf, "%.0f ns", ns);
-  else if (ns < 1e6)
-    std::snprintf(buf, sizeof buf, "%.3g us", ns / 1e3);
-  else if (ns < 1e9)
-    std::snprintf(buf, sizeof buf, "%.3g ms", ns / 1e6);
-  else
-    std::snprintf(buf, sizeof buf, "%.3f s", ns / 1e9);
+    return buf;
+  }
+  const char* unit = ns < 1e6 ? "us" : ns < 1e9 ? "ms" : "s";
+  const double value = ns < 1e6 ? ns / 1e3 : ns < 1e9 ? ns / 1e6 : ns / 1e9;
+  std::snprintf(buf, sizeof buf, format, value, unit);
   return buf;
 }
+
+}  // namespace
+
+std::string format_duration_ns(double ns) { return ns >= 1e9 ? scaled_ns(ns, "%.3f %s") : scaled_ns(ns, "%.3g %s"); }
+
+std::string format_timestamp_ns(double ns) { return scaled_ns(ns, "%.3f %s"); }
 
 std::string format_bytes(uint64_t bytes) {
   char buf[32];

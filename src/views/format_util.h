@@ -12,7 +12,8 @@
 
 namespace callscope::views {
 
-std::string format_duration_ns(double ns);   // "812 ns", "12.3 us", "4.56 ms", "1.23 s"
+std::string format_duration_ns(double ns);   // "812 ns", "12.3 us", "4.56 ms", "1.230 s"
+std::string format_timestamp_ns(double ns);  // "812 ns", "12.345 us": three decimals, for time columns
 std::string format_bytes(uint64_t bytes);    // "812 B", "12.3 KiB", ...
 std::string format_hex(uint64_t v);          // "0x401a20"
 std::string describe_exit(format::ExitHow how, int code, int signal, bool core_dumped);

@@ -65,19 +65,6 @@ const char* replay_kind_name(ReplayKind k) {
   return "?";
 }
 
-std::string format_timestamp_ns(double ns) {
-  char buf[40];
-  if (ns < 1e3)
-    std::snprintf(buf, sizeof buf, "%.0f ns", ns);
-  else if (ns < 1e6)
-    std::snprintf(buf, sizeof buf, "%.3f us", ns / 1e3);
-  else if (ns < 1e9)
-    std::snprintf(buf, sizeof buf, "%.3f ms", ns / 1e6);
-  else
-    std::snprintf(buf, sizeof buf, "%.3f s", ns / 1e9);
-  return buf;
-}
-
 namespace {
 
 constexpr const char* kTextColumns = "%12s  %10s  ";

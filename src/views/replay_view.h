@@ -69,9 +69,6 @@ struct ReplayLine {
   uint64_t arg = 0;                    // lost: events dropped; mark: id
 };
 
-// A time since the start with three decimals in a unit chosen per value:
-// "812 ns", "12.345 us", "4.500 ms", "1.234 s".
-std::string format_timestamp_ns(double ns);
 
 // The pure formatters, one line each without the newline.
 std::string replay_text_header();
