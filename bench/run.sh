@@ -127,7 +127,7 @@ LOAD_BEFORE=$(cat /proc/loadavg)
 TOP_BEFORE=$(top -bn1 | sed -n '1,3p;7,12p')
 
 # --- measure ------------------------------------------------------------------
-CONFIGS=(plain floor floor-static callscope-run callscope-record uftrace-cyg uftrace-pg)
+CONFIGS=(plain floor floor-static callscope-run callscope-record callscope-profile uftrace-cyg uftrace-pg)
 run_config() {  # prog config rep
   local p=$1 c=$2 r=$3 out=$WORK/out.$p
   local -a A
@@ -140,18 +140,19 @@ run_config() {  # prog config rep
     floor-static) cmd=("$BIN/$p.floorstatic" "${A[@]}") ;;
     callscope-run) cmd=(env LD_PRELOAD="$RT" CALLSCOPE_DIR="$out/raw" "$BIN/$p.cyg" "${A[@]}"); mkdir -p "$out/raw" ;;
     callscope-record) cmd=("$CS" record --raw-dir "$out" -f -o "$out/t.trace" -- "$BIN/$p.cyg" "${A[@]}") ;;
+    callscope-profile) cmd=(env CALLSCOPE_MODE=profile "$CS" record --raw-dir "$out" -f -o "$out/t.trace" -- "$BIN/$p.cyg" "${A[@]}") ;;
     uftrace-cyg) cmd=(uftrace record --no-libcall -d "$out/uftrace.data" "$BIN/$p.cyg" "${A[@]}") ;;
     uftrace-pg) cmd=(uftrace record --no-libcall -d "$out/uftrace.data" "$BIN/$p.pg" "${A[@]}") ;;
   esac
   # shellcheck disable=SC2086
   $PIN "$BIN/timeit" -- "${cmd[@]}" 3>"$WORK/t" >/dev/null 2>"$WORK/err" || { cat "$WORK/err" >&2; die "$p $c failed"; }
   printf '%s\t%s\t%s\t%s\n' "$p" "$c" "$r" "$(tr ' ' '\t' <"$WORK/t")" >>"$RES"
-  if [[ $c == callscope-record ]]; then
+  if [[ $c == callscope-record || $c == callscope-profile ]]; then
     # record reports how long the program itself ran (its pre-allocating
     # thread included); CPU time of that phase alone is not known.
     local ran
     ran=$(sed -n 's/.*the program ran \([0-9.]*\) s.*/\1/p' "$WORK/err")
-    [[ -n $ran ]] && printf '%s\t%s\t%s\t%s\tnan\tnan\n' "$p" "callscope-record-run" "$r" "$ran" >>"$RES"
+    [[ -n $ran ]] && printf '%s\t%s\t%s\t%s\tnan\tnan\n' "$p" "$c-run" "$r" "$ran" >>"$RES"
   fi
   if [[ $r == 1 ]]; then  # sizes, once
     local calls
@@ -161,6 +162,8 @@ run_config() {  # prog config rep
         printf '%s\tcallscope-raw-run\t%s\t%s\t\n' "$p" "$calls" "$(du -sb "$out/raw" | cut -f1)" >>"$SIZES"
         "$BIN/timeit" -- "$CS" finish -f -o "$out/t.trace" "$out/raw" 3>"$WORK/t" >/dev/null 2>&1
         printf '%s\tcallscope-finish\t%s\t%s\t%s\n' "$p" "$calls" "$(stat -c %s "$out/t.trace")" "$(cut -d' ' -f1 "$WORK/t")" >>"$SIZES" ;;
+      callscope-profile)
+        printf '%s\tcallscope-profile\t%s\t%s\t\n' "$p" "$(cat "$WORK/$p.calls")" "$(stat -c %s "$out/t.trace")" >>"$SIZES" ;;
       callscope-record)
         printf '%s\tcallscope-record\t%s\t%s\t\n' "$p" "$(calls_of_trace "$out/t.trace")" "$(stat -c %s "$out/t.trace")" >>"$SIZES" ;;
       uftrace-*)

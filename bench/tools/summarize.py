@@ -17,6 +17,8 @@ CONFIGS = [
     ("callscope-run", "callscope runtime preloaded by hand, program run only"),
     ("callscope-record-run", "`callscope record`, while the program runs (as record reports it)"),
     ("callscope-record", "`callscope record` end to end"),
+    ("callscope-profile-run", "`callscope record --mode=profile`, while the program runs"),
+    ("callscope-profile", "`callscope record --mode=profile` end to end"),
     ("uftrace-cyg", "`uftrace record`, -finstrument-functions"),
     ("uftrace-pg", "`uftrace record`, -pg"),
 ]
@@ -83,7 +85,8 @@ def main():
         rec = added(p, "callscope-record")
         rows = []
         for num, numlabel in (("callscope-record-run", "callscope record (program run)"), ("callscope-run", "callscope runtime alone (run)"),
-                              ("callscope-record", "callscope record (end to end)")):
+                              ("callscope-record", "callscope record (end to end)"),
+                              ("callscope-profile", "callscope profile mode (end to end)")):
             for den, denlabel, target in (("floor", "floor (LD_PRELOAD)", TARGET_FLOOR), ("floor-static", "floor (linked in)", None),
                                           ("uftrace-cyg", "uftrace -finstrument-functions", TARGET_UFTRACE),
                                           ("uftrace-pg", "uftrace -pg", TARGET_UFTRACE)):

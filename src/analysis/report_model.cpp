@@ -2,6 +2,7 @@
 // distinct address, re-keying by function.
 #include "analysis/report_model.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <functional>
 #include <map>
@@ -133,6 +134,66 @@ Result<Profile> build_profile(format::TraceReader& trace, const std::vector<uint
     if (!st) return st.error().context("thread " + std::to_string(ti));
     b.finish();
     keep(p, ti, trace.threads()[ti].record.process_index, raw, b, events, resolve);
+  }
+  return p;
+}
+
+uint64_t add_snapshot(CallTree& tree, const std::vector<format::ProfileNodeRecord>& nodes) {
+  const size_t n = nodes.size();
+  std::vector<bool> live(n, false);
+  for (size_t i = n; i-- > 1;) {
+    const auto& r = nodes[i];
+    if (r.flags & format::kProfNodeExcluded) continue;
+    if (r.calls || r.total) live[i] = true;
+    if (live[i] && r.parent < i) live[r.parent] = true;
+  }
+  std::vector<uint32_t> id(n, kRootNode);
+  uint64_t calls = 0;
+  for (size_t i = 1; i < n; ++i) {
+    const auto& r = nodes[i];
+    if (!live[i] || !(r.parent == 0 || live[r.parent])) continue;
+    id[i] = tree.child(id[r.parent], r.fn);
+    Stats s;
+    s.calls = r.calls;
+    s.total = r.total;
+    s.self = r.self;
+    s.min = r.calls ? r.min : kNoTick;
+    s.max = r.max;
+    s.first = r.first;
+    s.first_tick = r.calls ? r.first_tick : kNoTick;
+    tree.node(id[i]).stats.merge(s);
+    calls += r.calls;
+  }
+  return calls;
+}
+
+std::vector<uint32_t> final_dumps(const format::TraceReader& trace) {
+  // Each process's snapshots end with its final state: the last of each.
+  std::map<uint32_t, uint32_t> last;
+  for (uint32_t i = 0; i < trace.dumps().size(); ++i) last[trace.dumps()[i].process_index] = i;
+  std::vector<uint32_t> out;
+  for (auto& [process, index] : last) out.push_back(index);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Result<Profile> build_profile_from_dumps(format::TraceReader& trace, const std::vector<uint32_t>& dumps,
+                                         const std::vector<uint32_t>& threads, const Resolver& resolve) {
+  Profile p;
+  for (uint32_t ti : threads) {
+    CallTree raw;
+    uint64_t calls = 0;
+    bool found = false;
+    for (uint32_t d : dumps) {
+      auto nodes = trace.read_tree(d, ti);
+      if (!nodes) return nodes.error().context("thread " + std::to_string(ti));
+      if (nodes->empty()) continue;
+      found = true;
+      calls += add_snapshot(raw, *nodes);
+    }
+    if (!found) continue;
+    CallTreeBuilder unused(raw);
+    keep(p, ti, trace.threads()[ti].record.process_index, raw, unused, calls * 2, resolve);
   }
   return p;
 }

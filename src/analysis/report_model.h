@@ -48,6 +48,18 @@ Result<std::vector<uint32_t>> select_threads(const format::TraceReader& trace, c
 Result<Profile> build_profile(format::TraceReader& trace, const std::vector<uint32_t>& threads,
                               const Resolver& resolve);
 
+// Profile-mode traces: the trees of `threads` in the snapshots `dumps`
+// (indexes into TraceReader::dumps()); a thread found in several (two
+// processes' final states) is merged. Nodes that are excluded, or hold
+// nothing and have nothing below them (cleared paths), are left out.
+Result<Profile> build_profile_from_dumps(format::TraceReader& trace, const std::vector<uint32_t>& dumps,
+                                         const std::vector<uint32_t>& threads, const Resolver& resolve);
+// The snapshots a report shows by default: the final state of every process.
+std::vector<uint32_t> final_dumps(const format::TraceReader& trace);
+// Adds one thread's snapshot nodes into `tree` (keyed by address); returns
+// the calls added. For tests and build_profile_from_dumps.
+uint64_t add_snapshot(CallTree& tree, const std::vector<format::ProfileNodeRecord>& nodes);
+
 // Builds one thread's tree from events given in memory (for tests), with
 // `resolve` called as in build_profile.
 void add_thread(Profile& p, uint32_t thread, uint32_t process, const std::vector<format::TraceEvent>& events,

@@ -4,6 +4,10 @@
 // The program keeps its stdin, stdout and stderr; Ctrl-C and Ctrl-\ reach it
 // (not us) through the terminal; SIGTERM and SIGHUP sent to us are passed on.
 // We exit as it did: with its exit code, or by the same signal.
+//
+// The settings of the runtime (mode, filters, ...) come from flags, CALLSCOPE_*
+// variables and a TOML file (common/config.h); the program gets them resolved
+// and normalized as CALLSCOPE_* variables.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -18,11 +22,13 @@
 #include <climits>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli/command.h"
 #include "cli/drainer.h"
 #include "cli/record_support.h"
+#include "common/config.h"
 #include "format/finalize.h"
 #include "format/trace_format.h"
 
@@ -32,12 +38,14 @@ namespace {
 namespace fmt = callscope::format;
 
 struct RecordOptions {
-  std::string output = "callscope.trace";
+  std::string output;  // from the settings (-o, CALLSCOPE_OUTPUT, output)
   std::string raw_dir;
   bool force = false;
   bool keep_raw = false;
   int level = 3;
   std::vector<std::string> command;
+  // The runtime's settings as it reads them: ("CALLSCOPE_MODE", "profile"), ...
+  std::vector<std::pair<std::string, std::string>> runtime_env;
 };
 
 volatile sig_atomic_t g_child = 0;
@@ -46,9 +54,13 @@ void forward_signal(int sig) {
   if (g_child > 0) ::kill(g_child, sig);
 }
 
-// Runs argv with the runtime preloaded; returns the child's pid.
+// Runs argv with the runtime preloaded and `env` set over the variables it
+// inherits: the resolved settings already weighed the user's CALLSCOPE_*
+// variables against the flags and the file, so the program must see the
+// result, normalized, not the originals. Returns the child's pid.
 Result<pid_t> spawn(const std::string& program, const std::vector<std::string>& argv,
-                    const std::string& runtime, const std::string& session) {
+                    const std::string& runtime, const std::string& session,
+                    const std::vector<std::pair<std::string, std::string>>& env) {
   int pipefd[2];
   if (::pipe2(pipefd, O_CLOEXEC) != 0) return system_error("pipe", errno);
   std::string preload = runtime;
@@ -60,6 +72,7 @@ Result<pid_t> spawn(const std::string& program, const std::vector<std::string>& 
     ::setenv("LD_PRELOAD", preload.c_str(), 1);
     ::setenv("CALLSCOPE_DIR", session.c_str(), 1);
     ::setenv("CALLSCOPE_RECORDER_PID", std::to_string(::getppid()).c_str(), 1);
+    for (const auto& [name, value] : env) ::setenv(name.c_str(), value.c_str(), 1);
     std::vector<char*> args;
     for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
@@ -133,7 +146,7 @@ Result<int> run_record(const RecordOptions& o) {
   // The child must start with default dispositions for the signals we ignore.
   ::sigaction(SIGINT, &old_int, nullptr);
   ::sigaction(SIGQUIT, &old_quit, nullptr);
-  auto child = spawn(program, o.command, runtime, session);
+  auto child = spawn(program, o.command, runtime, session, o.runtime_env);
   ::sigaction(SIGINT, &ignore, nullptr);
   ::sigaction(SIGQUIT, &ignore, nullptr);
   if (!child) {
@@ -155,6 +168,7 @@ Result<int> run_record(const RecordOptions& o) {
     }
     const bool is_main = pid == *child;
     if (is_main) main_status = status;
+    remove_stale_socket(pid);
     log.write_child_status(status_of(pid, status, is_main));
   }
   g_child = 0;
@@ -199,10 +213,11 @@ Result<int> run_record(const RecordOptions& o) {
 }  // namespace
 
 Command record_command() {
-  return {"record", "Run a program compiled with -finstrument-functions and record every call",
+  return {"record", "Run a program compiled with -finstrument-functions; record every call, or keep call trees (--mode=profile)",
           [](CLI::App& app) -> Runner {
             auto o = std::make_shared<RecordOptions>();
-            app.add_option("-o,--output", o->output, "Trace file to write")->default_str("callscope.trace");
+            // -o,--output and the runtime's settings, with --config FILE.
+            auto settings = std::make_shared<config::Flags>(app, config::record_keys());
             app.add_flag("-f,--force", o->force, "Overwrite the output file if it exists");
             app.add_flag("--keep-raw", o->keep_raw, "Keep the raw session directory after writing the trace");
             app.add_option("--raw-dir", o->raw_dir,
@@ -219,8 +234,10 @@ Command record_command() {
                 "every descendant to end. The runtime library is found next to callscope\n"
                 "(../lib/libcallscope-rt.so) or at $CALLSCOPE_RUNTIME.\n"
                 "Usage: callscope record [OPTIONS] [--] PROGRAM [ARGS...]\n"
-                "Example: callscope record -o app.trace -- ./app arg1 arg2");
-            return [o, &app]() -> Result<int> {
+                "Example: callscope record -o app.trace -- ./app arg1 arg2\n"
+                "         callscope record --mode profile --exclude 'std::*' -- ./app\n" +
+                config::Flags::help_footer());
+            return [o, settings, &app]() -> Result<int> {
               // CLI11 hands the arguments after PROGRAM to the parent app.
               o->command = app.remaining();
               if (o->command.empty() && app.get_parent()) o->command = app.get_parent()->remaining();
@@ -234,6 +251,11 @@ Command record_command() {
                              o->command.front().c_str());
                 return 2;
               }
+              std::vector<std::string> warnings;
+              CALLSCOPE_TRY(config::Config cfg, settings->resolve(&warnings));
+              for (const std::string& w : warnings) std::fprintf(stderr, "callscope record: warning: %s\n", w.c_str());
+              o->output = cfg.output.value_or(config::key_info(config::Key::kOutput).default_text);
+              o->runtime_env = config::runtime_environment(cfg);
               return run_record(*o);
             };
           }};

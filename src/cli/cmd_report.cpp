@@ -7,12 +7,15 @@
 #include <string>
 #include <vector>
 
+#include "analysis/diff.h"
 #include "analysis/profile.h"
 #include "analysis/report_model.h"
 #include "cli/command.h"
+#include "common/config.h"
 #include "format/trace_reader.h"
 #include "symbolize/symbolizer.h"
 #include "analysis/stack_depth.h"
+#include "views/diff_view.h"
 #include "views/profile_view.h"
 #include "views/stack_depth_view.h"
 
@@ -44,9 +47,96 @@ struct Opts {
   bool stack = false;
   std::string format = "text";
   bool no_demangle = false;
+  size_t name_width = 0;  // from the settings (--name-width, CALLSCOPE_NAME_WIDTH, name_width)
+  uint32_t dump = 0;  // 1-based; 0: the final state of each process
+  std::vector<std::string> diff;
 };
 
+// Snapshot K (1-based) of a profile-mode trace, or the final states.
+Result<std::vector<uint32_t>> pick_dumps(const format::TraceReader& t, uint32_t k) {
+  if (!t.is_profile()) {
+    if (k) return Error("--dump needs a profile-mode trace ('callscope record --mode=profile'); '" + t.path() +
+                        "' holds every call, not snapshots");
+    return std::vector<uint32_t>{};
+  }
+  if (k == 0) return analysis::final_dumps(t);
+  if (k > t.dumps().size())
+    return Error("no snapshot " + std::to_string(k) + " in '" + t.path() + "': it has " +
+                 std::to_string(t.dumps().size()) + " (1 to " + std::to_string(t.dumps().size()) +
+                 "; 'callscope info' lists them)");
+  return std::vector<uint32_t>{k - 1};
+}
+
+Result<analysis::Profile> load_profile(format::TraceReader& t, const std::vector<uint32_t>& threads, uint32_t dump,
+                                       const analysis::Resolver& resolve) {
+  CALLSCOPE_TRY(std::vector<uint32_t> dumps, pick_dumps(t, dump));
+  if (t.is_profile()) return analysis::build_profile_from_dumps(t, dumps, threads, resolve);
+  return analysis::build_profile(t, threads, resolve);
+}
+
+bool is_number(const std::string& s) {
+  return !s.empty() && s.size() < 10 && s.find_first_not_of("0123456789") == std::string::npos;
+}
+
+// One side of --diff: snapshot K of TRACE, or another trace's final state
+// (profile mode) or whole recording.
+struct DiffSide {
+  std::unique_ptr<format::TraceReader> trace;
+  std::string label;
+  std::vector<analysis::NamedFlat> flat;
+};
+
+Result<DiffSide> diff_side(const std::string& spec, const std::string& trace_path, bool no_demangle) {
+  DiffSide side;
+  uint32_t dump = 0;
+  std::string path = spec;
+  if (is_number(spec)) {
+    if (trace_path.empty())
+      return Error("--diff " + spec + ": a snapshot number needs a trace: callscope report TRACE --diff A B");
+    dump = static_cast<uint32_t>(std::stoul(spec));
+    if (dump == 0) return Error("--diff: snapshots are numbered from 1");
+    path = trace_path;
+  }
+  CALLSCOPE_TRY(side.trace, format::TraceReader::open(path));
+  format::TraceReader& t = *side.trace;
+  if (dump && !t.is_profile())
+    return Error("--diff " + spec + ": '" + path + "' holds every call, not snapshots; compare two traces instead");
+  CALLSCOPE_TRY(std::vector<uint32_t> threads, analysis::select_threads(t, {}));
+  symbolize::Symbolizer sym(t, {!no_demangle});
+  const analysis::Resolver resolve = [&](uint32_t process, uint64_t addr) {
+    const symbolize::Symbol& s = sym.lookup(process, addr);
+    return analysis::FunctionInfo{s.display(), s.module, "", 0};
+  };
+  CALLSCOPE_TRY(analysis::Profile profile, load_profile(t, threads, dump, resolve));
+  side.flat = analysis::flat_ns(profile, 1.0 / t.header().ticks_per_ns);
+  if (dump) {
+    const auto& d = t.dumps()[dump - 1];
+    char when[64];
+    std::snprintf(when, sizeof when, "%.6f s", t.ticks_to_ns(d.tick) / 1e9);
+    side.label = path + " snapshot " + spec + " (at " + when + ")";
+  } else {
+    side.label = path + (t.is_profile() ? " (final state)" : "");
+  }
+  for (const std::string& w : sym.warnings()) std::fprintf(stderr, "callscope report: warning: %s\n", w.c_str());
+  return side;
+}
+
+Result<int> run_diff(const Opts& o) {
+  const auto format = parse_output_format(o.format);
+  if (!format) return format.error();
+  CALLSCOPE_TRY(DiffSide a, diff_side(o.diff[0], o.trace, o.no_demangle));
+  CALLSCOPE_TRY(DiffSide b, diff_side(o.diff[1], o.trace, o.no_demangle));
+  views::DiffOptions d;
+  d.format = *format;
+  d.top = o.top;
+  d.name_width = o.name_width;
+  views::print_diff(analysis::diff_flat(a.flat, b.flat), a.label, b.label, d, stdout);
+  return 0;
+}
+
 Result<int> run(const Opts& o) {
+  if (!o.diff.empty()) return run_diff(o);
+  if (o.trace.empty()) return Error("no trace given: callscope report TRACE (or --diff A B)");
   views::ReportOptions r;
   const auto sort = analysis::parse_sort_key(o.sort);
   if (!sort) return Error("unknown sort key '" + o.sort + "' (valid: " + analysis::sort_key_names() + ")");
@@ -62,12 +152,15 @@ Result<int> run(const Opts& o) {
   r.merge = o.merge;
   r.max_depth = o.depth;
   r.threshold_pct = o.threshold;
+  r.name_width = o.name_width;
 
   auto trace = format::TraceReader::open(o.trace);
   if (!trace) return trace.error();
   format::TraceReader& t = **trace;
   CALLSCOPE_TRY(std::vector<uint32_t> threads, analysis::select_threads(t, o.threads));
   symbolize::Symbolizer sym(t, {!o.no_demangle});
+  if (o.stack && t.is_profile())
+    return Error("--stack needs a trace of every call ('callscope record' without --mode=profile)");
   if (o.stack) {
     CALLSCOPE_TRY(analysis::StackDepths depths, analysis::measure_stack(t, threads));
     views::print_stack_depths(t, depths, sym, *format, o.top, stdout);
@@ -81,7 +174,7 @@ Result<int> run(const Opts& o) {
     add_location(s, f);
     return f;
   };
-  CALLSCOPE_TRY(analysis::Profile profile, analysis::build_profile(t, threads, resolve));
+  CALLSCOPE_TRY(analysis::Profile profile, load_profile(t, threads, o.dump, resolve));
 
   Status st = ok_status();
   if (!o.callers.empty() || !o.callees.empty())
@@ -108,7 +201,7 @@ Command report_command() {
   return {"report", "Where the time went: flat profile, call trees, callers and callees",
           [](CLI::App& app) -> Runner {
             auto o = std::make_shared<Opts>();
-            app.add_option("trace", o->trace, "Trace file")->required();
+            app.add_option("trace", o->trace, "Trace file (optional with --diff of two traces)");
             app.add_option("-s,--sort", o->sort,
                            "Sort rows (and tree siblings) by: " + analysis::sort_key_names() + " (default: total)")
                 ->type_name("KEY");
@@ -147,14 +240,36 @@ Command report_command() {
                          "function the deepest stack seen below it (bytes)");
             app.add_option("--format", o->format, std::string("Output: ") + kOutputFormatNames + " (default: text)")->type_name("FORMAT");
             app.add_flag("--no-demangle", o->no_demangle, "Show C++ names as the linker sees them");
+            app.add_option("--dump", o->dump,
+                           "Profile mode: show snapshot K (1, 2, ...; 'callscope info' lists them) instead of the "
+                           "final state")
+                ->type_name("K")
+                ->check(CLI::PositiveNumber);
+            app.add_option("--diff", o->diff,
+                           "Compare A and B function by function: each a snapshot number of TRACE or another "
+                           "trace file (its final state); B - A, biggest change first")
+                ->expected(2)
+                ->type_name("A B");
             app.footer(
                 "Columns: CALLS (entries), TOTAL (inclusive time; a recursive function's time\n"
                 "counts once per outermost activation), SELF (time not in callees), AVG = TOTAL /\n"
                 "CALLS, SELF AVG = SELF / CALLS, MIN and MAX (one call, inclusive), FIRST (the\n"
                 "first call). Frames inherited from before the trace began (fork, lost events)\n"
                 "add time but no call. Text picks a unit per value; CSV and JSON are in whole ns.\n"
-                "See docs/report.md.");
-            return [o]() -> Result<int> { return run(*o); };
+                "Profile-mode traces (docs/profile.md) show the final state of each process,\n"
+                "or snapshot K with --dump K; --diff compares two snapshots or two traces.\n"
+                "See docs/report.md.\n" +
+                config::Flags::help_footer());
+            // --config FILE and --name-width N, also from CALLSCOPE_NAME_WIDTH
+            // or callscope.toml (docs/configuration.md).
+            auto settings = std::make_shared<config::Flags>(app, config::report_keys());
+            return [o, settings]() -> Result<int> {
+              std::vector<std::string> warnings;
+              CALLSCOPE_TRY(config::Config c, settings->resolve(&warnings));
+              for (const auto& w : warnings) std::fprintf(stderr, "callscope report: warning: %s\n", w.c_str());
+              o->name_width = c.name_width.value_or(0);
+              return run(*o);
+            };
           }};
 }
 

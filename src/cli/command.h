@@ -29,5 +29,7 @@ Command dump_command();
 Command stack_command();
 Command report_command();
 Command replay_command();
+Command ctl_command();
+Command config_command();
 
 }  // namespace callscope::cli

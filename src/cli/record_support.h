@@ -2,6 +2,8 @@
 // the runtime, the recorder's own metadata file, and the closing summary.
 #pragma once
 
+#include <sys/types.h>
+
 #include <string>
 #include <vector>
 
@@ -28,6 +30,14 @@ std::string default_raw_dir(const std::string& output);
 // A fresh session directory: <raw_dir>/callscope-<output name>.XXXXXX
 Result<std::string> make_session_dir(const std::string& raw_dir, const std::string& output);
 void remove_tree(const std::string& dir);
+
+// Where the runtime of a traced process serves `callscope ctl` (the same
+// rule as src/runtime/control.cpp): $CALLSCOPE_CTL_DIR, else
+// /tmp/callscope-<euid>; the socket is <dir>/<pid>.sock.
+std::string socket_dir();
+// Removes the socket of a process that has ended (one killed by a signal
+// could not remove its own).
+void remove_stale_socket(pid_t pid);
 
 // The recorder's records in <session>/recorder.meta.
 class SessionLog {

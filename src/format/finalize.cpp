@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 
+#include "format/profile_math.h"
 #include "format/raw_session.h"
 #include "format/trace_writer.h"
 
@@ -55,7 +56,11 @@ Calibration calibrate(const RawSession& s) {
   if (lo != pairs.end() && hi->mono_ns > lo->mono_ns && hi->tick > lo->tick)
     c.ticks_per_ns = static_cast<double>(hi->tick - lo->tick) / static_cast<double>(hi->mono_ns - lo->mono_ns);
   const RawCalibration& ref = *lo;
-  c.origin_mono_ns = ref.mono_ns - static_cast<uint64_t>(static_cast<double>(ref.tick - origin) / c.ticks_per_ns);
+  // The reference pair may predate the origin (the recorder samples one
+  // before it starts the program): signed arithmetic.
+  const double since_origin_ns =
+      (static_cast<double>(ref.tick) - static_cast<double>(origin)) / c.ticks_per_ns;
+  c.origin_mono_ns = static_cast<uint64_t>(static_cast<double>(ref.mono_ns) - since_origin_ns);
   return c;
 }
 
@@ -118,6 +123,11 @@ Status encode_thread(RawThreadFile& file, uint64_t offset, uint64_t end_hint, Ev
       case RawKind::kMark:
         CALLSCOPE_CHECK(emit(EventKind::kMark, tick, 0, 0, e.arg));
         break;
+      case RawKind::kExitTruncated:
+        if (stack.empty()) break;
+        stack.pop_back();
+        CALLSCOPE_CHECK(emit(EventKind::kExitTruncated, tick, 0, 0, 0));
+        break;
       case RawKind::kSpBase:
         break;
     }
@@ -144,6 +154,35 @@ void fill_exit(ProcessRecord& pr, ExitHow how, int32_t code, int32_t signal, uin
   pr.code = code;
   pr.signal = signal;
   pr.core_dumped = core;
+}
+
+// "t123.1" of ".../t123.1.prof" or ".../t123.1.ev".
+std::string stem(const std::string& path) {
+  std::string name = path.substr(path.find_last_of('/') + 1);
+  return name.substr(0, name.find_last_of('.'));
+}
+
+// A thread's tree as a kProfile block: raw ticks moved to trace ticks.
+Status write_tree(TraceWriter& w, const RawTree& t, uint32_t thread, uint32_t dump, uint64_t tick, uint64_t offset,
+                  uint64_t& calls) {
+  std::vector<uint8_t> raw(t.nodes.size() * sizeof(ProfileNodeRecord));
+  for (size_t i = 0; i < t.nodes.size(); ++i) {
+    const RawProfNode& n = t.nodes[i];
+    ProfileNodeRecord r{};
+    r.fn = i == 0 ? 0 : n.fn;
+    r.parent = i == 0 ? 0 : n.parent;
+    r.flags = n.flags & (kProfNodeExcluded | kProfNodeOpen);
+    r.calls = n.calls;
+    r.total = n.total;
+    r.self = n.self;
+    r.min = n.min;
+    r.max = n.max;
+    r.first_tick = n.first_tick == ~uint64_t{0} ? n.first_tick : n.first_tick + offset;
+    r.first = n.first;
+    calls += i == 0 ? 0 : n.calls;
+    std::memcpy(raw.data() + i * sizeof r, &r, sizeof r);
+  }
+  return w.write_block(BlockType::kProfile, thread, static_cast<uint32_t>(t.nodes.size()), tick, raw, dump);
 }
 
 }  // namespace
@@ -252,6 +291,8 @@ Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::
   // Events, thread by thread.
   std::vector<ThreadRecord> threads;
   StringTable thread_strings;
+  std::map<std::pair<uint32_t, uint32_t>, uint32_t> thread_of;  // (process, tid) -> index (the last)
+  std::map<std::pair<uint32_t, std::string>, uint32_t> thread_of_stem;  // (process, "t<tid>[.n]") -> index
   uint64_t last_tick = 0;
   for (size_t pi = 0; pi < s.processes.size(); ++pi) {
     const RawProcess& p = s.processes[pi];
@@ -284,15 +325,115 @@ Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::
       sum.lost += r.lost_events;
       sum.torn += r.torn_events;
       last_tick = std::max(last_tick, r.end_tick);
+      thread_of[{static_cast<uint32_t>(pi), r.tid}] = index;
+      thread_of_stem[{static_cast<uint32_t>(pi), stem(path)}] = index;
       threads.push_back(r);
     }
   }
+
   for (ProcessRecord& pr : procs) {
     if (pr.end_tick == 0) {  // unknown end: the last event of its threads
       for (const ThreadRecord& t : threads)
         if (&procs[t.process_index] == &pr) pr.end_tick = std::max(pr.end_tick, t.end_tick);
     }
   }
+
+  // Profile mode: every snapshot the processes wrote, then the final state
+  // of every tree (also after a crash: the trees are in shared files).
+  std::vector<DumpRecord> dumps;
+  bool any_profile = false, any_filtered = false;
+  uint64_t profile_calls = 0;
+  for (size_t pi = 0; pi < s.processes.size(); ++pi) {
+    const RawProcess& p = s.processes[pi];
+    if (p.mode && (p.mode->flags & kRawModeFiltered)) any_filtered = true;
+    if (!p.mode || p.mode->mode != static_cast<uint32_t>(TraceMode::kProfile)) continue;
+    any_profile = true;
+    const uint64_t offset = to_trace(p, 0);
+    // A thread's tree and its events share a file stem (t<tid> or t<tid>.<n>,
+    // when a tid was reused); snapshots name a tree by tid and start tick.
+    std::vector<std::pair<std::string, RawTree>> finals;
+    for (const std::string& path : p.prof_files) {
+      auto tree = read_prof_file(path);
+      if (!tree) {
+        sum.warnings.push_back(tree.error().message());
+        continue;
+      }
+      finals.emplace_back(stem(path), std::move(*tree));
+    }
+    auto thread_for = [&](const std::string& file_stem, uint32_t tid) -> uint32_t {
+      auto it = thread_of_stem.find({static_cast<uint32_t>(pi), file_stem});
+      if (it != thread_of_stem.end()) return it->second;
+      auto jt = thread_of.find({static_cast<uint32_t>(pi), tid});
+      if (file_stem.empty() && jt != thread_of.end()) return jt->second;
+      ThreadRecord r{};  // a tree without an event file: give it a thread record
+      r.process_index = static_cast<uint32_t>(pi);
+      r.tid = tid;
+      r.name = thread_strings.add("");
+      threads.push_back(r);
+      const uint32_t index = static_cast<uint32_t>(threads.size() - 1);
+      if (!file_stem.empty()) thread_of_stem[{static_cast<uint32_t>(pi), file_stem}] = index;
+      return index;
+    };
+    std::map<std::pair<uint32_t, uint64_t>, uint32_t> tree_of;  // (tid, start tick) -> thread index
+    for (auto& [file_stem, t] : finals) tree_of[{t.tid, t.start_tick}] = thread_for(file_stem, t.tid);
+    auto index_of_tree = [&](const RawTree& t) -> uint32_t {
+      auto it = tree_of.find({t.tid, t.start_tick});
+      return it != tree_of.end() ? it->second : thread_for("", t.tid);
+    };
+    if (!p.dumps_file.empty()) {
+      auto st = read_dumps(p.dumps_file, sum.warnings, [&](RawSnapshot& snap) -> Status {
+        DumpRecord d{};
+        d.process_index = static_cast<uint32_t>(pi);
+        d.seq = snap.header.seq;
+        d.reason = snap.header.reason;
+        d.threads = static_cast<uint32_t>(snap.threads.size());
+        d.tick = snap.header.tick + offset;
+        uint64_t ignored = 0;
+        for (const RawTree& t : snap.threads)
+          CALLSCOPE_CHECK(write_tree(*writer, t, index_of_tree(t), static_cast<uint32_t>(dumps.size()), d.tick,
+                                     offset, ignored));
+        dumps.push_back(d);
+        return ok_status();
+      });
+      if (!st) return st.error().context("'" + p.dumps_file + "'");
+    }
+    DumpRecord d{};
+    d.process_index = static_cast<uint32_t>(pi);
+    d.seq = dumps.empty() || dumps.back().process_index != pi ? 1 : dumps.back().seq + 1;
+    d.reason = 4;  // the end: exit, or death (the process record says how)
+    d.tick = procs[pi].end_tick;
+    for (auto& [file_stem, t] : finals) {
+      const uint64_t end = t.end_tick ? t.end_tick : (procs[pi].end_tick > offset ? procs[pi].end_tick - offset : 0);
+      d.tick = std::max(d.tick, end + offset);
+      if (!t.open.empty()) add_open_time(t.nodes.data(), t.nodes.size(), t.open.data(),
+                                         static_cast<uint32_t>(t.open.size()), end, 0);
+      const uint32_t ti = thread_for(file_stem, t.tid);
+      uint64_t calls = 0;
+      CALLSCOPE_CHECK(write_tree(*writer, t, ti, static_cast<uint32_t>(dumps.size()), d.tick, offset, calls));
+      threads[ti].calls = std::max(threads[ti].calls, calls);  // chrono events may have counted some already
+      profile_calls += calls;
+      ++d.threads;
+    }
+    dumps.push_back(d);
+  }
+  if (any_profile) sum.calls = profile_calls;
+  for (const ProcessRecord& pr : procs) last_tick = std::max(last_tick, pr.end_tick);
+
+  std::vector<MarkRecord> marks;
+  StringTable mark_strings;
+  for (size_t pi = 0; pi < s.processes.size(); ++pi) {
+    for (const RawProcess::Mark& m : s.processes[pi].marks) {
+      MarkRecord r{};
+      r.tick = to_trace(s.processes[pi], m.record.tick);
+      auto it = thread_of.find({static_cast<uint32_t>(pi), m.record.tid});
+      r.thread_index = it == thread_of.end() ? ~0u : it->second;
+      r.process_index = static_cast<uint32_t>(pi);
+      r.id = m.record.id;
+      r.text = mark_strings.add(m.text);
+      marks.push_back(r);
+    }
+  }
+  std::sort(marks.begin(), marks.end(), [](const MarkRecord& a, const MarkRecord& b) { return a.tick < b.tick; });
 
   InfoRecord info{};
   StringTable info_strings;
@@ -313,7 +454,9 @@ Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::
     info.main_code = procs.front().code;
     info.main_signal = procs.front().signal;
   }
-  if (sum.calls == 0) info.flags |= kInfoNotInstrumented;
+  if (sum.calls == 0 && !any_profile) info.flags |= kInfoNotInstrumented;
+  if (any_profile) info.flags |= kInfoProfile;
+  if (any_filtered) info.flags |= kInfoFiltered;
   std::string cmdline = s.recorder_cmdline;
   if (cmdline.empty() && !s.processes.empty()) cmdline = s.processes.front().cmdline;
   info.cmdline = info_strings.add(cmdline);
@@ -325,6 +468,8 @@ Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::
   CALLSCOPE_CHECK(writer->write_records(BlockType::kProcesses, procs, proc_strings));
   CALLSCOPE_CHECK(writer->write_records(BlockType::kModules, mods, mod_strings));
   CALLSCOPE_CHECK(writer->write_records(BlockType::kThreads, threads, thread_strings));
+  if (!dumps.empty()) CALLSCOPE_CHECK(writer->write_records(BlockType::kDumps, dumps, StringTable()));
+  if (!marks.empty()) CALLSCOPE_CHECK(writer->write_records(BlockType::kMarks, marks, mark_strings));
   EndRecord end{sum.events, writer->blocks_written() + 1};
   CALLSCOPE_CHECK(writer->finish(end));
   sum.processes = static_cast<uint32_t>(procs.size());

@@ -8,7 +8,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <memory>
 
 #include "common/files.h"
 
@@ -91,6 +93,19 @@ Status read_process(RawProcess& p, std::vector<std::string>& warnings) {
         if (take(buf, body, end, c)) p.calibrations.push_back(c);
         break;
       }
+      case RawMetaType::kMode: {
+        RawMode m;
+        if (take(buf, body, end, m)) p.mode = m;
+        break;
+      }
+      case RawMetaType::kMark: {
+        RawProcess::Mark m;
+        if (take(buf, body, end, m.record)) {
+          m.text = take_str(buf, body + sizeof(RawMark), m.record.text_len, end);
+          p.marks.push_back(std::move(m));
+        }
+        break;
+      }
       default:
         break;  // unknown record types of later minor versions are skipped
     }
@@ -102,9 +117,13 @@ Status read_process(RawProcess& p, std::vector<std::string>& warnings) {
     std::string name = de->d_name;
     if (name.size() > 4 && name[0] == 't' && name.compare(name.size() - 3, 3, ".ev") == 0)
       p.thread_files.push_back(p.dir + "/" + name);
+    if (name.size() > 6 && name[0] == 't' && name.compare(name.size() - 5, 5, ".prof") == 0)
+      p.prof_files.push_back(p.dir + "/" + name);
+    if (name == "dumps") p.dumps_file = p.dir + "/" + name;
   }
   ::closedir(d);
   std::sort(p.thread_files.begin(), p.thread_files.end());
+  std::sort(p.prof_files.begin(), p.prof_files.end());
   return ok_status();
 }
 
@@ -255,6 +274,103 @@ bool RawThreadFile::next_span() {
 RawThreadFile::~RawThreadFile() {
   if (map_) ::munmap(map_, map_size_);
   if (spill_map_) ::munmap(spill_map_, spill_size_);
+}
+
+}  // namespace callscope::format
+
+namespace callscope::format {
+
+Result<RawTree> read_prof_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return system_error("cannot open '" + path + "'", errno);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    const int e = errno;
+    ::close(fd);
+    return system_error("cannot read '" + path + "'", e);
+  }
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  void* m = size ? ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+  ::close(fd);
+  if (m == MAP_FAILED) return Error("'" + path + "' is empty or cannot be mapped");
+  const auto* base = static_cast<const uint8_t*>(m);
+  RawProfHeader h;
+  Result<RawTree> out = Error("'" + path + "' is not a callscope profile file");
+  if (size >= sizeof h) {
+    std::memcpy(&h, base, sizeof h);
+    if (std::memcmp(h.magic, kRawProfMagic, sizeof h.magic) == 0 && h.nodes_offset <= size &&
+        h.stack_offset <= size) {
+      RawTree t;
+      t.tid = h.tid;
+      t.start_tick = h.start_tick;
+      t.end_tick = h.end_tick;
+      t.dropped_calls = h.dropped_calls;
+      uint64_t n = std::min<uint64_t>(h.node_count, (size - h.nodes_offset) / sizeof(RawProfNode));
+      t.nodes.resize(n);
+      if (n) std::memcpy(t.nodes.data(), base + h.nodes_offset, n * sizeof(RawProfNode));
+      for (uint64_t i = 1; i < n; ++i)  // a node whose parent is not before it is damage
+        if (t.nodes[i].parent >= i) t.nodes[i].parent = 0;
+      const uint64_t depth =
+          std::min<uint64_t>({h.depth, h.stack_capacity, (size - h.stack_offset) / sizeof(RawProfFrame)});
+      t.open.resize(depth);
+      if (depth) std::memcpy(t.open.data(), base + h.stack_offset, depth * sizeof(RawProfFrame));
+      out = std::move(t);
+    }
+  }
+  ::munmap(m, size);
+  return out;
+}
+
+Status read_dumps(const std::string& path, std::vector<std::string>& warnings,
+                  const std::function<Status(RawSnapshot&)>& f) {
+  FILE* in = std::fopen(path.c_str(), "rb");
+  if (!in) return system_error("cannot open '" + path + "'", errno);
+  std::unique_ptr<FILE, int (*)(FILE*)> guard(in, std::fclose);
+  struct stat st;
+  const uint64_t file_size = ::fstat(::fileno(in), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+  uint64_t offset = 0;
+  for (;;) {
+    RawSnapshot s;
+    const size_t got = std::fread(&s.header, 1, sizeof s.header, in);
+    if (got == 0) return ok_status();
+    auto cut = [&] {
+      warnings.push_back("'" + path + "': the snapshot at offset " + std::to_string(offset) +
+                         " is incomplete (the process ended while writing it); ignored");
+      return ok_status();
+    };
+    // Sizes come from a file a dying process may have cut short: nothing is
+    // allocated beyond what the file holds.
+    if (got != sizeof s.header || std::memcmp(s.header.magic, kRawDumpMagic, sizeof s.header.magic) != 0 ||
+        s.header.bytes < sizeof s.header || s.header.bytes > file_size - offset)
+      return cut();
+    uint64_t left = s.header.bytes - sizeof s.header;
+    bool ok = true;
+    for (uint32_t i = 0; ok && i < s.header.threads; ++i) {
+      RawDumpThread dt;
+      if (left < sizeof dt || std::fread(&dt, sizeof dt, 1, in) != 1) {
+        ok = false;
+        break;
+      }
+      left -= sizeof dt;
+      if (dt.nodes > left / sizeof(RawProfNode)) {
+        ok = false;
+        break;
+      }
+      RawTree t;
+      t.tid = dt.tid;
+      t.start_tick = dt.start_tick;
+      t.dropped_calls = dt.dropped_calls;
+      t.nodes.resize(dt.nodes);
+      if (dt.nodes && std::fread(t.nodes.data(), sizeof(RawProfNode), dt.nodes, in) != dt.nodes) ok = false;
+      left -= dt.nodes * sizeof(RawProfNode);
+      for (uint64_t k = 1; k < t.nodes.size(); ++k)
+        if (t.nodes[k].parent >= k) t.nodes[k].parent = 0;
+      s.threads.push_back(std::move(t));
+    }
+    if (!ok || left != 0) return cut();
+    CALLSCOPE_CHECK(f(s));
+    offset += s.header.bytes;
+  }
 }
 
 }  // namespace callscope::format

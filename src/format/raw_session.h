@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -32,6 +33,15 @@ struct RawProcess {
   std::optional<RawProcessExit> exit;
   std::vector<RawCalibration> calibrations;
   std::vector<std::string> thread_files;  // absolute paths, sorted
+  // Profile mode and marks.
+  std::optional<RawMode> mode;
+  struct Mark {
+    RawMark record;
+    std::string text;
+  };
+  std::vector<Mark> marks;
+  std::vector<std::string> prof_files;    // t<tid>.prof, absolute paths, sorted
+  std::string dumps_file;                 // empty when the process wrote no snapshot
 };
 
 struct RawSession {
@@ -46,6 +56,31 @@ struct RawSession {
 };
 
 Result<RawSession> read_raw_session(const std::string& dir);
+
+// One thread's tree: from a snapshot in `dumps`, or live from t<tid>.prof.
+struct RawTree {
+  uint32_t tid = 0;
+  uint64_t start_tick = 0;
+  uint64_t end_tick = 0;                // .prof only: 0 when it did not exit cleanly
+  uint64_t dropped_calls = 0;
+  std::vector<RawProfNode> nodes;
+  std::vector<RawProfFrame> open;       // .prof only: frames open when it was last written
+  uint64_t clear_floor = 0;             // .prof only: a pending clear's tick, else 0
+};
+
+// Reads t<tid>.prof (a process that died mid-update leaves at most the last
+// node half-written; node_count is published after the node).
+Result<RawTree> read_prof_file(const std::string& path);
+
+// Calls `f` for each complete snapshot of a `dumps` file, in order; a
+// snapshot cut short (the process died while writing it) ends the file,
+// with a warning.
+struct RawSnapshot {
+  RawDumpHeader header;
+  std::vector<RawTree> threads;
+};
+Status read_dumps(const std::string& path, std::vector<std::string>& warnings,
+                  const std::function<Status(RawSnapshot&)>& f);
 
 // A decoded raw event (kSpBase is consumed by the decoder).
 struct RawEvent {

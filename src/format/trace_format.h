@@ -16,6 +16,9 @@
 //
 // Version history
 //   raw 1, final 1.0 — first version (callscope 0.1).
+//   raw 1, final 1.1 — profile mode: t<tid>.prof and `dumps` in the raw layout;
+//                      kProfile, kDumps and kMarks blocks; RawKind kExitTruncated;
+//                      kMark events (a 1.0 reader skips the new block types).
 #pragma once
 
 #include <stddef.h>
@@ -43,6 +46,8 @@ enum class ClockKind : uint32_t {
 //     meta                           RawMeta* records, appended with write(2)
 //     t<tid>.ev                      RawThreadHeader page, then event words
 //     t<tid>.spill                   ring mode: drained segments, in order
+//     t<tid>.prof                    profile mode: the thread's live call tree
+//     dumps                          profile mode: snapshots, appended
 
 inline constexpr uint32_t kRawVersion = 1;
 inline constexpr char kRawThreadMagic[8] = {'C', 'S', 'R', 'A', 'W', 'T', 'H', '1'};
@@ -62,7 +67,8 @@ enum class RawKind : uint8_t {
   kSpBase = 5,          // (16) w1 = new stack-pointer base, absolute
   kLost = 6,            // (16) w1 = events dropped just before this point
   kEntryInherited = 7,  // (16) as kEntry: a frame already open (fork, resync)
-  kMark = 8,            // (16) w1 = user mark id (reserved for the C API)
+  kMark = 8,            // (16) w1 = mark id (RawMark in meta holds its text)
+  kExitTruncated = 9,   // (8)  top frame closed without its exit (recording stopped)
 };
 inline constexpr unsigned kRawKindBits = 8;
 inline constexpr unsigned kRawTickBits = 56;
@@ -72,9 +78,9 @@ inline constexpr uint64_t kRawAddrMask = (uint64_t{1} << 48) - 1;
 inline constexpr uint64_t kSpUnit = 16;  // bytes; the ABI aligns call sites to 16
 
 constexpr unsigned raw_event_words(RawKind k) {
-  return (k == RawKind::kExit || k == RawKind::kExitUnwound) ? 1 : 2;
+  return (k == RawKind::kExit || k == RawKind::kExitUnwound || k == RawKind::kExitTruncated) ? 1 : 2;
 }
-constexpr bool raw_kind_valid(uint8_t k) { return k >= 1 && k <= 8; }
+constexpr bool raw_kind_valid(uint8_t k) { return k >= 1 && k <= 9; }
 
 // The first 4096 bytes of a thread file; updated in place through the mapping.
 struct RawThreadHeader {
@@ -114,6 +120,8 @@ enum class RawMetaType : uint32_t {
   kCalibration = 5,    // RawCalibration
   kChildStatus = 6,    // RawChildStatus (recorder: how a process it reaped ended)
   kRecorderInfo = 7,   // RawRecorderInfo + cwd + NUL + cmdline (recorder only)
+  kMark = 8,           // RawMark + text (callscope_mark)
+  kMode = 9,           // RawMode: how the process was traced
 };
 
 struct RawMetaHeader {
@@ -192,6 +200,118 @@ struct RawChildStatus {
 };
 static_assert(sizeof(RawChildStatus) == 32);
 
+struct RawMark {
+  uint64_t tick;
+  uint32_t tid;
+  uint32_t id;        // the kMark event's w1, unique in the process
+  uint32_t text_len;  // bytes of text that follow
+  uint32_t reserved;
+};
+static_assert(sizeof(RawMark) == 24);
+
+enum class TraceMode : uint32_t { kRecord = 0, kProfile = 1 };
+struct RawMode {
+  uint32_t mode;      // TraceMode
+  uint32_t flags;     // kRawModeFiltered, kRawModeStartOff
+};
+static_assert(sizeof(RawMode) == 8);
+inline constexpr uint32_t kRawModeFiltered = 1;  // include/exclude/depth/duration/chrono filters were set
+inline constexpr uint32_t kRawModeStartOff = 2;
+
+// ---- profile mode ------------------------------------------------------------
+//
+// t<tid>.prof: a RawProfHeader page, the thread's shadow stack (RawProfFrame
+// [stack_capacity] at stack_offset) and its call tree (RawProfNode
+// [node_capacity] at nodes_offset), all MAP_SHARED: the tree and the frames
+// open at that moment survive the death of the process. Node 0 is the
+// virtual root; a node's parent always has a smaller index. The runtime keeps
+// a sentinel frame just before stack_offset (readers ignore it).
+
+inline constexpr char kRawProfMagic[8] = {'C', 'S', 'R', 'A', 'W', 'P', 'F', '1'};
+inline constexpr uint64_t kRawProfHeaderSize = 4096;
+
+struct RawProfHeader {
+  char magic[8];
+  uint32_t version;
+  uint32_t header_size;      // kRawProfHeaderSize
+  uint32_t pid;
+  uint32_t tid;
+  uint64_t node_count;       // nodes in use (release-stored after the node is written)
+  uint64_t node_capacity;    // nodes the file has room for now
+  uint64_t nodes_offset;     // bytes
+  uint64_t stack_offset;     // bytes
+  uint32_t stack_capacity;   // frames
+  uint32_t depth;            // frames open now
+  uint64_t dropped_calls;    // calls not given a node: the table was full
+  uint64_t clear_seq;        // the last callscope_clear() this thread applied
+  uint64_t start_tick;
+  uint64_t end_tick;         // 0 while running or when the thread never exited cleanly
+  uint64_t flags;            // kRawThreadMain
+  char name[16];             // set when the thread exits
+  uint64_t reserved;
+};
+static_assert(sizeof(RawProfHeader) == 128);
+
+// A node: one call path. Times are ticks; calls counts completed calls.
+struct RawProfNode {
+  uint64_t fn;               // absolute address of the function (0: the root)
+  uint32_t parent;
+  uint32_t hint;             // runtime only: the child looked up last
+  uint64_t calls;
+  uint64_t total;
+  uint64_t self;
+  uint64_t min;              // ~0 when no call
+  uint64_t max;
+  uint64_t first_tick;       // entry tick of the first call (~0 when none)
+  uint64_t first;            // duration of that call
+  uint32_t depth;            // 1 = outermost
+  uint32_t flags;            // kProfNode*
+};
+static_assert(sizeof(RawProfNode) == 80);
+inline constexpr uint32_t kProfNodeExcluded = 1;  // filtered out: its time counts in its parent
+inline constexpr uint32_t kProfNodeChrono = 2;    // a chrono function: events are recorded below it
+inline constexpr uint32_t kProfNodeOpen = 4;      // (snapshots) a call was in progress; its time so far is included
+
+struct RawProfFrame {
+  uint64_t fn;
+  uint64_t sp;               // caller's sp at the hook (bit 0: excluded frame, bit 1: chrono root)
+  uint64_t tick;             // entry
+  uint64_t child;            // ticks in counted callees so far
+  uint64_t emit_end;         // event words written up to here by the entry (min-duration rewind)
+  uint32_t node;
+  uint32_t flags;            // kProfFrame*
+};
+static_assert(sizeof(RawProfFrame) == 48);
+inline constexpr uint32_t kProfFrameExcluded = 1;  // not counted (filter, depth, full table)
+inline constexpr uint32_t kProfFrameChrono = 2;    // opened a chrono region
+inline constexpr uint32_t kProfFrameEmitted = 4;   // its entry event was written
+inline constexpr uint32_t kProfFrameMin = 8;       // a minimum duration applies: the runtime's slow path closes it
+
+// dumps: snapshots, one after the other; each a RawDumpHeader, then per
+// thread a RawDumpThread and its nodes. A snapshot cut short by a crash has
+// fewer bytes than `bytes` says and is ignored.
+inline constexpr char kRawDumpMagic[8] = {'C', 'S', 'R', 'A', 'W', 'D', 'P', '1'};
+struct RawDumpHeader {
+  char magic[8];
+  uint32_t seq;       // 1, 2, ... in the process
+  uint32_t reason;    // DumpReason (runtime/control.h): 1 API, 2 ctl, 3 interval, 4 exit
+  uint64_t tick;
+  uint32_t threads;
+  uint32_t reserved;
+  uint64_t bytes;     // of the whole snapshot, this header included
+};
+static_assert(sizeof(RawDumpHeader) == 40);
+
+struct RawDumpThread {
+  uint32_t tid;
+  uint32_t reserved;
+  uint64_t nodes;
+  uint64_t dropped_calls;
+  uint64_t start_tick;
+  char name[16];
+};
+static_assert(sizeof(RawDumpThread) == 48);
+
 struct RawRecorderInfo {
   uint64_t start_realtime_ns;
   uint32_t cwd_len;
@@ -215,7 +335,7 @@ static_assert(sizeof(RawRecorderInfo) == 16);
 
 inline constexpr char kTraceMagic[8] = {'C', 'A', 'L', 'L', 'S', 'C', 'P', '\x1a'};
 inline constexpr uint16_t kTraceVersionMajor = 1;
-inline constexpr uint16_t kTraceVersionMinor = 0;
+inline constexpr uint16_t kTraceVersionMinor = 1;
 
 struct FileHeader {
   char magic[8];
@@ -240,6 +360,10 @@ enum class BlockType : uint16_t {
   kThreads = 4,    // ThreadRecord[count] + strings
   kEvents = 5,     // aux0 = thread index; count = events; columns (below)
   kEnd = 6,        // EndRecord: the writer finished
+  kProfile = 7,    // ProfileNodeRecord[count] of one thread in one snapshot:
+                   // aux0 = thread index, aux1 = snapshot index, first_tick = its tick
+  kDumps = 8,      // DumpRecord[count]: the snapshots, in time order
+  kMarks = 9,      // MarkRecord[count] + strings
 };
 inline constexpr uint16_t kBlockCompressed = 1;
 
@@ -251,8 +375,8 @@ struct BlockHeader {
   uint32_t raw_size;      // payload bytes once decompressed
   uint32_t aux0;          // per type (kEvents: thread index)
   uint32_t count;         // records or events in the payload
-  uint64_t first_tick;    // kEvents: tick of the first event
-  uint32_t reserved;
+  uint64_t first_tick;    // kEvents: tick of the first event; kProfile: the snapshot's
+  uint32_t aux1;          // kProfile: snapshot index (into the kDumps records)
   uint32_t check;         // header_check() of the bytes before this field
 };
 static_assert(sizeof(BlockHeader) == 40);
@@ -292,6 +416,8 @@ struct InfoRecord {
 };
 static_assert(sizeof(InfoRecord) == 80);
 inline constexpr uint32_t kInfoNotInstrumented = 1;
+inline constexpr uint32_t kInfoProfile = 2;   // recorded with --mode=profile: read the snapshots
+inline constexpr uint32_t kInfoFiltered = 4;  // filters were set while recording
 
 struct ProcessRecord {
   uint32_t pid;
@@ -341,6 +467,41 @@ static_assert(sizeof(ThreadRecord) == 72);
 inline constexpr uint32_t kThreadMain = 1;
 inline constexpr uint32_t kThreadExitedCleanly = 2;
 
+// A snapshot of every thread's call tree of one process.
+struct DumpRecord {
+  uint32_t process_index;
+  uint32_t seq;              // the process's own numbering (1, 2, ...)
+  uint32_t reason;           // 1 API, 2 ctl, 3 interval, 4 exit (final state, also after a crash)
+  uint32_t threads;          // kProfile blocks of this snapshot
+  uint64_t tick;
+};
+static_assert(sizeof(DumpRecord) == 24);
+
+// One node of a snapshot (RawProfNode without the runtime's fields).
+struct ProfileNodeRecord {
+  uint64_t fn;
+  uint32_t parent;           // index into the same block; the root (0) is its own parent
+  uint32_t flags;            // kProfNodeExcluded, kProfNodeOpen
+  uint64_t calls;
+  uint64_t total;
+  uint64_t self;
+  uint64_t min;
+  uint64_t max;
+  uint64_t first_tick;
+  uint64_t first;
+};
+static_assert(sizeof(ProfileNodeRecord) == 72);
+
+struct MarkRecord {
+  uint64_t tick;
+  uint32_t thread_index;     // ~0u when the thread has no record
+  uint32_t process_index;
+  uint32_t id;
+  uint32_t reserved;
+  StrRef text;
+};
+static_assert(sizeof(MarkRecord) == 32);
+
 struct EndRecord {
   uint64_t total_events;
   uint64_t total_blocks;
@@ -356,7 +517,7 @@ enum class EventKind : uint8_t {
   kExitStray = 5,       // an exit without entry (fn column holds the address)
   kLost = 6,            // arg column: events dropped here
   kEntryInherited = 7,  // frame opened before this stream began (fork, resync)
-  kMark = 8,            // reserved
+  kMark = 8,            // arg column: mark id (MarkRecord)
 };
 inline constexpr uint8_t kMaxEventKind = 8;
 

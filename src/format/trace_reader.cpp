@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -185,7 +186,7 @@ Status TraceReader::read_metadata() {
   bool have_threads = false;
   for (const BlockRef& b : blocks_) {
     const auto type = static_cast<BlockType>(b.header.type);
-    if (type == BlockType::kEvents || type == BlockType::kEnd) continue;
+    if (type == BlockType::kEvents || type == BlockType::kEnd || type == BlockType::kProfile) continue;
     auto p = payload(b);
     if (!p) {
       problem(b, p.error().message());
@@ -226,9 +227,29 @@ Status TraceReader::read_metadata() {
         for (auto& [r, unused] : *recs) threads_.push_back({r, str(strings, ssize, r.name)});
         break;
       }
+      case BlockType::kDumps: {
+        auto recs = parse_records<DumpRecord>(*p, &strings, &ssize);
+        if (!recs) { fail(recs.error()); break; }
+        for (auto& [r, unused] : *recs) dumps_.push_back(r);
+        break;
+      }
+      case BlockType::kMarks: {
+        auto recs = parse_records<MarkRecord>(*p, &strings, &ssize);
+        if (!recs) { fail(recs.error()); break; }
+        for (auto& [r, unused] : *recs) marks_.push_back({r, str(strings, ssize, r.text)});
+        break;
+      }
       default:
         break;  // a block type of a later minor version
     }
+  }
+  for (const BlockRef& b : blocks_) {
+    if (b.header.type != static_cast<uint16_t>(BlockType::kProfile)) continue;
+    if (b.header.aux1 >= dumps_.size()) {
+      problem(b, "a call tree of snapshot " + std::to_string(b.header.aux1) + ", which the snapshot table does not list");
+      continue;
+    }
+    profile_blocks_.push_back(b);
   }
   // Without the thread table, the event blocks still say which thread they
   // belong to: keep their events readable.
@@ -253,6 +274,37 @@ Status TraceReader::read_metadata() {
     }
   }
   return ok_status();
+}
+
+Result<std::vector<ProfileNodeRecord>> TraceReader::read_tree(uint32_t dump, uint32_t thread) {
+  std::vector<ProfileNodeRecord> out;
+  for (const BlockRef& b : profile_blocks_) {
+    if (b.header.aux1 != dump || b.header.aux0 != thread) continue;
+    auto p = payload(b);
+    if (!p) {
+      problem(b, p.error().message());
+      return Error("block " + std::to_string(b.number) + ": " + p.error().message());
+    }
+    if (p->size() != uint64_t{b.header.count} * sizeof(ProfileNodeRecord))
+      return Error("block " + std::to_string(b.number) + ": a call tree of " + std::to_string(b.header.count) +
+                   " nodes in " + std::to_string(p->size()) + " bytes");
+    out.resize(b.header.count);
+    if (!out.empty()) std::memcpy(out.data(), p->data(), p->size());
+    for (size_t i = 1; i < out.size(); ++i)  // parents come first; anything else is damage
+      if (out[i].parent >= i) return Error("block " + std::to_string(b.number) + ": node " + std::to_string(i) +
+                                           " has parent " + std::to_string(out[i].parent) + ", not an earlier node");
+    break;
+  }
+  return out;
+}
+
+std::vector<uint32_t> TraceReader::tree_threads(uint32_t dump) const {
+  std::vector<uint32_t> out;
+  for (const BlockRef& b : profile_blocks_)
+    if (b.header.aux1 == dump) out.push_back(b.header.aux0);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 Status TraceReader::for_each_event(uint32_t thread, const std::function<bool(const TraceEvent&)>& f) {

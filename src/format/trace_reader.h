@@ -52,6 +52,11 @@ struct ThreadInfo {
   std::string name;
 };
 
+struct MarkInfo {
+  MarkRecord record{};
+  std::string text;
+};
+
 struct BlockRef {
   uint32_t number;  // 0-based position among the blocks of the file
   uint64_t offset;  // of the block header in the file
@@ -72,6 +77,16 @@ class TraceReader {
   const std::vector<ModuleInfo>& modules() const { return modules_; }
   const std::vector<ThreadInfo>& threads() const { return threads_; }
   const std::vector<BlockRef>& blocks() const { return blocks_; }
+  // Profile mode: the snapshots, in the order written (each process's own,
+  // ending with its final state), and the marks, in time order.
+  const std::vector<DumpRecord>& dumps() const { return dumps_; }
+  const std::vector<MarkInfo>& marks() const { return marks_; }
+  bool is_profile() const { return (info_.record.flags & kInfoProfile) != 0 || !dumps_.empty(); }
+  // The call tree of `thread` in snapshot `dump` (empty when the thread is
+  // not in it); nodes come parent first, node 0 is the root.
+  Result<std::vector<ProfileNodeRecord>> read_tree(uint32_t dump, uint32_t thread);
+  // The threads that have a tree in snapshot `dump`.
+  std::vector<uint32_t> tree_threads(uint32_t dump) const;
   uint64_t file_size() const { return size_; }
   bool complete() const { return complete_; }
   // Damage found so far, each naming where ("block 7 at offset 1234: ...").
@@ -107,6 +122,9 @@ class TraceReader {
   std::vector<ModuleInfo> modules_;
   std::vector<ThreadInfo> threads_;
   std::vector<BlockRef> blocks_;
+  std::vector<DumpRecord> dumps_;
+  std::vector<MarkInfo> marks_;
+  std::vector<BlockRef> profile_blocks_;
   std::vector<std::string> problems_;
   bool complete_ = false;
 };

@@ -43,7 +43,7 @@ Status TraceWriter::write_bytes(const void* p, size_t n) {
 }
 
 Status TraceWriter::write_block(BlockType type, uint32_t aux0, uint32_t count, uint64_t first_tick,
-                                const std::vector<uint8_t>& raw) {
+                                const std::vector<uint8_t>& raw, uint32_t aux1) {
   compressed_.resize(ZSTD_compressBound(raw.size()));
   const size_t n = ZSTD_compress2(cctx_, compressed_.data(), compressed_.size(), raw.data(), raw.size());
   if (ZSTD_isError(n)) return Error(std::string("zstd: ") + ZSTD_getErrorName(n));
@@ -56,6 +56,7 @@ Status TraceWriter::write_block(BlockType type, uint32_t aux0, uint32_t count, u
   h.aux0 = aux0;
   h.count = count;
   h.first_tick = first_tick;
+  h.aux1 = aux1;
   h.check = header_check(&h, offsetof(BlockHeader, check));
   CALLSCOPE_CHECK(write_bytes(&h, sizeof h));
   CALLSCOPE_CHECK(write_bytes(compressed_.data(), n));

@@ -49,7 +49,7 @@ class TraceWriter {
     return write_block(type, 0, static_cast<uint32_t>(records.size()), 0, raw);
   }
   Status write_block(BlockType type, uint32_t aux0, uint32_t count, uint64_t first_tick,
-                     const std::vector<uint8_t>& raw);
+                     const std::vector<uint8_t>& raw, uint32_t aux1 = 0);
   // Writes the end block, flushes, and renames the file into place.
   Status finish(const EndRecord& end);
   uint64_t bytes_written() const { return offset_; }

@@ -21,6 +21,7 @@
 // after lost events (thread.cpp) re-opens exactly the frames the reader has.
 #include <stdint.h>
 
+#include "runtime/engine.h"
 #include "runtime/runtime.h"
 
 namespace callscope::rt {
@@ -66,8 +67,10 @@ CALLSCOPE_NOINSTR __attribute__((noinline)) void match_exit(ThreadState* t, uint
   if (match < 0) match = fallback;
   if (match < 0) {
     // No open frame of this function: its entry was never seen (or was
-    // dropped). Keep the fact, with the address, without touching the stack.
-    emit2(t, RawKind::kExitStray, now, fn);
+    // dropped). Keep the fact, with the address, without touching the stack
+    // -- unless recording was started in the middle of the program: then
+    // exits of calls that began before are expected.
+    if (!t->restarted) emit2(t, RawKind::kExitStray, now, fn);
     return;
   }
   while (static_cast<int64_t>(t->depth) - 1 > match) close_top(t, RawKind::kExitUnwound, now);
@@ -99,15 +102,16 @@ CALLSCOPE_NOINSTR __attribute__((always_inline)) inline void exit_body(ThreadSta
   match_exit(t, fn, sp, now);
 }
 
-// A hook found the thread not ready, or found another hook of its thread
-// running: a signal handler interrupted that hook. The interrupted hook may
-// be halfway through a shadow-stack update, so a nested hook records its
-// event (reserve() is signal-safe) and leaves the stack alone; the handler's
-// calls are balanced by the time the interrupted hook resumes.
+// A hook found the thread not ready, stopped, or found another hook of its
+// thread running: a signal handler interrupted that hook. The interrupted
+// hook may be halfway through a shadow-stack update, so a nested hook records
+// its event (reserve() is signal-safe) and leaves the stack alone; the
+// handler's calls are balanced by the time the interrupted hook resumes. The
+// engine (profile.cpp) does not count nested calls.
 CALLSCOPE_NOINSTR __attribute__((noinline)) void hook_slow(ThreadState* t, uint64_t fn, uint64_t sp,
                                                              bool entry) {
   if (t->in_hook) {
-    if (t->status != kActive) return;  // interrupted initialization: nothing to write to
+    if (t->status != kActive) return;  // interrupted initialization, or the engine: nothing to write to
     // The hook we interrupted holds its own copy of `end`; we may use the
     // chunk's reserve, and put the soft end back before returning to it.
     uint64_t* const soft_end = t->end;
@@ -123,14 +127,29 @@ CALLSCOPE_NOINSTR __attribute__((noinline)) void hook_slow(ThreadState* t, uint6
     --t->nested;
     return;
   }
-  if (t->status != kUninit) return;  // disabled or exited
+  if (t->status == kUninit) {
+    t->in_hook = 1;
+    signal_fence();
+    const bool ok = thread_init(t);
+    signal_fence();
+    t->in_hook = 0;
+    if (!ok) return;
+  }
+  if (t->status != kActive && t->status != kEngine && t->status != kStopped) return;  // disabled or exited
   t->in_hook = 1;
   signal_fence();
-  if (thread_init(t)) {
-    if (entry)
-      enter_body(t, fn, sp);
-    else
-      exit_body(t, fn, sp);
+  if (control_word() == t->control_seen || control_changed(t)) {
+    if (t->status == kActive) {
+      if (entry)
+        enter_body(t, fn, sp);
+      else
+        exit_body(t, fn, sp);
+    } else if (t->status == kEngine) {
+      if (entry)
+        engine_enter_fast(t, fn, sp);
+      else
+        engine_exit_fast(t, fn, sp);
+    }
   }
   signal_fence();
   t->in_hook = 0;
@@ -145,9 +164,9 @@ CALLSCOPE_NOINSTR __attribute__((noinline)) void hook_slow(ThreadState* t, uint6
 // with __builtin_frame_address would force a frame pointer and register
 // spills on every call.
 extern "C" {
-__attribute__((visibility("hidden"), no_instrument_function)) void callscope_rt_enter(void* fn, void* site,
+__attribute__((visibility("hidden"), used, no_instrument_function)) void callscope_rt_enter(void* fn, void* site,
                                                                                         uint64_t sp);
-__attribute__((visibility("hidden"), no_instrument_function)) void callscope_rt_exit(void* fn, void* site,
+__attribute__((visibility("hidden"), used, no_instrument_function)) void callscope_rt_exit(void* fn, void* site,
                                                                                        uint64_t sp);
 }
 
@@ -176,28 +195,53 @@ __cyg_profile_func_exit:
 
 using namespace callscope::rt;
 
+// Each hook: the gate (status and re-entry in one compare), the control word
+// (start/stop/clear since this thread's last hook), then the body of the
+// recording path or of the engine.
 void callscope_rt_enter(void* fn, void* /*site*/, uint64_t sp) {
   ThreadState* t = current_thread();
-  if (CALLSCOPE_UNLIKELY(t->gate != kGateOpen)) {
+  const uint16_t gate = t->gate;
+  if (CALLSCOPE_LIKELY(gate == kGateOpen)) {
+    if (CALLSCOPE_UNLIKELY(control_word() != t->control_seen)) {
+      hook_slow(t, reinterpret_cast<uint64_t>(fn), sp, true);
+      return;
+    }
+    t->in_hook = 1;
+    signal_fence();
+    enter_body(t, reinterpret_cast<uint64_t>(fn), sp);
+    signal_fence();
+    t->in_hook = 0;
+  } else if (gate == kGateEngine && control_word() == t->control_seen) {
+    t->in_hook = 1;
+    signal_fence();
+    engine_enter_fast(t, reinterpret_cast<uint64_t>(fn), sp);
+    signal_fence();
+    t->in_hook = 0;
+  } else {
     hook_slow(t, reinterpret_cast<uint64_t>(fn), sp, true);
-    return;
   }
-  t->in_hook = 1;
-  signal_fence();
-  enter_body(t, reinterpret_cast<uint64_t>(fn), sp);
-  signal_fence();
-  t->in_hook = 0;
 }
 
 void callscope_rt_exit(void* fn, void* /*site*/, uint64_t sp) {
   ThreadState* t = current_thread();
-  if (CALLSCOPE_UNLIKELY(t->gate != kGateOpen)) {
+  const uint16_t gate = t->gate;
+  if (CALLSCOPE_LIKELY(gate == kGateOpen)) {
+    if (CALLSCOPE_UNLIKELY(control_word() != t->control_seen)) {
+      hook_slow(t, reinterpret_cast<uint64_t>(fn), sp, false);
+      return;
+    }
+    t->in_hook = 1;
+    signal_fence();
+    exit_body(t, reinterpret_cast<uint64_t>(fn), sp);
+    signal_fence();
+    t->in_hook = 0;
+  } else if (gate == kGateEngine && control_word() == t->control_seen) {
+    t->in_hook = 1;
+    signal_fence();
+    engine_exit_fast(t, reinterpret_cast<uint64_t>(fn), sp);
+    signal_fence();
+    t->in_hook = 0;
+  } else {
     hook_slow(t, reinterpret_cast<uint64_t>(fn), sp, false);
-    return;
   }
-  t->in_hook = 1;
-  signal_fence();
-  exit_body(t, reinterpret_cast<uint64_t>(fn), sp);
-  signal_fence();
-  t->in_hook = 0;
 }

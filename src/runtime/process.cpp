@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "runtime/control.h"
 #include "runtime/path_buf.h"
 #include "runtime/runtime.h"
 
@@ -212,6 +213,7 @@ CALLSCOPE_NOINSTR bool start_process_record(uint32_t parent_n, uint32_t flags) {
   ps.cmdline_len = static_cast<uint32_t>(cmd_len);
   ps.flags = flags;
   write_meta(fmt::RawMetaType::kProcessStart, &ps, sizeof ps, exe, ps.exe_len, cmdline, ps.cmdline_len);
+  engine_write_mode();
   ::pthread_mutex_lock(&g_module_lock);
   g_module_count = 0;
   scan_modules_locked();
@@ -230,6 +232,7 @@ CALLSCOPE_NOINSTR void write_calibration() {
 
 CALLSCOPE_NOINSTR void on_process_exit(int status, void*) {
   const int saved_errno = errno;
+  control_stop();  // first: no request is served while the process ends
   fmt::RawProcessExit e{};
   e.tick = now_tick();
   e.how = static_cast<uint32_t>(fmt::ExitHow::kExited);
@@ -257,6 +260,7 @@ CALLSCOPE_NOINSTR void on_fork_child() {
   g_meta_fd = -1;
   if (!start_process_record(g_incarnation, fmt::kRawProcessForked)) return;
   thread_reset_after_fork(current_thread());
+  control_start();  // the parent's control thread does not exist here
 }
 
 CALLSCOPE_NOINSTR bool do_init() {
@@ -278,12 +282,14 @@ CALLSCOPE_NOINSTR bool do_init() {
     g_session_dir.add("callscope-").add_uint(static_cast<uint64_t>(::getpid())).add(".raw");
     if (::mkdir(g_session_dir.c_str(), 0700) != 0 && errno != EEXIST) return false;
   }
+  engine_configure();
   pthread_key_t key;
   if (::pthread_key_create(&key, thread_exit) != 0) return false;
   g_thread_key = key;
   if (!start_process_record(~0u, 0)) return false;
   ::pthread_atfork(nullptr, nullptr, on_fork_child);
   ::on_exit(on_process_exit, nullptr);
+  control_start();
   return true;
 }
 

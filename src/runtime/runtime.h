@@ -39,6 +39,8 @@ enum ThreadStatus : uint8_t {
   kActive = 1,
   kDisabled = 2,  // initialization failed: hooks do nothing
   kExited = 3,    // the thread's exit handler ran
+  kEngine = 4,    // profile mode, or recording with filters: profile.cpp's hooks
+  kStopped = 5,   // callscope_stop(): hooks only look for callscope_start()
 };
 
 // All per-thread state. Zero-initialized, trivially destructible.
@@ -72,10 +74,32 @@ struct ThreadState {
   uint64_t file_end;        // bytes of the file allocated so far
   uint64_t lost_pending;    // dropped since the last kLost record
   uint64_t ring_segment;    // ring mode: the segment being written (counted from 0)
+  // Start/stop/clear: the g_control value this thread last acted on.
+  uint64_t control_seen;
+  uint8_t restarted;        // started again after a stop: exits of older frames are expected
+  // The engine (profile.cpp): profile mode, and recording with filters.
+  fmt::RawProfHeader* prof;  // the mapped t<tid>.prof (header, stack, nodes)
+  fmt::RawProfNode* nodes;
+  fmt::RawProfFrame* pstack;
+  uint32_t pdepth;          // frames in pstack
+  uint32_t poverflow;       // frames deeper than the stack, not stored
+  uint32_t node_count;
+  uint32_t node_capacity;
+  uint32_t* hash;           // (parent, fn) -> node, open addressing, 0 = empty
+  uint32_t hash_mask;
+  uint32_t chrono_depth;    // chrono frames open: events are written while > 0
+  int32_t prof_fd;
+  uint8_t eslow;            // every call takes the engine's slow path (events, minimum duration)
 };
 
 inline constexpr uint32_t kStackCapacity = 1u << 20;  // frames (24 MiB reserved)
 inline constexpr uint16_t kGateOpen = uint16_t{kActive} << 8;  // status active, not in a hook
+inline constexpr uint16_t kGateEngine = uint16_t{kEngine} << 8;
+
+// Start, stop and clear (control.h): (sequence << 1) | on. A hook that sees
+// a value other than its thread's control_seen acts on it first.
+extern uint64_t g_control;
+CALLSCOPE_NOINSTR inline uint64_t control_word() { return __atomic_load_n(&g_control, __ATOMIC_RELAXED); }
 // The last words of every chunk are kept for hooks of a signal handler that
 // interrupted a hook: those may not switch chunks (see reserve_slow), so they
 // need room of their own when the outer hook stopped at a full chunk.
@@ -110,6 +134,20 @@ bool thread_init(ThreadState* t);
 void thread_exit(void* arg);
 void thread_reset_after_fork(ThreadState* t);
 uint64_t* reserve_slow(ThreadState* t, unsigned words);
+// Closes every open frame with kExitTruncated (recording stopped).
+void truncate_stack(ThreadState* t, uint64_t tick);
+
+// The engine (profile.cpp): profile mode and filtered recording.
+extern bool g_engine;          // threads run the engine's hooks
+extern bool g_profile_mode;    // CALLSCOPE_MODE=profile
+void engine_configure();       // reads CALLSCOPE_*; once, at process init
+void engine_write_mode();      // the kMode meta record of this process
+bool engine_thread_init(ThreadState* t);
+void engine_thread_exit(ThreadState* t);
+void engine_reset_after_fork(ThreadState* t);
+// A hook saw g_control change: stop, start or clear. Returns true when the
+// hook should go on (the thread runs).
+bool control_changed(ThreadState* t);
 
 // Process lifecycle (process.cpp).
 bool process_ensure_init();

@@ -266,23 +266,33 @@ bool thread_init(ThreadState* t) {
   t->stack = static_cast<Frame*>(s);
   t->depth = 0;
   t->overflow = 0;
+  if (!engine_thread_init(t)) {
+    close_thread_file(t);
+    ::munmap(s, uint64_t{kStackCapacity} * sizeof(Frame));
+    t->stack = nullptr;
+    t->status = kDisabled;
+    errno = saved_errno;
+    return false;
+  }
+  t->control_seen = ~uint64_t{0};  // the first hook looks at g_control
   // The key's destructor tells us when the thread exits (not for the thread
   // that calls exit(): process.cpp handles that one).
   ::pthread_setspecific(static_cast<pthread_key_t>(g_thread_key), t);
-  t->status = kActive;
+  t->status = g_engine ? kEngine : kActive;
   errno = saved_errno;
   return true;
 }
 
 void thread_exit(void* arg) {
   auto* t = static_cast<ThreadState*>(arg);
-  if (t != current_thread() || t->status != kActive) return;
+  if (t != current_thread() || (t->status != kActive && t->status != kEngine && t->status != kStopped)) return;
   const int saved_errno = errno;
   t->in_hook = 1;
   t->status = kExited;  // hooks of later destructors, or of a handler, do nothing
   signal_fence();
   t->header->end_tick = now_tick();
   read_thread_name(t->header->name);
+  engine_thread_exit(t);
   close_thread_file(t);
   ::munmap(t->stack, uint64_t{kStackCapacity} * sizeof(Frame));
   t->stack = nullptr;
@@ -295,7 +305,10 @@ void thread_exit(void* arg) {
 // (MAP_SHARED), so drop them and start a file of our own in the child's
 // process directory, opened by the frames inherited from the parent.
 void thread_reset_after_fork(ThreadState* t) {
-  if (t->status != kActive) return;
+  if (t->status != kActive && t->status != kEngine && t->status != kStopped) {
+    engine_reset_after_fork(t);
+    return;
+  }
   const int saved_errno = errno;
   SignalBlock block;
   close_thread_file(t);
@@ -310,13 +323,22 @@ void thread_reset_after_fork(ThreadState* t) {
     return;
   }
   emit_stack(t);
+  engine_reset_after_fork(t);
   errno = saved_errno;
+}
+
+void truncate_stack(ThreadState* t, uint64_t tick) {
+  while (t->depth) {
+    emit1(t, fmt::RawKind::kExitTruncated, tick);
+    --t->depth;
+  }
+  t->overflow = 0;
 }
 
 uint64_t* reserve_slow(ThreadState* t, unsigned words) {
   // A hook interrupted by a signal must find the chunk it reserved from
   // where it left it: no chunk switch from a nested hook or a nested slow path.
-  if (t->nested || t->in_slow || t->status != kActive) {
+  if (t->nested || t->in_slow || (t->status != kActive && t->status != kEngine && t->status != kStopped)) {
     note_lost(t);
     return nullptr;
   }

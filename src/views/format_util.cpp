@@ -81,4 +81,20 @@ std::string format_realtime(uint64_t ns) {
   return buf;
 }
 
+std::string fit_name(const std::string& name, size_t width) {
+  // Byte offset of the n-th UTF-8 character (continuation bytes are 10xxxxxx).
+  auto offset_of = [&](size_t n) {
+    size_t i = 0;
+    for (size_t chars = 0; i < name.size(); ++i) {
+      if ((static_cast<unsigned char>(name[i]) & 0xC0) == 0x80) continue;
+      if (chars++ == n) return i;
+    }
+    return name.size();
+  };
+  if (width == 0 || offset_of(width) == name.size()) return name;  // fits
+  constexpr std::string_view kEllipsis = "...";
+  if (width <= kEllipsis.size()) return name.substr(0, offset_of(width));
+  return name.substr(0, offset_of(width - kEllipsis.size())) + std::string(kEllipsis);
+}
+
 }  // namespace callscope::views

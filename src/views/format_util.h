@@ -1,5 +1,6 @@
 // Small text helpers shared by the views: durations with a unit chosen per
-// value, byte sizes, exit descriptions, and address formatting.
+// value, byte sizes, exit descriptions, address formatting, and names cut to
+// a column's width.
 #pragma once
 
 #include <cstdint>
@@ -19,5 +20,8 @@ std::string format_hex(uint64_t v);          // "0x401a20"
 std::string describe_exit(format::ExitHow how, int code, int signal, bool core_dumped);
 std::string signal_name(int signal);         // "SIGSEGV"
 std::string format_realtime(uint64_t ns_since_epoch);  // "2026-11-20 23:40:01 UTC"
+// A name cut to at most `width` characters, the last three "..." when cut
+// (width 0: the whole name). Counts UTF-8 characters, never splits one.
+std::string fit_name(const std::string& name, size_t width);
 
 }  // namespace callscope::views

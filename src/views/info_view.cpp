@@ -39,6 +39,20 @@ std::string program_exit(const fmt::TraceReader& t) {
   return describe_exit(static_cast<fmt::ExitHow>(r.main_how), r.main_code, r.main_signal, r.main_core_dumped);
 }
 
+const char* dump_reason(uint32_t r) {
+  switch (r) {
+    case 1: return "callscope_dump()";
+    case 2: return "callscope ctl dump";
+    case 3: return "interval";
+    case 4: return "final state";
+    default: return "?";
+  }
+}
+
+uint32_t pid_of(const fmt::TraceReader& t, uint32_t process_index) {
+  return process_index < t.processes().size() ? t.processes()[process_index].record.pid : 0;
+}
+
 }  // namespace
 
 void print_info_text(const fmt::TraceReader& t, FILE* out) {
@@ -61,6 +75,11 @@ void print_info_text(const fmt::TraceReader& t, FILE* out) {
                static_cast<unsigned long long>(x.events));
   if (x.events) std::fprintf(out, ", %.2f bytes/call on disk", x.calls ? double(t.file_size()) / double(x.calls) : 0.0);
   std::fprintf(out, "\n");
+  if (t.is_profile())
+    std::fprintf(out, "mode:       profile: call trees kept in the process, %zu snapshots%s\n", t.dumps().size(),
+                 (info.record.flags & fmt::kInfoFiltered) ? ", filtered" : "");
+  else if (info.record.flags & fmt::kInfoFiltered)
+    std::fprintf(out, "mode:       record, filtered\n");
   std::fprintf(out, "lost:       %llu events", static_cast<unsigned long long>(x.lost));
   if (x.torn) std::fprintf(out, "; %llu half-written at a crash point", static_cast<unsigned long long>(x.torn));
   std::fprintf(out, "\n");
@@ -103,6 +122,22 @@ void print_info_text(const fmt::TraceReader& t, FILE* out) {
     if (m.record.flags & fmt::kModuleUnloaded) path += "  (unloaded)";
     std::fprintf(out, "  %7u %-33s %-40s %s\n", pid, range.c_str(), m.build_id.empty() ? "-" : m.build_id.c_str(),
                  path.c_str());
+  }
+  if (!t.dumps().empty()) {
+    std::fprintf(out, "\nsnapshots (report --dump K):\n  %5s %7s %12s %8s  %s\n", "K", "PID", "TIME", "THREADS", "TAKEN BY");
+    for (size_t i = 0; i < t.dumps().size(); ++i) {
+      const auto& d = t.dumps()[i];
+      std::fprintf(out, "  %5zu %7u %12s %8u  %s\n", i + 1, pid_of(t, d.process_index),
+                   format_timestamp_ns(t.ticks_to_ns(d.tick)).c_str(), d.threads, dump_reason(d.reason));
+    }
+  }
+  if (!t.marks().empty()) {
+    std::fprintf(out, "\nmarks:\n  %12s %7s %7s  %s\n", "TIME", "PID", "THREAD", "TEXT");
+    for (const auto& m : t.marks()) {
+      const std::string th = m.record.thread_index == ~0u ? "-" : std::to_string(m.record.thread_index);
+      std::fprintf(out, "  %12s %7u %7s  %s\n", format_timestamp_ns(t.ticks_to_ns(m.record.tick)).c_str(),
+                   pid_of(t, m.record.process_index), th.c_str(), m.text.c_str());
+    }
   }
   if (!t.problems().empty()) {
     std::fprintf(out, "\nproblems:\n");
@@ -163,6 +198,21 @@ nlohmann::json info_json(const fmt::TraceReader& t) {
                             {"high", m.record.high},
                             {"load_bias", m.record.load_bias},
                             {"unloaded", (m.record.flags & fmt::kModuleUnloaded) != 0}});
+  j["mode"] = t.is_profile() ? "profile" : "record";
+  j["filtered"] = (info.record.flags & fmt::kInfoFiltered) != 0;
+  j["snapshots"] = json::array();
+  for (const auto& d : t.dumps())
+    j["snapshots"].push_back({{"process_index", d.process_index},
+                              {"seq", d.seq},
+                              {"reason", dump_reason(d.reason)},
+                              {"threads", d.threads},
+                              {"time_ns", t.ticks_to_ns(d.tick)}});
+  j["marks"] = json::array();
+  for (const auto& m : t.marks())
+    j["marks"].push_back({{"process_index", m.record.process_index},
+                          {"thread_index", m.record.thread_index == ~0u ? json(nullptr) : json(m.record.thread_index)},
+                          {"time_ns", t.ticks_to_ns(m.record.tick)},
+                          {"text", m.text}});
   j["problems"] = t.problems();
   return j;
 }

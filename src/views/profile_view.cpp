@@ -206,7 +206,7 @@ Status print_flat_profile(const fmt::TraceReader& t, const an::Profile& p, const
       for (const an::ProfileRow& r : rows) {
         std::vector<std::string> cells = stat_text(t, r.stats);
         cells.push_back(p.functions[r.key].module);
-        cells.push_back(p.functions[r.key].name);
+        cells.push_back(fit_name(p.functions[r.key].name, o.name_width));
         table.add(std::move(cells));
       }
       table.print(out);
@@ -318,7 +318,7 @@ Status print_call_trees(const fmt::TraceReader& t, const an::Profile& p, const R
         const an::CallNode& n = tree.node(id);
         const std::vector<std::string> st = stat_text(t, n.stats);  // calls total self avg self_avg min max first
         table.add({std::to_string(n.depth), st[0], st[1], st[3], st[2], st[4], st[7], st[5], st[6],
-                   std::string(2 * (n.depth - 1), ' ') + p.functions[n.key].name});
+                   std::string(2 * (n.depth - 1), ' ') + fit_name(p.functions[n.key].name, o.name_width)});
       }
       table.print(out);
     } else if (o.format == OutputFormat::kCsv) {
@@ -397,7 +397,7 @@ Status print_relatives(const fmt::TraceReader& t, const an::Profile& p, const Re
           for (const an::ProfileRow& r : rows) {
             std::vector<std::string> cells = stat_text(t, r.stats);
             cells.push_back(module(r.key));
-            cells.push_back(name(r.key));
+            cells.push_back(fit_name(name(r.key), o.name_width));
             table.add(std::move(cells));
           }
           table.print(out);

@@ -28,6 +28,8 @@ struct ReportOptions {
   bool merge = false;         // tree: one tree merged across threads instead of one per thread
   uint32_t max_depth = 0;     // tree: deepest level shown, 0 = all
   double threshold_pct = 0;   // tree: hide nodes whose total is below this % of the tree's total
+  size_t name_width = 0;      // text: function names longer than this are cut with "..." (0 = whole
+                              // names); the tree's indentation is not counted
   OutputFormat format = OutputFormat::kText;
 };
 

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
+#include <sstream>
 
 #include "symbolize/symbolizer.h"
 
@@ -168,6 +169,37 @@ std::map<std::string, long> parse_counts(const std::string& text) {
     out[word.substr(0, eq)] = std::strtol(word.c_str() + eq + 1, nullptr, 10);
   }
   return out;
+}
+
+std::map<std::string, std::map<std::string, std::string>> csv_by(const std::string& text, const std::string& key) {
+  std::map<std::string, std::map<std::string, std::string>> out;
+  std::istringstream in(text);
+  std::string line;
+  std::vector<std::string> header;
+  auto split = [](const std::string& l) {
+    std::vector<std::string> f;
+    std::stringstream ss(l);
+    std::string x;
+    while (std::getline(ss, x, ',')) f.push_back(x);
+    return f;
+  };
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    auto f = split(line);
+    if (header.empty()) {
+      header = f;
+      continue;
+    }
+    std::map<std::string, std::string> row;
+    for (size_t i = 0; i < f.size() && i < header.size(); ++i) row[header[i]] = f[i];
+    out[row[key]] = row;
+  }
+  return out;
+}
+
+uint64_t num(const std::map<std::string, std::string>& row, const std::string& col) {
+  auto it = row.find(col);
+  return it == row.end() || it->second.empty() ? 0 : std::stoull(it->second);
 }
 
 }  // namespace callscope::e2e

@@ -67,6 +67,12 @@ struct TraceSummary {
 // Reads the whole trace; fails the current test on a damaged trace.
 TraceSummary summarize(const std::string& trace_path);
 
+// CSV rows (as `report --format csv` prints them) keyed by column `key`,
+// each row a map from header to value; and one value of a row as a number
+// (0 when absent).
+std::map<std::string, std::map<std::string, std::string>> csv_by(const std::string& text, const std::string& key);
+uint64_t num(const std::map<std::string, std::string>& row, const std::string& col);
+
 // "key=value" pairs printed by a fixture.
 std::map<std::string, long> parse_counts(const std::string& text);
 

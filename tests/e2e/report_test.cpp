@@ -4,45 +4,10 @@
 // adds almost nothing to its caller's self time. Also `replay` on it.
 #include <gtest/gtest.h>
 
-#include <map>
-#include <sstream>
-
 #include "e2e_support.h"
 
 namespace callscope::e2e {
 namespace {
-
-// CSV rows keyed by one column, each row a map from header to value.
-std::map<std::string, std::map<std::string, std::string>> csv_by(const std::string& text, const std::string& key) {
-  std::map<std::string, std::map<std::string, std::string>> out;
-  std::istringstream in(text);
-  std::string line;
-  std::vector<std::string> header;
-  auto split = [](const std::string& l) {
-    std::vector<std::string> f;
-    std::stringstream ss(l);
-    std::string x;
-    while (std::getline(ss, x, ',')) f.push_back(x);
-    return f;
-  };
-  while (std::getline(in, line)) {
-    if (line.empty()) continue;
-    auto f = split(line);
-    if (header.empty()) {
-      header = f;
-      continue;
-    }
-    std::map<std::string, std::string> row;
-    for (size_t i = 0; i < f.size() && i < header.size(); ++i) row[header[i]] = f[i];
-    out[row[key]] = row;
-  }
-  return out;
-}
-
-uint64_t num(const std::map<std::string, std::string>& row, const std::string& col) {
-  auto it = row.find(col);
-  return it == row.end() ? 0 : std::stoull(it->second);
-}
 
 class ReportTest : public ::testing::TestWithParam<std::string> {
  protected:

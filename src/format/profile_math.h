@@ -1,0 +1,44 @@
+// The time of calls still in progress at a snapshot, added to their nodes:
+// shared by the runtime (snapshots on demand) and by finalization (the last
+// snapshot, read from t<tid>.prof after the process ended). Plain C++ on the
+// raw structs, so the runtime may include it.
+#pragma once
+
+#include <stdint.h>
+
+#include "format/trace_format.h"
+
+namespace callscope::format {
+
+// Adds to `nodes` (count of them) the time each open frame of `stack`
+// (depth frames, outermost first) has run until `now`; frames that began
+// before `floor` count from `floor` with nothing in their callees (a clear
+// the thread had not applied). Marks those nodes kProfNodeOpen.
+__attribute__((no_instrument_function)) inline void add_open_time(RawProfNode* nodes, uint64_t count,
+                                                                  const RawProfFrame* stack, uint32_t depth,
+                                                                  uint64_t now, uint64_t floor) {
+  uint64_t above = 0;  // open callee's time so far, plus completed callees of excluded frames between
+  for (uint32_t i = depth; i-- > 0;) {
+    const RawProfFrame f = stack[i];
+    uint64_t start = f.tick, child = f.child;
+    if (start < floor) {
+      start = floor;
+      child = 0;
+    }
+    const uint64_t el = now > start ? now - start : 0;
+    if (f.flags & kProfFrameExcluded) {
+      above += child;
+      continue;
+    }
+    if (f.node < count && f.node != 0) {
+      RawProfNode& n = nodes[f.node];
+      n.total += el;
+      const uint64_t below = child + above;
+      n.self += el > below ? el - below : 0;
+      n.flags |= kProfNodeOpen;
+    }
+    above = el;
+  }
+}
+
+}  // namespace callscope::format

@@ -1,0 +1,451 @@
+// The control socket: a thread of the runtime that serves `callscope ctl`
+// requests on <dir>/<pid>.sock and writes the CALLSCOPE_INTERVAL snapshots.
+//
+// Security rests on two checks: the directory is ours alone (a real
+// directory, owned by our euid, mode 0700, else we serve nothing), and every
+// peer is asked for its uid (SO_PEERCRED), which must equal our euid. The
+// socket file itself is 0600 besides.
+//
+// The thread is started at process initialization and again in a fork child
+// (threads do not survive fork). It runs with every signal blocked, so the
+// program's handlers never run on it, and it runs no instrumented code, so no
+// hook ever runs on it. Like the rest of the runtime it allocates nothing
+// itself (pthread_create may: it is called from initialization, not a hook
+// of ours); the operations it calls are profile.cpp's.
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runtime/control.h"
+#include "runtime/path_buf.h"
+#include "runtime/runtime.h"
+
+namespace callscope::rt {
+namespace {
+
+// A silent or slow peer holds the control thread at most this long per read
+// and per write of one request.
+constexpr int kPeerTimeoutSec = 1;
+// At exit, control_stop waits at most this long for an operation in progress
+// (a dump of a big tree) before going on without it.
+constexpr uint64_t kStopWaitNs = 10'000'000'000;
+constexpr size_t kMaxRequest = 64;  // bytes of a request line, newline included
+
+int g_listen_fd = -1;
+PathBuf g_socket_path;  // empty when this process has no socket
+// Scratch for control_start, which runs once at a time (initialization, or
+// the only thread of a fork child): kept off the stack of whichever program
+// thread happens to initialize the runtime.
+PathBuf g_dir;
+PathBuf g_why;
+int g_owner_pid = 0;    // the process that made g_listen_fd and g_socket_path
+bool g_thread_running = false;
+// control_stop sets g_stopping, then waits until g_busy is 0; the thread sets
+// g_busy, then checks g_stopping, before every operation. Sequentially
+// consistent, so one of the two always sees the other: after control_stop
+// returns, no operation runs any more.
+int g_stopping = 0;
+int g_busy = 0;
+
+// strerror may allocate (message catalogs); these are the errors that
+// setting up a socket can meet.
+CALLSCOPE_NOINSTR void add_error(PathBuf& b, int e) {
+  const char* s = nullptr;
+  switch (e) {
+    case EACCES: s = "permission denied"; break;
+    case EPERM: s = "operation not permitted"; break;
+    case ENOENT: s = "no such file or directory"; break;
+    case ENOTDIR: s = "a path component is not a directory"; break;
+    case EROFS: s = "read-only file system"; break;
+    case ENOSPC: s = "no space left on device"; break;
+    case EMFILE:
+    case ENFILE: s = "too many open files"; break;
+    case EADDRINUSE: s = "address in use"; break;
+    case ENAMETOOLONG: s = "file name too long"; break;
+    case ELOOP: s = "too many symbolic links"; break;
+    case ENOMEM: s = "out of memory"; break;
+    case EAGAIN: s = "resource temporarily unavailable"; break;
+    default: break;
+  }
+  if (s)
+    b.add(s);
+  else
+    b.add("errno ").add_uint(static_cast<uint64_t>(e));
+}
+
+CALLSCOPE_NOINSTR void add_octal(PathBuf& b, unsigned mode) {
+  char s[5] = {'0', static_cast<char>('0' + ((mode >> 6) & 7)), static_cast<char>('0' + ((mode >> 3) & 7)),
+               static_cast<char>('0' + (mode & 7)), '\0'};
+  b.add(s);
+}
+
+CALLSCOPE_NOINSTR void write_all(int fd, const char* s, size_t n) {
+  while (n > 0) {
+    ssize_t w = ::send(fd, s, n, MSG_NOSIGNAL);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return;
+    s += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
+CALLSCOPE_NOINSTR void say_disabled(const PathBuf& why) {
+  static const char kPrefix[] = "callscope: control socket disabled: ";
+  iovec iov[3] = {{const_cast<char*>(kPrefix), sizeof kPrefix - 1},
+                  {const_cast<char*>(why.c_str()), why.size()},
+                  {const_cast<char*>("\n"), 1}};
+  ssize_t ignored = ::writev(2, iov, 3);
+  (void)ignored;
+}
+
+// The socket directory, made if missing; false (with the reason in `why`)
+// when it is not ours alone.
+CALLSCOPE_NOINSTR bool prepare_dir(PathBuf& dir, PathBuf& why) {
+  const uid_t euid = ::geteuid();
+  const char* env = ::getenv("CALLSCOPE_CTL_DIR");
+  if (env && env[0])
+    dir.add(env);
+  else
+    dir.add("/tmp/callscope-").add_uint(euid);
+  struct stat st;
+  if (::lstat(dir.c_str(), &st) != 0) {
+    if (errno != ENOENT) {
+      why.add("cannot use ").add(dir.c_str()).add(": ");
+      add_error(why, errno);
+      return false;
+    }
+    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+      why.add("cannot create ").add(dir.c_str()).add(": ");
+      add_error(why, errno);
+      return false;
+    }
+    if (::lstat(dir.c_str(), &st) != 0) {
+      why.add("cannot use ").add(dir.c_str()).add(": ");
+      add_error(why, errno);
+      return false;
+    }
+  }
+  why.add(dir.c_str());
+  if (S_ISLNK(st.st_mode)) {
+    why.add(" is a symbolic link");
+    return false;
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    why.add(" is not a directory");
+    return false;
+  }
+  if (st.st_uid != euid) {
+    why.add(" is owned by uid ").add_uint(st.st_uid).add(", not by us (uid ").add_uint(euid).add(")");
+    return false;
+  }
+  if (st.st_mode & 077) {
+    why.add(" is open to other users (mode ");
+    add_octal(why, st.st_mode & 0777);
+    why.add("; it must be 0700)");
+    return false;
+  }
+  why.clear();
+  return true;
+}
+
+// Makes <dir>/<pid>.sock and listens on it; -1 (having said why) on failure.
+CALLSCOPE_NOINSTR int open_socket(int pid) {
+  PathBuf& dir = g_dir;
+  PathBuf& why = g_why;
+  dir.clear();
+  why.clear();
+  if (!prepare_dir(dir, why)) {
+    say_disabled(why);
+    return -1;
+  }
+  g_socket_path.clear();
+  g_socket_path.add(dir.c_str()).add("/").add_uint(static_cast<uint64_t>(pid)).add(".sock");
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (g_socket_path.size() >= sizeof addr.sun_path) {
+    why.add("socket path ").add(g_socket_path.c_str()).add(" is too long (at most ");
+    why.add_uint(sizeof addr.sun_path - 1).add(" bytes)");
+    say_disabled(why);
+    g_socket_path.clear();
+    return -1;
+  }
+  memcpy(addr.sun_path, g_socket_path.c_str(), g_socket_path.size() + 1);
+  // Non-blocking: a client that gives up between poll and accept must not
+  // leave accept waiting.
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) {
+    why.add("cannot create a socket: ");
+    add_error(why, errno);
+    say_disabled(why);
+    g_socket_path.clear();
+    return -1;
+  }
+  // bind() makes the file with the socket inode's mode less the umask; the
+  // umask is the whole process's, so we change the inode, never the umask.
+  ::fchmod(fd, 0600);
+  // A socket of an earlier process with our pid: one that died without
+  // removing it, or our own image before an exec.
+  ::unlink(g_socket_path.c_str());
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::chmod(g_socket_path.c_str(), 0600) != 0 ||
+      ::listen(fd, 16) != 0) {
+    why.add("cannot listen on ").add(g_socket_path.c_str()).add(": ");
+    add_error(why, errno);
+    say_disabled(why);
+    ::unlink(g_socket_path.c_str());
+    ::close(fd);
+    g_socket_path.clear();
+    return -1;
+  }
+  return fd;
+}
+
+// ---- the thread ------------------------------------------------------------
+
+CALLSCOPE_NOINSTR bool begin_op() {
+  __atomic_store_n(&g_busy, 1, __ATOMIC_SEQ_CST);
+  if (__atomic_load_n(&g_stopping, __ATOMIC_SEQ_CST) == 0) return true;
+  __atomic_store_n(&g_busy, 0, __ATOMIC_SEQ_CST);
+  return false;
+}
+
+CALLSCOPE_NOINSTR void end_op() { __atomic_store_n(&g_busy, 0, __ATOMIC_SEQ_CST); }
+
+// Reads one request line into `req` (NUL-terminated, without the newline).
+// A line is complete at its newline, or where the peer shut its side down;
+// anything else (silence, a partial line at the timeout, too many bytes) is
+// answered with an error, never taken for a command.
+enum class ReadResult { kLine, kNothing, kTimeout, kTooLong };
+CALLSCOPE_NOINSTR ReadResult read_request(int fd, char (&req)[kMaxRequest + 1]) {
+  size_t n = 0;
+  for (;;) {
+    if (n == kMaxRequest) return ReadResult::kTooLong;
+    ssize_t r = ::recv(fd, req + n, kMaxRequest - n, 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return n ? ReadResult::kTimeout : ReadResult::kNothing;
+    if (r == 0) {
+      if (n == 0) return ReadResult::kNothing;
+      break;
+    }
+    const char* nl = static_cast<const char*>(memchr(req + n, '\n', static_cast<size_t>(r)));
+    n += static_cast<size_t>(r);
+    if (nl) {
+      n = static_cast<size_t>(nl - req);
+      break;
+    }
+  }
+  if (n > 0 && req[n - 1] == '\r') --n;
+  req[n] = '\0';
+  return ReadResult::kLine;
+}
+
+// Answers one request; the reply ends where the connection closes.
+CALLSCOPE_NOINSTR void answer(int fd, const char* req) {
+  PathBuf reply;
+  if (strcmp(req, "status") == 0) {
+    static char text[4096];  // only this thread uses it
+    size_t n = 0;
+    if (begin_op()) {
+      n = op_status(text, sizeof text);
+      end_op();
+    }
+    if (n > 0) {
+      write_all(fd, text, n);
+      return;
+    }
+    reply.add("error: no status available (the process is exiting)\n");
+  } else if (strcmp(req, "start") == 0 || strcmp(req, "stop") == 0 || strcmp(req, "clear") == 0) {
+    if (!begin_op()) {
+      reply.add("error: the process is exiting\n");
+    } else {
+      if (strcmp(req, "start") == 0)
+        op_start();
+      else if (strcmp(req, "stop") == 0)
+        op_stop();
+      else
+        op_clear();
+      end_op();
+      reply.add("ok\n");
+    }
+  } else if (strcmp(req, "dump") == 0) {
+    if (!begin_op()) {
+      reply.add("error: the process is exiting\n");
+    } else {
+      const uint32_t k = op_dump(kDumpControl);
+      end_op();
+      if (k)
+        reply.add("ok dump ").add_uint(k).add("\n");
+      else
+        reply.add("error: no snapshot written (not in profile mode?)\n");
+    }
+  } else {
+    // Echo the request printable only: it goes to the user's terminal.
+    char shown[kMaxRequest + 1];
+    size_t i = 0;
+    for (; req[i]; ++i) shown[i] = (req[i] >= 0x20 && req[i] < 0x7f) ? req[i] : '?';
+    shown[i] = '\0';
+    reply.add("error: unknown command '").add(shown).add("' (valid: start, stop, clear, dump, status)\n");
+  }
+  write_all(fd, reply.c_str(), reply.size());
+}
+
+CALLSCOPE_NOINSTR void serve_one(int listen_fd) {
+  const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+  if (fd < 0) return;
+  timeval tv{kPeerTimeoutSec, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  // Strict: the peer's uid must be our euid, root included.
+  const uid_t euid = ::geteuid();
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+    static const char kUnknown[] = "error: refused: cannot identify the peer\n";
+    write_all(fd, kUnknown, sizeof kUnknown - 1);
+  } else if (cred.uid != euid) {
+    PathBuf reply;
+    reply.add("error: refused: peer uid ").add_uint(cred.uid).add(" is not the owner (uid ").add_uint(euid).add(")\n");
+    write_all(fd, reply.c_str(), reply.size());
+  } else {
+    char req[kMaxRequest + 1];
+    static const char kTimeout[] = "error: no complete request line within 1 s\n";
+    static const char kTooLong[] = "error: request too long\n";
+    switch (read_request(fd, req)) {
+      case ReadResult::kLine: answer(fd, req); break;
+      case ReadResult::kTimeout: write_all(fd, kTimeout, sizeof kTimeout - 1); break;
+      case ReadResult::kTooLong: write_all(fd, kTooLong, sizeof kTooLong - 1); break;
+      case ReadResult::kNothing: break;
+    }
+  }
+  ::close(fd);
+}
+
+// Milliseconds until `deadline_ns` (mono), rounded up, for poll().
+CALLSCOPE_NOINSTR int ms_until(uint64_t deadline_ns, uint64_t now_ns) {
+  if (deadline_ns <= now_ns) return 0;
+  const uint64_t ms = (deadline_ns - now_ns + 999'999) / 1'000'000;
+  return ms > 1'000'000'000 ? 1'000'000'000 : static_cast<int>(ms);
+}
+
+CALLSCOPE_NOINSTR void* control_main(void*) {
+  int listen_fd = g_listen_fd;
+  uint64_t next_dump = 0;  // mono ns; 0: no interval
+  while (__atomic_load_n(&g_stopping, __ATOMIC_SEQ_CST) == 0) {
+    // Read every time round: the interval may be set or changed while we run.
+    const uint64_t interval = dump_interval_ns();
+    const uint64_t now = mono_ns();
+    if (interval == 0) {
+      next_dump = 0;
+      if (listen_fd < 0) break;  // nothing left to do
+    } else if (next_dump == 0) {
+      next_dump = now + interval;
+    } else if (now >= next_dump) {
+      if (begin_op()) {
+        op_dump(kDumpInterval);
+        end_op();
+      }
+      next_dump += interval;
+      // A dump that took longer than the interval: skip the missed ones.
+      if (next_dump <= now) next_dump = mono_ns() + interval;
+      continue;
+    }
+    pollfd p{listen_fd, POLLIN, 0};
+    const int n = ::poll(&p, listen_fd >= 0 ? 1 : 0, next_dump ? ms_until(next_dump, now) : -1);
+    if (n <= 0 || listen_fd < 0) continue;
+    if (p.revents & POLLIN) serve_one(listen_fd);
+    // Shut down (control_stop) or broken: stop listening, keep dumping.
+    if (p.revents & (POLLERR | POLLHUP | POLLNVAL)) listen_fd = -1;
+  }
+  __atomic_store_n(&g_thread_running, false, __ATOMIC_RELEASE);
+  return nullptr;
+}
+
+}  // namespace
+
+void control_start() {
+  const int saved_errno = errno;
+  const int pid = ::getpid();
+  if (g_owner_pid == pid && g_thread_running) {  // started already
+    errno = saved_errno;
+    return;
+  }
+  // In a fork child: the listening socket is the parent's (it keeps serving
+  // it), and its thread, whatever it was doing, does not exist here.
+  if (g_listen_fd >= 0) ::close(g_listen_fd);
+  g_listen_fd = -1;
+  g_socket_path.clear();
+  g_thread_running = false;
+  g_stopping = 0;
+  g_busy = 0;
+  g_owner_pid = pid;
+
+  g_listen_fd = open_socket(pid);
+  if (g_listen_fd < 0 && dump_interval_ns() == 0) {
+    errno = saved_errno;
+    return;
+  }
+  // Every signal blocked in the new thread (it inherits our mask): the
+  // program's handlers must never run on it. glibc keeps its own internal
+  // signals (cancellation, setxid) deliverable.
+  sigset_t all, old;
+  sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &old);
+  pthread_attr_t attr;
+  ::pthread_attr_init(&attr);
+  ::pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_t thread;
+  g_thread_running = true;
+  if (::pthread_create(&thread, &attr, control_main, nullptr) == 0) {
+    ::pthread_setname_np(thread, "callscope-ctl");
+  } else {
+    g_thread_running = false;
+    g_why.clear();
+    g_why.add("cannot start the control thread");
+    say_disabled(g_why);
+    if (g_listen_fd >= 0) {
+      ::unlink(g_socket_path.c_str());
+      ::close(g_listen_fd);
+      g_listen_fd = -1;
+      g_socket_path.clear();
+    }
+  }
+  ::pthread_attr_destroy(&attr);
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  errno = saved_errno;
+}
+
+void control_stop() {
+  const int saved_errno = errno;
+  // Only the process that made the socket removes it: a fork child that
+  // never started its own must not remove its parent's.
+  if (g_owner_pid != ::getpid()) {
+    errno = saved_errno;
+    return;
+  }
+  __atomic_store_n(&g_stopping, 1, __ATOMIC_SEQ_CST);
+  if (g_socket_path.size() > 0) {
+    ::unlink(g_socket_path.c_str());
+    g_socket_path.clear();
+  }
+  // Wake the thread from poll (it sees POLLHUP). The descriptor stays open:
+  // closing it under the thread's poll could hand its number to a file of
+  // the program's, which the thread would then accept on.
+  if (g_listen_fd >= 0) ::shutdown(g_listen_fd, SHUT_RDWR);
+  // Let an operation in progress finish before the process tears down.
+  const uint64_t deadline = mono_ns() + kStopWaitNs;
+  while (__atomic_load_n(&g_busy, __ATOMIC_SEQ_CST) && mono_ns() < deadline) {
+    timespec ts{0, 1'000'000};
+    ::nanosleep(&ts, nullptr);
+  }
+  errno = saved_errno;
+}
+
+}  // namespace callscope::rt

@@ -1,0 +1,42 @@
+// The runtime's control operations, and the socket through which
+// `callscope ctl` reaches them from outside (control.cpp).
+//
+// The operations are what the public API (include/callscope/callscope.h)
+// and the socket both call; each is safe from any thread, never from a hook.
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+namespace callscope::rt {
+
+// Why a snapshot was written (RawDumpHeader::reason).
+enum DumpReason : uint32_t {
+  kDumpApi = 1,       // callscope_dump()
+  kDumpControl = 2,   // callscope ctl PID dump
+  kDumpInterval = 3,  // every CALLSCOPE_INTERVAL
+  kDumpExit = 4,      // the process exited (written by finalization from the live tables)
+};
+
+// ---- operations (profile.cpp) ---------------------------------------------
+void op_start();
+void op_stop();
+void op_clear();
+// Writes a snapshot of every thread's call tree; returns its number (1-based),
+// 0 when none was written (not in profile mode, or an I/O error).
+uint32_t op_dump(uint32_t reason);
+// "key: value" lines, one per line, NUL-terminated; returns the length.
+// Keys: mode, profiling, pid, threads, live_threads, calls, nodes,
+// buffer_bytes, buffer_use, dumps, lost_events.
+size_t op_status(char* buf, size_t cap);
+// CALLSCOPE_INTERVAL in ns, 0 when not set.
+uint64_t dump_interval_ns();
+
+// ---- control socket (control.cpp) -----------------------------------------
+// Starts the control thread: called once the process is initialized, and
+// again in a fork child (the parent's thread does not exist there).
+void control_start();
+// Removes the socket; called at process exit.
+void control_stop();
+
+}  // namespace callscope::rt

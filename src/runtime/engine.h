@@ -1,0 +1,73 @@
+// The engine's hot path (profile mode, filtered recording), inlined into the
+// hooks: a call whose node is the caller's last child, with no filter flag,
+// no event to write and no minimum duration, touches only its frame, its
+// node and its caller's frame. Everything else goes to profile.cpp.
+//
+// The shadow stack has a sentinel frame before its first frame (fn 0, sp
+// ~0, node 0): the outermost frame's caller is the root, exits with nothing
+// open fail the fn compare, and entries never find it dead.
+#pragma once
+
+#include <stdint.h>
+
+#include "runtime/runtime.h"
+
+namespace callscope::rt {
+
+inline constexpr uint32_t kProfStackCapacity = 1u << 16;  // frames (3 MiB, sparse)
+inline constexpr uint64_t kProfNoTick = ~uint64_t{0};
+
+// profile.cpp
+void engine_enter_slow(ThreadState* t, uint64_t fn, uint64_t sp, uint64_t now);
+void engine_exit_slow(ThreadState* t, uint64_t fn, uint64_t sp, uint64_t now);
+uint32_t engine_find_child(ThreadState* t, uint32_t parent, uint64_t fn);
+
+CALLSCOPE_NOINSTR __attribute__((always_inline)) inline void engine_enter_fast(ThreadState* t, uint64_t fn,
+                                                                                uint64_t sp) {
+  const uint64_t now = now_tick();
+  fmt::RawProfFrame* const top = &t->pstack[static_cast<int32_t>(t->pdepth) - 1];
+  if (CALLSCOPE_UNLIKELY(top->sp < sp || t->pdepth >= kProfStackCapacity || t->eslow)) {
+    engine_enter_slow(t, fn, sp, now);
+    return;
+  }
+  const uint32_t parent = top->node;
+  uint32_t node = t->nodes[parent].hint;
+  if (CALLSCOPE_UNLIKELY(t->nodes[node].fn != fn)) node = engine_find_child(t, parent, fn);
+  if (CALLSCOPE_UNLIKELY(node == 0 || t->nodes[node].flags != 0)) {
+    engine_enter_slow(t, fn, sp, now);
+    return;
+  }
+  fmt::RawProfFrame* const f = top + 1;
+  f->fn = fn;
+  f->sp = sp;
+  f->tick = now;
+  f->child = 0;
+  f->node = node;
+  f->flags = 0;
+  t->prof->depth = ++t->pdepth;
+}
+
+CALLSCOPE_NOINSTR __attribute__((always_inline)) inline void engine_exit_fast(ThreadState* t, uint64_t fn,
+                                                                               uint64_t sp) {
+  const uint64_t now = now_tick();
+  fmt::RawProfFrame* const f = &t->pstack[static_cast<int32_t>(t->pdepth) - 1];
+  if (CALLSCOPE_UNLIKELY(f->fn != fn || f->sp < sp || f->flags != 0 || t->poverflow != 0 || t->eslow)) {
+    engine_exit_slow(t, fn, sp, now);
+    return;
+  }
+  t->prof->depth = --t->pdepth;
+  const uint64_t d = now > f->tick ? now - f->tick : 0;
+  fmt::RawProfNode* const n = &t->nodes[f->node];
+  ++n->calls;
+  n->total += d;
+  n->self += d > f->child ? d - f->child : 0;
+  if (d < n->min) n->min = d;
+  if (d > n->max) n->max = d;
+  if (CALLSCOPE_UNLIKELY(n->first_tick == kProfNoTick)) {
+    n->first_tick = f->tick;
+    n->first = d;
+  }
+  f[-1].child += d;
+}
+
+}  // namespace callscope::rt

@@ -1,0 +1,821 @@
+// The engine: profile mode (each thread keeps its call-path tree in the
+// process) and recording with filters (include/exclude, depth, minimum
+// duration, chrono functions), which needs the same per-path decisions.
+//
+// A thread's tree lives in t<tid>.prof, MAP_SHARED, so the final state --
+// and the frames open at that moment -- survive the death of the process;
+// `callscope record` turns it into the last snapshot. Memory follows the
+// number of distinct call paths: a node per path, a frame per open call.
+//
+// Hot path (engine.h, inlined into the hooks): the node of a call is the child of
+// the caller's node with the function's address. Each node remembers the
+// child it gave last (loops and recursion ask for it again); anything else
+// goes through a per-thread open-addressing table. Decisions that depend on
+// the function (excluded, chrono, too deep) are taken once, when its node is
+// made, and kept in the node's flags.
+//
+// An excluded frame keeps the node of its caller: its callees hang under the
+// caller and its own time stays in the caller's self time, as CAP did.
+//
+// Start, stop and clear change g_control; each thread acts on it at its next
+// hook (control_changed). A thread that makes no call meanwhile has not
+// applied a clear yet: a snapshot taken then shows its counts as zero.
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runtime/control.h"
+#include "runtime/engine.h"
+#include "format/profile_math.h"
+#include "runtime/filter.h"
+#include "runtime/path_buf.h"
+#include "runtime/runtime.h"
+
+namespace callscope::rt {
+
+bool g_engine = false;
+bool g_profile_mode = false;
+uint64_t g_control = 1;  // sequence 0, on
+
+namespace {
+
+using fmt::RawProfFrame;
+using fmt::RawProfHeader;
+using fmt::RawProfNode;
+
+constexpr uint64_t kNoTick = ~uint64_t{0};
+constexpr uint32_t kMaxNodes = 1u << 21;         // per thread: 160 MiB of address space, used as needed
+constexpr uint32_t kFirstNodes = 4096;           // 320 KiB
+constexpr uint32_t kNodesStepMax = 1u << 16;     // grow by at most 5 MiB at a time
+constexpr uint32_t kFirstHash = 1u << 13;
+
+uint64_t g_min_ticks = 0;       // calls shorter than this are not counted
+uint32_t g_max_depth = 0;       // 0: no limit
+bool g_have_chrono = false;     // events only inside chrono subtrees
+uint32_t g_mode_flags = 0;
+uint64_t g_interval_ns = 0;
+
+pthread_mutex_t g_op_lock = PTHREAD_MUTEX_INITIALIZER;
+uint64_t g_clear_seq = 0;   // callscope_clear() calls so far
+uint64_t g_clear_tick = 0;  // the last one's tick
+uint64_t g_stop_tick = 0;   // the last callscope_stop()'s tick
+uint32_t g_mark_id = 0;
+
+// Every thread of the process, for snapshots and status. Entries of exited
+// threads stay: their trees are part of every later snapshot.
+struct Reg {
+  RawProfHeader* prof;          // engine threads: mapped for the life of the process
+  fmt::RawThreadHeader* th;     // valid while `alive`
+  uint32_t tid;
+  uint32_t alive;
+};
+constexpr uint32_t kMaxReg = 1u << 16;
+Reg* g_reg = nullptr;
+uint32_t g_reg_count = 0;
+uint32_t g_threads_started = 0;
+pthread_mutex_t g_reg_lock = PTHREAD_MUTEX_INITIALIZER;
+
+pthread_mutex_t g_dump_lock = PTHREAD_MUTEX_INITIALIZER;
+int g_dump_fd = -1;
+uint32_t g_dump_seq = 0;
+
+CALLSCOPE_NOINSTR uint64_t prof_bytes(uint64_t nodes) {
+  return fmt::kRawProfHeaderSize + uint64_t{kProfStackCapacity} * sizeof(RawProfFrame) + nodes * sizeof(RawProfNode);
+}
+
+// Parses "123", "1.5ms", "10us", "2s", "250ns" (no unit: ns); 0 on error.
+CALLSCOPE_NOINSTR uint64_t parse_duration_ns(const char* s) {
+  if (!s || !*s) return 0;
+  double v = 0, scale = 1;
+  bool frac = false, digits = false;
+  for (; *s; ++s) {
+    if (*s >= '0' && *s <= '9') {
+      digits = true;
+      if (frac) {
+        scale /= 10;
+        v += (*s - '0') * scale;
+      } else {
+        v = v * 10 + (*s - '0');
+      }
+    } else if (*s == '.' && !frac) {
+      frac = true;
+    } else {
+      break;
+    }
+  }
+  if (!digits) return 0;
+  double unit = 1;
+  if (strcmp(s, "") == 0 || strcmp(s, "ns") == 0) unit = 1;
+  else if (strcmp(s, "us") == 0) unit = 1e3;
+  else if (strcmp(s, "ms") == 0) unit = 1e6;
+  else if (strcmp(s, "s") == 0) unit = 1e9;
+  else return 0;
+  return static_cast<uint64_t>(v * unit);
+}
+
+CALLSCOPE_NOINSTR bool env_true(const char* name) {
+  const char* v = ::getenv(name);
+  if (!v) return false;
+  return strcmp(v, "1") == 0 || strcmp(v, "true") == 0 || strcmp(v, "yes") == 0 || strcmp(v, "on") == 0;
+}
+
+// Ticks per ns, measured over ~2 ms (only when a minimum duration is set).
+CALLSCOPE_NOINSTR double measure_ticks_per_ns() {
+  if (!g_use_tsc) return 1.0;
+  const uint64_t m0 = mono_ns(), t0 = read_tsc();
+  uint64_t m1;
+  do m1 = mono_ns();
+  while (m1 - m0 < 2'000'000);
+  const uint64_t t1 = read_tsc();
+  return static_cast<double>(t1 - t0) / static_cast<double>(m1 - m0);
+}
+
+CALLSCOPE_NOINSTR void* map_anon(uint64_t bytes) {
+  void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  return m == MAP_FAILED ? nullptr : m;
+}
+
+// ---- the node table ---------------------------------------------------------
+
+CALLSCOPE_NOINSTR uint32_t hash_of(uint32_t parent, uint64_t fn, uint32_t mask) {
+  uint64_t h = (fn ^ (uint64_t{parent} << 40)) * 0x9E3779B97F4A7C15ull;
+  return static_cast<uint32_t>(h >> 32) & mask;
+}
+
+CALLSCOPE_NOINSTR void hash_put(uint32_t* table, uint32_t mask, const RawProfNode* nodes, uint32_t id) {
+  uint32_t i = hash_of(nodes[id].parent, nodes[id].fn, mask);
+  while (table[i]) i = (i + 1) & mask;
+  table[i] = id;
+}
+
+// Doubles the table when it is half full.
+CALLSCOPE_NOINSTR bool hash_grow(ThreadState* t) {
+  const uint32_t size = (t->hash_mask + 1) * 2;
+  auto* table = static_cast<uint32_t*>(map_anon(uint64_t{size} * 4));
+  if (!table) return false;
+  for (uint32_t id = 1; id < t->node_count; ++id) hash_put(table, size - 1, t->nodes, id);
+  ::munmap(t->hash, uint64_t{t->hash_mask + 1} * 4);
+  t->hash = table;
+  t->hash_mask = size - 1;
+  return true;
+}
+
+CALLSCOPE_NOINSTR bool grow_nodes(ThreadState* t) {
+  if (t->node_capacity >= kMaxNodes) return false;
+  uint32_t step = t->node_capacity == 0 ? kFirstNodes
+                  : t->node_capacity < kNodesStepMax ? t->node_capacity : kNodesStepMax;
+  if (t->node_capacity + step > kMaxNodes) step = kMaxNodes - t->node_capacity;
+  const uint64_t from = prof_bytes(t->node_capacity), bytes = uint64_t{step} * sizeof(RawProfNode);
+  if (::fallocate(t->prof_fd, 0, static_cast<off_t>(from), static_cast<off_t>(bytes)) != 0 &&
+      ((errno != EOPNOTSUPP && errno != ENOSYS) ||
+       ::ftruncate(t->prof_fd, static_cast<off_t>(from + bytes)) != 0))
+    return false;
+  t->node_capacity += step;
+  t->prof->node_capacity = t->node_capacity;
+  return true;
+}
+
+CALLSCOPE_NOINSTR void reset_stats(RawProfNode& n) {
+  n.calls = n.total = n.self = n.max = n.first = 0;
+  n.min = kNoTick;
+  n.first_tick = kNoTick;
+}
+
+// A new node under `parent`; 0 when the table is full.
+CALLSCOPE_NOINSTR uint32_t new_node(ThreadState* t, uint32_t parent, uint64_t fn) {
+  if (t->node_count == t->node_capacity && !grow_nodes(t)) return 0;
+  if ((t->node_count + 1) * 2 > t->hash_mask + 1 && !hash_grow(t)) return 0;
+  const uint32_t id = t->node_count;
+  RawProfNode& n = t->nodes[id];
+  n.fn = fn;
+  n.parent = parent;
+  n.hint = 0;
+  reset_stats(n);
+  n.depth = t->nodes[parent].depth + 1;
+  n.flags = filter_flags(fn);
+  if (g_max_depth && n.depth > g_max_depth) n.flags |= fmt::kProfNodeExcluded;
+  t->node_count = id + 1;
+  __atomic_store_n(&t->prof->node_count, uint64_t{id} + 1, __ATOMIC_RELEASE);
+  hash_put(t->hash, t->hash_mask, t->nodes, id);
+  return id;
+}
+
+CALLSCOPE_NOINSTR __attribute__((noinline)) uint32_t find_child_slow(ThreadState* t, uint32_t parent, uint64_t fn) {
+  uint32_t i = hash_of(parent, fn, t->hash_mask);
+  uint32_t id;
+  while ((id = t->hash[i]) != 0) {
+    if (t->nodes[id].fn == fn && t->nodes[id].parent == parent) break;
+    i = (i + 1) & t->hash_mask;
+  }
+  if (id == 0) id = new_node(t, parent, fn);
+  if (id) t->nodes[parent].hint = id;
+  return id;
+}
+
+
+
+// ---- frames -------------------------------------------------------------------
+
+// Whether this thread writes events for a frame that is not excluded.
+CALLSCOPE_NOINSTR inline bool emitting(const ThreadState* t) {
+  return g_have_chrono ? t->chrono_depth != 0 : !g_profile_mode;
+}
+
+// Whether every call of this thread needs the slow path now.
+CALLSCOPE_NOINSTR inline void update_eslow(ThreadState* t) {
+  t->eslow = emitting(t) || g_min_ticks != 0;
+}
+
+// Takes back an entry event that was the last thing written, for a call
+// shorter than the minimum duration. Nested hooks (a signal handler) that
+// write meanwhile find `end` closed and count their events as lost.
+CALLSCOPE_NOINSTR bool rewind_entry(ThreadState* t, uint64_t emit_end) {
+  if (t->nested) return false;
+  uint64_t* const soft_end = t->end;
+  t->end = nullptr;
+  signal_fence();
+  uint64_t* expected = reinterpret_cast<uint64_t*>(emit_end);
+  const bool ok = __atomic_compare_exchange_n(&t->pos, &expected, expected - 2, false, __ATOMIC_RELAXED,
+                                              __ATOMIC_RELAXED);
+  if (ok) {
+    expected[-2] = 0;
+    expected[-1] = 0;
+  }
+  signal_fence();
+  t->end = soft_end;
+  return ok;
+}
+
+// Closes the top frame at `now`. kind: how its event ends it.
+CALLSCOPE_NOINSTR void close_frame(ThreadState* t, uint64_t now, fmt::RawKind kind) {
+  const RawProfFrame f = t->pstack[--t->pdepth];
+  t->prof->depth = t->pdepth;
+  const uint64_t d = now > f.tick ? now - f.tick : 0;
+  if (f.flags & fmt::kProfFrameEmitted) {
+    if (!(kind == fmt::RawKind::kExit && d < g_min_ticks && rewind_entry(t, f.emit_end))) emit1(t, kind, now);
+  }
+  if (f.flags & fmt::kProfFrameChrono) {
+    --t->chrono_depth;
+    update_eslow(t);
+  }
+  RawProfFrame* parent = &t->pstack[static_cast<int32_t>(t->pdepth) - 1];  // the sentinel at depth 0
+  if (f.flags & fmt::kProfFrameExcluded) {
+    parent->child += f.child;
+    return;
+  }
+  if (d < g_min_ticks) return;  // not counted: its time stays in the caller's self
+  RawProfNode& n = t->nodes[f.node];
+  ++n.calls;
+  n.total += d;
+  n.self += d > f.child ? d - f.child : 0;
+  if (d < n.min) n.min = d;
+  if (d > n.max) n.max = d;
+  if (n.first_tick == kNoTick) {
+    n.first_tick = f.tick;
+    n.first = d;
+  }
+  parent->child += d;
+}
+
+CALLSCOPE_NOINSTR __attribute__((noinline)) void close_dead(ThreadState* t, uint64_t sp, uint64_t now) {
+  while (t->pdepth != 0 && t->pstack[t->pdepth - 1].sp < sp) close_frame(t, now, fmt::RawKind::kExitUnwound);
+}
+
+CALLSCOPE_NOINSTR __attribute__((noinline)) void match_exit(ThreadState* t, uint64_t fn, uint64_t sp, uint64_t now) {
+  int64_t match = -1, fallback = -1;
+  for (int64_t i = static_cast<int64_t>(t->pdepth) - 1; i >= 0; --i) {
+    if (t->pstack[i].fn != fn) continue;
+    if (fallback < 0) fallback = i;
+    if (t->pstack[i].sp >= sp) {
+      match = i;
+      break;
+    }
+  }
+  if (match < 0) match = fallback;
+  if (match < 0) return;  // its entry was not seen (started, or cleared, since)
+  while (static_cast<int64_t>(t->pdepth) - 1 > match) close_frame(t, now, fmt::RawKind::kExitUnwound);
+  close_frame(t, now, fmt::RawKind::kExit);
+}
+
+// Applies a callscope_clear() this thread has not seen yet.
+CALLSCOPE_NOINSTR void apply_clear(ThreadState* t) {
+  const uint64_t seq = __atomic_load_n(&g_clear_seq, __ATOMIC_ACQUIRE);
+  if (!t->prof || t->prof->clear_seq == seq) return;
+  for (uint32_t i = 0; i < t->node_count; ++i) reset_stats(t->nodes[i]);
+  for (uint32_t i = 0; i < t->pdepth; ++i) {
+    RawProfFrame& f = t->pstack[i];
+    if (f.tick < g_clear_tick) f.tick = g_clear_tick;
+    f.child = 0;
+  }
+  t->prof->dropped_calls = 0;
+  t->prof->clear_seq = seq;
+}
+
+// Drops every open frame (profiling stopped): emitted ones get an event,
+// none is counted.
+CALLSCOPE_NOINSTR void drop_frames(ThreadState* t, uint64_t tick) {
+  while (t->pdepth) {
+    const RawProfFrame& f = t->pstack[t->pdepth - 1];
+    if (f.flags & fmt::kProfFrameEmitted) emit1(t, fmt::RawKind::kExitTruncated, tick);
+    --t->pdepth;
+  }
+  t->prof->depth = 0;
+  t->poverflow = 0;
+  t->chrono_depth = 0;
+  update_eslow(t);
+}
+
+CALLSCOPE_NOINSTR bool open_prof_file(ThreadState* t) {
+  PathBuf path;
+  int fd = -1;
+  for (unsigned attempt = 0; attempt < 100 && fd < 0; ++attempt) {
+    path.clear();
+    path.add(process_dir()).add("/t").add_uint(t->tid);
+    if (attempt) path.add(".").add_uint(attempt);
+    path.add(".prof");
+    fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0 && errno != EEXIST) return false;
+  }
+  if (fd < 0) return false;
+  // The header and the stack are sparse until touched; nodes get real blocks.
+  if (::ftruncate(fd, static_cast<off_t>(prof_bytes(0))) != 0 ||
+      ::fallocate(fd, 0, 0, static_cast<off_t>(fmt::kRawProfHeaderSize)) != 0) {
+    if (errno != EOPNOTSUPP && errno != ENOSYS) {
+      ::close(fd);
+      return false;
+    }
+  }
+  void* m = ::mmap(nullptr, prof_bytes(kMaxNodes), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+  if (m == MAP_FAILED) {
+    ::close(fd);
+    return false;
+  }
+  auto* h = static_cast<RawProfHeader*>(m);
+  t->prof_fd = fd;
+  t->prof = h;
+  t->pstack = reinterpret_cast<RawProfFrame*>(static_cast<char*>(m) + fmt::kRawProfHeaderSize);
+  // The sentinel frame, at the end of the header page (engine.h).
+  memset(&t->pstack[-1], 0, sizeof(RawProfFrame));
+  t->pstack[-1].sp = ~uint64_t{0};
+  t->nodes = reinterpret_cast<RawProfNode*>(static_cast<char*>(m) + prof_bytes(0));
+  t->node_capacity = 0;
+  t->node_count = 0;
+  t->pdepth = 0;
+  t->poverflow = 0;
+  t->chrono_depth = 0;
+  update_eslow(t);
+  memcpy(h->magic, fmt::kRawProfMagic, sizeof h->magic);
+  h->version = fmt::kRawVersion;
+  h->header_size = fmt::kRawProfHeaderSize;
+  h->pid = static_cast<uint32_t>(::getpid());
+  h->tid = t->tid;
+  h->nodes_offset = prof_bytes(0);
+  h->stack_offset = fmt::kRawProfHeaderSize;
+  h->stack_capacity = kProfStackCapacity;
+  h->start_tick = now_tick();
+  h->flags = (h->pid == h->tid) ? fmt::kRawThreadMain : 0;
+  h->clear_seq = __atomic_load_n(&g_clear_seq, __ATOMIC_ACQUIRE);
+  t->hash = static_cast<uint32_t*>(map_anon(uint64_t{kFirstHash} * 4));
+  t->hash_mask = kFirstHash - 1;
+  if (!t->hash || !grow_nodes(t)) return false;
+  // The root.
+  RawProfNode& root = t->nodes[0];
+  memset(&root, 0, sizeof root);
+  reset_stats(root);
+  t->node_count = 1;
+  __atomic_store_n(&h->node_count, 1, __ATOMIC_RELEASE);
+  return true;
+}
+
+CALLSCOPE_NOINSTR void register_thread(ThreadState* t) {
+  ::pthread_mutex_lock(&g_reg_lock);
+  ++g_threads_started;
+  if (!g_reg) g_reg = static_cast<Reg*>(map_anon(uint64_t{kMaxReg} * sizeof(Reg)));
+  if (g_reg && g_reg_count < kMaxReg) {
+    g_reg[g_reg_count] = Reg{t->prof, t->header, t->tid, 1};
+    __atomic_store_n(&g_reg_count, g_reg_count + 1, __ATOMIC_RELEASE);
+  }
+  ::pthread_mutex_unlock(&g_reg_lock);
+}
+
+CALLSCOPE_NOINSTR void unregister_thread(ThreadState* t) {
+  ::pthread_mutex_lock(&g_reg_lock);
+  for (uint32_t i = g_reg_count; i-- > 0;) {
+    if (g_reg[i].alive && g_reg[i].tid == t->tid) {
+      g_reg[i].alive = 0;
+      g_reg[i].th = nullptr;
+      break;
+    }
+  }
+  ::pthread_mutex_unlock(&g_reg_lock);
+}
+
+// ---- snapshots ------------------------------------------------------------
+
+// A snapshot's copy of one thread: its nodes as of now, with a clear it has
+// not applied yet taken into account and the time of its open calls so far.
+CALLSCOPE_NOINSTR uint64_t copy_thread(const RawProfHeader* h, RawProfNode* out, uint64_t count, uint64_t now) {
+  const auto* nodes = reinterpret_cast<const RawProfNode*>(reinterpret_cast<const char*>(h) + h->nodes_offset);
+  memcpy(out, nodes, count * sizeof(RawProfNode));
+  const bool pending_clear = h->clear_seq != __atomic_load_n(&g_clear_seq, __ATOMIC_ACQUIRE);
+  if (pending_clear)
+    for (uint64_t i = 0; i < count; ++i) reset_stats(out[i]);
+  const auto* stack = reinterpret_cast<const RawProfFrame*>(reinterpret_cast<const char*>(h) + h->stack_offset);
+  uint32_t depth = __atomic_load_n(&h->depth, __ATOMIC_ACQUIRE);
+  if (depth > h->stack_capacity) depth = h->stack_capacity;
+  fmt::add_open_time(out, count, stack, depth, now, pending_clear ? g_clear_tick : 0);
+  return count;
+}
+
+CALLSCOPE_NOINSTR bool write_all(int fd, const void* p, uint64_t n) {
+  const char* c = static_cast<const char*>(p);
+  while (n) {
+    ssize_t w = ::write(fd, c, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    c += w;
+    n -= static_cast<uint64_t>(w);
+  }
+  return true;
+}
+
+}  // namespace
+
+// ---- configuration and thread lifecycle ------------------------------------
+
+void engine_configure() {
+  const char* mode = ::getenv("CALLSCOPE_MODE");
+  g_profile_mode = mode && strcmp(mode, "profile") == 0;
+  filter_configure();
+  g_have_chrono = filter_has_chrono();
+  if (const char* d = ::getenv("CALLSCOPE_MAX_DEPTH")) g_max_depth = static_cast<uint32_t>(::atoi(d));
+  if (const uint64_t ns = parse_duration_ns(::getenv("CALLSCOPE_MIN_DURATION")))
+    g_min_ticks = static_cast<uint64_t>(static_cast<double>(ns) * measure_ticks_per_ns());
+  g_interval_ns = parse_duration_ns(::getenv("CALLSCOPE_INTERVAL"));
+  const bool filtered = filter_active() || g_max_depth || g_min_ticks;
+  g_engine = g_profile_mode || filtered;
+  if (filtered) g_mode_flags |= fmt::kRawModeFiltered;
+  if (env_true("CALLSCOPE_START_OFF")) {
+    g_control = 0;
+    g_mode_flags |= fmt::kRawModeStartOff;
+  }
+}
+
+void engine_write_mode() {
+  fmt::RawMode m{};
+  m.mode = static_cast<uint32_t>(g_profile_mode ? fmt::TraceMode::kProfile : fmt::TraceMode::kRecord);
+  m.flags = g_mode_flags;
+  write_meta(fmt::RawMetaType::kMode, &m, sizeof m, nullptr, 0, nullptr, 0);
+}
+
+bool engine_thread_init(ThreadState* t) {
+  t->prof = nullptr;
+  t->prof_fd = -1;
+  if (g_engine && !open_prof_file(t)) return false;
+  register_thread(t);
+  return true;
+}
+
+void engine_thread_exit(ThreadState* t) {
+  unregister_thread(t);
+  if (!t->prof) return;
+  t->prof->end_tick = now_tick();
+  if (t->header) memcpy(t->prof->name, t->header->name, sizeof t->prof->name);
+  // The mapping stays: later snapshots include this thread's tree.
+  if (t->hash) ::munmap(t->hash, uint64_t{t->hash_mask + 1} * 4);
+  t->hash = nullptr;
+}
+
+// In a fork child: a tree of its own, starting empty; the frames inherited
+// from the parent stay open but are not counted (their calls began there).
+void engine_reset_after_fork(ThreadState* t) {
+  // Other threads do not exist here; the parent's trees are the parent's.
+  g_reg_count = 0;
+  pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+  g_reg_lock = fresh;
+  g_dump_lock = fresh;
+  g_op_lock = fresh;
+  g_dump_fd = -1;
+  g_dump_seq = 0;
+  if (t->status != kEngine && t->status != kStopped && t->status != kActive) return;
+  if (t->prof) {
+    RawProfFrame saved[64];
+    const uint32_t depth = t->pdepth < 64 ? t->pdepth : 64;
+    memcpy(saved, t->pstack + (t->pdepth - depth), depth * sizeof(RawProfFrame));
+    if (t->hash) ::munmap(t->hash, uint64_t{t->hash_mask + 1} * 4);
+    ::munmap(t->prof, prof_bytes(kMaxNodes));
+    ::close(t->prof_fd);
+    t->prof = nullptr;
+    t->hash = nullptr;
+    if (!open_prof_file(t)) {
+      t->status = kDisabled;
+      return;
+    }
+    for (uint32_t i = 0; i < depth; ++i) {
+      saved[i].node = 0;
+      saved[i].flags = fmt::kProfFrameExcluded;
+      t->pstack[i] = saved[i];
+    }
+    t->pdepth = depth;
+    t->prof->depth = depth;
+  }
+  register_thread(t);
+}
+
+// ---- hooks --------------------------------------------------------------------
+
+uint32_t engine_find_child(ThreadState* t, uint32_t parent, uint64_t fn) { return find_child_slow(t, parent, fn); }
+
+// Any entry the fast path does not take: dead frames to close, a full
+// stack, a new path, a node with filter flags, events to write.
+void engine_enter_slow(ThreadState* t, uint64_t fn, uint64_t sp, uint64_t now) {
+  if (CALLSCOPE_UNLIKELY(t->pdepth != 0 && t->pstack[t->pdepth - 1].sp < sp) && t->poverflow == 0)
+    close_dead(t, sp, now);
+  if (CALLSCOPE_UNLIKELY(t->poverflow != 0 || t->pdepth >= kProfStackCapacity)) {
+    ++t->poverflow;
+    return;
+  }
+  const uint32_t parent = t->pstack[static_cast<int32_t>(t->pdepth) - 1].node;
+  uint32_t node = t->nodes[parent].hint;
+  if (t->nodes[node].fn != fn) node = find_child_slow(t, parent, fn);
+  uint32_t flags = 0;
+  if (CALLSCOPE_UNLIKELY(node == 0)) {  // the table is full
+    ++t->prof->dropped_calls;
+    flags = fmt::kProfFrameExcluded;
+    node = parent;
+  } else if (CALLSCOPE_UNLIKELY(t->nodes[node].flags != 0)) {
+    const uint32_t nf = t->nodes[node].flags;
+    if (nf & fmt::kProfNodeChrono) {
+      flags |= fmt::kProfFrameChrono;
+      ++t->chrono_depth;
+      update_eslow(t);
+    }
+    if (nf & fmt::kProfNodeExcluded) {
+      flags |= fmt::kProfFrameExcluded;
+      node = parent;
+    }
+  }
+  RawProfFrame& f = t->pstack[t->pdepth];
+  f.emit_end = 0;
+  if (CALLSCOPE_UNLIKELY(emitting(t)) && !(flags & fmt::kProfFrameExcluded)) {
+    emit_entry(t, fmt::RawKind::kEntry, now, fn, sp);
+    f.emit_end = reinterpret_cast<uint64_t>(t->pos);
+    flags |= fmt::kProfFrameEmitted;
+  }
+  if (g_min_ticks) flags |= fmt::kProfFrameMin;
+  f.fn = fn;
+  f.sp = sp;
+  f.tick = now;
+  f.child = 0;
+  f.node = node;
+  f.flags = flags;
+  ++t->pdepth;
+  t->prof->depth = t->pdepth;
+}
+
+void engine_exit_slow(ThreadState* t, uint64_t fn, uint64_t sp, uint64_t now) {
+  if (CALLSCOPE_UNLIKELY(t->poverflow != 0)) {
+    --t->poverflow;
+    return;
+  }
+  if (CALLSCOPE_LIKELY(t->pdepth != 0)) {
+    const RawProfFrame& top = t->pstack[t->pdepth - 1];
+    if (CALLSCOPE_LIKELY(top.fn == fn && top.sp >= sp)) {
+      close_frame(t, now, fmt::RawKind::kExit);
+      return;
+    }
+  }
+  match_exit(t, fn, sp, now);
+}
+
+bool control_changed(ThreadState* t) {
+  const uint64_t w = control_word();
+  t->control_seen = w;
+  if (t->prof) apply_clear(t);
+  if (!(w & 1)) {
+    if (t->status == kActive) {
+      truncate_stack(t, g_stop_tick);
+      t->status = kStopped;
+    } else if (t->status == kEngine) {
+      drop_frames(t, g_stop_tick);
+      t->status = kStopped;
+    }
+    return false;
+  }
+  if (t->status == kStopped) {
+    t->status = g_engine ? kEngine : kActive;
+    t->restarted = 1;
+  }
+  return true;
+}
+
+// ---- operations ---------------------------------------------------------------
+
+void op_start() {
+  ::pthread_mutex_lock(&g_op_lock);
+  const uint64_t w = g_control;
+  if (!(w & 1)) __atomic_store_n(&g_control, (((w >> 1) + 1) << 1) | 1, __ATOMIC_RELEASE);
+  ::pthread_mutex_unlock(&g_op_lock);
+}
+
+void op_stop() {
+  ::pthread_mutex_lock(&g_op_lock);
+  const uint64_t w = g_control;
+  if (w & 1) {
+    g_stop_tick = now_tick();
+    __atomic_store_n(&g_control, ((w >> 1) + 1) << 1, __ATOMIC_RELEASE);
+  }
+  ::pthread_mutex_unlock(&g_op_lock);
+}
+
+void op_clear() {
+  ::pthread_mutex_lock(&g_op_lock);
+  g_clear_tick = now_tick();
+  __atomic_store_n(&g_clear_seq, g_clear_seq + 1, __ATOMIC_RELEASE);
+  const uint64_t w = g_control;
+  __atomic_store_n(&g_control, (((w >> 1) + 1) << 1) | (w & 1), __ATOMIC_RELEASE);
+  ::pthread_mutex_unlock(&g_op_lock);
+}
+
+uint32_t op_dump(uint32_t reason) {
+  if (!g_profile_mode || !process_ensure_init()) return 0;
+  const int saved_errno = errno;
+  ::pthread_mutex_lock(&g_dump_lock);
+  uint32_t seq = 0;
+  if (g_dump_fd < 0) {
+    PathBuf path;
+    path.add(process_dir()).add("/dumps");
+    g_dump_fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  }
+  const uint32_t threads = __atomic_load_n(&g_reg_count, __ATOMIC_ACQUIRE);
+  // Node counts first: the snapshot's size is fixed before anything is written.
+  uint64_t* counts = static_cast<uint64_t*>(map_anon(uint64_t{threads} * 8 + 8));
+  uint64_t max_count = 0, bytes = sizeof(fmt::RawDumpHeader);
+  uint32_t with_tree = 0;
+  for (uint32_t i = 0; counts && i < threads; ++i) {
+    const RawProfHeader* h = g_reg[i].prof;
+    counts[i] = h ? __atomic_load_n(&h->node_count, __ATOMIC_ACQUIRE) : 0;
+    if (!h) continue;
+    ++with_tree;
+    if (counts[i] > max_count) max_count = counts[i];
+    bytes += sizeof(fmt::RawDumpThread) + counts[i] * sizeof(RawProfNode);
+  }
+  auto* buf = static_cast<RawProfNode*>(map_anon(max_count * sizeof(RawProfNode) + 4096));
+  if (g_dump_fd >= 0 && counts && buf) {
+    const uint64_t now = now_tick();
+    fmt::RawDumpHeader dh{};
+    memcpy(dh.magic, fmt::kRawDumpMagic, sizeof dh.magic);
+    dh.seq = g_dump_seq + 1;
+    dh.reason = reason;
+    dh.tick = now;
+    dh.threads = with_tree;
+    dh.bytes = bytes;
+    bool ok = write_all(g_dump_fd, &dh, sizeof dh);
+    for (uint32_t i = 0; ok && i < threads; ++i) {
+      const RawProfHeader* h = g_reg[i].prof;
+      if (!h) continue;
+      fmt::RawDumpThread dt{};
+      dt.tid = h->tid;
+      dt.nodes = copy_thread(h, buf, counts[i], now);
+      dt.dropped_calls = h->dropped_calls;
+      dt.start_tick = h->start_tick;
+      memcpy(dt.name, h->name, sizeof dt.name);
+      ok = write_all(g_dump_fd, &dt, sizeof dt) && write_all(g_dump_fd, buf, dt.nodes * sizeof(RawProfNode));
+    }
+    if (ok) seq = ++g_dump_seq;
+  }
+  if (buf) ::munmap(buf, max_count * sizeof(RawProfNode) + 4096);
+  if (counts) ::munmap(counts, uint64_t{threads} * 8 + 8);
+  ::pthread_mutex_unlock(&g_dump_lock);
+  errno = saved_errno;
+  return seq;
+}
+
+namespace {
+
+class Text {
+ public:
+  CALLSCOPE_NOINSTR Text(char* buf, size_t cap) : buf_(buf), cap_(cap) {
+    if (cap_) buf_[0] = '\0';
+  }
+  CALLSCOPE_NOINSTR Text& add(const char* s) {
+    while (*s && n_ + 1 < cap_) buf_[n_++] = *s++;
+    if (cap_) buf_[n_] = '\0';
+    return *this;
+  }
+  CALLSCOPE_NOINSTR Text& num(uint64_t v) {
+    char tmp[24];
+    int i = 0;
+    do tmp[i++] = static_cast<char>('0' + v % 10);
+    while ((v /= 10) != 0);
+    char out[24];
+    int j = 0;
+    while (i) out[j++] = tmp[--i];
+    out[j] = '\0';
+    return add(out);
+  }
+  size_t size() const { return n_; }
+
+ private:
+  char* buf_;
+  size_t cap_;
+  size_t n_ = 0;
+};
+
+}  // namespace
+
+size_t op_status(char* buf, size_t cap) {
+  Text out(buf, cap);
+  uint64_t calls = 0, nodes = 0, dropped = 0, bytes = 0, event_bytes = 0, lost = 0;
+  uint32_t live = 0;
+  ::pthread_mutex_lock(&g_reg_lock);
+  for (uint32_t i = 0; i < g_reg_count; ++i) {
+    const Reg& r = g_reg[i];
+    if (r.alive) ++live;
+    if (r.alive && r.th) {
+      lost += r.th->lost_events;
+      if (r.th->ring_segments) event_bytes += (r.th->committed + 1) * r.th->segment_bytes;
+    }
+    if (!r.prof) continue;
+    const uint64_t n = __atomic_load_n(&r.prof->node_count, __ATOMIC_ACQUIRE);
+    const auto* nd =
+        reinterpret_cast<const RawProfNode*>(reinterpret_cast<const char*>(r.prof) + r.prof->nodes_offset);
+    for (uint64_t k = 1; k < n; ++k) calls += nd[k].calls;
+    nodes += n;
+    dropped += r.prof->dropped_calls;
+    bytes += r.prof->node_capacity * sizeof(RawProfNode);
+  }
+  const uint32_t reg = g_reg_count, started = g_threads_started;
+  ::pthread_mutex_unlock(&g_reg_lock);
+  out.add("mode: ").add(g_profile_mode ? "profile" : "record").add(g_mode_flags & fmt::kRawModeFiltered ? " (filtered)" : "").add("\n");
+  out.add("profiling: ").add(control_word() & 1 ? "on" : "off").add("\n");
+  out.add("pid: ").num(static_cast<uint64_t>(::getpid())).add("\n");
+  out.add("threads: ").num(started).add("\n");
+  out.add("live_threads: ").num(live).add("\n");
+  if (g_profile_mode) {
+    out.add("calls: ").num(calls).add("\n");
+    out.add("events: ").num(calls * 2).add("\n");
+    out.add("nodes: ").num(nodes).add("\n");
+    out.add("buffer_bytes: ").num(bytes).add("\n");
+    out.add("buffer_use: ").num(nodes * sizeof(RawProfNode)).add(" of ").num(uint64_t{reg} * kMaxNodes * sizeof(RawProfNode)).add(" bytes (").num(nodes).add(" of ").num(uint64_t{reg} * kMaxNodes).add(" nodes)\n");
+    out.add("dropped_calls: ").num(dropped).add("\n");
+    out.add("dumps: ").num(g_dump_seq).add("\n");
+  } else {
+    out.add("event_bytes: ").num(event_bytes).add("\n");
+    out.add("buffer_use: ring of ").num(uint64_t{fmt::kRingSegments} * fmt::kSegmentBytes).add(" bytes per thread\n");
+  }
+  out.add("lost_events: ").num(lost).add("\n");
+  if (g_interval_ns) out.add("interval_ns: ").num(g_interval_ns).add("\n");
+  return out.size();
+}
+
+uint64_t dump_interval_ns() { return g_interval_ns; }
+
+namespace {
+
+CALLSCOPE_NOINSTR void mark(const char* text) {
+  if (!process_ensure_init()) return;
+  ThreadState* t = current_thread();
+  const uint32_t id = __atomic_add_fetch(&g_mark_id, 1, __ATOMIC_RELAXED);
+  const uint64_t tick = now_tick();
+  fmt::RawMark m{};
+  m.tick = tick;
+  m.tid = static_cast<uint32_t>(::syscall(SYS_gettid));
+  m.id = id;
+  m.text_len = text ? static_cast<uint32_t>(strnlen(text, 255)) : 0;
+  write_meta(fmt::RawMetaType::kMark, &m, sizeof m, text, m.text_len, nullptr, 0);
+  // In the thread's events too, where it writes events.
+  if (t->in_hook) return;
+  const bool writes = t->status == kActive || (t->status == kEngine && emitting(t));
+  if (!writes) return;
+  t->in_hook = 1;
+  signal_fence();
+  emit2(t, fmt::RawKind::kMark, tick, id);
+  signal_fence();
+  t->in_hook = 0;
+}
+
+}  // namespace
+}  // namespace callscope::rt
+
+// ---- the public API (include/callscope/callscope.h) ----------------------------
+
+using namespace callscope::rt;
+
+CALLSCOPE_EXPORT void callscope_start(void) {
+  if (process_ensure_init()) op_start();
+}
+CALLSCOPE_EXPORT void callscope_stop(void) {
+  if (process_ensure_init()) op_stop();
+}
+CALLSCOPE_EXPORT void callscope_clear(void) {
+  if (process_ensure_init()) op_clear();
+}
+CALLSCOPE_EXPORT int callscope_dump(void) { return static_cast<int>(op_dump(kDumpApi)); }
+CALLSCOPE_EXPORT void callscope_mark(const char* text) { mark(text); }

@@ -1,0 +1,211 @@
+// Profile mode end to end (`callscope record` with CALLSCOPE_MODE=profile,
+// as --mode=profile sets it), for every compiler variant: exact counts from
+// the in-process call trees, snapshots taken through the public API, clear
+// and stop/start, filters (exclude, include, depth, minimum duration, chrono
+// functions) in both modes, a crash, flat memory over a long run, and
+// report --dump / --diff.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "e2e_support.h"
+
+namespace callscope::e2e {
+namespace {
+
+class ProfileTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  // `callscope record` with the runtime's environment `env` ("K=V").
+  RunResult record(const std::vector<std::string>& env, const std::string& program,
+                   const std::vector<std::string>& args = {}, const std::string& input = "",
+                   const std::string& name = "p.trace") {
+    trace_ = dir_.file(name);
+    std::vector<std::string> argv = {"env"};
+    argv.insert(argv.end(), env.begin(), env.end());
+    argv.insert(argv.end(), {CALLSCOPE_EXE, "record", "-f", "-o", trace_, "--", fixture(GetParam(), program)});
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run(argv, input);
+  }
+  std::map<std::string, std::map<std::string, std::string>> flat(std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {"report", trace_, "--format", "csv"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    RunResult r = callscope(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return csv_by(r.out, "function");
+  }
+  TempDir dir_;
+  std::string trace_;
+};
+
+TEST_P(ProfileTest, CountsAndTimesMatchTheProgram) {
+  RunResult r = record({"CALLSCOPE_MODE=profile"}, "profile");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto rows = flat();
+  EXPECT_EQ(num(rows["main"], "calls"), 1u);
+  EXPECT_EQ(num(rows["caller_a"], "calls"), 1u);
+  EXPECT_EQ(num(rows["caller_b"], "calls"), 2u);
+  EXPECT_EQ(num(rows["middle"], "calls"), 5u);
+  EXPECT_EQ(num(rows["leaf"], "calls"), 500u);
+  EXPECT_EQ(num(rows["sleeper"], "calls"), 1u);
+  EXPECT_GE(num(rows["sleeper"], "self_ns"), 10'000'000u);
+  EXPECT_GE(num(rows["caller_a"], "total_ns"), 10'000'000u);
+  EXPECT_LT(num(rows["caller_a"], "self_ns"), 1'000'000u);
+  for (const auto& [name, row] : rows) EXPECT_LE(num(row, "self_ns"), num(row, "total_ns")) << name;
+  // Callers: middle is called once from caller_a and 4 times from caller_b.
+  RunResult c = callscope({"report", trace_, "--callers", "middle", "--format", "csv"});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_NE(c.out.find("caller_a"), std::string::npos) << c.out;
+  RunResult tree = callscope({"report", trace_, "--tree", "--format", "csv"});
+  ASSERT_EQ(tree.exit_code, 0) << tree.err;
+  auto nodes = csv_by(tree.out, "node");
+  uint64_t middle_under_b = 0;
+  for (auto& [id, row] : nodes)
+    if (row["function"] == "middle" && nodes[row["parent"]]["function"] == "caller_b") middle_under_b += num(row, "calls");
+  EXPECT_EQ(middle_under_b, 4u) << tree.out;
+  // The trace is small: the tree, not the calls.
+  RunResult info = callscope({"info", trace_});
+  EXPECT_NE(info.out.find("mode:       profile"), std::string::npos) << info.out;
+}
+
+// The server fixture drives 8 worker threads; the public API turns
+// profiling on and off, clears and takes snapshots. Per request a worker
+// calls handle_request, parse_request and compute once, checksum 4 times.
+TEST_P(ProfileTest, ApiStartStopClearAndDumpsWithEightThreads) {
+  const std::string script =
+      "work 5\nstart\nwork 100\ndump\nstop\nwork 50\nstart\nwork 10\ndump\nclear\nwork 7\nmark after clear\nquit\n";
+  RunResult r = record({"CALLSCOPE_MODE=profile", "CALLSCOPE_START_OFF=1"}, "server", {}, script);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("dump 1\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("dump 2\n"), std::string::npos) << r.out;
+  auto d1 = flat({"--dump", "1"});
+  EXPECT_EQ(num(d1["handle_request"], "calls"), 800u);
+  EXPECT_EQ(num(d1["parse_request"], "calls"), 800u);
+  EXPECT_EQ(num(d1["checksum"], "calls"), 3200u);
+  auto d2 = flat({"--dump", "2"});
+  EXPECT_EQ(num(d2["handle_request"], "calls"), 880u);
+  EXPECT_EQ(num(d2["compute"], "calls"), 880u);
+  auto last = flat();
+  EXPECT_EQ(num(last["handle_request"], "calls"), 56u);
+  EXPECT_EQ(num(last["checksum"], "calls"), 224u);
+  // Every worker thread has its own tree.
+  RunResult t = callscope({"report", trace_, "--threads", "--format", "csv", "-F", "handle_request"});
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_EQ(std::count(t.out.begin(), t.out.end(), '\n'), 1 + 8) << t.out;
+  RunResult info = callscope({"info", trace_});
+  EXPECT_NE(info.out.find("after clear"), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find("callscope_dump()"), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find("final state"), std::string::npos) << info.out;
+  // --diff of the two snapshots: 80 more requests between them.
+  RunResult diff = callscope({"report", trace_, "--diff", "1", "2", "--format", "csv"});
+  ASSERT_EQ(diff.exit_code, 0) << diff.err;
+  auto rows = csv_by(diff.out, "function");
+  EXPECT_EQ(num(rows["handle_request"], "calls_a"), 800u);
+  EXPECT_EQ(num(rows["handle_request"], "calls_b"), 880u);
+  // Out of range, and on a trace of every call.
+  RunResult bad = callscope({"report", trace_, "--dump", "9"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("no snapshot 9"), std::string::npos) << bad.err;
+}
+
+TEST_P(ProfileTest, MemoryStaysFlatOverALongRun) {
+  RunResult r = record({"CALLSCOPE_MODE=profile"}, "server", {}, "work 2000\nrss\nwork 200000\nrss\nquit\n");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream in(r.out);
+  std::string word;
+  std::vector<long> rss;
+  while (in >> word)
+    if (word == "rss") {
+      long kib = 0;
+      in >> kib;
+      rss.push_back(kib);
+    }
+  ASSERT_EQ(rss.size(), 2u) << r.out;
+  // 100x the calls (11 million more): the trees do not grow, nor does anything else.
+  EXPECT_LT(rss[1] - rss[0], 512) << "RSS " << rss[0] << " KiB -> " << rss[1] << " KiB";
+  EXPECT_EQ(num(flat()["checksum"], "calls"), 8u * 4 * 202000);
+}
+
+TEST_P(ProfileTest, ExcludedFunctionTimeGoesToItsCallerAndItsCalleesStay) {
+  RunResult r = record({"CALLSCOPE_MODE=profile", "CALLSCOPE_EXCLUDE=middle"}, "profile");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto rows = flat();
+  EXPECT_EQ(rows.count("middle"), 0u);
+  EXPECT_EQ(num(rows["leaf"], "calls"), 500u);
+  RunResult c = callscope({"report", trace_, "--callers", "leaf", "--format", "csv"});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_NE(c.out.find("caller_b"), std::string::npos) << c.out;  // leaf now hangs under caller_b
+  // Include: only these are counted.
+  r = record({"CALLSCOPE_MODE=profile", "CALLSCOPE_INCLUDE=caller_*,leaf"}, "profile");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  rows = flat();
+  EXPECT_EQ(rows.count("main"), 0u);
+  EXPECT_EQ(rows.count("middle"), 0u);
+  EXPECT_EQ(num(rows["caller_b"], "calls"), 2u);
+  EXPECT_EQ(num(rows["leaf"], "calls"), 500u);
+  // Depth: main and its callees only; their time includes everything below.
+  r = record({"CALLSCOPE_MODE=profile", "CALLSCOPE_MAX_DEPTH=2"}, "profile");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  rows = flat();
+  EXPECT_EQ(rows.count("middle"), 0u);
+  EXPECT_EQ(num(rows["caller_b"], "calls"), 2u);
+  EXPECT_GE(num(rows["caller_a"], "self_ns"), 10'000'000u);
+  // Minimum duration: only calls of 5 ms or more count.
+  r = record({"CALLSCOPE_MODE=profile", "CALLSCOPE_MIN_DURATION=5ms"}, "profile");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  rows = flat();
+  EXPECT_EQ(num(rows["sleeper"], "calls"), 1u);
+  EXPECT_EQ(num(rows["caller_a"], "calls"), 1u);
+  EXPECT_EQ(rows.count("leaf"), 0u);
+  EXPECT_EQ(rows.count("caller_b"), 0u);
+}
+
+TEST_P(ProfileTest, ChronoFunctionsListTheirSubtreeInBothModes) {
+  for (const char* mode : {"CALLSCOPE_MODE=profile", "CALLSCOPE_MODE=record"}) {
+    RunResult r = record({mode, "CALLSCOPE_CHRONO=caller_a"}, "profile");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    RunResult replay = callscope({"replay", trace_, "--format", "csv"});
+    ASSERT_EQ(replay.exit_code, 0) << replay.err;
+    EXPECT_NE(replay.out.find("caller_a"), std::string::npos) << mode;
+    EXPECT_NE(replay.out.find("sleeper"), std::string::npos) << mode;
+    EXPECT_EQ(replay.out.find("caller_b"), std::string::npos) << mode;
+    EXPECT_EQ(replay.out.find(",main"), std::string::npos) << mode << replay.out;
+  }
+  // Record mode keeps only those events: caller_a, middle, sleeper, 100 leaf.
+  TraceSummary s = summarize(trace_);
+  EXPECT_EQ(s.calls_of("leaf"), 100u);
+  EXPECT_EQ(s.calls_of("caller_a"), 1u);
+  EXPECT_EQ(s.calls_of("caller_b"), 0u);
+  EXPECT_TRUE(s.threads.at(0).balanced());
+}
+
+TEST_P(ProfileTest, RecordModeFiltersKeepTheTraceBalanced) {
+  RunResult r = record({"CALLSCOPE_EXCLUDE=middle", "CALLSCOPE_MIN_DURATION=5ms"}, "profile");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  TraceSummary s = summarize(trace_);
+  EXPECT_EQ(s.calls_of("middle"), 0u);
+  EXPECT_EQ(s.calls_of("leaf"), 0u);  // shorter than 5 ms: taken back
+  EXPECT_EQ(s.calls_of("sleeper"), 1u);
+  EXPECT_EQ(s.calls_of("main"), 1u);
+  for (const ThreadSummary& t : s.threads) EXPECT_TRUE(t.balanced());
+}
+
+TEST_P(ProfileTest, ACrashKeepsTheTrees) {
+  for (const char* how : {"segv", "sigkill"}) {
+    RunResult r = record({"CALLSCOPE_MODE=profile"}, "crash", {how});
+    EXPECT_NE(r.exit_code, 0) << how;
+    auto rows = flat();
+    EXPECT_EQ(num(rows["work"], "calls"), 12345u) << how;
+    EXPECT_GE(num(rows["main"], "total_ns"), num(rows["work"], "total_ns")) << how << ": main was open at the crash";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Compilers, ProfileTest, ::testing::ValuesIn(variants()),
+                         [](const auto& param_info) {
+                           std::string s = param_info.param;
+                           for (char& c : s)
+                             if (c == '-') c = '_';
+                           return s;
+                         });
+
+}  // namespace
+}  // namespace callscope::e2e
