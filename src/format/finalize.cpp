@@ -372,6 +372,7 @@ Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::
       threads.push_back(r);
       const uint32_t index = static_cast<uint32_t>(threads.size() - 1);
       if (!file_stem.empty()) thread_of_stem[{static_cast<uint32_t>(pi), file_stem}] = index;
+      thread_of.try_emplace({static_cast<uint32_t>(pi), tid}, index);  // for marks
       return index;
     };
     std::map<std::pair<uint32_t, uint64_t>, uint32_t> tree_of;  // (tid, start tick) -> thread index

@@ -168,6 +168,18 @@ __attribute__((visibility("hidden"), used, no_instrument_function)) void callsco
                                                                                         uint64_t sp);
 __attribute__((visibility("hidden"), used, no_instrument_function)) void callscope_rt_exit(void* fn, void* site,
                                                                                        uint64_t sp);
+__attribute__((visibility("hidden"), used, no_instrument_function)) void callscope_rt_engine_enter(void* fn,
+                                                                                               void* site,
+                                                                                               uint64_t sp);
+__attribute__((visibility("hidden"), used, no_instrument_function)) void callscope_rt_engine_exit(void* fn,
+                                                                                              void* site,
+                                                                                              uint64_t sp);
+// Where the trampolines jump: the recording hooks, or the engine's once the
+// process is set up for it (hooks_use_engine). Either pair handles every
+// thread state through hook_slow; the choice only picks the fast path.
+__attribute__((visibility("hidden"), used)) void* callscope_rt_enter_target =
+    reinterpret_cast<void*>(&callscope_rt_enter);
+__attribute__((visibility("hidden"), used)) void* callscope_rt_exit_target = reinterpret_cast<void*>(&callscope_rt_exit);
 }
 
 __asm__(R"(
@@ -178,7 +190,7 @@ __asm__(R"(
 __cyg_profile_func_enter:
   .cfi_startproc
   leaq 8(%rsp), %rdx
-  jmp callscope_rt_enter
+  jmp *callscope_rt_enter_target(%rip)
   .cfi_endproc
   .size __cyg_profile_func_enter, .-__cyg_profile_func_enter
 
@@ -188,7 +200,7 @@ __cyg_profile_func_enter:
 __cyg_profile_func_exit:
   .cfi_startproc
   leaq 8(%rsp), %rdx
-  jmp callscope_rt_exit
+  jmp *callscope_rt_exit_target(%rip)
   .cfi_endproc
   .size __cyg_profile_func_exit, .-__cyg_profile_func_exit
 )");
@@ -197,7 +209,7 @@ using namespace callscope::rt;
 
 // Each hook: the gate (status and re-entry in one compare), the control word
 // (start/stop/clear since this thread's last hook), then the body of the
-// recording path or of the engine.
+// recording path (these two) or of the engine (the two after).
 void callscope_rt_enter(void* fn, void* /*site*/, uint64_t sp) {
   ThreadState* t = current_thread();
   const uint16_t gate = t->gate;
@@ -209,12 +221,6 @@ void callscope_rt_enter(void* fn, void* /*site*/, uint64_t sp) {
     t->in_hook = 1;
     signal_fence();
     enter_body(t, reinterpret_cast<uint64_t>(fn), sp);
-    signal_fence();
-    t->in_hook = 0;
-  } else if (gate == kGateEngine && control_word() == t->control_seen) {
-    t->in_hook = 1;
-    signal_fence();
-    engine_enter_fast(t, reinterpret_cast<uint64_t>(fn), sp);
     signal_fence();
     t->in_hook = 0;
   } else {
@@ -235,13 +241,40 @@ void callscope_rt_exit(void* fn, void* /*site*/, uint64_t sp) {
     exit_body(t, reinterpret_cast<uint64_t>(fn), sp);
     signal_fence();
     t->in_hook = 0;
-  } else if (gate == kGateEngine && control_word() == t->control_seen) {
-    t->in_hook = 1;
-    signal_fence();
-    engine_exit_fast(t, reinterpret_cast<uint64_t>(fn), sp);
-    signal_fence();
-    t->in_hook = 0;
   } else {
     hook_slow(t, reinterpret_cast<uint64_t>(fn), sp, false);
   }
 }
+
+void callscope_rt_engine_enter(void* fn, void* /*site*/, uint64_t sp) {
+  ThreadState* t = current_thread();
+  if (CALLSCOPE_UNLIKELY(t->gate != kGateEngine || control_word() != t->control_seen)) {
+    hook_slow(t, reinterpret_cast<uint64_t>(fn), sp, true);
+    return;
+  }
+  t->in_hook = 1;
+  signal_fence();
+  engine_enter_fast(t, reinterpret_cast<uint64_t>(fn), sp);
+  signal_fence();
+  t->in_hook = 0;
+}
+
+void callscope_rt_engine_exit(void* fn, void* /*site*/, uint64_t sp) {
+  ThreadState* t = current_thread();
+  if (CALLSCOPE_UNLIKELY(t->gate != kGateEngine || control_word() != t->control_seen)) {
+    hook_slow(t, reinterpret_cast<uint64_t>(fn), sp, false);
+    return;
+  }
+  t->in_hook = 1;
+  signal_fence();
+  engine_exit_fast(t, reinterpret_cast<uint64_t>(fn), sp);
+  signal_fence();
+  t->in_hook = 0;
+}
+
+namespace callscope::rt {
+void hooks_use_engine() {
+  __atomic_store_n(&callscope_rt_enter_target, reinterpret_cast<void*>(&callscope_rt_engine_enter), __ATOMIC_RELEASE);
+  __atomic_store_n(&callscope_rt_exit_target, reinterpret_cast<void*>(&callscope_rt_engine_exit), __ATOMIC_RELEASE);
+}
+}  // namespace callscope::rt

@@ -460,6 +460,7 @@ void engine_configure() {
   g_interval_ns = parse_duration_ns(::getenv("CALLSCOPE_INTERVAL"));
   const bool filtered = filter_active() || g_max_depth || g_min_ticks;
   g_engine = g_profile_mode || filtered;
+  if (g_engine) hooks_use_engine();
   if (filtered) g_mode_flags |= fmt::kRawModeFiltered;
   if (env_true("CALLSCOPE_START_OFF")) {
     g_control = 0;

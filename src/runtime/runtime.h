@@ -142,6 +142,7 @@ extern bool g_engine;          // threads run the engine's hooks
 extern bool g_profile_mode;    // CALLSCOPE_MODE=profile
 void engine_configure();       // reads CALLSCOPE_*; once, at process init
 void engine_write_mode();      // the kMode meta record of this process
+void hooks_use_engine();       // hooks.cpp: the trampolines jump to the engine's hooks
 bool engine_thread_init(ThreadState* t);
 void engine_thread_exit(ThreadState* t);
 void engine_reset_after_fork(ThreadState* t);
