@@ -127,7 +127,7 @@ LOAD_BEFORE=$(cat /proc/loadavg)
 TOP_BEFORE=$(top -bn1 | sed -n '1,3p;7,12p')
 
 # --- measure ------------------------------------------------------------------
-CONFIGS=(plain floor floor-static callscope-run callscope-record callscope-profile uftrace-cyg uftrace-pg)
+CONFIGS=(plain floor floor-static callscope-run callscope-record callscope-profile gprof uftrace-cyg uftrace-pg)
 run_config() {  # prog config rep
   local p=$1 c=$2 r=$3 out=$WORK/out.$p
   local -a A
@@ -140,7 +140,8 @@ run_config() {  # prog config rep
     floor-static) cmd=("$BIN/$p.floorstatic" "${A[@]}") ;;
     callscope-run) cmd=(env LD_PRELOAD="$RT" CALLSCOPE_DIR="$out/raw" "$BIN/$p.cyg" "${A[@]}"); mkdir -p "$out/raw" ;;
     callscope-record) cmd=("$CS" record --raw-dir "$out" -f -o "$out/t.trace" -- "$BIN/$p.cyg" "${A[@]}") ;;
-    callscope-profile) cmd=(env CALLSCOPE_MODE=profile "$CS" record --raw-dir "$out" -f -o "$out/t.trace" -- "$BIN/$p.cyg" "${A[@]}") ;;
+    callscope-profile) cmd=("$CS" record --mode=profile --raw-dir "$out" -f -o "$out/t.trace" -- "$BIN/$p.cyg" "${A[@]}") ;;
+    gprof) cmd=(sh -c 'cd "$1" && shift && exec "$@"' sh "$out" "$BIN/$p.pg" "${A[@]}") ;;  # gmon.out in $out
     uftrace-cyg) cmd=(uftrace record --no-libcall -d "$out/uftrace.data" "$BIN/$p.cyg" "${A[@]}") ;;
     uftrace-pg) cmd=(uftrace record --no-libcall -d "$out/uftrace.data" "$BIN/$p.pg" "${A[@]}") ;;
   esac

@@ -19,6 +19,7 @@ CONFIGS = [
     ("callscope-record", "`callscope record` end to end"),
     ("callscope-profile-run", "`callscope record --mode=profile`, while the program runs"),
     ("callscope-profile", "`callscope record --mode=profile` end to end"),
+    ("gprof", "gprof: -pg build run directly (call graph kept in the process, gmon.out)"),
     ("uftrace-cyg", "`uftrace record`, -finstrument-functions"),
     ("uftrace-pg", "`uftrace record`, -pg"),
 ]
@@ -86,8 +87,10 @@ def main():
         rows = []
         for num, numlabel in (("callscope-record-run", "callscope record (program run)"), ("callscope-run", "callscope runtime alone (run)"),
                               ("callscope-record", "callscope record (end to end)"),
+                              ("callscope-profile-run", "callscope profile mode (program run)"),
                               ("callscope-profile", "callscope profile mode (end to end)")):
             for den, denlabel, target in (("floor", "floor (LD_PRELOAD)", TARGET_FLOOR), ("floor-static", "floor (linked in)", None),
+                                          ("gprof", "gprof (-pg)", None),
                                           ("uftrace-cyg", "uftrace -finstrument-functions", TARGET_UFTRACE),
                                           ("uftrace-pg", "uftrace -pg", TARGET_UFTRACE)):
                 if (p, num) not in med or (p, den) not in med:

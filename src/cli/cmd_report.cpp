@@ -249,6 +249,7 @@ Command report_command() {
                            "Compare A and B function by function: each a snapshot number of TRACE or another "
                            "trace file (its final state); B - A, biggest change first")
                 ->expected(2)
+                ->allow_extra_args(false)
                 ->type_name("A B");
             app.footer(
                 "Columns: CALLS (entries), TOTAL (inclusive time; a recursive function's time\n"

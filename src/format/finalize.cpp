@@ -134,8 +134,8 @@ Status encode_thread(RawThreadFile& file, uint64_t offset, uint64_t end_hint, Ev
   }
   uint64_t end = last;
   if (file.header().end_tick) end = std::max(end, file.header().end_tick + offset);
-  else if (!stack.empty() && end_hint > end)
-    end = end_hint;  // the process died with these frames open: they lasted until then
+  else if ((!stack.empty() || first) && end_hint > end)
+    end = end_hint;  // the process ended with this thread running (frames open, or no events at all)
   while (!stack.empty()) {
     stack.pop_back();
     CALLSCOPE_CHECK(emit(EventKind::kExitTruncated, end, 0, 0, 0));
@@ -145,7 +145,7 @@ Status encode_thread(RawThreadFile& file, uint64_t offset, uint64_t end_hint, Ev
   r.lost_events = std::max(r.lost_events, file.header().lost_events);
   r.torn_events = file.torn_events();
   if (first) r.start_tick = file.header().start_tick + offset;
-  r.end_tick = end;
+  r.end_tick = std::max(end, r.start_tick);
   return enc.flush();
 }
 
@@ -368,7 +368,16 @@ Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::
       ThreadRecord r{};  // a tree without an event file: give it a thread record
       r.process_index = static_cast<uint32_t>(pi);
       r.tid = tid;
-      r.name = thread_strings.add("");
+      std::string name;
+      for (const auto& [fs, t] : finals) {
+        if (fs != file_stem || file_stem.empty()) continue;
+        name = std::string(t.name, strnlen(t.name, sizeof t.name));
+        r.start_tick = t.start_tick + offset;
+        r.end_tick = std::max(r.start_tick, (t.end_tick ? t.end_tick + offset : procs[pi].end_tick));
+        if (t.flags & kRawThreadMain) r.flags |= kThreadMain;
+        if (t.end_tick) r.flags |= kThreadExitedCleanly;
+      }
+      r.name = thread_strings.add(name);
       threads.push_back(r);
       const uint32_t index = static_cast<uint32_t>(threads.size() - 1);
       if (!file_stem.empty()) thread_of_stem[{static_cast<uint32_t>(pi), file_stem}] = index;
@@ -404,10 +413,21 @@ Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::
     d.reason = 4;  // the end: exit, or death (the process record says how)
     d.tick = procs[pi].end_tick;
     for (auto& [file_stem, t] : finals) {
+      // A clear the thread never applied (it made no call since): its counts
+      // are from before it, and its open calls count from the clear on.
+      uint64_t floor = 0;
+      if (!p.clears.empty() && t.clear_seq < p.clears.back().seq) {
+        for (RawProfNode& n : t.nodes) {
+          n.calls = n.total = n.self = n.max = n.first = 0;
+          n.min = n.first_tick = ~uint64_t{0};
+        }
+        t.dropped_calls = 0;
+        floor = p.clears.back().tick;
+      }
       const uint64_t end = t.end_tick ? t.end_tick : (procs[pi].end_tick > offset ? procs[pi].end_tick - offset : 0);
       d.tick = std::max(d.tick, end + offset);
       if (!t.open.empty()) add_open_time(t.nodes.data(), t.nodes.size(), t.open.data(),
-                                         static_cast<uint32_t>(t.open.size()), end, 0);
+                                         static_cast<uint32_t>(t.open.size()), end, floor);
       const uint32_t ti = thread_for(file_stem, t.tid);
       uint64_t calls = 0;
       CALLSCOPE_CHECK(write_tree(*writer, t, ti, static_cast<uint32_t>(dumps.size()), d.tick, offset, calls));

@@ -93,6 +93,11 @@ Status read_process(RawProcess& p, std::vector<std::string>& warnings) {
         if (take(buf, body, end, c)) p.calibrations.push_back(c);
         break;
       }
+      case RawMetaType::kClear: {
+        RawClear c;
+        if (take(buf, body, end, c)) p.clears.push_back(c);
+        break;
+      }
       case RawMetaType::kMode: {
         RawMode m;
         if (take(buf, body, end, m)) p.mode = m;
@@ -305,6 +310,9 @@ Result<RawTree> read_prof_file(const std::string& path) {
       t.start_tick = h.start_tick;
       t.end_tick = h.end_tick;
       t.dropped_calls = h.dropped_calls;
+      t.clear_seq = h.clear_seq;
+      t.flags = h.flags;
+      std::memcpy(t.name, h.name, sizeof t.name);
       uint64_t n = std::min<uint64_t>(h.node_count, (size - h.nodes_offset) / sizeof(RawProfNode));
       t.nodes.resize(n);
       if (n) std::memcpy(t.nodes.data(), base + h.nodes_offset, n * sizeof(RawProfNode));
@@ -340,8 +348,12 @@ Status read_dumps(const std::string& path, std::vector<std::string>& warnings,
     };
     // Sizes come from a file a dying process may have cut short: nothing is
     // allocated beyond what the file holds.
-    if (got != sizeof s.header || std::memcmp(s.header.magic, kRawDumpMagic, sizeof s.header.magic) != 0 ||
-        s.header.bytes < sizeof s.header || s.header.bytes > file_size - offset)
+    if (got == sizeof s.header && std::memcmp(s.header.magic, kRawDumpMagic, sizeof s.header.magic) != 0) {
+      warnings.push_back("'" + path + "': no snapshot at offset " + std::to_string(offset) +
+                         " (damaged); the rest of the file is ignored");
+      return ok_status();
+    }
+    if (got != sizeof s.header || s.header.bytes < sizeof s.header || s.header.bytes > file_size - offset)
       return cut();
     uint64_t left = s.header.bytes - sizeof s.header;
     bool ok = true;

@@ -41,6 +41,7 @@ struct RawProcess {
   };
   std::vector<Mark> marks;
   std::vector<std::string> prof_files;    // t<tid>.prof, absolute paths, sorted
+  std::vector<RawClear> clears;           // callscope_clear() calls, in order
   std::string dumps_file;                 // empty when the process wrote no snapshot
 };
 
@@ -65,7 +66,9 @@ struct RawTree {
   uint64_t dropped_calls = 0;
   std::vector<RawProfNode> nodes;
   std::vector<RawProfFrame> open;       // .prof only: frames open when it was last written
-  uint64_t clear_floor = 0;             // .prof only: a pending clear's tick, else 0
+  uint64_t clear_seq = 0;               // .prof only: the last clear the thread applied
+  uint64_t flags = 0;                   // .prof only: kRawThreadMain
+  char name[16] = {};                   // .prof only: set when the thread exited
 };
 
 // Reads t<tid>.prof (a process that died mid-update leaves at most the last

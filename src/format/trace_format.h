@@ -122,6 +122,7 @@ enum class RawMetaType : uint32_t {
   kRecorderInfo = 7,   // RawRecorderInfo + cwd + NUL + cmdline (recorder only)
   kMark = 8,           // RawMark + text (callscope_mark)
   kMode = 9,           // RawMode: how the process was traced
+  kClear = 10,         // RawClear: callscope_clear() (for threads that never applied it)
 };
 
 struct RawMetaHeader {
@@ -208,6 +209,12 @@ struct RawMark {
   uint32_t reserved;
 };
 static_assert(sizeof(RawMark) == 24);
+
+struct RawClear {
+  uint64_t seq;   // 1, 2, ... (RawProfHeader::clear_seq of a thread that applied it)
+  uint64_t tick;
+};
+static_assert(sizeof(RawClear) == 16);
 
 enum class TraceMode : uint32_t { kRecord = 0, kProfile = 1 };
 struct RawMode {
@@ -362,7 +369,7 @@ enum class BlockType : uint16_t {
   kEnd = 6,        // EndRecord: the writer finished
   kProfile = 7,    // ProfileNodeRecord[count] of one thread in one snapshot:
                    // aux0 = thread index, aux1 = snapshot index, first_tick = its tick
-  kDumps = 8,      // DumpRecord[count]: the snapshots, in time order
+  kDumps = 8,      // DumpRecord[count]: the snapshots, process by process, each's in time order
   kMarks = 9,      // MarkRecord[count] + strings
 };
 inline constexpr uint16_t kBlockCompressed = 1;

@@ -639,6 +639,8 @@ void op_clear() {
   ::pthread_mutex_lock(&g_op_lock);
   g_clear_tick = now_tick();
   __atomic_store_n(&g_clear_seq, g_clear_seq + 1, __ATOMIC_RELEASE);
+  const fmt::RawClear c{g_clear_seq, g_clear_tick};
+  write_meta(fmt::RawMetaType::kClear, &c, sizeof c, nullptr, 0, nullptr, 0);
   const uint64_t w = g_control;
   __atomic_store_n(&g_control, (((w >> 1) + 1) << 1) | (w & 1), __ATOMIC_RELEASE);
   ::pthread_mutex_unlock(&g_op_lock);

@@ -107,6 +107,15 @@ TEST_P(ProfileTest, ApiStartStopClearAndDumpsWithEightThreads) {
   EXPECT_NE(bad.err.find("no snapshot 9"), std::string::npos) << bad.err;
 }
 
+// Workers that sleep through a clear never apply it themselves: the final
+// state must still show nothing from before it.
+TEST_P(ProfileTest, ClearReachesIdleThreads) {
+  RunResult r = record({"CALLSCOPE_MODE=profile"}, "server", {}, "work 100\nclear\ndump\nquit\n");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(flat({"--dump", "1"}).count("handle_request"), 0u);
+  EXPECT_EQ(flat().count("handle_request"), 0u);
+}
+
 TEST_P(ProfileTest, MemoryStaysFlatOverALongRun) {
   RunResult r = record({"CALLSCOPE_MODE=profile"}, "server", {}, "work 2000\nrss\nwork 200000\nrss\nquit\n");
   ASSERT_EQ(r.exit_code, 0) << r.err;

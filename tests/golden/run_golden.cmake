@@ -22,6 +22,11 @@ list(APPEND suffixes "report" "tree" "callers" "csv" "json" "threads" "merge_csv
 # report --stack (measured stack use).
 list(APPEND views "report --stack" "report --stack --format csv")
 list(APPEND suffixes "stack" "stack_csv")
+# Profile mode (docs/profile.md): snapshots and the difference between two
+# (--diff takes the trace first: TRACE stands for it).
+list(APPEND views "report --dump 1" "report --tree --dump 1" "report TRACE --diff 1 2"
+  "report TRACE --diff 1 2 --format csv" "report TRACE --diff 1 2 --format json")
+list(APPEND suffixes "dump1" "tree_dump1" "diff" "diff_csv" "diff_json")
 list(LENGTH views n)
 math(EXPR last "${n} - 1")
 set(failed FALSE)
@@ -33,11 +38,21 @@ foreach(i RANGE ${last})
     continue()
   endif()
   separate_arguments(args UNIX_COMMAND "${view}")
-  execute_process(COMMAND ${CALLSCOPE} ${args} ${trace} OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+  # The trace goes last, or where the view says TRACE.
+  set(trace_arg ${trace})
+  list(FIND args "TRACE" at)
+  if(at GREATER -1)
+    list(REMOVE_AT args ${at})
+    list(INSERT args ${at} ${trace})
+    set(trace_arg "")
+  endif()
+  execute_process(COMMAND ${CALLSCOPE} ${args} ${trace_arg} OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
   # The trace path and size depend on where the test runs.
   string(REGEX REPLACE "trace:      [^\n]*\n" "trace:      TRACE\n" out "${out}")
   # So does the compressed size (the zstd version).
   string(REGEX REPLACE ", [0-9.]+ bytes/call on disk" "" out "${out}")
+  # report --diff names the trace in its labels.
+  string(REPLACE "${trace}" "TRACE" out "${out}")
   file(READ ${expected_file} expected)
   if(NOT out STREQUAL expected)
     message(SEND_ERROR "${name}: '${view}' differs from ${expected_file}\n--- expected\n${expected}--- actual (exit ${rc})\n${out}--- stderr\n${err}")

@@ -1,5 +1,6 @@
 #include "text_trace.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -32,6 +33,19 @@ struct Event {
   uint64_t tick, addr, sp, arg;
 };
 
+// Profile mode: a snapshot and the trees of its threads.
+struct Snapshot {
+  fmt::DumpRecord record{};
+  std::map<uint32_t, std::vector<fmt::ProfileNodeRecord>> trees;  // thread index -> nodes, root first
+};
+
+fmt::ProfileNodeRecord root_node() {
+  fmt::ProfileNodeRecord r{};
+  r.min = ~uint64_t{0};
+  r.first_tick = ~uint64_t{0};
+  return r;
+}
+
 }  // namespace
 
 Status text_to_trace(const std::string& text, const std::string& out_path) {
@@ -49,6 +63,10 @@ Status text_to_trace(const std::string& text, const std::string& out_path) {
   std::vector<Event> events;
   fmt::InfoRecord info{};
   std::string info_argv;
+  std::vector<Snapshot> snapshots;
+  std::vector<fmt::MarkRecord> marks;
+  fmt::StringTable kstr;
+  std::vector<std::pair<uint64_t, uint64_t>> declared_span;  // per thread: start=, end=
 
   std::istringstream lines(text);
   std::string line;
@@ -126,6 +144,69 @@ Status text_to_trace(const std::string& text, const std::string& out_path) {
         t.tid = static_cast<uint32_t>(num(f["tid"]));
         t.name = tstr.add(f["name"]);
         threads.push_back(t);
+        declared_span.emplace_back(f.count("start") ? num(f["start"]) : 0, f.count("end") ? num(f["end"]) : 0);
+      } else if (head == "mode") {
+        auto f = fields(in);
+        if (f.count("profile")) info.flags |= fmt::kInfoProfile;
+        else if (!f.count("record")) return Error(where + ": mode is 'profile' or 'record', then maybe 'filtered'");
+        if (f.count("filtered")) info.flags |= fmt::kInfoFiltered;
+      } else if (head == "snapshot") {
+        auto f = fields(in);
+        Snapshot snap;
+        snap.record.process_index = static_cast<uint32_t>(num(f["process"]));
+        snap.record.seq = static_cast<uint32_t>(num(f["seq"]));
+        snap.record.reason = static_cast<uint32_t>(num(f["reason"]));
+        snap.record.tick = num(f["tick"]);
+        if (snap.record.process_index >= procs.size())
+          return Error(where + ": process " + std::to_string(snap.record.process_index) + " not declared");
+        snapshots.push_back(std::move(snap));
+        info.flags |= fmt::kInfoProfile;
+      } else if (head == "node") {
+        auto f = fields(in);
+        if (snapshots.empty()) return Error(where + ": a node before any snapshot");
+        const auto thread = static_cast<uint32_t>(num(f["thread"]));
+        if (thread >= threads.size()) return Error(where + ": thread " + std::to_string(thread) + " not declared");
+        auto& nodes = snapshots.back().trees[thread];
+        if (nodes.empty()) nodes.push_back(root_node());
+        fmt::ProfileNodeRecord r = root_node();
+        r.fn = num(f["fn"]);
+        r.parent = f.count("parent") ? static_cast<uint32_t>(num(f["parent"])) : 0;
+        if (r.parent >= nodes.size())
+          return Error(where + ": parent " + std::to_string(r.parent) + " is not an earlier node of this tree");
+        for (const auto& [key, value] : f) {
+          if (key == "calls") r.calls = num(value);
+          else if (key == "total") r.total = num(value);
+          else if (key == "self") r.self = num(value);
+          else if (key == "min") r.min = num(value);
+          else if (key == "max") r.max = num(value);
+          else if (key == "first") r.first = num(value);
+          else if (key == "first_tick") r.first_tick = num(value);
+          else if (key == "excluded") r.flags |= fmt::kProfNodeExcluded;
+          else if (key == "open") r.flags |= fmt::kProfNodeOpen;
+          else if (key != "thread" && key != "fn" && key != "parent") return Error(where + ": unknown field '" + key + "'");
+        }
+        nodes.push_back(r);
+      } else if (head == "mark") {
+        // text= takes the rest of the line, spaces included.
+        const size_t at = line.find("text=");
+        std::string mark_text = at == std::string::npos ? "" : line.substr(at + 5);
+        while (!mark_text.empty() && (mark_text.back() == ' ' || mark_text.back() == '\t' || mark_text.back() == '\r'))
+          mark_text.pop_back();
+        std::istringstream rest(at == std::string::npos ? line : line.substr(0, at));
+        std::string skip;
+        rest >> skip;
+        auto f = fields(rest);
+        fmt::MarkRecord m{};
+        m.process_index = static_cast<uint32_t>(num(f["process"]));
+        m.thread_index = f.count("thread") ? static_cast<uint32_t>(num(f["thread"])) : ~0u;
+        m.tick = num(f["tick"]);
+        m.id = static_cast<uint32_t>(num(f["id"]));
+        m.text = kstr.add(mark_text);
+        if (m.process_index >= procs.size())
+          return Error(where + ": process " + std::to_string(m.process_index) + " not declared");
+        if (m.thread_index != ~0u && m.thread_index >= threads.size())
+          return Error(where + ": thread " + std::to_string(m.thread_index) + " not declared");
+        marks.push_back(m);
       } else {
         Event e{};
         e.thread = static_cast<uint32_t>(num(head));
@@ -177,9 +258,35 @@ Status text_to_trace(const std::string& text, const std::string& out_path) {
     CALLSCOPE_CHECK(enc[i]->flush());
     threads[i].blocks = enc[i]->blocks();
     threads[i].flags |= fmt::kThreadExitedCleanly;
+    if (threads[i].events == 0) {
+      threads[i].start_tick = declared_span[i].first;
+      threads[i].end_tick = declared_span[i].second;
+    }
     total += threads[i].events;
     last = std::max(last, threads[i].end_tick);
   }
+
+  // Profile mode: the trees, as finalize writes them (after the events).
+  std::vector<fmt::DumpRecord> dumps;
+  for (uint32_t d = 0; d < snapshots.size(); ++d) {
+    Snapshot& snap = snapshots[d];
+    snap.record.threads = static_cast<uint32_t>(snap.trees.size());
+    for (const auto& [thread, nodes] : snap.trees) {
+      std::vector<uint8_t> raw(nodes.size() * sizeof(fmt::ProfileNodeRecord));
+      std::memcpy(raw.data(), nodes.data(), raw.size());
+      CALLSCOPE_CHECK(writer->write_block(fmt::BlockType::kProfile, thread, static_cast<uint32_t>(nodes.size()),
+                                          snap.record.tick, raw, d));
+      if (snap.record.reason == 4) {  // a final state: the thread's calls
+        uint64_t calls = 0;
+        for (size_t k = 1; k < nodes.size(); ++k) calls += nodes[k].calls;
+        threads[thread].calls = std::max(threads[thread].calls, calls);
+      }
+    }
+    dumps.push_back(snap.record);
+    last = std::max(last, snap.record.tick);
+  }
+  std::stable_sort(marks.begin(), marks.end(),
+                   [](const fmt::MarkRecord& a, const fmt::MarkRecord& b) { return a.tick < b.tick; });
   for (auto& p : procs) p.end_tick = last;
   info.duration_ticks = last;
   info.cmdline = istr.add(info_argv);
@@ -189,6 +296,8 @@ Status text_to_trace(const std::string& text, const std::string& out_path) {
   CALLSCOPE_CHECK(writer->write_records(fmt::BlockType::kProcesses, procs, pstr));
   CALLSCOPE_CHECK(writer->write_records(fmt::BlockType::kModules, mods, mstr));
   CALLSCOPE_CHECK(writer->write_records(fmt::BlockType::kThreads, threads, tstr));
+  if (!dumps.empty()) CALLSCOPE_CHECK(writer->write_records(fmt::BlockType::kDumps, dumps, fmt::StringTable()));
+  if (!marks.empty()) CALLSCOPE_CHECK(writer->write_records(fmt::BlockType::kMarks, marks, kstr));
   return writer->finish(fmt::EndRecord{total, writer->blocks_written() + 1});
 }
 

@@ -3,11 +3,32 @@
 //   clock monotonic | tsc TICKS_PER_NS
 //   process pid=100 ppid=1 exe=/bin/app argv=app,-v exit=0|signal=11|exec|unknown [parent=K]
 //   module process=0 path=/bin/app low=0x400000 high=0x401000 bias=0 [build_id=HEX] [unloaded=TICK]
-//   thread process=0 tid=100 name=main
+//   thread process=0 tid=100 name=main [start=TICK end=TICK]
 //   THREAD KIND TICK [ADDR] [sp=ADDR] [count=N]
 //
 // KIND is entry, exit, unwound, truncated, stray, lost, inherited or mark;
-// blank lines and '#' comments are ignored. Errors name the line.
+// blank lines and '#' comments are ignored. Errors name the line. A thread's
+// start and end are those of its events; start= and end= give them to a
+// thread without events (profile mode).
+//
+// Profile mode (what finalize writes for CALLSCOPE_MODE=profile: kProfile
+// blocks, kDumps, kMarks, InfoRecord flag kInfoProfile):
+//
+//   mode profile|record [filtered]
+//   snapshot process=0 seq=1 reason=1|2|3|4 tick=TICK
+//   node thread=0 fn=ADDR [parent=K] [calls=N total=T self=S min=T max=T
+//        first=T first_tick=TICK] [excluded] [open]
+//   mark process=0 [thread=N] tick=TICK id=N text=TEXT TO THE END OF THE LINE
+//
+// `snapshot` starts the next snapshot (K of `report --dump K` counts them in
+// the order written: each process's own, its final state -- reason 4 --
+// last). Each `node` line adds a node to the tree of `thread` in the current
+// snapshot; a tree's nodes are numbered 1, 2, ... in order, `parent` names
+// an earlier one (0, the default, is the root). Unset statistics are those
+// of a node without a completed call (min and first_tick none). A snapshot
+// makes the trace a profile-mode trace; `mode profile` does without one. A
+// thread's calls are those of its trees in final states (as finalize counts
+// them). A mark without `thread` has no thread record.
 #pragma once
 
 #include <string>
