@@ -273,8 +273,10 @@ struct RawProfNode {
   uint64_t first;            // duration of that call
   uint32_t depth;            // 1 = outermost
   uint32_t flags;            // kProfNode*
+  uint32_t next;             // runtime only: the sibling entered after this one last time
+  uint32_t reserved;
 };
-static_assert(sizeof(RawProfNode) == 80);
+static_assert(sizeof(RawProfNode) == 88);
 inline constexpr uint32_t kProfNodeExcluded = 1;  // filtered out: its time counts in its parent
 inline constexpr uint32_t kProfNodeChrono = 2;    // a chrono function: events are recorded below it
 inline constexpr uint32_t kProfNodeOpen = 4;      // (snapshots) a call was in progress; its time so far is included

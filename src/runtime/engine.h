@@ -17,6 +17,12 @@ namespace callscope::rt {
 inline constexpr uint32_t kProfStackCapacity = 1u << 16;  // frames (3 MiB, sparse)
 inline constexpr uint64_t kProfNoTick = ~uint64_t{0};
 
+// The per-thread table of (parent, fn) -> node: open addressing, 0 = empty.
+CALLSCOPE_NOINSTR inline uint32_t engine_hash(uint32_t parent, uint64_t fn, uint32_t mask) {
+  const uint64_t h = (fn ^ (uint64_t{parent} << 40)) * 0x9E3779B97F4A7C15ull;
+  return static_cast<uint32_t>(h >> 32) & mask;
+}
+
 // profile.cpp
 void engine_enter_slow(ThreadState* t, uint64_t fn, uint64_t sp, uint64_t now);
 void engine_exit_slow(ThreadState* t, uint64_t fn, uint64_t sp, uint64_t now);
@@ -31,8 +37,23 @@ CALLSCOPE_NOINSTR __attribute__((always_inline)) inline void engine_enter_fast(T
     return;
   }
   const uint32_t parent = top->node;
+  // The caller's last child (loops, recursion) first.
   uint32_t node = t->nodes[parent].hint;
-  if (CALLSCOPE_UNLIKELY(t->nodes[node].fn != fn)) node = engine_find_child(t, parent, fn);
+  if (CALLSCOPE_UNLIKELY(t->nodes[node].fn != fn)) {
+    // A caller that calls several functions in turn: the sibling that came
+    // after the last one the previous time, else the table's first probe,
+    // else the full lookup. The caller's last child and each child's
+    // successor are learned as they go.
+    const uint32_t last = node;
+    node = t->nodes[last].next;
+    if (CALLSCOPE_UNLIKELY(t->nodes[node].fn != fn || node == 0)) {
+      node = t->hash[engine_hash(parent, fn, t->hash_mask)];
+      if (CALLSCOPE_UNLIKELY(node == 0 || t->nodes[node].fn != fn || t->nodes[node].parent != parent))
+        node = engine_find_child(t, parent, fn);
+      if (last != 0 && node != 0) t->nodes[last].next = node;
+    }
+    t->nodes[parent].hint = node;
+  }
   if (CALLSCOPE_UNLIKELY(node == 0 || t->nodes[node].flags != 0)) {
     engine_enter_slow(t, fn, sp, now);
     return;
@@ -51,7 +72,8 @@ CALLSCOPE_NOINSTR __attribute__((always_inline)) inline void engine_exit_fast(Th
                                                                                uint64_t sp) {
   const uint64_t now = now_tick();
   fmt::RawProfFrame* const f = &t->pstack[static_cast<int32_t>(t->pdepth) - 1];
-  if (CALLSCOPE_UNLIKELY(f->fn != fn || f->sp < sp || f->flags != 0 || t->poverflow != 0 || t->eslow)) {
+  if (CALLSCOPE_UNLIKELY(f->fn != fn || !exit_closes(f->sp, f[-1].sp, sp) || f->flags != 0 || t->poverflow != 0 ||
+                         t->eslow)) {
     engine_exit_slow(t, fn, sp, now);
     return;
   }

@@ -15,7 +15,10 @@
 //  - at an entry with sp S, every frame on top with sp < S is dead (a dead
 //    frame level with S is found later, at its caller's exit);
 //  - at an exit of F with sp S, the frame closed is the topmost frame of F
-//    not deeper than S; frames above it are dead.
+//    not deeper than S; frames above it are dead. GCC may call the exit hook
+//    as a tail call after F's epilogue, with S its caller's sp: the top frame
+//    of F then closes as long as S is not above its caller's frame
+//    (exit_closes in runtime.h).
 // Dead frames are closed with kExitUnwound before the event that revealed
 // them. Events are emitted before the shadow stack changes, so that a resync
 // after lost events (thread.cpp) re-opens exactly the frames the reader has.
@@ -94,7 +97,8 @@ CALLSCOPE_NOINSTR __attribute__((always_inline)) inline void exit_body(ThreadSta
   }
   if (CALLSCOPE_LIKELY(t->depth != 0)) {
     const Frame& top = t->stack[t->depth - 1];
-    if (CALLSCOPE_LIKELY(top.fn == fn && top.sp >= sp)) {
+    if (CALLSCOPE_LIKELY(top.fn == fn &&
+                         exit_closes(top.sp, t->depth > 1 ? t->stack[t->depth - 2].sp : ~uint64_t{0}, sp))) {
       close_top(t, RawKind::kExit, now);
       return;
     }

@@ -50,7 +50,7 @@ using fmt::RawProfHeader;
 using fmt::RawProfNode;
 
 constexpr uint64_t kNoTick = ~uint64_t{0};
-constexpr uint32_t kMaxNodes = 1u << 21;         // per thread: 160 MiB of address space, used as needed
+constexpr uint32_t kMaxNodes = 1u << 21;         // per thread: 176 MiB of address space, used as needed
 constexpr uint32_t kFirstNodes = 4096;           // 320 KiB
 constexpr uint32_t kNodesStepMax = 1u << 16;     // grow by at most 5 MiB at a time
 constexpr uint32_t kFirstHash = 1u << 13;
@@ -143,10 +143,7 @@ CALLSCOPE_NOINSTR void* map_anon(uint64_t bytes) {
 
 // ---- the node table ---------------------------------------------------------
 
-CALLSCOPE_NOINSTR uint32_t hash_of(uint32_t parent, uint64_t fn, uint32_t mask) {
-  uint64_t h = (fn ^ (uint64_t{parent} << 40)) * 0x9E3779B97F4A7C15ull;
-  return static_cast<uint32_t>(h >> 32) & mask;
-}
+CALLSCOPE_NOINSTR uint32_t hash_of(uint32_t parent, uint64_t fn, uint32_t mask) { return engine_hash(parent, fn, mask); }
 
 CALLSCOPE_NOINSTR void hash_put(uint32_t* table, uint32_t mask, const RawProfNode* nodes, uint32_t id) {
   uint32_t i = hash_of(nodes[id].parent, nodes[id].fn, mask);
@@ -196,6 +193,7 @@ CALLSCOPE_NOINSTR uint32_t new_node(ThreadState* t, uint32_t parent, uint64_t fn
   n.fn = fn;
   n.parent = parent;
   n.hint = 0;
+  n.next = 0;
   reset_stats(n);
   n.depth = t->nodes[parent].depth + 1;
   n.flags = filter_flags(fn);
@@ -587,7 +585,7 @@ void engine_exit_slow(ThreadState* t, uint64_t fn, uint64_t sp, uint64_t now) {
   }
   if (CALLSCOPE_LIKELY(t->pdepth != 0)) {
     const RawProfFrame& top = t->pstack[t->pdepth - 1];
-    if (CALLSCOPE_LIKELY(top.fn == fn && top.sp >= sp)) {
+    if (CALLSCOPE_LIKELY(top.fn == fn && exit_closes(top.sp, (&top)[-1].sp, sp))) {
       close_frame(t, now, fmt::RawKind::kExit);
       return;
     }

@@ -114,6 +114,18 @@ CALLSCOPE_NOINSTR inline ThreadState* current_thread() { return &tls_thread; }
 // pid, to tell a slow drainer from a dead one. 0: no recorder, grow mode.
 extern int g_recorder_pid;
 
+// Whether an exit of the top frame's function with stack pointer `sp`
+// closes the top frame (entered at `top_sp`, its caller's frame at
+// `parent_sp`; ~0 when there is none). Normally sp <= top_sp: the exit hook
+// runs in the function's own frame. GCC also emits the exit hook as a tail
+// call after the epilogue (jmp __cyg_profile_func_exit): sp is then the
+// caller's stack pointer, above top_sp but not above the caller's own entry
+// sp. An exit above both belongs to an outer activation of the function, and
+// the frames above it are dead (longjmp, exceptions).
+CALLSCOPE_NOINSTR inline bool exit_closes(uint64_t top_sp, uint64_t parent_sp, uint64_t sp) {
+  return sp <= top_sp || sp <= parent_sp;
+}
+
 // Clock: ticks relative to the process base.
 extern bool g_use_tsc;
 extern uint64_t g_base_tick;
