@@ -80,15 +80,14 @@ CALLSCOPE_NOINSTR __attribute__((always_inline)) inline void engine_exit_fast(Th
   t->prof->depth = --t->pdepth;
   const uint64_t d = now > f->tick ? now - f->tick : 0;
   fmt::RawProfNode* const n = &t->nodes[f->node];
-  ++n->calls;
+  if (CALLSCOPE_UNLIKELY(n->calls++ == 0)) {  // the first call (since a clear)
+    n->first_tick = f->tick;
+    n->first = d;
+  }
   n->total += d;
   n->self += d > f->child ? d - f->child : 0;
   if (d < n->min) n->min = d;
   if (d > n->max) n->max = d;
-  if (CALLSCOPE_UNLIKELY(n->first_tick == kProfNoTick)) {
-    n->first_tick = f->tick;
-    n->first = d;
-  }
   f[-1].child += d;
 }
 

@@ -142,6 +142,12 @@ CALLSCOPE_NOINSTR __attribute__((noinline)) void hook_slow(ThreadState* t, uint6
   if (t->status != kActive && t->status != kEngine && t->status != kStopped) return;  // disabled or exited
   t->in_hook = 1;
   signal_fence();
+  if (t->poked) {
+    // Clear the poke before reading g_control: an operation that changes it
+    // after our read pokes again.
+    t->poked = 0;
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  }
   if (control_word() == t->control_seen || control_changed(t)) {
     if (t->status == kActive) {
       if (entry)
@@ -211,17 +217,12 @@ __cyg_profile_func_exit:
 
 using namespace callscope::rt;
 
-// Each hook: the gate (status and re-entry in one compare), the control word
-// (start/stop/clear since this thread's last hook), then the body of the
-// recording path (these two) or of the engine (the two after).
+// Each hook: the gate (status, re-entry and start/stop/clear in one compare),
+// then the body of the recording path (these two) or of the engine (the two
+// after).
 void callscope_rt_enter(void* fn, void* /*site*/, uint64_t sp) {
   ThreadState* t = current_thread();
-  const uint16_t gate = t->gate;
-  if (CALLSCOPE_LIKELY(gate == kGateOpen)) {
-    if (CALLSCOPE_UNLIKELY(control_word() != t->control_seen)) {
-      hook_slow(t, reinterpret_cast<uint64_t>(fn), sp, true);
-      return;
-    }
+  if (CALLSCOPE_LIKELY(t->gate == kGateOpen)) {
     t->in_hook = 1;
     signal_fence();
     enter_body(t, reinterpret_cast<uint64_t>(fn), sp);
@@ -234,12 +235,7 @@ void callscope_rt_enter(void* fn, void* /*site*/, uint64_t sp) {
 
 void callscope_rt_exit(void* fn, void* /*site*/, uint64_t sp) {
   ThreadState* t = current_thread();
-  const uint16_t gate = t->gate;
-  if (CALLSCOPE_LIKELY(gate == kGateOpen)) {
-    if (CALLSCOPE_UNLIKELY(control_word() != t->control_seen)) {
-      hook_slow(t, reinterpret_cast<uint64_t>(fn), sp, false);
-      return;
-    }
+  if (CALLSCOPE_LIKELY(t->gate == kGateOpen)) {
     t->in_hook = 1;
     signal_fence();
     exit_body(t, reinterpret_cast<uint64_t>(fn), sp);
@@ -252,7 +248,7 @@ void callscope_rt_exit(void* fn, void* /*site*/, uint64_t sp) {
 
 void callscope_rt_engine_enter(void* fn, void* /*site*/, uint64_t sp) {
   ThreadState* t = current_thread();
-  if (CALLSCOPE_UNLIKELY(t->gate != kGateEngine || control_word() != t->control_seen)) {
+  if (CALLSCOPE_UNLIKELY(t->gate != kGateEngine)) {
     hook_slow(t, reinterpret_cast<uint64_t>(fn), sp, true);
     return;
   }
@@ -265,7 +261,7 @@ void callscope_rt_engine_enter(void* fn, void* /*site*/, uint64_t sp) {
 
 void callscope_rt_engine_exit(void* fn, void* /*site*/, uint64_t sp) {
   ThreadState* t = current_thread();
-  if (CALLSCOPE_UNLIKELY(t->gate != kGateEngine || control_word() != t->control_seen)) {
+  if (CALLSCOPE_UNLIKELY(t->gate != kGateEngine)) {
     hook_slow(t, reinterpret_cast<uint64_t>(fn), sp, false);
     return;
   }

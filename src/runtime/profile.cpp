@@ -72,6 +72,7 @@ uint32_t g_mark_id = 0;
 struct Reg {
   RawProfHeader* prof;          // engine threads: mapped for the life of the process
   fmt::RawThreadHeader* th;     // valid while `alive`
+  ThreadState* ts;              // valid while `alive` (its TLS), to poke it
   uint32_t tid;
   uint32_t alive;
 };
@@ -396,7 +397,7 @@ CALLSCOPE_NOINSTR void register_thread(ThreadState* t) {
   ++g_threads_started;
   if (!g_reg) g_reg = static_cast<Reg*>(map_anon(uint64_t{kMaxReg} * sizeof(Reg)));
   if (g_reg && g_reg_count < kMaxReg) {
-    g_reg[g_reg_count] = Reg{t->prof, t->header, t->tid, 1};
+    g_reg[g_reg_count] = Reg{t->prof, t->header, t, t->tid, 1};
     __atomic_store_n(&g_reg_count, g_reg_count + 1, __ATOMIC_RELEASE);
   }
   ::pthread_mutex_unlock(&g_reg_lock);
@@ -408,9 +409,20 @@ CALLSCOPE_NOINSTR void unregister_thread(ThreadState* t) {
     if (g_reg[i].alive && g_reg[i].tid == t->tid) {
       g_reg[i].alive = 0;
       g_reg[i].th = nullptr;
+      g_reg[i].ts = nullptr;
       break;
     }
   }
+  ::pthread_mutex_unlock(&g_reg_lock);
+}
+
+// After g_control changed: every live thread's next hook takes the slow
+// path and looks at it. Under the registry lock, so no thread's TLS goes
+// away meanwhile (a thread unregisters before its TLS is freed).
+CALLSCOPE_NOINSTR void poke_threads() {
+  ::pthread_mutex_lock(&g_reg_lock);
+  for (uint32_t i = 0; i < g_reg_count; ++i)
+    if (g_reg[i].alive && g_reg[i].ts) __atomic_store_n(&g_reg[i].ts->poked, 1, __ATOMIC_SEQ_CST);
   ::pthread_mutex_unlock(&g_reg_lock);
 }
 
@@ -619,8 +631,9 @@ bool control_changed(ThreadState* t) {
 void op_start() {
   ::pthread_mutex_lock(&g_op_lock);
   const uint64_t w = g_control;
-  if (!(w & 1)) __atomic_store_n(&g_control, (((w >> 1) + 1) << 1) | 1, __ATOMIC_RELEASE);
+  if (!(w & 1)) __atomic_store_n(&g_control, (((w >> 1) + 1) << 1) | 1, __ATOMIC_SEQ_CST);
   ::pthread_mutex_unlock(&g_op_lock);
+  poke_threads();
 }
 
 void op_stop() {
@@ -628,9 +641,10 @@ void op_stop() {
   const uint64_t w = g_control;
   if (w & 1) {
     g_stop_tick = now_tick();
-    __atomic_store_n(&g_control, ((w >> 1) + 1) << 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&g_control, ((w >> 1) + 1) << 1, __ATOMIC_SEQ_CST);
   }
   ::pthread_mutex_unlock(&g_op_lock);
+  poke_threads();
 }
 
 void op_clear() {
@@ -640,8 +654,9 @@ void op_clear() {
   const fmt::RawClear c{g_clear_seq, g_clear_tick};
   write_meta(fmt::RawMetaType::kClear, &c, sizeof c, nullptr, 0, nullptr, 0);
   const uint64_t w = g_control;
-  __atomic_store_n(&g_control, (((w >> 1) + 1) << 1) | (w & 1), __ATOMIC_RELEASE);
+  __atomic_store_n(&g_control, (((w >> 1) + 1) << 1) | (w & 1), __ATOMIC_SEQ_CST);
   ::pthread_mutex_unlock(&g_op_lock);
+  poke_threads();
 }
 
 uint32_t op_dump(uint32_t reason) {

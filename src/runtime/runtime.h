@@ -52,14 +52,16 @@ struct ThreadState {
   uint32_t depth;           // frames stored in `stack`
   uint32_t overflow;        // frames deeper than the capacity, not stored
   uint64_t sp_base;         // stack pointer that entry sp_rel is relative to
-  // The gate of every hook: in_hook (low byte) and status (high byte) read
-  // as one 16-bit word; the fast path runs only when it is kGateOpen.
+  // The gate of every hook: in_hook, status and poked read as one 32-bit
+  // word; the fast path runs only when it is kGateOpen (or kGateEngine).
   union {
     struct {
       volatile uint8_t in_hook;  // a hook of this thread is running (re-entry guard)
       uint8_t status;            // ThreadStatus
+      volatile uint8_t poked;    // set by start/stop/clear from any thread: look at g_control
+      uint8_t gate_pad;          // always 0
     };
-    uint16_t gate;
+    uint32_t gate;
   };
   uint8_t in_slow;          // chunk switch in progress
   uint8_t dropping;         // events were dropped: a kLost + resync is due
@@ -93,11 +95,13 @@ struct ThreadState {
 };
 
 inline constexpr uint32_t kStackCapacity = 1u << 20;  // frames (24 MiB reserved)
-inline constexpr uint16_t kGateOpen = uint16_t{kActive} << 8;  // status active, not in a hook
-inline constexpr uint16_t kGateEngine = uint16_t{kEngine} << 8;
+inline constexpr uint32_t kGateOpen = uint32_t{kActive} << 8;  // status active, not in a hook, not poked
+inline constexpr uint32_t kGateEngine = uint32_t{kEngine} << 8;
 
-// Start, stop and clear (control.h): (sequence << 1) | on. A hook that sees
-// a value other than its thread's control_seen acts on it first.
+// Start, stop and clear (control.h): (sequence << 1) | on. The operation
+// then pokes every live thread (ThreadState::poked), whose next hook takes
+// the slow path and acts on a value other than its control_seen first: the
+// fast path pays nothing for it.
 extern uint64_t g_control;
 CALLSCOPE_NOINSTR inline uint64_t control_word() { return __atomic_load_n(&g_control, __ATOMIC_RELAXED); }
 // The last words of every chunk are kept for hooks of a signal handler that
