@@ -57,17 +57,7 @@ CALLSCOPE_NOINSTR __attribute__((always_inline)) inline void push(ThreadState* t
 // The exit did not match the top frame: find the frame it closes.
 CALLSCOPE_NOINSTR __attribute__((noinline)) void match_exit(ThreadState* t, uint64_t fn, uint64_t sp,
                                                               uint64_t now) {
-  int64_t match = -1;
-  int64_t fallback = -1;
-  for (int64_t i = static_cast<int64_t>(t->depth) - 1; i >= 0; --i) {
-    if (t->stack[i].fn != fn) continue;
-    if (fallback < 0) fallback = i;
-    if (t->stack[i].sp >= sp) {
-      match = i;
-      break;
-    }
-  }
-  if (match < 0) match = fallback;
+  const int64_t match = exit_frame_index(t->stack, t->depth, fn, sp);
   if (match < 0) {
     // No open frame of this function: its entry was never seen (or was
     // dropped). Keep the fact, with the address, without touching the stack

@@ -287,16 +287,7 @@ CALLSCOPE_NOINSTR __attribute__((noinline)) void close_dead(ThreadState* t, uint
 }
 
 CALLSCOPE_NOINSTR __attribute__((noinline)) void match_exit(ThreadState* t, uint64_t fn, uint64_t sp, uint64_t now) {
-  int64_t match = -1, fallback = -1;
-  for (int64_t i = static_cast<int64_t>(t->pdepth) - 1; i >= 0; --i) {
-    if (t->pstack[i].fn != fn) continue;
-    if (fallback < 0) fallback = i;
-    if (t->pstack[i].sp >= sp) {
-      match = i;
-      break;
-    }
-  }
-  if (match < 0) match = fallback;
+  const int64_t match = exit_frame_index(t->pstack, t->pdepth, fn, sp);
   if (match < 0) return;  // its entry was not seen (started, or cleared, since)
   while (static_cast<int64_t>(t->pdepth) - 1 > match) close_frame(t, now, fmt::RawKind::kExitUnwound);
   close_frame(t, now, fmt::RawKind::kExit);
@@ -396,10 +387,22 @@ CALLSCOPE_NOINSTR void register_thread(ThreadState* t) {
   ::pthread_mutex_lock(&g_reg_lock);
   ++g_threads_started;
   if (!g_reg) g_reg = static_cast<Reg*>(map_anon(uint64_t{kMaxReg} * sizeof(Reg)));
+  bool registered = false;
   if (g_reg && g_reg_count < kMaxReg) {
     g_reg[g_reg_count] = Reg{t->prof, t->header, t, t->tid, 1};
     __atomic_store_n(&g_reg_count, g_reg_count + 1, __ATOMIC_RELEASE);
+    registered = true;
+  } else if (g_reg && !t->prof) {
+    // Full: reuse the entry of a thread that has ended and left no tree.
+    for (uint32_t i = 0; i < g_reg_count && !registered; ++i) {
+      if (g_reg[i].alive || g_reg[i].prof) continue;
+      g_reg[i] = Reg{t->prof, t->header, t, t->tid, 1};
+      registered = true;
+    }
   }
+  // A thread nobody can poke takes the slow path at every hook, which looks
+  // at g_control itself (slower, but start and stop still reach it).
+  t->gate_pad = registered ? 0 : 1;
   ::pthread_mutex_unlock(&g_reg_lock);
 }
 

@@ -59,7 +59,7 @@ struct ThreadState {
       volatile uint8_t in_hook;  // a hook of this thread is running (re-entry guard)
       uint8_t status;            // ThreadStatus
       volatile uint8_t poked;    // set by start/stop/clear from any thread: look at g_control
-      uint8_t gate_pad;          // always 0
+      uint8_t gate_pad;          // 1 when the thread could not be registered (it cannot be poked)
     };
     uint32_t gate;
   };
@@ -128,6 +128,21 @@ extern int g_recorder_pid;
 // the frames above it are dead (longjmp, exceptions).
 CALLSCOPE_NOINSTR inline bool exit_closes(uint64_t top_sp, uint64_t parent_sp, uint64_t sp) {
   return sp <= top_sp || sp <= parent_sp;
+}
+
+// The frame an exit of `fn` at `sp` closes when it is not the top one: the
+// topmost frame of fn not deeper than sp (frames above it are dead), else the
+// topmost frame of fn (an exit hook called after the epilogue); -1 when no
+// frame of fn is open. For the recording's and the engine's stacks alike.
+template <class F>
+CALLSCOPE_NOINSTR int64_t exit_frame_index(const F* stack, uint32_t depth, uint64_t fn, uint64_t sp) {
+  int64_t fallback = -1;
+  for (int64_t i = static_cast<int64_t>(depth) - 1; i >= 0; --i) {
+    if (stack[i].fn != fn) continue;
+    if (fallback < 0) fallback = i;
+    if (stack[i].sp >= sp) return i;
+  }
+  return fallback;
 }
 
 // Clock: ticks relative to the process base.
