@@ -417,10 +417,7 @@ Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::
       // are from before it, and its open calls count from the clear on.
       uint64_t floor = 0;
       if (!p.clears.empty() && t.clear_seq < p.clears.back().seq) {
-        for (RawProfNode& n : t.nodes) {
-          n.calls = n.total = n.self = n.max = n.first = 0;
-          n.min = n.first_tick = ~uint64_t{0};
-        }
+        for (RawProfNode& n : t.nodes) reset_node_stats(n);
         t.dropped_calls = 0;
         floor = p.clears.back().tick;
       }

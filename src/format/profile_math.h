@@ -10,6 +10,13 @@
 
 namespace callscope::format {
 
+// A node with no call: what a new node starts with and a clear leaves.
+__attribute__((no_instrument_function)) inline void reset_node_stats(RawProfNode& n) {
+  n.calls = n.total = n.self = n.max = n.first = 0;
+  n.min = ~uint64_t{0};
+  n.first_tick = ~uint64_t{0};
+}
+
 // Adds to `nodes` (count of them) the time each open frame of `stack`
 // (depth frames, outermost first) has run until `now`; frames that began
 // before `floor` count from `floor` with nothing in their callees (a clear

@@ -9,8 +9,10 @@
 //
 // Hot path (engine.h, inlined into the hooks): the node of a call is the child of
 // the caller's node with the function's address. Each node remembers the
-// child it gave last (loops and recursion ask for it again); anything else
-// goes through a per-thread open-addressing table. Decisions that depend on
+// child it gave last (loops and recursion ask for it again) and each child
+// the sibling that followed it; anything else goes through a per-thread
+// open-addressing table. The operations on the trees (start, stop, clear,
+// snapshots, status) are in operations.cpp. Decisions that depend on
 // the function (excluded, chrono, too deep) are taken once, when its node is
 // made, and kept in the node's flags.
 //
@@ -30,9 +32,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "runtime/control.h"
-#include "runtime/engine.h"
 #include "format/profile_math.h"
+#include "runtime/engine.h"
+#include "runtime/engine_state.h"
 #include "runtime/filter.h"
 #include "runtime/path_buf.h"
 #include "runtime/runtime.h"
@@ -42,6 +44,8 @@ namespace callscope::rt {
 bool g_engine = false;
 bool g_profile_mode = false;
 uint64_t g_control = 1;  // sequence 0, on
+uint32_t g_mode_flags = 0;
+uint64_t g_interval_ns = 0;
 
 namespace {
 
@@ -49,8 +53,6 @@ using fmt::RawProfFrame;
 using fmt::RawProfHeader;
 using fmt::RawProfNode;
 
-constexpr uint64_t kNoTick = ~uint64_t{0};
-constexpr uint32_t kMaxNodes = 1u << 21;         // per thread: 176 MiB of address space, used as needed
 constexpr uint32_t kFirstNodes = 4096;           // 320 KiB
 constexpr uint32_t kNodesStepMax = 1u << 16;     // grow by at most 5 MiB at a time
 constexpr uint32_t kFirstHash = 1u << 13;
@@ -58,34 +60,6 @@ constexpr uint32_t kFirstHash = 1u << 13;
 uint64_t g_min_ticks = 0;       // calls shorter than this are not counted
 uint32_t g_max_depth = 0;       // 0: no limit
 bool g_have_chrono = false;     // events only inside chrono subtrees
-uint32_t g_mode_flags = 0;
-uint64_t g_interval_ns = 0;
-
-pthread_mutex_t g_op_lock = PTHREAD_MUTEX_INITIALIZER;
-uint64_t g_clear_seq = 0;   // callscope_clear() calls so far
-uint64_t g_clear_tick = 0;  // the last one's tick
-uint64_t g_stop_tick = 0;   // the last callscope_stop()'s tick
-uint32_t g_mark_id = 0;
-
-// Every thread of the process, for snapshots and status. Entries of exited
-// threads stay: their trees are part of every later snapshot.
-struct Reg {
-  RawProfHeader* prof;          // engine threads: mapped for the life of the process
-  fmt::RawThreadHeader* th;     // valid while `alive`
-  ThreadState* ts;              // valid while `alive` (its TLS), to poke it
-  uint32_t tid;
-  uint32_t alive;
-};
-constexpr uint32_t kMaxReg = 1u << 16;
-Reg* g_reg = nullptr;
-uint32_t g_reg_count = 0;
-uint32_t g_threads_started = 0;
-pthread_mutex_t g_reg_lock = PTHREAD_MUTEX_INITIALIZER;
-
-pthread_mutex_t g_dump_lock = PTHREAD_MUTEX_INITIALIZER;
-int g_dump_fd = -1;
-uint32_t g_dump_seq = 0;
-
 CALLSCOPE_NOINSTR uint64_t prof_bytes(uint64_t nodes) {
   return fmt::kRawProfHeaderSize + uint64_t{kProfStackCapacity} * sizeof(RawProfFrame) + nodes * sizeof(RawProfNode);
 }
@@ -137,17 +111,10 @@ CALLSCOPE_NOINSTR double measure_ticks_per_ns() {
   return static_cast<double>(t1 - t0) / static_cast<double>(m1 - m0);
 }
 
-CALLSCOPE_NOINSTR void* map_anon(uint64_t bytes) {
-  void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  return m == MAP_FAILED ? nullptr : m;
-}
-
 // ---- the node table ---------------------------------------------------------
 
-CALLSCOPE_NOINSTR uint32_t hash_of(uint32_t parent, uint64_t fn, uint32_t mask) { return engine_hash(parent, fn, mask); }
-
 CALLSCOPE_NOINSTR void hash_put(uint32_t* table, uint32_t mask, const RawProfNode* nodes, uint32_t id) {
-  uint32_t i = hash_of(nodes[id].parent, nodes[id].fn, mask);
+  uint32_t i = engine_hash(nodes[id].parent, nodes[id].fn, mask);
   while (table[i]) i = (i + 1) & mask;
   table[i] = id;
 }
@@ -179,12 +146,6 @@ CALLSCOPE_NOINSTR bool grow_nodes(ThreadState* t) {
   return true;
 }
 
-CALLSCOPE_NOINSTR void reset_stats(RawProfNode& n) {
-  n.calls = n.total = n.self = n.max = n.first = 0;
-  n.min = kNoTick;
-  n.first_tick = kNoTick;
-}
-
 // A new node under `parent`; 0 when the table is full.
 CALLSCOPE_NOINSTR uint32_t new_node(ThreadState* t, uint32_t parent, uint64_t fn) {
   if (t->node_count == t->node_capacity && !grow_nodes(t)) return 0;
@@ -195,7 +156,7 @@ CALLSCOPE_NOINSTR uint32_t new_node(ThreadState* t, uint32_t parent, uint64_t fn
   n.parent = parent;
   n.hint = 0;
   n.next = 0;
-  reset_stats(n);
+  fmt::reset_node_stats(n);
   n.depth = t->nodes[parent].depth + 1;
   n.flags = filter_flags(fn);
   if (g_max_depth && n.depth > g_max_depth) n.flags |= fmt::kProfNodeExcluded;
@@ -205,8 +166,10 @@ CALLSCOPE_NOINSTR uint32_t new_node(ThreadState* t, uint32_t parent, uint64_t fn
   return id;
 }
 
-CALLSCOPE_NOINSTR __attribute__((noinline)) uint32_t find_child_slow(ThreadState* t, uint32_t parent, uint64_t fn) {
-  uint32_t i = hash_of(parent, fn, t->hash_mask);
+}  // namespace
+
+uint32_t engine_find_child(ThreadState* t, uint32_t parent, uint64_t fn) {
+  uint32_t i = engine_hash(parent, fn, t->hash_mask);
   uint32_t id;
   while ((id = t->hash[i]) != 0) {
     if (t->nodes[id].fn == fn && t->nodes[id].parent == parent) break;
@@ -217,18 +180,20 @@ CALLSCOPE_NOINSTR __attribute__((noinline)) uint32_t find_child_slow(ThreadState
   return id;
 }
 
+bool engine_emitting(const ThreadState* t) { return g_have_chrono ? t->chrono_depth != 0 : !g_profile_mode; }
 
+void* map_anon(uint64_t bytes) {
+  void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  return m == MAP_FAILED ? nullptr : m;
+}
+
+namespace {
 
 // ---- frames -------------------------------------------------------------------
 
-// Whether this thread writes events for a frame that is not excluded.
-CALLSCOPE_NOINSTR inline bool emitting(const ThreadState* t) {
-  return g_have_chrono ? t->chrono_depth != 0 : !g_profile_mode;
-}
-
 // Whether every call of this thread needs the slow path now.
 CALLSCOPE_NOINSTR inline void update_eslow(ThreadState* t) {
-  t->eslow = emitting(t) || g_min_ticks != 0;
+  t->eslow = engine_emitting(t) || g_min_ticks != 0;
 }
 
 // Takes back an entry event that was the last thing written, for a call
@@ -275,7 +240,7 @@ CALLSCOPE_NOINSTR void close_frame(ThreadState* t, uint64_t now, fmt::RawKind ki
   n.self += d > f.child ? d - f.child : 0;
   if (d < n.min) n.min = d;
   if (d > n.max) n.max = d;
-  if (n.first_tick == kNoTick) {
+  if (n.first_tick == kProfNoTick) {
     n.first_tick = f.tick;
     n.first = d;
   }
@@ -297,7 +262,7 @@ CALLSCOPE_NOINSTR __attribute__((noinline)) void match_exit(ThreadState* t, uint
 CALLSCOPE_NOINSTR void apply_clear(ThreadState* t) {
   const uint64_t seq = __atomic_load_n(&g_clear_seq, __ATOMIC_ACQUIRE);
   if (!t->prof || t->prof->clear_seq == seq) return;
-  for (uint32_t i = 0; i < t->node_count; ++i) reset_stats(t->nodes[i]);
+  for (uint32_t i = 0; i < t->node_count; ++i) fmt::reset_node_stats(t->nodes[i]);
   for (uint32_t i = 0; i < t->pdepth; ++i) {
     RawProfFrame& f = t->pstack[i];
     if (f.tick < g_clear_tick) f.tick = g_clear_tick;
@@ -377,84 +342,9 @@ CALLSCOPE_NOINSTR bool open_prof_file(ThreadState* t) {
   // The root.
   RawProfNode& root = t->nodes[0];
   memset(&root, 0, sizeof root);
-  reset_stats(root);
+  fmt::reset_node_stats(root);
   t->node_count = 1;
   __atomic_store_n(&h->node_count, 1, __ATOMIC_RELEASE);
-  return true;
-}
-
-CALLSCOPE_NOINSTR void register_thread(ThreadState* t) {
-  ::pthread_mutex_lock(&g_reg_lock);
-  ++g_threads_started;
-  if (!g_reg) g_reg = static_cast<Reg*>(map_anon(uint64_t{kMaxReg} * sizeof(Reg)));
-  bool registered = false;
-  if (g_reg && g_reg_count < kMaxReg) {
-    g_reg[g_reg_count] = Reg{t->prof, t->header, t, t->tid, 1};
-    __atomic_store_n(&g_reg_count, g_reg_count + 1, __ATOMIC_RELEASE);
-    registered = true;
-  } else if (g_reg && !t->prof) {
-    // Full: reuse the entry of a thread that has ended and left no tree.
-    for (uint32_t i = 0; i < g_reg_count && !registered; ++i) {
-      if (g_reg[i].alive || g_reg[i].prof) continue;
-      g_reg[i] = Reg{t->prof, t->header, t, t->tid, 1};
-      registered = true;
-    }
-  }
-  // A thread nobody can poke takes the slow path at every hook, which looks
-  // at g_control itself (slower, but start and stop still reach it).
-  t->gate_pad = registered ? 0 : 1;
-  ::pthread_mutex_unlock(&g_reg_lock);
-}
-
-CALLSCOPE_NOINSTR void unregister_thread(ThreadState* t) {
-  ::pthread_mutex_lock(&g_reg_lock);
-  for (uint32_t i = g_reg_count; i-- > 0;) {
-    if (g_reg[i].alive && g_reg[i].tid == t->tid) {
-      g_reg[i].alive = 0;
-      g_reg[i].th = nullptr;
-      g_reg[i].ts = nullptr;
-      break;
-    }
-  }
-  ::pthread_mutex_unlock(&g_reg_lock);
-}
-
-// After g_control changed: every live thread's next hook takes the slow
-// path and looks at it. Under the registry lock, so no thread's TLS goes
-// away meanwhile (a thread unregisters before its TLS is freed).
-CALLSCOPE_NOINSTR void poke_threads() {
-  ::pthread_mutex_lock(&g_reg_lock);
-  for (uint32_t i = 0; i < g_reg_count; ++i)
-    if (g_reg[i].alive && g_reg[i].ts) __atomic_store_n(&g_reg[i].ts->poked, 1, __ATOMIC_SEQ_CST);
-  ::pthread_mutex_unlock(&g_reg_lock);
-}
-
-// ---- snapshots ------------------------------------------------------------
-
-// A snapshot's copy of one thread: its nodes as of now, with a clear it has
-// not applied yet taken into account and the time of its open calls so far.
-CALLSCOPE_NOINSTR uint64_t copy_thread(const RawProfHeader* h, RawProfNode* out, uint64_t count, uint64_t now) {
-  const auto* nodes = reinterpret_cast<const RawProfNode*>(reinterpret_cast<const char*>(h) + h->nodes_offset);
-  memcpy(out, nodes, count * sizeof(RawProfNode));
-  const bool pending_clear = h->clear_seq != __atomic_load_n(&g_clear_seq, __ATOMIC_ACQUIRE);
-  if (pending_clear)
-    for (uint64_t i = 0; i < count; ++i) reset_stats(out[i]);
-  const auto* stack = reinterpret_cast<const RawProfFrame*>(reinterpret_cast<const char*>(h) + h->stack_offset);
-  uint32_t depth = __atomic_load_n(&h->depth, __ATOMIC_ACQUIRE);
-  if (depth > h->stack_capacity) depth = h->stack_capacity;
-  fmt::add_open_time(out, count, stack, depth, now, pending_clear ? g_clear_tick : 0);
-  return count;
-}
-
-CALLSCOPE_NOINSTR bool write_all(int fd, const void* p, uint64_t n) {
-  const char* c = static_cast<const char*>(p);
-  while (n) {
-    ssize_t w = ::write(fd, c, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    c += w;
-    n -= static_cast<uint64_t>(w);
-  }
   return true;
 }
 
@@ -509,14 +399,7 @@ void engine_thread_exit(ThreadState* t) {
 // In a fork child: a tree of its own, starting empty; the frames inherited
 // from the parent stay open but are not counted (their calls began there).
 void engine_reset_after_fork(ThreadState* t) {
-  // Other threads do not exist here; the parent's trees are the parent's.
-  g_reg_count = 0;
-  pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
-  g_reg_lock = fresh;
-  g_dump_lock = fresh;
-  g_op_lock = fresh;
-  g_dump_fd = -1;
-  g_dump_seq = 0;
+  operations_reset_after_fork();
   if (t->status != kEngine && t->status != kStopped && t->status != kActive) return;
   if (t->prof) {
     RawProfFrame saved[64];
@@ -544,8 +427,6 @@ void engine_reset_after_fork(ThreadState* t) {
 
 // ---- hooks --------------------------------------------------------------------
 
-uint32_t engine_find_child(ThreadState* t, uint32_t parent, uint64_t fn) { return find_child_slow(t, parent, fn); }
-
 // Any entry the fast path does not take: dead frames to close, a full
 // stack, a new path, a node with filter flags, events to write.
 void engine_enter_slow(ThreadState* t, uint64_t fn, uint64_t sp, uint64_t now) {
@@ -557,7 +438,7 @@ void engine_enter_slow(ThreadState* t, uint64_t fn, uint64_t sp, uint64_t now) {
   }
   const uint32_t parent = t->pstack[static_cast<int32_t>(t->pdepth) - 1].node;
   uint32_t node = t->nodes[parent].hint;
-  if (t->nodes[node].fn != fn) node = find_child_slow(t, parent, fn);
+  if (t->nodes[node].fn != fn) node = engine_find_child(t, parent, fn);
   uint32_t flags = 0;
   if (CALLSCOPE_UNLIKELY(node == 0)) {  // the table is full
     ++t->prof->dropped_calls;
@@ -577,7 +458,7 @@ void engine_enter_slow(ThreadState* t, uint64_t fn, uint64_t sp, uint64_t now) {
   }
   RawProfFrame& f = t->pstack[t->pdepth];
   f.emit_end = 0;
-  if (CALLSCOPE_UNLIKELY(emitting(t)) && !(flags & fmt::kProfFrameExcluded)) {
+  if (CALLSCOPE_UNLIKELY(engine_emitting(t)) && !(flags & fmt::kProfFrameExcluded)) {
     emit_entry(t, fmt::RawKind::kEntry, now, fn, sp);
     f.emit_end = reinterpret_cast<uint64_t>(t->pos);
     flags |= fmt::kProfFrameEmitted;
@@ -629,212 +510,4 @@ bool control_changed(ThreadState* t) {
   return true;
 }
 
-// ---- operations ---------------------------------------------------------------
-
-void op_start() {
-  ::pthread_mutex_lock(&g_op_lock);
-  const uint64_t w = g_control;
-  if (!(w & 1)) __atomic_store_n(&g_control, (((w >> 1) + 1) << 1) | 1, __ATOMIC_SEQ_CST);
-  ::pthread_mutex_unlock(&g_op_lock);
-  poke_threads();
-}
-
-void op_stop() {
-  ::pthread_mutex_lock(&g_op_lock);
-  const uint64_t w = g_control;
-  if (w & 1) {
-    g_stop_tick = now_tick();
-    __atomic_store_n(&g_control, ((w >> 1) + 1) << 1, __ATOMIC_SEQ_CST);
-  }
-  ::pthread_mutex_unlock(&g_op_lock);
-  poke_threads();
-}
-
-void op_clear() {
-  ::pthread_mutex_lock(&g_op_lock);
-  g_clear_tick = now_tick();
-  __atomic_store_n(&g_clear_seq, g_clear_seq + 1, __ATOMIC_RELEASE);
-  const fmt::RawClear c{g_clear_seq, g_clear_tick};
-  write_meta(fmt::RawMetaType::kClear, &c, sizeof c, nullptr, 0, nullptr, 0);
-  const uint64_t w = g_control;
-  __atomic_store_n(&g_control, (((w >> 1) + 1) << 1) | (w & 1), __ATOMIC_SEQ_CST);
-  ::pthread_mutex_unlock(&g_op_lock);
-  poke_threads();
-}
-
-uint32_t op_dump(uint32_t reason) {
-  if (!g_profile_mode || !process_ensure_init()) return 0;
-  const int saved_errno = errno;
-  ::pthread_mutex_lock(&g_dump_lock);
-  uint32_t seq = 0;
-  if (g_dump_fd < 0) {
-    PathBuf path;
-    path.add(process_dir()).add("/dumps");
-    g_dump_fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-  }
-  const uint32_t threads = __atomic_load_n(&g_reg_count, __ATOMIC_ACQUIRE);
-  // Node counts first: the snapshot's size is fixed before anything is written.
-  uint64_t* counts = static_cast<uint64_t*>(map_anon(uint64_t{threads} * 8 + 8));
-  uint64_t max_count = 0, bytes = sizeof(fmt::RawDumpHeader);
-  uint32_t with_tree = 0;
-  for (uint32_t i = 0; counts && i < threads; ++i) {
-    const RawProfHeader* h = g_reg[i].prof;
-    counts[i] = h ? __atomic_load_n(&h->node_count, __ATOMIC_ACQUIRE) : 0;
-    if (!h) continue;
-    ++with_tree;
-    if (counts[i] > max_count) max_count = counts[i];
-    bytes += sizeof(fmt::RawDumpThread) + counts[i] * sizeof(RawProfNode);
-  }
-  auto* buf = static_cast<RawProfNode*>(map_anon(max_count * sizeof(RawProfNode) + 4096));
-  if (g_dump_fd >= 0 && counts && buf) {
-    const uint64_t now = now_tick();
-    fmt::RawDumpHeader dh{};
-    memcpy(dh.magic, fmt::kRawDumpMagic, sizeof dh.magic);
-    dh.seq = g_dump_seq + 1;
-    dh.reason = reason;
-    dh.tick = now;
-    dh.threads = with_tree;
-    dh.bytes = bytes;
-    bool ok = write_all(g_dump_fd, &dh, sizeof dh);
-    for (uint32_t i = 0; ok && i < threads; ++i) {
-      const RawProfHeader* h = g_reg[i].prof;
-      if (!h) continue;
-      fmt::RawDumpThread dt{};
-      dt.tid = h->tid;
-      dt.nodes = copy_thread(h, buf, counts[i], now);
-      dt.dropped_calls = h->dropped_calls;
-      dt.start_tick = h->start_tick;
-      memcpy(dt.name, h->name, sizeof dt.name);
-      ok = write_all(g_dump_fd, &dt, sizeof dt) && write_all(g_dump_fd, buf, dt.nodes * sizeof(RawProfNode));
-    }
-    if (ok) seq = ++g_dump_seq;
-  }
-  if (buf) ::munmap(buf, max_count * sizeof(RawProfNode) + 4096);
-  if (counts) ::munmap(counts, uint64_t{threads} * 8 + 8);
-  ::pthread_mutex_unlock(&g_dump_lock);
-  errno = saved_errno;
-  return seq;
-}
-
-namespace {
-
-class Text {
- public:
-  CALLSCOPE_NOINSTR Text(char* buf, size_t cap) : buf_(buf), cap_(cap) {
-    if (cap_) buf_[0] = '\0';
-  }
-  CALLSCOPE_NOINSTR Text& add(const char* s) {
-    while (*s && n_ + 1 < cap_) buf_[n_++] = *s++;
-    if (cap_) buf_[n_] = '\0';
-    return *this;
-  }
-  CALLSCOPE_NOINSTR Text& num(uint64_t v) {
-    char tmp[24];
-    int i = 0;
-    do tmp[i++] = static_cast<char>('0' + v % 10);
-    while ((v /= 10) != 0);
-    char out[24];
-    int j = 0;
-    while (i) out[j++] = tmp[--i];
-    out[j] = '\0';
-    return add(out);
-  }
-  size_t size() const { return n_; }
-
- private:
-  char* buf_;
-  size_t cap_;
-  size_t n_ = 0;
-};
-
-}  // namespace
-
-size_t op_status(char* buf, size_t cap) {
-  Text out(buf, cap);
-  uint64_t calls = 0, nodes = 0, dropped = 0, bytes = 0, event_bytes = 0, lost = 0;
-  uint32_t live = 0;
-  ::pthread_mutex_lock(&g_reg_lock);
-  for (uint32_t i = 0; i < g_reg_count; ++i) {
-    const Reg& r = g_reg[i];
-    if (r.alive) ++live;
-    if (r.alive && r.th) {
-      lost += r.th->lost_events;
-      if (r.th->ring_segments) event_bytes += (r.th->committed + 1) * r.th->segment_bytes;
-    }
-    if (!r.prof) continue;
-    const uint64_t n = __atomic_load_n(&r.prof->node_count, __ATOMIC_ACQUIRE);
-    const auto* nd =
-        reinterpret_cast<const RawProfNode*>(reinterpret_cast<const char*>(r.prof) + r.prof->nodes_offset);
-    for (uint64_t k = 1; k < n; ++k) calls += nd[k].calls;
-    nodes += n;
-    dropped += r.prof->dropped_calls;
-    bytes += r.prof->node_capacity * sizeof(RawProfNode);
-  }
-  const uint32_t reg = g_reg_count, started = g_threads_started;
-  ::pthread_mutex_unlock(&g_reg_lock);
-  out.add("mode: ").add(g_profile_mode ? "profile" : "record").add(g_mode_flags & fmt::kRawModeFiltered ? " (filtered)" : "").add("\n");
-  out.add("profiling: ").add(control_word() & 1 ? "on" : "off").add("\n");
-  out.add("pid: ").num(static_cast<uint64_t>(::getpid())).add("\n");
-  out.add("threads: ").num(started).add("\n");
-  out.add("live_threads: ").num(live).add("\n");
-  if (g_profile_mode) {
-    out.add("calls: ").num(calls).add("\n");
-    out.add("events: ").num(calls * 2).add("\n");
-    out.add("nodes: ").num(nodes).add("\n");
-    out.add("buffer_bytes: ").num(bytes).add("\n");
-    out.add("buffer_use: ").num(nodes * sizeof(RawProfNode)).add(" of ").num(uint64_t{reg} * kMaxNodes * sizeof(RawProfNode)).add(" bytes (").num(nodes).add(" of ").num(uint64_t{reg} * kMaxNodes).add(" nodes)\n");
-    out.add("dropped_calls: ").num(dropped).add("\n");
-    out.add("dumps: ").num(g_dump_seq).add("\n");
-  } else {
-    out.add("event_bytes: ").num(event_bytes).add("\n");
-    out.add("buffer_use: ring of ").num(uint64_t{fmt::kRingSegments} * fmt::kSegmentBytes).add(" bytes per thread\n");
-  }
-  out.add("lost_events: ").num(lost).add("\n");
-  if (g_interval_ns) out.add("interval_ns: ").num(g_interval_ns).add("\n");
-  return out.size();
-}
-
-uint64_t dump_interval_ns() { return g_interval_ns; }
-
-namespace {
-
-CALLSCOPE_NOINSTR void mark(const char* text) {
-  if (!process_ensure_init()) return;
-  ThreadState* t = current_thread();
-  const uint32_t id = __atomic_add_fetch(&g_mark_id, 1, __ATOMIC_RELAXED);
-  const uint64_t tick = now_tick();
-  fmt::RawMark m{};
-  m.tick = tick;
-  m.tid = static_cast<uint32_t>(::syscall(SYS_gettid));
-  m.id = id;
-  m.text_len = text ? static_cast<uint32_t>(strnlen(text, 255)) : 0;
-  write_meta(fmt::RawMetaType::kMark, &m, sizeof m, text, m.text_len, nullptr, 0);
-  // In the thread's events too, where it writes events.
-  if (t->in_hook) return;
-  const bool writes = t->status == kActive || (t->status == kEngine && emitting(t));
-  if (!writes) return;
-  t->in_hook = 1;
-  signal_fence();
-  emit2(t, fmt::RawKind::kMark, tick, id);
-  signal_fence();
-  t->in_hook = 0;
-}
-
-}  // namespace
 }  // namespace callscope::rt
-
-// ---- the public API (include/callscope/callscope.h) ----------------------------
-
-using namespace callscope::rt;
-
-CALLSCOPE_EXPORT void callscope_start(void) {
-  if (process_ensure_init()) op_start();
-}
-CALLSCOPE_EXPORT void callscope_stop(void) {
-  if (process_ensure_init()) op_stop();
-}
-CALLSCOPE_EXPORT void callscope_clear(void) {
-  if (process_ensure_init()) op_clear();
-}
-CALLSCOPE_EXPORT int callscope_dump(void) { return static_cast<int>(op_dump(kDumpApi)); }
-CALLSCOPE_EXPORT void callscope_mark(const char* text) { mark(text); }

@@ -15,6 +15,8 @@
 namespace callscope::format {
 namespace {
 
+using test::start;
+
 // ---- builders -------------------------------------------------------------
 
 void write_bytes(const std::string& path, const std::vector<uint8_t>& b) {
@@ -216,23 +218,6 @@ TEST(format_raw_thread_file, OpenErrors) {
 //   200.0  forked by 100.1 (parent_n 1)               t200 (inherited frame, clean exit)
 //   400.0  damaged meta: skipped with a warning
 // Clock: kMonotonic, base ticks 1000 / 5000 / 6000, so trace offsets 0 / 4000 / 5000.
-
-RawProcessStart start(uint32_t pid, uint32_t ppid, uint64_t base, uint32_t parent_n, uint32_t flags,
-                      const std::string& exe, const std::string& cmdline) {
-  RawProcessStart ps{};
-  ps.pid = pid;
-  ps.ppid = ppid;
-  ps.clock = static_cast<uint32_t>(ClockKind::kMonotonic);
-  ps.parent_n = parent_n;
-  ps.base_tick = base;
-  ps.calib_tick = base;
-  ps.calib_mono_ns = base;
-  ps.realtime_ns = 1700000000000000000ull + base;
-  ps.exe_len = static_cast<uint32_t>(exe.size());
-  ps.cmdline_len = static_cast<uint32_t>(cmdline.size());
-  ps.flags = flags;
-  return ps;
-}
 
 RawModule module(uint64_t tick, uint64_t bias, uint64_t low, uint64_t high, uint32_t bid_len, uint32_t flags,
                  const std::string& path) {

@@ -44,6 +44,25 @@ inline std::ostream& operator<<(std::ostream& os, const TraceEvent& e) {
 
 namespace test {
 
+// A process start record of a hand-built raw session: CLOCK_MONOTONIC ticks
+// with base tick `base` (calibrated 1:1 at the base).
+inline RawProcessStart start(uint32_t pid, uint32_t ppid, uint64_t base, uint32_t parent_n, uint32_t flags,
+                             const std::string& exe, const std::string& cmdline) {
+  RawProcessStart ps{};
+  ps.pid = pid;
+  ps.ppid = ppid;
+  ps.clock = static_cast<uint32_t>(ClockKind::kMonotonic);
+  ps.parent_n = parent_n;
+  ps.base_tick = base;
+  ps.calib_tick = base;
+  ps.calib_mono_ns = base;
+  ps.realtime_ns = 1700000000000000000ull + base;
+  ps.exe_len = static_cast<uint32_t>(exe.size());
+  ps.cmdline_len = static_cast<uint32_t>(cmdline.size());
+  ps.flags = flags;
+  return ps;
+}
+
 // A directory made with mkdtemp, removed with everything in it.
 class TempDir {
  public:

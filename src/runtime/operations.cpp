@@ -1,0 +1,354 @@
+// The operations on a traced process -- start, stop, clear, snapshots,
+// status and marks -- behind the public API (include/callscope/callscope.h)
+// and the control socket (control.cpp), and the registry of threads they
+// reach. The engine (profile.cpp) owns the trees; this file reads them and
+// tells each thread, through its gate, that something changed.
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "format/profile_math.h"
+#include "runtime/control.h"
+#include "runtime/engine_state.h"
+#include "runtime/path_buf.h"
+#include "runtime/runtime.h"
+
+namespace callscope::rt {
+
+pthread_mutex_t g_op_lock = PTHREAD_MUTEX_INITIALIZER;
+uint64_t g_clear_seq = 0;
+uint64_t g_clear_tick = 0;
+uint64_t g_stop_tick = 0;
+
+namespace {
+
+using fmt::RawProfFrame;
+using fmt::RawProfHeader;
+using fmt::RawProfNode;
+
+uint32_t g_mark_id = 0;
+
+// Every thread of the process, for snapshots and status. Entries of exited
+// threads stay: their trees are part of every later snapshot.
+struct Reg {
+  RawProfHeader* prof;          // engine threads: mapped for the life of the process
+  fmt::RawThreadHeader* th;     // valid while `alive`
+  ThreadState* ts;              // valid while `alive` (its TLS), to poke it
+  uint32_t tid;
+  uint32_t alive;
+};
+constexpr uint32_t kMaxReg = 1u << 16;
+Reg* g_reg = nullptr;
+uint32_t g_reg_count = 0;
+uint32_t g_threads_started = 0;
+pthread_mutex_t g_reg_lock = PTHREAD_MUTEX_INITIALIZER;
+
+pthread_mutex_t g_dump_lock = PTHREAD_MUTEX_INITIALIZER;
+int g_dump_fd = -1;
+uint32_t g_dump_seq = 0;
+
+}  // namespace
+
+void register_thread(ThreadState* t) {
+  ::pthread_mutex_lock(&g_reg_lock);
+  ++g_threads_started;
+  if (!g_reg) g_reg = static_cast<Reg*>(map_anon(uint64_t{kMaxReg} * sizeof(Reg)));
+  bool registered = false;
+  if (g_reg && g_reg_count < kMaxReg) {
+    g_reg[g_reg_count] = Reg{t->prof, t->header, t, t->tid, 1};
+    __atomic_store_n(&g_reg_count, g_reg_count + 1, __ATOMIC_RELEASE);
+    registered = true;
+  } else if (g_reg && !t->prof) {
+    // Full: reuse the entry of a thread that has ended and left no tree.
+    for (uint32_t i = 0; i < g_reg_count && !registered; ++i) {
+      if (g_reg[i].alive || g_reg[i].prof) continue;
+      g_reg[i] = Reg{t->prof, t->header, t, t->tid, 1};
+      registered = true;
+    }
+  }
+  // A thread nobody can poke takes the slow path at every hook, which looks
+  // at g_control itself (slower, but start and stop still reach it).
+  t->gate_pad = registered ? 0 : 1;
+  ::pthread_mutex_unlock(&g_reg_lock);
+}
+
+void unregister_thread(ThreadState* t) {
+  ::pthread_mutex_lock(&g_reg_lock);
+  for (uint32_t i = g_reg_count; i-- > 0;) {
+    if (g_reg[i].alive && g_reg[i].tid == t->tid) {
+      g_reg[i].alive = 0;
+      g_reg[i].th = nullptr;
+      g_reg[i].ts = nullptr;
+      break;
+    }
+  }
+  ::pthread_mutex_unlock(&g_reg_lock);
+}
+
+// After g_control changed: every live thread's next hook takes the slow
+// path and looks at it. Under the registry lock, so no thread's TLS goes
+// away meanwhile (a thread unregisters before its TLS is freed).
+namespace {
+
+CALLSCOPE_NOINSTR void poke_threads() {
+  ::pthread_mutex_lock(&g_reg_lock);
+  for (uint32_t i = 0; i < g_reg_count; ++i)
+    if (g_reg[i].alive && g_reg[i].ts) __atomic_store_n(&g_reg[i].ts->poked, 1, __ATOMIC_SEQ_CST);
+  ::pthread_mutex_unlock(&g_reg_lock);
+}
+
+// ---- snapshots ------------------------------------------------------------
+
+// A snapshot's copy of one thread: its nodes as of now, with a clear it has
+// not applied yet taken into account and the time of its open calls so far.
+CALLSCOPE_NOINSTR uint64_t copy_thread(const RawProfHeader* h, RawProfNode* out, uint64_t count, uint64_t now) {
+  const auto* nodes = reinterpret_cast<const RawProfNode*>(reinterpret_cast<const char*>(h) + h->nodes_offset);
+  memcpy(out, nodes, count * sizeof(RawProfNode));
+  const bool pending_clear = h->clear_seq != __atomic_load_n(&g_clear_seq, __ATOMIC_ACQUIRE);
+  if (pending_clear)
+    for (uint64_t i = 0; i < count; ++i) fmt::reset_node_stats(out[i]);
+  const auto* stack = reinterpret_cast<const RawProfFrame*>(reinterpret_cast<const char*>(h) + h->stack_offset);
+  uint32_t depth = __atomic_load_n(&h->depth, __ATOMIC_ACQUIRE);
+  if (depth > h->stack_capacity) depth = h->stack_capacity;
+  fmt::add_open_time(out, count, stack, depth, now, pending_clear ? g_clear_tick : 0);
+  return count;
+}
+
+CALLSCOPE_NOINSTR bool write_all(int fd, const void* p, uint64_t n) {
+  const char* c = static_cast<const char*>(p);
+  while (n) {
+    ssize_t w = ::write(fd, c, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    c += w;
+    n -= static_cast<uint64_t>(w);
+  }
+  return true;
+}
+
+}  // namespace
+
+void operations_reset_after_fork() {
+  // Other threads do not exist here; the parent's trees are the parent's.
+  g_reg_count = 0;
+  pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+  g_reg_lock = fresh;
+  g_dump_lock = fresh;
+  g_op_lock = fresh;
+  g_dump_fd = -1;
+  g_dump_seq = 0;
+}
+
+// ---- operations ---------------------------------------------------------------
+
+void op_start() {
+  ::pthread_mutex_lock(&g_op_lock);
+  const uint64_t w = g_control;
+  if (!(w & 1)) __atomic_store_n(&g_control, (((w >> 1) + 1) << 1) | 1, __ATOMIC_SEQ_CST);
+  ::pthread_mutex_unlock(&g_op_lock);
+  poke_threads();
+}
+
+void op_stop() {
+  ::pthread_mutex_lock(&g_op_lock);
+  const uint64_t w = g_control;
+  if (w & 1) {
+    g_stop_tick = now_tick();
+    __atomic_store_n(&g_control, ((w >> 1) + 1) << 1, __ATOMIC_SEQ_CST);
+  }
+  ::pthread_mutex_unlock(&g_op_lock);
+  poke_threads();
+}
+
+void op_clear() {
+  ::pthread_mutex_lock(&g_op_lock);
+  g_clear_tick = now_tick();
+  __atomic_store_n(&g_clear_seq, g_clear_seq + 1, __ATOMIC_RELEASE);
+  const fmt::RawClear c{g_clear_seq, g_clear_tick};
+  write_meta(fmt::RawMetaType::kClear, &c, sizeof c, nullptr, 0, nullptr, 0);
+  const uint64_t w = g_control;
+  __atomic_store_n(&g_control, (((w >> 1) + 1) << 1) | (w & 1), __ATOMIC_SEQ_CST);
+  ::pthread_mutex_unlock(&g_op_lock);
+  poke_threads();
+}
+
+uint32_t op_dump(uint32_t reason) {
+  if (!g_profile_mode || !process_ensure_init()) return 0;
+  const int saved_errno = errno;
+  ::pthread_mutex_lock(&g_dump_lock);
+  uint32_t seq = 0;
+  if (g_dump_fd < 0) {
+    PathBuf path;
+    path.add(process_dir()).add("/dumps");
+    g_dump_fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  }
+  const uint32_t threads = __atomic_load_n(&g_reg_count, __ATOMIC_ACQUIRE);
+  // Node counts first: the snapshot's size is fixed before anything is written.
+  uint64_t* counts = static_cast<uint64_t*>(map_anon(uint64_t{threads} * 8 + 8));
+  uint64_t max_count = 0, bytes = sizeof(fmt::RawDumpHeader);
+  uint32_t with_tree = 0;
+  for (uint32_t i = 0; counts && i < threads; ++i) {
+    const RawProfHeader* h = g_reg[i].prof;
+    counts[i] = h ? __atomic_load_n(&h->node_count, __ATOMIC_ACQUIRE) : 0;
+    if (!h) continue;
+    ++with_tree;
+    if (counts[i] > max_count) max_count = counts[i];
+    bytes += sizeof(fmt::RawDumpThread) + counts[i] * sizeof(RawProfNode);
+  }
+  auto* buf = static_cast<RawProfNode*>(map_anon(max_count * sizeof(RawProfNode) + 4096));
+  if (g_dump_fd >= 0 && counts && buf) {
+    const uint64_t now = now_tick();
+    fmt::RawDumpHeader dh{};
+    memcpy(dh.magic, fmt::kRawDumpMagic, sizeof dh.magic);
+    dh.seq = g_dump_seq + 1;
+    dh.reason = reason;
+    dh.tick = now;
+    dh.threads = with_tree;
+    dh.bytes = bytes;
+    bool ok = write_all(g_dump_fd, &dh, sizeof dh);
+    for (uint32_t i = 0; ok && i < threads; ++i) {
+      const RawProfHeader* h = g_reg[i].prof;
+      if (!h) continue;
+      fmt::RawDumpThread dt{};
+      dt.tid = h->tid;
+      dt.nodes = copy_thread(h, buf, counts[i], now);
+      dt.dropped_calls = h->dropped_calls;
+      dt.start_tick = h->start_tick;
+      memcpy(dt.name, h->name, sizeof dt.name);
+      ok = write_all(g_dump_fd, &dt, sizeof dt) && write_all(g_dump_fd, buf, dt.nodes * sizeof(RawProfNode));
+    }
+    if (ok) seq = ++g_dump_seq;
+  }
+  if (buf) ::munmap(buf, max_count * sizeof(RawProfNode) + 4096);
+  if (counts) ::munmap(counts, uint64_t{threads} * 8 + 8);
+  ::pthread_mutex_unlock(&g_dump_lock);
+  errno = saved_errno;
+  return seq;
+}
+
+namespace {
+
+class Text {
+ public:
+  CALLSCOPE_NOINSTR Text(char* buf, size_t cap) : buf_(buf), cap_(cap) {
+    if (cap_) buf_[0] = '\0';
+  }
+  CALLSCOPE_NOINSTR Text& add(const char* s) {
+    while (*s && n_ + 1 < cap_) buf_[n_++] = *s++;
+    if (cap_) buf_[n_] = '\0';
+    return *this;
+  }
+  CALLSCOPE_NOINSTR Text& num(uint64_t v) {
+    char tmp[24];
+    int i = 0;
+    do tmp[i++] = static_cast<char>('0' + v % 10);
+    while ((v /= 10) != 0);
+    char out[24];
+    int j = 0;
+    while (i) out[j++] = tmp[--i];
+    out[j] = '\0';
+    return add(out);
+  }
+  size_t size() const { return n_; }
+
+ private:
+  char* buf_;
+  size_t cap_;
+  size_t n_ = 0;
+};
+
+}  // namespace
+
+size_t op_status(char* buf, size_t cap) {
+  Text out(buf, cap);
+  uint64_t calls = 0, nodes = 0, dropped = 0, bytes = 0, event_bytes = 0, lost = 0;
+  uint32_t live = 0;
+  ::pthread_mutex_lock(&g_reg_lock);
+  for (uint32_t i = 0; i < g_reg_count; ++i) {
+    const Reg& r = g_reg[i];
+    if (r.alive) ++live;
+    if (r.alive && r.th) {
+      lost += r.th->lost_events;
+      if (r.th->ring_segments) event_bytes += (r.th->committed + 1) * r.th->segment_bytes;
+    }
+    if (!r.prof) continue;
+    const uint64_t n = __atomic_load_n(&r.prof->node_count, __ATOMIC_ACQUIRE);
+    const auto* nd =
+        reinterpret_cast<const RawProfNode*>(reinterpret_cast<const char*>(r.prof) + r.prof->nodes_offset);
+    for (uint64_t k = 1; k < n; ++k) calls += nd[k].calls;
+    nodes += n;
+    dropped += r.prof->dropped_calls;
+    bytes += r.prof->node_capacity * sizeof(RawProfNode);
+  }
+  const uint32_t reg = g_reg_count, started = g_threads_started;
+  ::pthread_mutex_unlock(&g_reg_lock);
+  out.add("mode: ").add(g_profile_mode ? "profile" : "record").add(g_mode_flags & fmt::kRawModeFiltered ? " (filtered)" : "").add("\n");
+  out.add("profiling: ").add(control_word() & 1 ? "on" : "off").add("\n");
+  out.add("pid: ").num(static_cast<uint64_t>(::getpid())).add("\n");
+  out.add("threads: ").num(started).add("\n");
+  out.add("live_threads: ").num(live).add("\n");
+  if (g_profile_mode) {
+    out.add("calls: ").num(calls).add("\n");
+    out.add("events: ").num(calls * 2).add("\n");
+    out.add("nodes: ").num(nodes).add("\n");
+    out.add("buffer_bytes: ").num(bytes).add("\n");
+    out.add("buffer_use: ").num(nodes * sizeof(RawProfNode)).add(" of ").num(uint64_t{reg} * kMaxNodes * sizeof(RawProfNode)).add(" bytes (").num(nodes).add(" of ").num(uint64_t{reg} * kMaxNodes).add(" nodes)\n");
+    out.add("dropped_calls: ").num(dropped).add("\n");
+    out.add("dumps: ").num(g_dump_seq).add("\n");
+  } else {
+    out.add("event_bytes: ").num(event_bytes).add("\n");
+    out.add("buffer_use: ring of ").num(uint64_t{fmt::kRingSegments} * fmt::kSegmentBytes).add(" bytes per thread\n");
+  }
+  out.add("lost_events: ").num(lost).add("\n");
+  if (g_interval_ns) out.add("interval_ns: ").num(g_interval_ns).add("\n");
+  return out.size();
+}
+
+uint64_t dump_interval_ns() { return g_interval_ns; }
+
+namespace {
+
+CALLSCOPE_NOINSTR void mark(const char* text) {
+  if (!process_ensure_init()) return;
+  ThreadState* t = current_thread();
+  const uint32_t id = __atomic_add_fetch(&g_mark_id, 1, __ATOMIC_RELAXED);
+  const uint64_t tick = now_tick();
+  fmt::RawMark m{};
+  m.tick = tick;
+  m.tid = static_cast<uint32_t>(::syscall(SYS_gettid));
+  m.id = id;
+  m.text_len = text ? static_cast<uint32_t>(strnlen(text, 255)) : 0;
+  write_meta(fmt::RawMetaType::kMark, &m, sizeof m, text, m.text_len, nullptr, 0);
+  // In the thread's events too, where it writes events.
+  if (t->in_hook) return;
+  const bool writes = t->status == kActive || (t->status == kEngine && engine_emitting(t));
+  if (!writes) return;
+  t->in_hook = 1;
+  signal_fence();
+  emit2(t, fmt::RawKind::kMark, tick, id);
+  signal_fence();
+  t->in_hook = 0;
+}
+
+}  // namespace
+}  // namespace callscope::rt
+
+// ---- the public API (include/callscope/callscope.h) ----------------------------
+
+using namespace callscope::rt;
+
+CALLSCOPE_EXPORT void callscope_start(void) {
+  if (process_ensure_init()) op_start();
+}
+CALLSCOPE_EXPORT void callscope_stop(void) {
+  if (process_ensure_init()) op_stop();
+}
+CALLSCOPE_EXPORT void callscope_clear(void) {
+  if (process_ensure_init()) op_clear();
+}
+CALLSCOPE_EXPORT int callscope_dump(void) { return static_cast<int>(op_dump(kDumpApi)); }
+CALLSCOPE_EXPORT void callscope_mark(const char* text) { mark(text); }
