@@ -16,7 +16,12 @@
 //  - an inherited frame (opened before the stream began) counts its observed
 //    time in total and self, but is not a call (see stats.h);
 //  - frames still open at the end of the stream (only after damaged blocks:
-//    finished traces are balanced) are closed at the last tick seen.
+//    finished traces are balanced) are closed at the last tick seen;
+//  - gaps (format/trace_format.h, "Gaps"): the time of a loss goes to a node
+//    keyed kLostKey ("[lost events]") under the innermost frame that went on
+//    through it, so it is in that frame's total but not in its self time;
+//    the time of a pause counts nowhere: it is taken out of the durations of
+//    every frame that went on through it.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +35,8 @@
 namespace callscope::analysis {
 
 inline constexpr uint32_t kRootNode = 0;
+// The key of the "[lost events]" node (no function lives at address 0).
+inline constexpr uint64_t kLostKey = 0;
 
 struct CallNode {
   uint32_t parent = kRootNode;  // the root's parent is itself
@@ -93,7 +100,7 @@ class CallTreeBuilder {
       case format::EventKind::kEntry:
       case format::EventKind::kEntryInherited: {
         const uint32_t parent = stack_.empty() ? kRootNode : stack_.back().node;
-        stack_.push_back({tree_.child(parent, e.addr), e.kind == format::EventKind::kEntry, e.tick, 0});
+        stack_.push_back({tree_.child(parent, e.addr), e.kind == format::EventKind::kEntry, e.tick, 0, 0});
         break;
       }
       case format::EventKind::kExit:
@@ -101,7 +108,18 @@ class CallTreeBuilder {
       case format::EventKind::kExitTruncated:
         if (!stack_.empty()) close_top(e.tick);
         break;
-      case format::EventKind::kLost: lost_ += e.arg; break;
+      case format::EventKind::kLost:
+        lost_ += e.arg;
+        gap_start_ = e.tick;
+        gap_lost_ = true;
+        break;
+      case format::EventKind::kPause:
+        gap_start_ = e.tick;
+        gap_lost_ = false;
+        break;
+      case format::EventKind::kResume:
+        if (gap_start_ != kNoTick) end_gap(e.tick);
+        break;
       case format::EventKind::kExitStray: ++stray_; break;
       case format::EventKind::kMark: break;
     }
@@ -122,12 +140,33 @@ class CallTreeBuilder {
     bool is_call;       // false for an inherited frame
     uint64_t start;     // entry tick
     uint64_t children;  // ticks spent in direct callees so far
+    uint64_t paused;    // ticks of pauses it went on through (counted nowhere)
   };
+
+  // The gap that began at gap_start_ ends at `tick`. Frames that began
+  // before it went on through it (those that ended inside it are closed
+  // already; those that began inside it start at `tick`).
+  void end_gap(uint64_t tick) {
+    const uint64_t gap = tick > gap_start_ ? tick - gap_start_ : 0;
+    size_t through = 0;
+    while (through < stack_.size() && stack_[through].start <= gap_start_) ++through;
+    if (gap_lost_) {
+      const uint32_t parent = through ? stack_[through - 1].node : kRootNode;
+      Stats& s = tree_.node(tree_.child(parent, kLostKey)).stats;
+      s.total += gap;
+      s.self += gap;
+      if (through) stack_[through - 1].children += gap;
+    } else {
+      for (size_t i = 0; i < through; ++i) stack_[i].paused += gap;
+    }
+    gap_start_ = kNoTick;
+  }
 
   void close_top(uint64_t tick) {
     const Frame f = stack_.back();
     stack_.pop_back();
-    const uint64_t dur = tick > f.start ? tick - f.start : 0;
+    const uint64_t span = tick > f.start ? tick - f.start : 0;
+    const uint64_t dur = span > f.paused ? span - f.paused : 0;
     Stats& s = tree_.node(f.node).stats;
     s.total += dur;
     s.self += dur > f.children ? dur - f.children : 0;
@@ -140,6 +179,8 @@ class CallTreeBuilder {
   uint64_t last_tick_ = 0;
   uint64_t lost_ = 0;
   uint64_t stray_ = 0;
+  uint64_t gap_start_ = kNoTick;  // a gap is open since this tick
+  bool gap_lost_ = false;         // a loss (else a pause)
 };
 
 // Adds every node of `src` into `dst`, its key replaced by map(key): siblings

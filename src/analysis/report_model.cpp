@@ -69,7 +69,7 @@ class FunctionTable {
   uint64_t id(uint32_t process, uint64_t addr) {
     auto [it, fresh] = by_addr_.try_emplace({process, addr}, 0);
     if (!fresh) return it->second;
-    FunctionInfo f = resolve_(process, addr);
+    FunctionInfo f = addr == kLostKey ? FunctionInfo{"[lost events]", "", "", 0} : resolve_(process, addr);
     auto [nit, nfresh] = by_name_.try_emplace({f.name, f.module}, p_.functions.size());
     if (nfresh) p_.functions.push_back(std::move(f));
     it->second = nit->second;

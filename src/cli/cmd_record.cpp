@@ -30,6 +30,7 @@
 #include "cli/record_support.h"
 #include "common/config.h"
 #include "format/finalize.h"
+#include "format/live_stream.h"
 #include "format/trace_format.h"
 
 namespace callscope::cli {
@@ -42,6 +43,7 @@ struct RecordOptions {
   std::string raw_dir;
   bool force = false;
   bool keep_raw = false;
+  bool drop_when_behind = false;
   int level = 3;
   std::vector<std::string> command;
   // The runtime's settings as it reads them: ("CALLSCOPE_MODE", "profile"), ...
@@ -128,6 +130,22 @@ Result<int> run_record(const RecordOptions& o) {
   log.write_recorder_info(o.command);
   log.write_calibration();
 
+  // The trace is written while the program runs (format/live_stream.h). Its
+  // ticks count from now, in the clock the runtime will use: the TSC where
+  // it is invariant, unless CALLSCOPE_CLOCK=monotonic says otherwise.
+  std::vector<std::pair<std::string, std::string>> env = o.runtime_env;
+  const char* clock_env = ::getenv("CALLSCOPE_CLOCK");
+  const bool monotonic = (clock_env && std::strcmp(clock_env, "monotonic") == 0) || !fmt::tsc_is_invariant();
+  env.emplace_back("CALLSCOPE_CLOCK", monotonic ? "monotonic" : "tsc");
+  if (o.drop_when_behind) env.emplace_back("CALLSCOPE_DROP_WHEN_BEHIND", "1");
+  const fmt::ClockPair origin = fmt::sample_clocks();
+  auto live = fmt::LiveStream::create(session, o.output, monotonic ? fmt::ClockKind::kMonotonic : fmt::ClockKind::kTsc,
+                                      monotonic ? origin.mono_ns : origin.tsc, o.level, log.fd());
+  if (!live) {
+    remove_tree(session);
+    return live.error().context("cannot start the trace");
+  }
+
   // Descendants whose parent dies are handed to us, so we learn how they end.
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   struct sigaction ignore {}, fwd {}, old_int {}, old_quit {}, old_term {}, old_hup {};
@@ -146,7 +164,7 @@ Result<int> run_record(const RecordOptions& o) {
   // The child must start with default dispositions for the signals we ignore.
   ::sigaction(SIGINT, &old_int, nullptr);
   ::sigaction(SIGQUIT, &old_quit, nullptr);
-  auto child = spawn(program, o.command, runtime, session, o.runtime_env);
+  auto child = spawn(program, o.command, runtime, session, env);
   ::sigaction(SIGINT, &ignore, nullptr);
   ::sigaction(SIGQUIT, &ignore, nullptr);
   if (!child) {
@@ -155,7 +173,7 @@ Result<int> run_record(const RecordOptions& o) {
     return child.error();
   }
   g_child = *child;
-  auto drainer = std::make_unique<Drainer>(session);
+  auto drainer = std::make_unique<Drainer>(**live);
   const auto run_start = std::chrono::steady_clock::now();
 
   int main_status = 0;
@@ -173,6 +191,10 @@ Result<int> run_record(const RecordOptions& o) {
   }
   g_child = 0;
   const auto run_end = std::chrono::steady_clock::now();
+  drainer->stop();
+  if (!drainer->failure().empty())
+    std::fprintf(stderr, "callscope record: warning: %s; the program's threads dropped events from then on\n",
+                 drainer->failure().c_str());
   drainer.reset();
   restore();
   log.write_calibration();
@@ -180,7 +202,7 @@ Result<int> run_record(const RecordOptions& o) {
 
   fmt::FinalizeOptions fo;
   fo.zstd_level = o.level;
-  auto sum = fmt::finalize_session(session, o.output, fo);
+  auto sum = fmt::finalize_session(session, o.output, fo, live->get());
   if (!sum) {
     std::fprintf(stderr, "callscope record: %s\n", sum.error().context("cannot write the trace").message().c_str());
     std::fprintf(stderr, "callscope record: the raw events are kept in '%s'; retry with 'callscope finish %s -o %s'\n",
@@ -220,6 +242,9 @@ Command record_command() {
             auto settings = std::make_shared<config::Flags>(app, config::record_keys());
             app.add_flag("-f,--force", o->force, "Overwrite the output file if it exists");
             app.add_flag("--keep-raw", o->keep_raw, "Keep the raw session directory after writing the trace");
+            app.add_flag("--drop-when-behind", o->drop_when_behind,
+                         "When the recorder cannot keep up, drop events (the trace marks where) instead of "
+                         "making the program wait (the default)");
             app.add_option("--raw-dir", o->raw_dir,
                            "Where the runtime writes raw events while the program runs "
                            "(default: /dev/shm, else the output's directory)");

@@ -14,6 +14,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "format/raw_session.h"
+
 namespace callscope::cli {
 
 namespace fmt = callscope::format;
@@ -164,16 +166,7 @@ Status SessionLog::open() {
 }
 
 void SessionLog::write(fmt::RawMetaType type, const void* body, size_t size, const std::string& extra) {
-  if (fd_ < 0) return;
-  const size_t raw = sizeof(fmt::RawMetaHeader) + size + extra.size();
-  const size_t padded = (raw + 7) & ~size_t{7};
-  std::vector<uint8_t> buf(padded, 0);
-  fmt::RawMetaHeader h{static_cast<uint32_t>(type), static_cast<uint32_t>(padded)};
-  std::memcpy(buf.data(), &h, sizeof h);
-  std::memcpy(buf.data() + sizeof h, body, size);
-  std::memcpy(buf.data() + sizeof h + size, extra.data(), extra.size());
-  ssize_t ignored = ::write(fd_, buf.data(), buf.size());
-  (void)ignored;
+  fmt::append_meta_record(fd_, type, body, size, extra);
 }
 
 void SessionLog::write_recorder_info(const std::vector<std::string>& argv) {
@@ -219,8 +212,14 @@ void print_summary(const char* command, const fmt::FinalizeSummary& sum, const s
   if (sum.calls) std::fprintf(stderr, ", %.2f bytes/call", static_cast<double>(sum.file_bytes) / static_cast<double>(sum.calls));
   std::fprintf(stderr, ")\n");
   if (sum.lost)
-    std::fprintf(stderr, "callscope %s: warning: %llu events were lost (no space for them); the trace marks where\n",
+    std::fprintf(stderr,
+                 "callscope %s: warning: %llu events were lost (no space for them, or dropped with "
+                 "--drop-when-behind); the trace marks where\n",
                  command, static_cast<unsigned long long>(sum.lost));
+  if (sum.waits)
+    std::fprintf(stderr, "callscope %s: the program waited %.3f s in all for the recorder to keep up (%llu time%s)\n",
+                 command, static_cast<double>(sum.wait_ns) / 1e9, static_cast<unsigned long long>(sum.waits),
+                 sum.waits == 1 ? "" : "s");
   if (sum.torn)
     std::fprintf(stderr, "callscope %s: %llu event%s half-written when a process died were left out\n", command,
                  static_cast<unsigned long long>(sum.torn), sum.torn == 1 ? "" : "s");

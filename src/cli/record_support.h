@@ -48,6 +48,7 @@ class SessionLog {
   void write_recorder_info(const std::vector<std::string>& argv);
   void write_calibration();
   void write_child_status(const format::RawChildStatus& status);
+  int fd() const { return fd_; }
   void close();
 
  private:

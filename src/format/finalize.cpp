@@ -1,11 +1,15 @@
 #include "format/finalize.h"
 
+#include <cpuid.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <map>
 
+#include "format/live_stream.h"
 #include "format/profile_math.h"
+#include "format/raw_encoder.h"
 #include "format/raw_session.h"
 #include "format/trace_writer.h"
 
@@ -44,6 +48,12 @@ Calibration calibrate(const RawSession& s) {
     pairs.push_back({now.tsc, now.mono_ns});
   }
   if (origin == ~uint64_t{0}) origin = pairs.empty() ? 0 : pairs.front().tick;
+  // A trace streamed by `record` counts from the origin it chose before the
+  // program started.
+  if (s.stream) {
+    c.clock = static_cast<ClockKind>(s.stream->clock);
+    origin = s.stream->origin;
+  }
   c.origin = origin;
   if (c.clock == ClockKind::kMonotonic) {
     c.ticks_per_ns = 1.0;
@@ -69,84 +79,17 @@ struct ThreadOutcome {
   std::string name;
 };
 
-// Re-encodes one raw thread stream: exits get their frames from a shadow
-// stack, a lost-events record closes every open frame (the runtime re-opens
-// them right after, as kEntryInherited), and frames still open at the end are
-// closed as truncated at the thread's last known tick.
+// Re-encodes one raw thread stream (raw_encoder.h says what that decides).
+// `end_hint`: when the process ended, for a thread that did not exit cleanly.
 Status encode_thread(RawThreadFile& file, uint64_t offset, uint64_t end_hint, EventEncoder& enc,
                      ThreadOutcome& out) {
-  std::vector<uint64_t> stack;  // open frames' addresses
+  RawStreamEncoder stream(enc, offset, out.record);
+  if (file.missing_before()) stream.begin_with_loss(file.events_estimate(file.missing_before()));
   RawEvent e;
-  uint64_t last = 0;
-  bool first = true;
-  ThreadRecord& r = out.record;
-  auto emit = [&](EventKind k, uint64_t tick, uint64_t addr, uint64_t sp, uint64_t arg) {
-    ++r.events;
-    return enc.add(k, tick, addr, sp, arg);
-  };
-  while (file.next(e)) {
-    uint64_t tick = e.tick + offset;
-    if (first) {
-      r.start_tick = std::min<uint64_t>(tick, file.header().start_tick + offset);
-      first = false;
-    }
-    if (tick < last) tick = last;  // a signal handler's events can overtake the hook it interrupted
-    last = tick;
-    switch (e.kind) {
-      case RawKind::kEntry:
-      case RawKind::kEntryInherited:
-        stack.push_back(e.addr);
-        if (e.kind == RawKind::kEntry) ++r.calls;
-        CALLSCOPE_CHECK(emit(e.kind == RawKind::kEntry ? EventKind::kEntry : EventKind::kEntryInherited, tick,
-                             e.addr, e.sp, 0));
-        break;
-      case RawKind::kExit:
-      case RawKind::kExitUnwound:
-        if (stack.empty()) {
-          CALLSCOPE_CHECK(emit(EventKind::kExitStray, tick, 0, 0, 0));
-          break;
-        }
-        stack.pop_back();
-        CALLSCOPE_CHECK(emit(e.kind == RawKind::kExit ? EventKind::kExit : EventKind::kExitUnwound, tick, 0, 0, 0));
-        break;
-      case RawKind::kExitStray:
-        CALLSCOPE_CHECK(emit(EventKind::kExitStray, tick, e.addr, 0, 0));
-        break;
-      case RawKind::kLost:
-        while (!stack.empty()) {
-          stack.pop_back();
-          CALLSCOPE_CHECK(emit(EventKind::kExitTruncated, tick, 0, 0, 0));
-        }
-        r.lost_events += e.arg;
-        CALLSCOPE_CHECK(emit(EventKind::kLost, tick, 0, 0, e.arg));
-        break;
-      case RawKind::kMark:
-        CALLSCOPE_CHECK(emit(EventKind::kMark, tick, 0, 0, e.arg));
-        break;
-      case RawKind::kExitTruncated:
-        if (stack.empty()) break;
-        stack.pop_back();
-        CALLSCOPE_CHECK(emit(EventKind::kExitTruncated, tick, 0, 0, 0));
-        break;
-      case RawKind::kSpBase:
-        break;
-    }
-  }
-  uint64_t end = last;
-  if (file.header().end_tick) end = std::max(end, file.header().end_tick + offset);
-  else if ((!stack.empty() || first) && end_hint > end)
-    end = end_hint;  // the process ended with this thread running (frames open, or no events at all)
-  while (!stack.empty()) {
-    stack.pop_back();
-    CALLSCOPE_CHECK(emit(EventKind::kExitTruncated, end, 0, 0, 0));
-  }
-  // Events dropped after the last kLost record (never resynced) are only in
-  // the header's running total.
-  r.lost_events = std::max(r.lost_events, file.header().lost_events);
-  r.torn_events = file.torn_events();
-  if (first) r.start_tick = file.header().start_tick + offset;
-  r.end_tick = std::max(end, r.start_tick);
-  return enc.flush();
+  while (file.next(e)) CALLSCOPE_CHECK(stream.add(e));
+  if (file.missing_after()) CALLSCOPE_CHECK(stream.cut(file.events_estimate(file.missing_after())));
+  out.record.torn_events = file.torn_events();
+  return stream.finish_thread(file.header(), end_hint);
 }
 
 void fill_exit(ProcessRecord& pr, ExitHow how, int32_t code, int32_t signal, uint32_t core) {
@@ -187,6 +130,13 @@ Status write_tree(TraceWriter& w, const RawTree& t, uint32_t thread, uint32_t du
 
 }  // namespace
 
+bool tsc_is_invariant() {
+  unsigned a, b, c, d;
+  if (__get_cpuid_max(0x80000000u, nullptr) < 0x80000007u) return false;
+  __cpuid(0x80000007u, a, b, c, d);
+  return (d >> 8) & 1u;
+}
+
 ClockPair sample_clocks() {
   uint32_t lo, hi;
   __asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
@@ -195,10 +145,19 @@ ClockPair sample_clocks() {
 }
 
 Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::string& out_path,
-                                         const FinalizeOptions& options) {
+                                         const FinalizeOptions& options, LiveStream* live) {
   CALLSCOPE_TRY(RawSession s, read_raw_session(raw_dir));
   FinalizeSummary sum;
   sum.warnings = s.warnings;
+  // A session whose recorder died while streaming: go on from its trace.
+  std::unique_ptr<LiveStream> recovered;
+  if (!live && s.stream) {
+    auto r = LiveStream::recover(s, out_path, options.zstd_level);
+    if (!r) return r.error();
+    recovered = std::move(*r);
+    live = recovered.get();
+    sum.warnings.insert(sum.warnings.end(), live->warnings().begin(), live->warnings().end());
+  }
   const Calibration cal = calibrate(s);
 
   FileHeader fh{};
@@ -213,7 +172,13 @@ Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::
   for (const RawProcess& p : s.processes)
     if (!fh.origin_realtime_ns && p.has_start) fh.origin_realtime_ns = p.start.realtime_ns;
 
-  CALLSCOPE_TRY(auto writer, TraceWriter::create(out_path, fh, options.zstd_level));
+  std::unique_ptr<TraceWriter> writer;
+  if (live) {
+    writer = live->take_writer();
+    CALLSCOPE_CHECK(writer->rewrite_header(fh));
+  } else {
+    CALLSCOPE_TRY(writer, TraceWriter::create(out_path, fh, options.zstd_level));
+  }
   auto to_trace = [&](const RawProcess& p, uint64_t raw_tick) {
     return raw_tick + (p.has_start ? p.start.base_tick - cal.origin : 0);
   };
@@ -288,15 +253,47 @@ Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::
     }
   }
 
-  // Events, thread by thread.
-  std::vector<ThreadRecord> threads;
+  // Events, thread by thread. Threads that `record` streamed while the
+  // program ran keep the index their blocks carry; their rings still hold
+  // the last segments.
+  std::vector<ThreadRecord> threads(live ? live->thread_count() : 0);
+  std::vector<bool> placed(threads.size(), false);
   StringTable thread_strings;
   std::map<std::pair<uint32_t, uint32_t>, uint32_t> thread_of;  // (process, tid) -> index (the last)
   std::map<std::pair<uint32_t, std::string>, uint32_t> thread_of_stem;  // (process, "t<tid>[.n]") -> index
   uint64_t last_tick = 0;
+  auto place = [&](uint32_t pi, const std::string& path, const RawThreadHeader& h, ThreadRecord r, uint32_t index,
+                   uint32_t blocks) {
+    r.process_index = pi;
+    r.tid = h.tid;
+    r.blocks = blocks;
+    if (h.flags & kRawThreadMain) r.flags |= kThreadMain;
+    if (h.end_tick) r.flags |= kThreadExitedCleanly;
+    r.name = thread_strings.add(std::string(h.name, strnlen(h.name, sizeof(RawThreadHeader::name))));
+    sum.events += r.events;
+    sum.calls += r.calls;
+    sum.lost += r.lost_events;
+    sum.torn += r.torn_events;
+    sum.wait_ns += h.wait_ns;
+    sum.waits += h.waits;
+    last_tick = std::max(last_tick, r.end_tick);
+    thread_of[{pi, r.tid}] = index;
+    thread_of_stem[{pi, stem(path)}] = index;
+    if (index >= threads.size()) threads.resize(index + 1);
+    threads[index] = r;
+  };
   for (size_t pi = 0; pi < s.processes.size(); ++pi) {
     const RawProcess& p = s.processes[pi];
     for (const std::string& path : p.thread_files) {
+      if (LiveStream::Thread* lt = live ? live->thread_of(path) : nullptr) {
+        auto st = live->finish_thread(*lt, procs[pi].end_tick);
+        if (!st) return st.error().context("'" + path + "'");
+        RawThreadHeader h;
+        std::memcpy(&h, lt->map, sizeof h);
+        place(static_cast<uint32_t>(pi), path, h, lt->record, lt->index, lt->events->blocks());
+        placed[lt->index] = true;
+        continue;
+      }
       auto file = RawThreadFile::open(path);
       if (!file) {
         sum.warnings.push_back(file.error().message());
@@ -305,30 +302,24 @@ Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::
       const uint32_t index = static_cast<uint32_t>(threads.size());
       EventEncoder enc(*writer, index);
       ThreadOutcome out;
-      out.record.process_index = static_cast<uint32_t>(pi);
-      out.record.tid = (*file)->header().tid;
       auto st = encode_thread(**file, to_trace(p, 0), procs[pi].end_tick, enc, out);
       if (!st) return st.error().context("'" + path + "'");
-      ThreadRecord r = out.record;
-      r.blocks = enc.blocks();
-      if ((*file)->header().flags & kRawThreadMain) r.flags |= kThreadMain;
-      if ((*file)->header().end_tick) r.flags |= kThreadExitedCleanly;
-      const char* nm = (*file)->header().name;
-      r.name = thread_strings.add(std::string(nm, strnlen(nm, sizeof(RawThreadHeader::name))));
-      if ((*file)->missing_segments())
-        sum.warnings.push_back("'" + path + "': " + std::to_string((*file)->missing_segments()) +
-                               " ring segments were overwritten before the recorder drained them");
+      const uint64_t missing = (*file)->missing_before() + (*file)->missing_after();
+      if (missing)
+        sum.warnings.push_back("'" + path + "': " + std::to_string(missing) + " ring segments could not be read (about " +
+                               std::to_string((*file)->events_estimate(missing)) + " events, marked lost in the trace)");
       if ((*file)->bad_words())
         sum.warnings.push_back("'" + path + "': " + std::to_string((*file)->bad_words()) + " damaged words skipped");
-      sum.events += r.events;
-      sum.calls += r.calls;
-      sum.lost += r.lost_events;
-      sum.torn += r.torn_events;
-      last_tick = std::max(last_tick, r.end_tick);
-      thread_of[{static_cast<uint32_t>(pi), r.tid}] = index;
-      thread_of_stem[{static_cast<uint32_t>(pi), stem(path)}] = index;
-      threads.push_back(r);
+      place(static_cast<uint32_t>(pi), path, (*file)->header(), out.record, index, enc.blocks());
     }
+  }
+  for (uint32_t i = 0; i < placed.size(); ++i) {
+    if (placed[i]) continue;  // a streamed thread whose process could not be read: keep its events
+    LiveStream::Thread* lt = live->thread(i);
+    CALLSCOPE_CHECK(live->finish_thread(*lt, 0));
+    RawThreadHeader h;
+    std::memcpy(&h, lt->map, sizeof h);
+    place(0, lt->path, h, lt->record, i, lt->events->blocks());
   }
 
   for (ProcessRecord& pr : procs) {
@@ -490,6 +481,8 @@ Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::
   if (!marks.empty()) CALLSCOPE_CHECK(writer->write_records(BlockType::kMarks, marks, mark_strings));
   EndRecord end{sum.events, writer->blocks_written() + 1};
   CALLSCOPE_CHECK(writer->finish(end));
+  // The dead recorder's unfinished trace is in this one now.
+  if (recovered) ::unlink(s.stream_path.c_str());
   sum.processes = static_cast<uint32_t>(procs.size());
   sum.threads = static_cast<uint32_t>(threads.size());
   sum.file_bytes = writer->bytes_written();

@@ -23,12 +23,19 @@ struct FinalizeSummary {
   uint64_t calls = 0;
   uint64_t lost = 0;
   uint64_t torn = 0;
+  uint64_t wait_ns = 0;  // the program's threads waited this long for the recorder (ring full)
+  uint64_t waits = 0;
   uint64_t file_bytes = 0;
   std::vector<std::string> warnings;
 };
 
+class LiveStream;
+// With `live` (record): the trace it has been writing while the program ran
+// is completed, with what is left in the rings. Without, a session that
+// `record` was streaming when it died is continued from its trace (the
+// temporary file it names), so nothing it had taken from the rings is lost.
 Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::string& out_path,
-                                         const FinalizeOptions& options);
+                                         const FinalizeOptions& options, LiveStream* live = nullptr);
 
 // Samples the clock pair (TSC, CLOCK_MONOTONIC) the way the runtime does;
 // used by the recorder and by finalization for calibration.
@@ -37,5 +44,7 @@ struct ClockPair {
   uint64_t mono_ns;
 };
 ClockPair sample_clocks();
+// Whether the TSC is invariant here (as the runtime decides its clock).
+bool tsc_is_invariant();
 
 }  // namespace callscope::format

@@ -188,6 +188,20 @@ Result<RawSession> read_raw_session(const std::string& dir) {
           if (take(buf, body, end, c)) s.child_statuses.push_back(c);
           break;
         }
+        case RawMetaType::kStream: {
+          RawStream rs;
+          if (take(buf, body, end, rs)) {
+            s.stream = rs;
+            s.stream_path = take_str(buf, body + sizeof rs, rs.path_len, end);
+          }
+          break;
+        }
+        case RawMetaType::kStreamThread: {
+          RawStreamThread rt;
+          if (take(buf, body, end, rt))
+            s.stream_threads.emplace_back(rt.index, take_str(buf, body + sizeof rt, rt.path_len, end));
+          break;
+        }
         default:
           break;
       }
@@ -199,9 +213,34 @@ Result<RawSession> read_raw_session(const std::string& dir) {
   return s;
 }
 
+void append_meta_record(int fd, RawMetaType type, const void* body, size_t size, const std::string& extra) {
+  if (fd < 0) return;
+  const size_t raw = sizeof(RawMetaHeader) + size + extra.size();
+  const size_t padded = (raw + 7) & ~size_t{7};
+  std::vector<uint8_t> buf(padded, 0);
+  RawMetaHeader h{static_cast<uint32_t>(type), static_cast<uint32_t>(padded)};
+  std::memcpy(buf.data(), &h, sizeof h);
+  std::memcpy(buf.data() + sizeof h, body, size);
+  std::memcpy(buf.data() + sizeof h + size, extra.data(), extra.size());
+  ssize_t ignored = ::write(fd, buf.data(), buf.size());
+  (void)ignored;
+}
+
+Result<RawProcessStart> read_process_start(const std::string& process_dir) {
+  std::vector<std::string> warnings;
+  std::optional<RawProcessStart> start;
+  CALLSCOPE_CHECK(parse_meta(process_dir + "/meta", warnings,
+                             [&](RawMetaType type, size_t body, size_t end, const std::vector<uint8_t>& buf) {
+                               RawProcessStart ps;
+                               if (type == RawMetaType::kProcessStart && !start && take(buf, body, end, ps)) start = ps;
+                             }));
+  if (!start) return Error("'" + process_dir + "/meta' has no process start record yet");
+  return *start;
+}
+
 // ---- RawThreadFile ---------------------------------------------------------
 
-Result<std::unique_ptr<RawThreadFile>> RawThreadFile::open(const std::string& path) {
+Result<std::unique_ptr<RawThreadFile>> RawThreadFile::open(const std::string& path, uint64_t first_segment) {
   std::unique_ptr<RawThreadFile> f(new RawThreadFile());
   f->path_ = path;
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -230,39 +269,25 @@ Result<std::unique_ptr<RawThreadFile>> RawThreadFile::open(const std::string& pa
       f->spans_.push_back({reinterpret_cast<const uint64_t*>(static_cast<const uint8_t*>(m) + kRawThreadHeaderSize),
                            (size - kRawThreadHeaderSize) / 8});
   } else {
-    // Ring mode: whole segments from the spill, then the segments after
-    // them that are still in the ring, up to the one being written.
+    // Ring mode: the segments from first_segment (those before it are in
+    // the trace `record` streamed) to the one being written. A segment whose
+    // slot was reused, or that a file cut short no longer holds, is missing.
     const uint64_t seg = h.segment_bytes;
-    if (seg == 0 || seg % 8 != 0 || size < kRawThreadHeaderSize + uint64_t{h.ring_segments} * seg)
+    if (seg == 0 || seg % 8 != 0 || seg > (uint64_t{1} << 30) || h.ring_segments > 4096)
       return Error("'" + path + "': damaged ring description in the thread header");
-    uint64_t spilled = 0;
-    std::string spill = path;
-    if (spill.size() > 3) spill.replace(spill.size() - 3, 3, ".spill");
-    int sfd = ::open(spill.c_str(), O_RDONLY | O_CLOEXEC);
-    if (sfd >= 0) {
-      struct stat sst {};
-      ::fstat(sfd, &sst);
-      spilled = static_cast<uint64_t>(sst.st_size) / seg;  // a segment cut short is still in the ring
-      if (spilled) {
-        void* sm = ::mmap(nullptr, spilled * seg, PROT_READ, MAP_PRIVATE, sfd, 0);
-        if (sm != MAP_FAILED) {
-          f->spill_map_ = sm;
-          f->spill_size_ = spilled * seg;
-          ::madvise(sm, f->spill_size_, MADV_SEQUENTIAL);
-          f->spans_.push_back({static_cast<const uint64_t*>(sm), f->spill_size_ / 8});
-        } else {
-          spilled = 0;
-        }
-      }
-      ::close(sfd);
-    }
     const uint64_t oldest_in_ring = h.committed + 1 > h.ring_segments ? h.committed + 1 - h.ring_segments : 0;
-    if (spilled < oldest_in_ring) f->missing_segments_ = oldest_in_ring - spilled;
+    if (first_segment < oldest_in_ring) f->missing_before_ = oldest_in_ring - first_segment;
     const auto* ring = reinterpret_cast<const uint8_t*>(m) + kRawThreadHeaderSize;
-    for (uint64_t i = std::max(spilled, oldest_in_ring); i <= h.committed; ++i)
-      f->spans_.push_back({reinterpret_cast<const uint64_t*>(ring + (i % h.ring_segments) * seg), seg / 8});
+    const uint64_t ring_room = size - kRawThreadHeaderSize;
+    for (uint64_t i = std::max(first_segment, oldest_in_ring); i <= h.committed; ++i) {
+      const uint64_t at = (i % h.ring_segments) * seg;
+      if (at + seg > ring_room) {
+        f->missing_after_ = h.committed + 1 - i;  // the file was cut short here
+        break;
+      }
+      f->spans_.push_back({reinterpret_cast<const uint64_t*>(ring + at), seg / 8});
+    }
   }
-  f->next_span();
   ::madvise(m, size, MADV_SEQUENTIAL);
   return f;
 }
@@ -278,7 +303,6 @@ bool RawThreadFile::next_span() {
 
 RawThreadFile::~RawThreadFile() {
   if (map_) ::munmap(map_, map_size_);
-  if (spill_map_) ::munmap(spill_map_, spill_size_);
 }
 
 }  // namespace callscope::format

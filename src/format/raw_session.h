@@ -53,10 +53,21 @@ struct RawSession {
   std::string recorder_cmdline;
   std::vector<RawCalibration> calibrations;  // from the recorder
   std::vector<RawChildStatus> child_statuses;
+  // The live stream of `record` (RawStream): its trace and thread files.
+  std::optional<RawStream> stream;
+  std::string stream_path;
+  std::vector<std::pair<uint32_t, std::string>> stream_threads;  // (index, path relative to dir)
   std::vector<std::string> warnings;         // damage found while reading
 };
 
 Result<RawSession> read_raw_session(const std::string& dir);
+
+// Appends one record (header, body, extra bytes, padding) to a meta file
+// opened with O_APPEND, in one write(2). Nothing when fd < 0.
+void append_meta_record(int fd, RawMetaType type, const void* body, size_t size, const std::string& extra = {});
+
+// The kProcessStart record of a process directory's meta file.
+Result<RawProcessStart> read_process_start(const std::string& process_dir);
 
 // One thread's tree: from a snapshot in `dumps`, or live from t<tid>.prof.
 struct RawTree {
@@ -94,10 +105,24 @@ struct RawEvent {
   uint64_t arg;   // kLost: count; kMark: id
 };
 
+// Decodes raw event words: kSpBase is consumed here, zero words are skipped
+// (the unused tail of a segment or chunk, or a slot never filled), torn and
+// unknown words are counted. Keeps the stack-pointer base across calls, so a
+// stream may be fed in pieces (ring segments).
+struct RawDecoder {
+  uint64_t sp_base = 0;
+  uint64_t torn = 0;       // half-written (crash point)
+  uint64_t bad_words = 0;  // words with an unknown kind
+  // Decodes the next event of words[i..n); false at the end of them.
+  bool next(const uint64_t* words, size_t n, size_t& i, RawEvent& e);
+};
+
 // One thread's raw event file, mapped read-only.
 class RawThreadFile {
  public:
-  static Result<std::unique_ptr<RawThreadFile>> open(const std::string& path);
+  // Ring mode: `first_segment` is the first segment to read (those before it
+  // were streamed into the trace while the program ran).
+  static Result<std::unique_ptr<RawThreadFile>> open(const std::string& path, uint64_t first_segment = 0);
   ~RawThreadFile();
   RawThreadFile(const RawThreadFile&) = delete;
   RawThreadFile& operator=(const RawThreadFile&) = delete;
@@ -107,18 +132,22 @@ class RawThreadFile {
 
   // Decodes the next event; false at the end of the data.
   bool next(RawEvent& e);
-  uint64_t torn_events() const { return torn_; }      // half-written (crash point)
-  uint64_t bad_words() const { return bad_words_; }   // words with an unknown kind
-  // Ring mode: segments neither in the spill nor still in the ring (a
-  // recorder that failed to drain them).
-  uint64_t missing_segments() const { return missing_segments_; }
+  uint64_t torn_events() const { return dec_.torn; }      // half-written (crash point)
+  uint64_t bad_words() const { return dec_.bad_words; }   // words with an unknown kind
+  // Ring mode: segments no longer in the ring before the first one read
+  // (taken by a recorder that left no trace of them), and segments missing
+  // at the end (a file cut short).
+  uint64_t missing_before() const { return missing_before_; }
+  uint64_t missing_after() const { return missing_after_; }
+  // About how many events `segments` held (an entry takes two words, an exit one).
+  uint64_t events_estimate(uint64_t segments) const { return segments * (header_.segment_bytes / 8) * 2 / 3; }
 
  private:
   RawThreadFile() = default;
   std::string path_;
   RawThreadHeader header_{};
   // The stream, as spans of words read in order: grow mode has one (the
-  // file after its header); ring mode has the spill, then ring segments.
+  // file after its header); ring mode has ring segments.
   struct Span {
     const uint64_t* words;
     size_t n;
@@ -130,34 +159,31 @@ class RawThreadFile {
   size_t i_ = 0;
   void* map_ = nullptr;
   size_t map_size_ = 0;
-  void* spill_map_ = nullptr;
-  size_t spill_size_ = 0;
-  uint64_t missing_segments_ = 0;
+  uint64_t missing_before_ = 0;
+  uint64_t missing_after_ = 0;
   bool next_span();
-  uint64_t sp_base_ = 0;
-  uint64_t torn_ = 0;
-  uint64_t bad_words_ = 0;
+  RawDecoder dec_;
 };
 
-// Inline: it runs once per event of every recording.
-inline bool RawThreadFile::next(RawEvent& e) {
-  while (i_ < n_words_ || next_span()) {
-    const uint64_t w0 = words_[i_];
-    if (w0 == 0) {  // unused tail of a chunk, or a slot never filled
-      ++i_;
+// Inline: they run once per event of every recording.
+inline bool RawDecoder::next(const uint64_t* words, size_t n, size_t& i, RawEvent& e) {
+  while (i < n) {
+    const uint64_t w0 = words[i];
+    if (w0 == 0) {
+      ++i;
       continue;
     }
     const uint8_t k = static_cast<uint8_t>(w0 & 0xff);
     if (!raw_kind_valid(k)) {
-      ++bad_words_;
-      ++i_;
+      ++bad_words;
+      ++i;
       continue;
     }
     const auto kind = static_cast<RawKind>(k);
-    const unsigned words = raw_event_words(kind);
-    if (words == 2 && (i_ + 1 >= n_words_ || words_[i_ + 1] == 0)) {
-      ++torn_;  // w0 stored, w1 not: the process died between the two stores
-      i_ += 2;
+    const unsigned nw = raw_event_words(kind);
+    if (nw == 2 && (i + 1 >= n || words[i + 1] == 0)) {
+      ++torn;  // w0 stored, w1 not: the process died between the two stores
+      i += 2;
       continue;
     }
     e.kind = kind;
@@ -165,17 +191,17 @@ inline bool RawThreadFile::next(RawEvent& e) {
     e.addr = 0;
     e.sp = 0;
     e.arg = 0;
-    const uint64_t w1 = words == 2 ? words_[i_ + 1] : 0;
-    i_ += words;
+    const uint64_t w1 = nw == 2 ? words[i + 1] : 0;
+    i += nw;
     switch (kind) {
       case RawKind::kSpBase:
-        sp_base_ = w1;
+        sp_base = w1;
         continue;
       case RawKind::kEntry:
       case RawKind::kEntryInherited: {
         e.addr = w1 & kRawAddrMask;
         const auto rel = static_cast<int16_t>(static_cast<uint16_t>(w1 >> 48));
-        e.sp = rel == -32768 ? 0 : sp_base_ - static_cast<int64_t>(rel) * static_cast<int64_t>(kSpUnit);
+        e.sp = rel == -32768 ? 0 : sp_base - static_cast<int64_t>(rel) * static_cast<int64_t>(kSpUnit);
         return true;
       }
       case RawKind::kExitStray:
@@ -189,6 +215,13 @@ inline bool RawThreadFile::next(RawEvent& e) {
         return true;
     }
   }
+  return false;
+}
+
+inline bool RawThreadFile::next(RawEvent& e) {
+  do {
+    if (dec_.next(words_, n_words_, i_, e)) return true;
+  } while (next_span());
   return false;
 }
 

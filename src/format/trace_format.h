@@ -19,6 +19,12 @@
 //   raw 1, final 1.1 — profile mode: t<tid>.prof and `dumps` in the raw layout;
 //                      kProfile, kDumps and kMarks blocks; RawKind kExitTruncated;
 //                      kMark events (a 1.0 reader skips the new block types).
+//   raw 2, final 1.2 — gaps: raw and final kPause/kResume; a raw kLost is
+//                      stamped with the gap's start and followed by the resync
+//                      and a kResume; the final stream says which frames ended
+//                      and which began inside a gap (see "Gaps" below); kEvents
+//                      blocks written while the program runs carry in aux1 the
+//                      raw segments they cover; RawThreadHeader wait fields.
 #pragma once
 
 #include <stddef.h>
@@ -49,7 +55,7 @@ enum class ClockKind : uint32_t {
 //     t<tid>.prof                    profile mode: the thread's live call tree
 //     dumps                          profile mode: snapshots, appended
 
-inline constexpr uint32_t kRawVersion = 1;
+inline constexpr uint32_t kRawVersion = 2;
 inline constexpr char kRawThreadMagic[8] = {'C', 'S', 'R', 'A', 'W', 'T', 'H', '1'};
 inline constexpr char kRawMetaMagic[8] = {'C', 'S', 'R', 'A', 'W', 'M', 'D', '1'};
 inline constexpr uint64_t kRawThreadHeaderSize = 4096;  // bytes; events start here
@@ -68,8 +74,17 @@ enum class RawKind : uint8_t {
   kLost = 6,            // (16) w1 = events dropped just before this point
   kEntryInherited = 7,  // (16) as kEntry: a frame already open (fork, resync)
   kMark = 8,            // (16) w1 = mark id (RawMark in meta holds its text)
-  kExitTruncated = 9,   // (8)  top frame closed without its exit (recording stopped)
+  kExitTruncated = 9,   // (8)  top frame closed without its exit
+  kPause = 10,          // (8)  recording stopped (callscope_stop, ctl stop): a gap begins
+  kResume = 11,         // (8)  a gap (kLost or kPause, then its resync) ends here
 };
+// A gap in a raw stream: kLost (tick: when the first event was dropped) or
+// kPause (tick: the stop), then the resync -- every frame open at the end of
+// the gap as kEntryInherited with its own entry tick -- then kResume (tick:
+// the end of the gap). The shadow stack is kept through the gap, so the
+// reader can tell the frames that went on through it from those that ended
+// or began inside it. A kLost with no kResume after it: the stream ends in
+// the gap.
 inline constexpr unsigned kRawKindBits = 8;
 inline constexpr unsigned kRawTickBits = 56;
 inline constexpr uint64_t kRawTickMask = (uint64_t{1} << kRawTickBits) - 1;
@@ -78,9 +93,12 @@ inline constexpr uint64_t kRawAddrMask = (uint64_t{1} << 48) - 1;
 inline constexpr uint64_t kSpUnit = 16;  // bytes; the ABI aligns call sites to 16
 
 constexpr unsigned raw_event_words(RawKind k) {
-  return (k == RawKind::kExit || k == RawKind::kExitUnwound || k == RawKind::kExitTruncated) ? 1 : 2;
+  return (k == RawKind::kExit || k == RawKind::kExitUnwound || k == RawKind::kExitTruncated ||
+          k == RawKind::kPause || k == RawKind::kResume)
+             ? 1
+             : 2;
 }
-constexpr bool raw_kind_valid(uint8_t k) { return k >= 1 && k <= 9; }
+constexpr bool raw_kind_valid(uint8_t k) { return k >= 1 && k <= 11; }
 
 // The first 4096 bytes of a thread file; updated in place through the mapping.
 struct RawThreadHeader {
@@ -104,8 +122,10 @@ struct RawThreadHeader {
   uint64_t committed;     // writer: the segment being written; all before it are complete
   uint64_t drained;       // recorder: segments before it are in the spill and zeroed
   uint64_t drain_failed;  // recorder: nonzero once it cannot drain (writers then drop)
+  uint64_t wait_ns;       // writer: time spent waiting for the recorder to free a segment
+  uint64_t waits;         // writer: how many times it waited
 };
-static_assert(sizeof(RawThreadHeader) == 104);
+static_assert(sizeof(RawThreadHeader) == 120);
 inline constexpr uint32_t kRingSegments = 16;
 inline constexpr uint32_t kSegmentBytes = 256 << 10;
 inline constexpr uint64_t kRawThreadMain = 1;
@@ -123,6 +143,8 @@ enum class RawMetaType : uint32_t {
   kMark = 8,           // RawMark + text (callscope_mark)
   kMode = 9,           // RawMode: how the process was traced
   kClear = 10,         // RawClear: callscope_clear() (for threads that never applied it)
+  kStream = 20,        // RawStream + path (recorder only): where the live trace is written
+  kStreamThread = 21,  // RawStreamThread + path (recorder only): a thread file it streams
 };
 
 struct RawMetaHeader {
@@ -321,6 +343,24 @@ struct RawDumpThread {
 };
 static_assert(sizeof(RawDumpThread) == 48);
 
+// `record` encodes the threads' events into the trace while the program
+// runs (src/format/live_stream.h): the trace being written, with the clock
+// and origin its ticks count from, and each thread file it takes events from
+// with the thread index its blocks carry. `finish` of a session whose
+// recorder died reads them to continue where the trace stops.
+struct RawStream {
+  uint64_t origin;    // absolute clock value of trace tick 0
+  uint32_t clock;     // ClockKind
+  uint32_t path_len;  // bytes of the trace's (temporary) path that follow
+};
+static_assert(sizeof(RawStream) == 16);
+
+struct RawStreamThread {
+  uint32_t index;     // thread index of the trace (kEvents aux0)
+  uint32_t path_len;  // bytes of the path of the thread file, relative to the session
+};
+static_assert(sizeof(RawStreamThread) == 8);
+
 struct RawRecorderInfo {
   uint64_t start_realtime_ns;
   uint32_t cwd_len;
@@ -344,7 +384,7 @@ static_assert(sizeof(RawRecorderInfo) == 16);
 
 inline constexpr char kTraceMagic[8] = {'C', 'A', 'L', 'L', 'S', 'C', 'P', '\x1a'};
 inline constexpr uint16_t kTraceVersionMajor = 1;
-inline constexpr uint16_t kTraceVersionMinor = 1;
+inline constexpr uint16_t kTraceVersionMinor = 2;
 
 struct FileHeader {
   char magic[8];
@@ -385,7 +425,9 @@ struct BlockHeader {
   uint32_t aux0;          // per type (kEvents: thread index)
   uint32_t count;         // records or events in the payload
   uint64_t first_tick;    // kEvents: tick of the first event; kProfile: the snapshot's
-  uint32_t aux1;          // kProfile: snapshot index (into the kDumps records)
+  uint32_t aux1;          // kProfile: snapshot index (into the kDumps records);
+                          // kEvents: raw ring segments of the thread consumed up to
+                          // the end of this block (written while the program ran), else 0
   uint32_t check;         // header_check() of the bytes before this field
 };
 static_assert(sizeof(BlockHeader) == 40);
@@ -525,10 +567,26 @@ enum class EventKind : uint8_t {
   kExitTruncated = 4,   // top frame still open when its thread's stream ended
   kExitStray = 5,       // an exit without entry (fn column holds the address)
   kLost = 6,            // arg column: events dropped here
-  kEntryInherited = 7,  // frame opened before this stream began (fork, resync)
+  kEntryInherited = 7,  // frame opened before this stream began (fork), or inside a gap
   kMark = 8,            // arg column: mark id (MarkRecord)
+  kPause = 9,           // recording stopped: a gap begins (1.2)
+  kResume = 10,         // the gap that began at the last kLost or kPause ends (1.2)
 };
-inline constexpr uint8_t kMaxEventKind = 8;
+inline constexpr uint8_t kMaxEventKind = 10;
+
+// Gaps (1.2). Events of a stream can stop for a while: dropped (no space, a
+// recorder that cannot keep up under --drop-when-behind, a recorder killed)
+// or not recorded (callscope_stop / ctl stop until start). A gap reads
+//     kLost (arg: events dropped) | kPause      at t0, the gap's start
+//     kExitTruncated*                           at t0: frames that ended inside the gap
+//     kEntryInherited*                          at t1: frames that began inside it, still open
+//     kResume                                   at t1, the gap's end
+// Frames open before and after go on through it: their totals are exact.
+// The gap's time belongs to none of them as self time: a loss's time goes to
+// the unknown calls that were dropped (analyses show it as "[lost events]"
+// under the innermost frame that went on through it); a pause's time counts
+// nowhere. A kLost without a kResume is a stream cut short: the frames still
+// open close as kExitTruncated at t0.
 
 constexpr bool is_entry(EventKind k) {
   return k == EventKind::kEntry || k == EventKind::kEntryInherited;

@@ -316,7 +316,9 @@ Status TraceReader::for_each_event(uint32_t thread, const std::function<bool(con
 }
 
 Status TraceReader::for_each_event_batch(uint32_t thread, const std::function<bool(const TraceEvent*, size_t)>& f) {
-  if (thread >= threads_.size()) return Error("no thread " + std::to_string(thread) + " in the trace");
+  // A trace cut short (a recorder that died while streaming) has event
+  // blocks but no thread records yet: its threads are read by index.
+  if (thread >= threads_.size() && !unlisted_threads_) return Error("no thread " + std::to_string(thread) + " in the trace");
   std::vector<TraceEvent> batch(kEventBatch);
   size_t filled = 0;
   struct Open {
@@ -414,6 +416,10 @@ Status TraceReader::for_each_event_batch(uint32_t thread, const std::function<bo
         case EventKind::kLost:
         case EventKind::kMark:
           if (!get_varint(arg, arg_end, e.arg)) bad = true;
+          e.depth = static_cast<uint32_t>(stack.size());
+          break;
+        case EventKind::kPause:
+        case EventKind::kResume:
           e.depth = static_cast<uint32_t>(stack.size());
           break;
         default:

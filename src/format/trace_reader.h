@@ -101,6 +101,10 @@ class TraceReader {
   // Streams the events of thread `thread` in order; `f` returns false to stop.
   // A damaged block is reported in problems() and skipped.
   Status for_each_event(uint32_t thread, const std::function<bool(const TraceEvent&)>& f);
+  // A trace cut short (a recorder that died while streaming) has event
+  // blocks but no thread records yet: after this, threads are read by index
+  // whether listed or not.
+  void allow_unlisted_threads() { unlisted_threads_ = true; }
   // The same, a batch of up to kEventBatch events per call: for analyses that
   // touch every event, one indirect call per batch instead of per event.
   static constexpr size_t kEventBatch = 4096;
@@ -127,6 +131,7 @@ class TraceReader {
   std::vector<BlockRef> profile_blocks_;
   std::vector<std::string> problems_;
   bool complete_ = false;
+  bool unlisted_threads_ = false;
 };
 
 // Splits a NUL-separated argument list.

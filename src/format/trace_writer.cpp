@@ -78,6 +78,18 @@ Status TraceWriter::finish(const EndRecord& end) {
   return ok_status();
 }
 
+Status TraceWriter::flush() {
+  if (std::fflush(file_) != 0) return system_error("cannot write '" + tmp_path_ + "'", errno);
+  return ok_status();
+}
+
+Status TraceWriter::rewrite_header(const FileHeader& header) {
+  CALLSCOPE_CHECK(flush());
+  if (::pwrite(::fileno(file_), &header, sizeof header, 0) != static_cast<ssize_t>(sizeof header))
+    return system_error("cannot write '" + tmp_path_ + "'", errno);
+  return ok_status();
+}
+
 // ---- EventEncoder ----------------------------------------------------------
 
 uint32_t EventEncoder::fn_lookup(uint64_t addr) {
@@ -136,6 +148,9 @@ Status EventEncoder::add(EventKind kind, uint64_t tick, uint64_t addr, uint64_t 
     case EventKind::kMark:
       arg_.varint(arg);
       break;
+    case EventKind::kPause:
+    case EventKind::kResume:
+      break;
   }
   ++events_;
   if (++n_ == kEventsPerBlock) return flush();
@@ -163,7 +178,7 @@ Status EventEncoder::flush() {
   std::memcpy(raw.data(), &h, sizeof h);
   raw.insert(raw.end(), table.begin(), table.end());
   for (const Column* col : {&kinds_, &dt_, &fn_, &sp_, &arg_}) raw.insert(raw.end(), col->data(), col->data() + col->size);
-  CALLSCOPE_CHECK(writer_.write_block(BlockType::kEvents, thread_, n_, first_tick_, raw));
+  CALLSCOPE_CHECK(writer_.write_block(BlockType::kEvents, thread_, n_, first_tick_, raw, covered_));
   ++blocks_;
   n_ = 0;
   fn_table_.clear();

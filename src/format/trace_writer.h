@@ -52,6 +52,13 @@ class TraceWriter {
                      const std::vector<uint8_t>& raw, uint32_t aux1 = 0);
   // Writes the end block, flushes, and renames the file into place.
   Status finish(const EndRecord& end);
+  // Hands what was written so far to the kernel: it then outlives this
+  // process (record streams blocks while the program runs, and gives the
+  // raw segments back only once their block is flushed).
+  Status flush();
+  // Writes `header` over the file header (its calibration is known last).
+  Status rewrite_header(const FileHeader& header);
+  const std::string& temporary_path() const { return tmp_path_; }
   uint64_t bytes_written() const { return offset_; }
   uint64_t blocks_written() const { return blocks_; }
 
@@ -75,6 +82,10 @@ class EventEncoder {
   EventEncoder(TraceWriter& writer, uint32_t thread_index) : writer_(writer), thread_(thread_index) {}
   Status add(EventKind kind, uint64_t tick, uint64_t addr, uint64_t sp, uint64_t arg);
   Status flush();
+  // What the blocks flushed from now on carry in aux1: the raw segments of
+  // the thread they cover (record's live stream).
+  void set_covered(uint32_t segments) { covered_ = segments; }
+  uint32_t pending() const { return n_; }
   uint32_t blocks() const { return blocks_; }
   uint64_t events() const { return events_; }
   size_t depth() const { return stack_sp_.size(); }
@@ -115,6 +126,7 @@ class EventEncoder {
   Column kinds_, dt_, fn_, sp_, arg_;
   uint32_t blocks_ = 0;
   uint64_t events_ = 0;
+  uint32_t covered_ = 0;
   uint32_t fn_lookup(uint64_t addr);
 };
 

@@ -29,6 +29,7 @@ namespace callscope::rt {
 
 bool g_use_tsc = false;
 int g_recorder_pid = 0;
+bool g_drop_when_behind = false;
 uint64_t g_base_tick = 0;
 unsigned long g_thread_key = 0;
 
@@ -273,6 +274,8 @@ CALLSCOPE_NOINSTR bool do_init() {
 
   if (const char* rec = ::getenv("CALLSCOPE_RECORDER_PID"); rec && ::getenv("CALLSCOPE_DIR"))
     g_recorder_pid = ::atoi(rec);
+  if (const char* drop = ::getenv("CALLSCOPE_DROP_WHEN_BEHIND"); drop && strcmp(drop, "1") == 0)
+    g_drop_when_behind = true;
   const char* dir = ::getenv("CALLSCOPE_DIR");
   if (dir && dir[0]) {
     g_session_dir.add(dir);

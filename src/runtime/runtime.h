@@ -67,7 +67,6 @@ struct ThreadState {
   uint8_t dropping;         // events were dropped: a kLost + resync is due
   uint8_t no_space;         // the last chunk allocation failed (disk full)
   uint8_t nested;           // a hook interrupted another hook of this thread
-  uint8_t ring_stalled;     // gave up waiting for the drainer: retries do not wait
   int32_t fd;               // the thread's event file
   uint32_t tid;
   fmt::RawThreadHeader* header;  // mapped first page of the file
@@ -75,6 +74,7 @@ struct ThreadState {
   uint64_t chunk_bytes;
   uint64_t file_end;        // bytes of the file allocated so far
   uint64_t lost_pending;    // dropped since the last kLost record
+  uint64_t lost_since;      // tick of the first of them: where the gap begins
   uint64_t ring_segment;    // ring mode: the segment being written (counted from 0)
   // Start/stop/clear: the g_control value this thread last acted on.
   uint64_t control_seen;
@@ -117,6 +117,9 @@ CALLSCOPE_NOINSTR inline ThreadState* current_thread() { return &tls_thread; }
 // Ring mode: `record` drains the thread files while the program runs; its
 // pid, to tell a slow drainer from a dead one. 0: no recorder, grow mode.
 extern int g_recorder_pid;
+// CALLSCOPE_DROP_WHEN_BEHIND=1 (record --drop-when-behind): a writer whose
+// ring is full drops events instead of waiting for the recorder.
+extern bool g_drop_when_behind;
 
 // Whether an exit of the top frame's function with stack pointer `sp`
 // closes the top frame (entered at `top_sp`, its caller's frame at

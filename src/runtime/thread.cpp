@@ -6,8 +6,9 @@
 //    the recorder drains (copies to t<tid>.spill and zeroes) while the
 //    program runs. After the first lap the writer reuses pages that exist
 //    and are mapped: no page is supplied by the kernel in its thread. A
-//    writer that finds the next segment not yet drained waits; if the
-//    recorder is gone, it counts events as lost instead.
+//    writer that finds the next segment not yet drained waits (unless
+//    --drop-when-behind); if the recorder is gone, it counts events as lost
+//    instead.
 //  - grow mode, without a recorder: chunks appended to the file, growing
 //    from 64 KiB to 4 MiB. Space is reserved with fallocate(2) before a chunk is
 // mapped: writing to a mapped page the file system cannot back would kill
@@ -37,7 +38,6 @@ constexpr uint64_t kFirstChunkBytes = 64 << 10;
 constexpr uint64_t kMaxChunkBytes = 4 << 20;
 constexpr uint64_t kPageBytes = 4096;
 constexpr uint64_t kRetryEvery = 4096;  // lost events between two allocation attempts
-constexpr uint64_t kStallNs = 10'000'000'000;  // a drainer silent this long is given up
 
 CALLSCOPE_NOINSTR bool allocate(int fd, uint64_t offset, uint64_t bytes) {
   if (::fallocate(fd, 0, static_cast<off_t>(offset), static_cast<off_t>(bytes)) == 0) return true;
@@ -77,28 +77,27 @@ CALLSCOPE_NOINSTR bool enter_segment(ThreadState* t, uint64_t n) {
   if (n < fmt::kRingSegments) {
     if (!allocate(t->fd, offset, fmt::kSegmentBytes)) return false;  // first lap: real pages
   } else {
-    // Wait for the recorder, but not for a dead one, nor one that makes no
-    // progress for kStallNs (it may not even see this file): the events are
-    // then counted as lost, and the program goes on.
+    // The slot is free once the recorder has taken the segment that last
+    // used it. Until then the program waits: nothing is lost while the
+    // recorder lives and works (it polls every few hundred microseconds).
+    // It does not wait for a dead recorder, nor for one that said it cannot
+    // go on, nor at all under --drop-when-behind: then the events are
+    // counted as lost, and the stream marks the gap.
     const uint64_t needed = n - fmt::kRingSegments + 1;
-    uint64_t seen = __atomic_load_n(&h->drained, __ATOMIC_ACQUIRE);
-    if (t->ring_stalled && seen < needed) return false;
-    uint64_t since = mono_ns();
-    while (seen < needed) {
-      if (__atomic_load_n(&h->drain_failed, __ATOMIC_ACQUIRE) != 0) return false;
-      if (::kill(g_recorder_pid, 0) != 0 && errno == ESRCH) return false;
-      timespec pause{0, 20000};
-      ::nanosleep(&pause, nullptr);
-      const uint64_t now = __atomic_load_n(&h->drained, __ATOMIC_ACQUIRE);
-      if (now != seen) {
-        seen = now;
-        since = mono_ns();
-      } else if (mono_ns() - since > kStallNs) {
-        t->ring_stalled = 1;
-        return false;
+    if (__atomic_load_n(&h->drained, __ATOMIC_ACQUIRE) < needed) {
+      if (g_drop_when_behind) return false;
+      const uint64_t since = mono_ns();
+      long pause_ns = 20000;
+      while (__atomic_load_n(&h->drained, __ATOMIC_ACQUIRE) < needed) {
+        if (__atomic_load_n(&h->drain_failed, __ATOMIC_ACQUIRE) != 0) return false;
+        if (::kill(g_recorder_pid, 0) != 0 && errno == ESRCH) return false;
+        timespec pause{0, pause_ns};
+        ::nanosleep(&pause, nullptr);
+        if (pause_ns < 1000000) pause_ns *= 2;  // up to 1 ms: a recorder busy with other threads
       }
+      h->wait_ns += mono_ns() - since;
+      ++h->waits;
     }
-    t->ring_stalled = 0;
   }
   // The event words are non-temporal stores: fence them before telling the
   // recorder that the previous segment is complete.
@@ -111,6 +110,13 @@ CALLSCOPE_NOINSTR bool enter_segment(ThreadState* t, uint64_t n) {
   signal_fence();
   t->hard_end = t->pos + fmt::kSegmentBytes / 8;
   t->end = t->hard_end - kNestedReserveWords;
+  // Each segment starts with the stack-pointer base: a reader can start at
+  // any segment (finish, after the recorder streamed the ones before).
+  if (t->sp_base) {
+    uint64_t* p = advance_pos(t, 2);
+    store_word(p, word0(fmt::RawKind::kSpBase, 0));
+    store_word(p + 1, t->sp_base);
+  }
   return true;
 }
 
@@ -158,6 +164,7 @@ class SignalBlock {
 };
 
 CALLSCOPE_NOINSTR void note_lost(ThreadState* t) {
+  if (!t->dropping) t->lost_since = now_tick();
   ++t->lost_pending;
   t->dropping = 1;
   if (t->header) ++t->header->lost_events;
@@ -315,7 +322,6 @@ void thread_reset_after_fork(ThreadState* t) {
   t->tid = static_cast<uint32_t>(::syscall(SYS_gettid));
   t->dropping = 0;
   t->no_space = 0;
-  t->ring_stalled = 0;
   t->lost_pending = 0;
   if (!open_thread_file(t, now_tick())) {
     t->status = kDisabled;
@@ -353,16 +359,19 @@ uint64_t* reserve_slow(ThreadState* t, unsigned words) {
   SignalBlock block;
   t->in_slow = 1;
   signal_fence();
-  // Room for the event, and for a resync of the whole stack if one is due
-  // (two words per frame, two more when a frame needs a new sp base).
-  const uint64_t need = words * 8 + (t->dropping ? 16 + uint64_t{t->depth} * 32 : 0);
+  // Room for the event, and for a gap if one is due: kLost, a resync of the
+  // whole stack (two words per frame, two more when a frame needs a new sp
+  // base) and kResume.
+  const uint64_t need = words * 8 + (t->dropping ? 24 + uint64_t{t->depth} * 32 : 0);
   if (next_space(t, need)) {
     t->no_space = 0;
     if (t->dropping) {
+      // The gap: from the first event dropped to now (format/trace_format.h).
       t->dropping = 0;
-      emit2(t, fmt::RawKind::kLost, now_tick(), t->lost_pending);
+      emit2(t, fmt::RawKind::kLost, t->lost_since, t->lost_pending);
       t->lost_pending = 0;
       emit_stack(t);
+      emit1(t, fmt::RawKind::kResume, now_tick());
     }
     slot = advance_pos(t, words);
   } else {

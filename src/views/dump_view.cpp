@@ -42,6 +42,8 @@ const char* event_kind_name(fmt::EventKind k) {
     case fmt::EventKind::kLost: return "lost";
     case fmt::EventKind::kEntryInherited: return "inherited";
     case fmt::EventKind::kMark: return "mark";
+    case fmt::EventKind::kPause: return "pause";
+    case fmt::EventKind::kResume: return "resume";
   }
   return "?";
 }
@@ -65,6 +67,9 @@ Status print_dump(fmt::TraceReader& t, symbolize::Symbolizer& sym, const DumpOpt
           break;
         case fmt::EventKind::kMark:
           std::fprintf(out, " id=%llu", static_cast<unsigned long long>(e.arg));
+          break;
+        case fmt::EventKind::kPause:
+        case fmt::EventKind::kResume:
           break;
         default:
           std::fprintf(out, " %s", name_of(sym, o, proc, e.addr).c_str());
@@ -101,7 +106,9 @@ Status print_stats(fmt::TraceReader& t, symbolize::Symbolizer& sym, const DumpOp
         case fmt::EventKind::kExitTruncated: ++truncated; break;
         case fmt::EventKind::kExitStray: ++stray; break;
         case fmt::EventKind::kLost: lost += e.arg; break;
-        case fmt::EventKind::kMark: break;
+        case fmt::EventKind::kMark:
+        case fmt::EventKind::kPause:
+        case fmt::EventKind::kResume: break;
       }
       max_depth = std::max(max_depth, e.depth);
       return true;

@@ -61,6 +61,8 @@ const char* replay_kind_name(ReplayKind k) {
     case ReplayKind::kStray: return "stray";
     case ReplayKind::kLost: return "lost";
     case ReplayKind::kMark: return "mark";
+    case ReplayKind::kPause: return "pause";
+    case ReplayKind::kResume: return "resume";
   }
   return "?";
 }
@@ -81,11 +83,15 @@ std::string text_body(const ReplayLine& l) {
     case ReplayKind::kStray: return "/* return from " + f + " without a recorded call */";
     case ReplayKind::kLost: return "... " + std::to_string(l.arg) + " events lost ...";
     case ReplayKind::kMark: return "/* mark " + std::to_string(l.arg) + " */";
+    case ReplayKind::kPause: return "... recording stopped ...";
+    case ReplayKind::kResume: return "... recording goes on ...";
   }
   return f;
 }
 
-bool has_function(ReplayKind k) { return k != ReplayKind::kLost && k != ReplayKind::kMark; }
+bool has_function(ReplayKind k) {
+  return k != ReplayKind::kLost && k != ReplayKind::kMark && k != ReplayKind::kPause && k != ReplayKind::kResume;
+}
 
 long long rounded(double ns) { return std::llround(ns); }
 
@@ -228,6 +234,8 @@ class Replayer {
       case fmt::EventKind::kExitStray: ev.kind = ReplayKind::kStray; break;
       case fmt::EventKind::kLost: ev.kind = ReplayKind::kLost; break;
       case fmt::EventKind::kMark: ev.kind = ReplayKind::kMark; break;
+      case fmt::EventKind::kPause: ev.kind = ReplayKind::kPause; break;
+      case fmt::EventKind::kResume: ev.kind = ReplayKind::kResume; break;
     }
     const bool frame = frame_open || frame_close;
     if (frame && e.depth == 0) return std::nullopt;  // not produced by the reader; be safe
@@ -247,7 +255,7 @@ class Replayer {
 
     // Frames sit at their depth; other events one level inside the open frame.
     ev.level = (frame ? e.depth - 1 : e.depth) - base;
-    if (o_.max_depth && ev.level >= o_.max_depth && ev.kind != ReplayKind::kLost) return std::nullopt;
+    if (o_.max_depth && ev.level >= o_.max_depth && has_function(ev.kind)) return std::nullopt;
     const double ns = trace_.ticks_to_ns(e.tick);
     if (o_.from_ns && ns < static_cast<double>(*o_.from_ns)) return std::nullopt;
     return ev;

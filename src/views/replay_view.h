@@ -54,6 +54,8 @@ enum class ReplayKind {
   kStray,      // a return without a recorded call
   kLost,       // events dropped by the runtime (arg = count)
   kMark,       // arg = id
+  kPause,      // recording stopped (callscope_stop, ctl stop)
+  kResume,     // recording goes on after lost events or a stop
 };
 
 const char* replay_kind_name(ReplayKind k);  // "call", "leaf", "return", ...

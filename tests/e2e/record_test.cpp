@@ -184,7 +184,11 @@ TEST_P(RecordTest, EventsWithoutSpaceAreCountedAsLost) {
   EXPECT_EQ(s.calls_of("a"), 1000u);
   EXPECT_EQ(s.calls_of("c"), 1000u);
   EXPECT_LT(s.calls_of("b"), 100000u);
-  EXPECT_EQ(t.inherited, 1u) << "main is reopened after the lost events";
+  // main went on through the gap: it is neither closed nor reopened there;
+  // at most the b() or d() the first lost event belonged to ended inside it.
+  EXPECT_LE(t.inherited, 1u);
+  EXPECT_LE(t.truncated, 1u);
+  EXPECT_EQ(s.calls_of("main"), 1u);
   // b() and d() made 220,000 events; those recorded plus those lost.
   const uint64_t bd_entries = s.calls_of("b") + s.calls_of("d");
   const uint64_t bd_exits = t.exits - 2001;  // all exits but a's, c's and main's

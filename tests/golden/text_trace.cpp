@@ -75,6 +75,7 @@ Status text_to_trace(const std::string& text, const std::string& out_path) {
       {"entry", fmt::EventKind::kEntry},         {"exit", fmt::EventKind::kExit},
       {"unwound", fmt::EventKind::kExitUnwound}, {"truncated", fmt::EventKind::kExitTruncated},
       {"stray", fmt::EventKind::kExitStray},     {"lost", fmt::EventKind::kLost},
+      {"pause", fmt::EventKind::kPause},         {"resume", fmt::EventKind::kResume},
       {"inherited", fmt::EventKind::kEntryInherited}, {"mark", fmt::EventKind::kMark}};
   while (std::getline(lines, line)) {
     ++n;

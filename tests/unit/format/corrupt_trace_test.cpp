@@ -325,7 +325,7 @@ TEST_F(CorruptTrace, BadColumnsAreReportedAndEarlierEventsKept) {
   };
   const Case cases[] = {
       {"kind 0", [](test::Columns& c) { c.kinds[1] = 0; }, 1, "damaged event columns"},
-      {"kind 9", [](test::Columns& c) { c.kinds[2] = 9; }, 2, "damaged event columns"},
+      {"kind 11", [](test::Columns& c) { c.kinds[2] = 11; }, 2, "damaged event columns"},
       {"fn index out of range", [](test::Columns& c) { c.fn = {1}; }, 0, "damaged event columns"},
       {"dt runs out", [](test::Columns& c) { c.dt = {0, 0x80}; }, 1, "damaged event columns"},
       {"arg runs out", [](test::Columns& c) { c.arg = {0x85}; }, 1, "damaged event columns"},

@@ -1,7 +1,8 @@
-// Ring mode of the raw thread files (src/runtime/thread.cpp): the stream is
-// the whole segments found in t<tid>.spill, then the segments after them that
-// are still in the ring, up to the one being written. Built by hand, byte for
-// byte; each segment holds one call whose address names the segment.
+// Ring mode of the raw thread files (src/runtime/thread.cpp): the reader
+// takes the segments from the first one not yet streamed into the trace to
+// the one being written; segments whose slot was reused, or that a file cut
+// short lost, are counted as missing. Built by hand, byte for byte; each
+// segment holds one call whose address names the segment.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -30,9 +31,9 @@ void write(const std::string& path, const std::vector<uint8_t>& b) {
   std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
 }
 
-// Writes t1.ev with segments committed-15 .. committed in the ring, and
-// t1.spill with segments 0 .. spilled-1 plus `partial_bytes` of the next.
-void make_ring(const std::string& dir, uint64_t committed, uint64_t spilled, uint64_t partial_bytes) {
+// Writes t1.ev with segments committed-15 .. committed in the ring, the
+// file cut to `keep_bytes` when nonzero.
+void make_ring(const std::string& dir, uint64_t committed, uint64_t keep_bytes = 0) {
   RawThreadHeader h{};
   std::memcpy(h.magic, kRawThreadMagic, sizeof h.magic);
   h.version = kRawVersion;
@@ -41,7 +42,6 @@ void make_ring(const std::string& dir, uint64_t committed, uint64_t spilled, uin
   h.ring_segments = kRingSegments;
   h.segment_bytes = kSegmentBytes;
   h.committed = committed;
-  h.drained = spilled;
   std::vector<uint8_t> file(kRawThreadHeaderSize + kRingSegments * kSeg, 0);
   std::memcpy(file.data(), &h, sizeof h);
   const uint64_t first = committed + 1 > kRingSegments ? committed + 1 - kRingSegments : 0;
@@ -49,33 +49,30 @@ void make_ring(const std::string& dir, uint64_t committed, uint64_t spilled, uin
     auto s = segment(i);
     std::memcpy(file.data() + kRawThreadHeaderSize + (i % kRingSegments) * kSeg, s.data(), kSeg);
   }
+  if (keep_bytes) file.resize(keep_bytes);
   write(dir + "/t1.ev", file);
-  if (spilled == 0 && partial_bytes == 0) return;
-  std::vector<uint8_t> spill;
-  for (uint64_t i = 0; i < spilled; ++i) {
-    auto s = segment(i);
-    spill.insert(spill.end(), s.begin(), s.end());
-  }
-  auto next = segment(spilled);
-  spill.insert(spill.end(), next.begin(), next.begin() + static_cast<std::ptrdiff_t>(partial_bytes));
-  write(dir + "/t1.spill", spill);
 }
 
-// The segments, in order, whose calls the reader returns.
-std::vector<uint64_t> read_segments(const std::string& dir, uint64_t* missing = nullptr) {
-  auto f = RawThreadFile::open(dir + "/t1.ev");
+struct Read {
+  std::vector<uint64_t> segments;  // in order, whose calls the reader returned
+  uint64_t missing_before = 0, missing_after = 0;
+};
+
+Read read_segments(const std::string& dir, uint64_t first = 0) {
+  Read out;
+  auto f = RawThreadFile::open(dir + "/t1.ev", first);
   EXPECT_TRUE(f.ok()) << (f.ok() ? "" : f.error().message());
-  std::vector<uint64_t> out;
   if (!f) return out;
   RawEvent e;
   uint64_t exits = 0;
   while ((*f)->next(e)) {
-    if (e.kind == RawKind::kEntry) out.push_back(e.addr - 0x1000);
+    if (e.kind == RawKind::kEntry) out.segments.push_back(e.addr - 0x1000);
     if (e.kind == RawKind::kExit) ++exits;
   }
-  EXPECT_EQ(exits, out.size());
+  EXPECT_EQ(exits, out.segments.size());
   EXPECT_EQ((*f)->torn_events(), 0u);
-  if (missing) *missing = (*f)->missing_segments();
+  out.missing_before = (*f)->missing_before();
+  out.missing_after = (*f)->missing_after();
   return out;
 }
 
@@ -85,40 +82,44 @@ std::vector<uint64_t> range(uint64_t from, uint64_t to) {  // [from, to]
   return v;
 }
 
-TEST(format_raw_ring, RingOnlyBeforeTheFirstDrain) {
+TEST(format_raw_ring, TheWholeRingBeforeItWraps) {
   test::TempDir dir;
-  make_ring(dir.path(), 5, 0, 0);
-  EXPECT_EQ(read_segments(dir.path()), range(0, 5));
+  make_ring(dir.path(), 5);
+  const Read r = read_segments(dir.path());
+  EXPECT_EQ(r.segments, range(0, 5));
+  EXPECT_EQ(r.missing_before + r.missing_after, 0u);
 }
 
-// Segments 4..7 are both in the spill and still in the ring: each once.
-TEST(format_raw_ring, SpillThenRingWithoutDuplicates) {
+// Segments 0..11 were streamed into the trace: the rest comes from the ring.
+TEST(format_raw_ring, FromTheFirstSegmentNotStreamed) {
   test::TempDir dir;
-  make_ring(dir.path(), 19, 8, 0);
-  EXPECT_EQ(read_segments(dir.path()), range(0, 19));
+  make_ring(dir.path(), 19);
+  const Read r = read_segments(dir.path(), 12);
+  EXPECT_EQ(r.segments, range(12, 19));
+  EXPECT_EQ(r.missing_before, 0u);
 }
 
-// A recorder killed while appending: the cut segment is taken from the ring.
-TEST(format_raw_ring, SpillCutMidSegmentFallsBackToTheRing) {
+// Asked from segment 2, but slots of 2 and 3 hold 18 and 19 now.
+TEST(format_raw_ring, SegmentsWhoseSlotWasReusedAreMissing) {
   test::TempDir dir;
-  make_ring(dir.path(), 19, 7, kSeg / 2);
-  EXPECT_EQ(read_segments(dir.path()), range(0, 19));
+  make_ring(dir.path(), 19);
+  const Read r = read_segments(dir.path(), 2);
+  EXPECT_EQ(r.segments, range(4, 19));
+  EXPECT_EQ(r.missing_before, 2u);
 }
 
-// Segment 3 is in neither place: reported, and the rest is read.
-TEST(format_raw_ring, MissingSegmentsAreCountedAndSkipped) {
+// A file cut in the middle of slot 3: segments 3, 4, 5 are missing at the end.
+TEST(format_raw_ring, AFileCutShortKeepsWhatItHolds) {
   test::TempDir dir;
-  make_ring(dir.path(), 19, 3, 0);
-  uint64_t missing = 0;
-  std::vector<uint64_t> expected = range(0, 2);
-  for (uint64_t i : range(4, 19)) expected.push_back(i);
-  EXPECT_EQ(read_segments(dir.path(), &missing), expected);
-  EXPECT_EQ(missing, 1u);
+  make_ring(dir.path(), 5, kRawThreadHeaderSize + 3 * kSeg + kSeg / 2);
+  const Read r = read_segments(dir.path());
+  EXPECT_EQ(r.segments, range(0, 2));
+  EXPECT_EQ(r.missing_after, 3u);
 }
 
 TEST(format_raw_ring, DamagedRingDescriptionIsAnError) {
   test::TempDir dir;
-  make_ring(dir.path(), 2, 0, 0);
+  make_ring(dir.path(), 2);
   std::fstream f(dir.path() + "/t1.ev", std::ios::in | std::ios::out | std::ios::binary);
   const uint32_t bad = 12;  // not a multiple of 8
   f.seekp(offsetof(RawThreadHeader, segment_bytes));

@@ -110,6 +110,7 @@ ThreadFile main_thread_100_1() {
       .words({0, 0})
       .two(RawKind::kLost, 40, 5)
       .entry(RawKind::kEntryInherited, 10, 0x401000, 1)  // original tick: before the kLost
+      .exit(RawKind::kResume, 45)
       .words({(41u << 8) | 0x2a, (41u << 8) | 0x00})      // unknown kinds
       .entry(RawKind::kEntry, 50, 0xffff000000401200ull, -2)  // bits above 48 are not the address
       .exit(RawKind::kExitUnwound, 60)
@@ -142,6 +143,7 @@ TEST(format_raw_thread_file, DecodesEveryKindSkipsZerosCountsTornAndBad) {
       {RawKind::kMark, 35, 0, 0, 7},
       {RawKind::kLost, 40, 0, 0, 5},
       {RawKind::kEntryInherited, 10, 0x401000, kSB - 16, 0},
+      {RawKind::kResume, 45, 0, 0, 0},
       {RawKind::kEntry, 50, 0x401200, kSB + 32, 0},
       {RawKind::kExitUnwound, 60, 0, 0, 0},
       {RawKind::kExitStray, 70, 0x402000, 0, 0},
@@ -448,7 +450,7 @@ TEST_F(Finalized, ThreadRecords) {
   }
 }
 
-TEST_F(Finalized, EventsBalancedLostClosesAndInheritedReopens) {
+TEST_F(Finalized, EventsBalancedGapsKeepFramesThatWentOnAndCutsAreMarked) {
   using K = EventKind;
   auto ev = [](K k, uint32_t depth, uint64_t tick, uint64_t addr, uint64_t sp, uint64_t arg) {
     return TraceEvent{k, depth, tick, addr, sp, arg};
@@ -460,17 +462,19 @@ TEST_F(Finalized, EventsBalancedLostClosesAndInheritedReopens) {
           ev(K::kEntry, 2, 4020, 0x401100, kSB - 48, 0),
           ev(K::kExit, 2, 4030, 0x401100, kSB - 48, 0),
           ev(K::kMark, 1, 4035, 0, 0, 7),
-          ev(K::kExitTruncated, 1, 4040, 0x401000, kSB - 16, 0),  // the kLost closes the open frame...
-          ev(K::kLost, 0, 4040, 0, 0, 5),
-          ev(K::kEntryInherited, 1, 4040, 0x401000, kSB - 16, 0),  // ...and the resync reopens it
+          ev(K::kLost, 1, 4040, 0, 0, 5),  // the frame open before the loss goes on through it
+          ev(K::kResume, 1, 4045, 0, 0, 0),
           ev(K::kEntry, 2, 4050, 0x401200, kSB + 32, 0),
           ev(K::kExitUnwound, 2, 4060, 0x401200, kSB + 32, 0),
           ev(K::kExitStray, 1, 4070, 0x402000, 0, 0),
           ev(K::kEntry, 2, 4080, 0x401300, kSB2 - 80, 0),
           ev(K::kEntry, 3, 4081, 0x401400, 0, 0),
           ev(K::kExit, 3, 4082, 0x401400, 0, 0),
-          ev(K::kExitTruncated, 2, 8000, 0x401300, kSB2 - 80, 0),  // open at the end: closed at the process end
-          ev(K::kExitTruncated, 1, 8000, 0x401000, kSB - 16, 0),
+          // The header counts 4 dropped events the stream never marked: the
+          // stream ends in a loss after its last event, where the frames close.
+          ev(K::kLost, 2, 4082, 0, 0, 4),
+          ev(K::kExitTruncated, 2, 4082, 0x401300, kSB2 - 80, 0),
+          ev(K::kExitTruncated, 1, 4082, 0x401000, kSB - 16, 0),
       },
       {},
       {ev(K::kEntryInherited, 1, 5001, 0x401000, kSB - 16, 0), ev(K::kEntry, 2, 5005, 0x405000, kSB - 64, 0),

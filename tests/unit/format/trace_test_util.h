@@ -125,6 +125,10 @@ inline std::vector<TraceEvent> expected_events(const std::vector<InEvent>& in) {
         e.addr = i.addr;
         e.depth = static_cast<uint32_t>(stack.size());
         break;
+      case EventKind::kPause:
+      case EventKind::kResume:
+        e.depth = static_cast<uint32_t>(stack.size());
+        break;
       case EventKind::kLost:
       case EventKind::kMark:
         e.arg = i.arg;

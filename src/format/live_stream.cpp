@@ -1,0 +1,314 @@
+#include "format/live_stream.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "format/trace_reader.h"
+
+namespace callscope::format {
+namespace {
+
+constexpr uint64_t kRingBytes = uint64_t{kRingSegments} * kSegmentBytes;
+constexpr int kScanEvery = 25;  // polls between directory scans
+
+// A placeholder header: the calibration is written over it at the end.
+FileHeader initial_header(ClockKind clock) {
+  FileHeader fh{};
+  std::memcpy(fh.magic, kTraceMagic, sizeof fh.magic);
+  fh.version_major = kTraceVersionMajor;
+  fh.version_minor = kTraceVersionMinor;
+  fh.header_size = sizeof fh;
+  fh.clock = static_cast<uint32_t>(clock);
+  fh.ticks_per_ns = 1.0;
+  return fh;
+}
+
+}  // namespace
+
+LiveStream::~LiveStream() {
+  for (auto& t : threads_) {
+    if (t->map) ::munmap(t->map, t->map_bytes);
+    if (t->fd >= 0) ::close(t->fd);
+  }
+}
+
+Result<std::unique_ptr<LiveStream>> LiveStream::create(const std::string& session, const std::string& out_path,
+                                                       ClockKind clock, uint64_t origin, int zstd_level, int meta_fd) {
+  std::unique_ptr<LiveStream> s(new LiveStream());
+  s->session_ = session;
+  s->clock_ = clock;
+  s->origin_ = origin;
+  s->meta_fd_ = meta_fd;
+  CALLSCOPE_TRY(s->writer_, TraceWriter::create(out_path, initial_header(clock), zstd_level));
+  CALLSCOPE_CHECK(s->writer_->flush());
+  char abs[PATH_MAX];
+  const std::string tmp = ::realpath(s->writer_->temporary_path().c_str(), abs) ? abs : s->writer_->temporary_path();
+  RawStream rs{origin, static_cast<uint32_t>(clock), static_cast<uint32_t>(tmp.size())};
+  append_meta_record(meta_fd, RawMetaType::kStream, &rs, sizeof rs, tmp);
+  return s;
+}
+
+LiveStream::Thread* LiveStream::thread_of(const std::string& path) {
+  auto it = by_path_.find(path);
+  return it == by_path_.end() ? nullptr : it->second;
+}
+
+Result<uint64_t> LiveStream::offset_of(const std::string& process_dir) {
+  auto it = process_offsets_.find(process_dir);
+  if (it != process_offsets_.end()) return it->second;
+  CALLSCOPE_TRY(RawProcessStart ps, read_process_start(process_dir));
+  // Every process of the run started after the origin was sampled.
+  const uint64_t offset = ps.base_tick > origin_ ? ps.base_tick - origin_ : 0;
+  process_offsets_[process_dir] = offset;
+  return offset;
+}
+
+Status LiveStream::add_thread(const std::string& path, const std::string& rel, uint64_t offset) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return ok_status();  // gone already: finalize reads what is left
+  // A writer creates its file, then sizes it: a file not yet of ring size is
+  // left for the next scan (mapping past its end would fault).
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || static_cast<uint64_t>(st.st_size) < kRawThreadHeaderSize + kRingBytes) {
+    ::close(fd);
+    return ok_status();
+  }
+  const uint64_t bytes = kRawThreadHeaderSize + kRingBytes;
+  void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (m == MAP_FAILED) {
+    ::close(fd);
+    return ok_status();
+  }
+  auto t = std::make_unique<Thread>();
+  t->path = path;
+  t->fd = fd;
+  t->map = static_cast<uint8_t*>(m);
+  t->map_bytes = bytes;
+  t->index = static_cast<uint32_t>(threads_.size());
+  t->record.tid = reinterpret_cast<const RawThreadHeader*>(m)->tid;
+  t->events = std::make_unique<EventEncoder>(*writer_, t->index);
+  t->stream = std::make_unique<RawStreamEncoder>(*t->events, offset, t->record);
+  // Named before any block of it is written: `finish` must know whose they are.
+  RawStreamThread rst{t->index, static_cast<uint32_t>(rel.size())};
+  append_meta_record(meta_fd_, RawMetaType::kStreamThread, &rst, sizeof rst, rel);
+  by_path_[path] = t.get();
+  threads_.push_back(std::move(t));
+  return ok_status();
+}
+
+Status LiveStream::scan() {
+  DIR* top = ::opendir(session_.c_str());
+  if (!top) return ok_status();
+  // Processes in (pid, incarnation) order, threads by file name: found in
+  // the same scan, they get thread indexes in the order finish would give.
+  std::vector<std::pair<std::pair<unsigned, unsigned>, std::string>> dirs;
+  while (dirent* p = ::readdir(top)) {
+    unsigned pid = 0, n = 0;
+    char tail = 0;
+    if (std::sscanf(p->d_name, "%u.%u%c", &pid, &n, &tail) == 2) dirs.push_back({{pid, n}, p->d_name});
+  }
+  ::closedir(top);
+  std::sort(dirs.begin(), dirs.end());
+  for (const auto& [key, name] : dirs) {
+    const std::string dir = session_ + "/" + name;
+    DIR* d = ::opendir(dir.c_str());
+    if (!d) continue;
+    std::vector<std::string> files;
+    while (dirent* e = ::readdir(d)) {
+      const std::string f = e->d_name;
+      if (f.size() > 4 && f[0] == 't' && f.compare(f.size() - 3, 3, ".ev") == 0) files.push_back(f);
+    }
+    ::closedir(d);
+    if (files.empty()) continue;
+    std::sort(files.begin(), files.end());
+    uint64_t offset = 0;
+    bool have_offset = false;
+    for (const std::string& f : files) {
+      const std::string path = dir + "/" + f;
+      if (by_path_.count(path)) continue;
+      if (!have_offset) {
+        auto off = offset_of(dir);
+        if (!off) break;  // the process has not written its start record yet
+        offset = *off;
+        have_offset = true;
+      }
+      CALLSCOPE_CHECK(add_thread(path, name + "/" + f, offset));
+    }
+  }
+  return ok_status();
+}
+
+Status LiveStream::encode_segment(Thread& t, uint64_t n) {
+  const uint64_t* words =
+      reinterpret_cast<const uint64_t*>(t.map + kRawThreadHeaderSize + (n % kRingSegments) * kSegmentBytes);
+  size_t i = 0;
+  RawEvent e;
+  while (t.decoder.next(words, kSegmentBytes / 8, i, e)) CALLSCOPE_CHECK(t.stream->add(e));
+  return ok_status();
+}
+
+// The events of segments [released, consumed) are encoded: make them a block
+// in the kernel's hands, then give the segments back.
+Status LiveStream::flush_thread(Thread& t) {
+  if (t.consumed == t.released) return ok_status();
+  t.events->set_covered(static_cast<uint32_t>(t.consumed));
+  CALLSCOPE_CHECK(t.events->flush());
+  CALLSCOPE_CHECK(writer_->flush());
+  ++blocks_;
+  auto* h = reinterpret_cast<RawThreadHeader*>(t.map);
+  for (uint64_t n = t.released; n < t.consumed; ++n)
+    std::memset(t.map + kRawThreadHeaderSize + (n % kRingSegments) * kSegmentBytes, 0, kSegmentBytes);
+  __atomic_store_n(&h->drained, t.consumed, __ATOMIC_RELEASE);
+  segments_ += t.consumed - t.released;
+  t.released = t.consumed;
+  return ok_status();
+}
+
+Status LiveStream::drain(Thread& t) {
+  auto* h = reinterpret_cast<RawThreadHeader*>(t.map);
+  // A file in grow mode (the writer could not set up its ring) needs nothing.
+  if (__atomic_load_n(&h->ring_segments, __ATOMIC_ACQUIRE) != kRingSegments) return ok_status();
+  const uint64_t committed = __atomic_load_n(&h->committed, __ATOMIC_ACQUIRE);
+  while (t.consumed < committed) {
+    CALLSCOPE_CHECK(encode_segment(t, t.consumed));
+    ++t.consumed;
+    if (t.consumed - t.released >= kHoldSegments) CALLSCOPE_CHECK(flush_thread(t));
+  }
+  // A writer that has filled its ring waits for us: do not keep it waiting
+  // for kHoldSegments more.
+  if (committed + 1 >= t.released + kRingSegments) CALLSCOPE_CHECK(flush_thread(t));
+  // A thread that has ended writes no more: its last segment is read at the end.
+  if (__atomic_load_n(&h->end_tick, __ATOMIC_ACQUIRE) != 0) {
+    CALLSCOPE_CHECK(flush_thread(t));
+    t.done = true;
+  }
+  return ok_status();
+}
+
+void LiveStream::give_up() {
+  failed_ = true;
+  for (auto& t : threads_)
+    __atomic_store_n(&reinterpret_cast<RawThreadHeader*>(t->map)->drain_failed, 1, __ATOMIC_RELEASE);
+}
+
+Status LiveStream::poll() {
+  if (failed_) return ok_status();
+  Status st = ok_status();
+  if (polls_++ % kScanEvery == 0) st = scan();
+  for (auto& t : threads_) {
+    if (!st) break;
+    if (!t->done) st = drain(*t);
+  }
+  if (!st) {
+    // Writers must not wait for a recorder that cannot write: they drop, and
+    // the streams say where.
+    give_up();
+    return st.error().context("cannot stream the trace");
+  }
+  return ok_status();
+}
+
+Status LiveStream::finish_thread(Thread& t, uint64_t end_hint) {
+  static const RawThreadHeader kNone{};
+  const auto* h = t.map ? reinterpret_cast<const RawThreadHeader*>(t.map) : &kNone;
+  if (t.map && __atomic_load_n(&h->ring_segments, __ATOMIC_ACQUIRE) == kRingSegments) {
+    const uint64_t committed = __atomic_load_n(&h->committed, __ATOMIC_ACQUIRE);
+    // Segments whose slot was reused since (only after a recorder died
+    // without writing their block) are lost.
+    const uint64_t oldest = committed + 1 > kRingSegments ? committed + 1 - kRingSegments : 0;
+    if (t.consumed < oldest) {
+      t.stream->begin_with_loss((oldest - t.consumed) * (kSegmentBytes / 8) * 2 / 3);
+      t.consumed = oldest;
+    }
+    for (; t.consumed <= committed; ++t.consumed) CALLSCOPE_CHECK(encode_segment(t, t.consumed));
+  }
+  t.events->set_covered(0);
+  t.record.torn_events = t.decoder.torn;
+  RawThreadHeader copy;
+  std::memcpy(&copy, h, sizeof copy);
+  return t.stream->finish_thread(copy, end_hint);
+}
+
+Result<std::unique_ptr<LiveStream>> LiveStream::recover(const RawSession& s, const std::string& out_path,
+                                                        int zstd_level) {
+  std::unique_ptr<LiveStream> live(new LiveStream());
+  live->session_ = s.dir;
+  live->clock_ = static_cast<ClockKind>(s.stream->clock);
+  live->origin_ = s.stream->origin;
+  live->failed_ = true;  // never polled: the program has ended
+  CALLSCOPE_TRY(live->writer_, TraceWriter::create(out_path, initial_header(live->clock_), zstd_level));
+  std::unique_ptr<TraceReader> old;
+  if (auto r = TraceReader::open(s.stream_path); r) {
+    old = std::move(*r);
+    old->allow_unlisted_threads();
+    for (const std::string& p : old->problems()) live->warnings_.push_back("'" + s.stream_path + "': " + p);
+  } else {
+    live->warnings_.push_back(r.error().message() + "; the events record had taken from the rings are lost");
+  }
+  std::vector<std::pair<uint32_t, std::string>> named = s.stream_threads;
+  std::sort(named.begin(), named.end());
+  for (const auto& [index, rel] : named) {
+    if (index != live->threads_.size()) continue;  // a damaged record: indexes are given in order
+    const std::string path = s.dir + "/" + rel;
+    auto t = std::make_unique<Thread>();
+    t->path = path;
+    t->index = index;
+    uint64_t offset = 0;
+    if (auto off = live->offset_of(path.substr(0, path.find_last_of('/'))); off) offset = *off;
+    t->events = std::make_unique<EventEncoder>(*live->writer_, index);
+    t->stream = std::make_unique<RawStreamEncoder>(*t->events, offset, t->record);
+    // The ring, read-only: nobody writes it any more.
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    struct stat st {};
+    if (fd >= 0 && ::fstat(fd, &st) == 0 && static_cast<uint64_t>(st.st_size) >= kRawThreadHeaderSize + kRingBytes) {
+      void* m = ::mmap(nullptr, kRawThreadHeaderSize + kRingBytes, PROT_READ, MAP_SHARED, fd, 0);
+      if (m != MAP_FAILED) {
+        t->map = static_cast<uint8_t*>(m);
+        t->map_bytes = kRawThreadHeaderSize + kRingBytes;
+      }
+    }
+    if (fd >= 0) ::close(fd);
+    if (!t->map) live->warnings_.push_back("'" + path + "': cannot read its ring; its last events are lost");
+    // What the dead recorder wrote of this thread, event for event, and the
+    // segments its blocks cover.
+    uint64_t covered = 0;
+    std::vector<OpenFrame> stack;
+    uint64_t last = 0;
+    bool any = false;
+    if (old) {
+      for (const BlockRef& b : old->blocks())
+        if (b.header.type == static_cast<uint16_t>(BlockType::kEvents) && b.header.aux0 == index)
+          covered = std::max<uint64_t>(covered, b.header.aux1);
+      ThreadRecord& r = t->record;
+      Status fed = ok_status();
+      auto st2 = old->for_each_event(index, [&](const TraceEvent& e) {
+        if (!any) r.start_tick = e.tick;
+        any = true;
+        last = e.tick;
+        ++r.events;
+        if (e.kind == EventKind::kEntry) ++r.calls;
+        if (e.kind == EventKind::kLost) r.lost_events += e.arg;
+        if (is_entry(e.kind)) stack.push_back({e.addr, e.sp, e.tick - std::min(e.tick, offset)});
+        if (is_exit(e.kind) && !stack.empty()) stack.pop_back();
+        fed = t->events->add(e.kind, e.tick, e.addr, e.sp, e.arg);
+        return fed.ok();
+      });
+      if (!st2) live->warnings_.push_back(st2.error().message());
+      if (!fed) return fed.error().context("cannot copy the events of thread " + std::to_string(index));
+    }
+    t->stream->resume_from(std::move(stack), last, any);
+    t->consumed = t->released = covered;
+    live->by_path_[path] = t.get();
+    live->threads_.push_back(std::move(t));
+  }
+  return live;
+}
+
+}  // namespace callscope::format

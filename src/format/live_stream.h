@@ -1,0 +1,118 @@
+// The trace, written while the program runs.
+//
+// Under `record`, each traced thread writes raw events into a ring of
+// kRingSegments segments of its file (src/runtime/thread.cpp). A thread of
+// the recorder calls LiveStream::poll() every few hundred microseconds:
+// every complete segment is decoded and encoded into the thread's final
+// stream (raw_encoder.h); every kHoldSegments segments, or sooner when the
+// writer is about to wait, the pending events become one compressed kEvents
+// block of the trace, the block is handed to the kernel, and only then are
+// the segments zeroed and given back (`drained`). So the raw space in use is
+// the rings and nothing more, and when the program ends little is left to do:
+// finalize_session() takes the LiveStream, encodes what remains in the
+// rings, and writes the metadata.
+//
+// Nothing is lost if the recorder dies: a segment is given back only once
+// the block holding its events is in the trace file, and each block says in
+// aux1 how many of its thread's segments it covers. `finish` rebuilds the
+// streams from that file and the rings (LiveStream::recover).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "format/raw_encoder.h"
+#include "format/raw_session.h"
+#include "format/trace_format.h"
+#include "format/trace_writer.h"
+
+namespace callscope::format {
+
+class LiveStream {
+ public:
+  // Segments encoded before their block is written and they are given back:
+  // at most 4 x 256 KiB of raw events (about 130,000 events) per block.
+  static constexpr uint64_t kHoldSegments = 4;
+
+  // Starts the trace for `out_path` (written as a temporary file beside it)
+  // for the raw session `session`; ticks count from `origin` of `clock`
+  // (sampled before the program started). Writes a kStream record to the
+  // session's recorder.meta through `meta_fd`.
+  static Result<std::unique_ptr<LiveStream>> create(const std::string& session, const std::string& out_path,
+                                                    ClockKind clock, uint64_t origin, int zstd_level, int meta_fd);
+  // For `finish`: the trace a dead recorder was writing (`s.stream_path`) is
+  // read back into a new trace at `out_path`, and its threads go on from the
+  // segments its blocks did not cover.
+  static Result<std::unique_ptr<LiveStream>> recover(const RawSession& s, const std::string& out_path,
+                                                     int zstd_level);
+  ~LiveStream();
+  LiveStream(const LiveStream&) = delete;
+  LiveStream& operator=(const LiveStream&) = delete;
+
+  // One pass over the session: new thread files, complete segments encoded,
+  // blocks written, segments given back. An error (the trace cannot be
+  // written) stops the stream: writers are told to drop instead of waiting.
+  Status poll();
+
+  // For finalize_session, once the program has ended.
+  struct Thread {
+    std::string path;  // of t<tid>.ev, absolute
+    uint32_t index = 0;
+    ThreadRecord record{};
+    std::unique_ptr<EventEncoder> events;
+    std::unique_ptr<RawStreamEncoder> stream;
+    uint64_t consumed = 0;  // segments encoded
+    uint64_t released = 0;  // segments given back
+    // The live mapping of the thread file (header page and ring).
+    int fd = -1;
+    uint8_t* map = nullptr;
+    uint64_t map_bytes = 0;
+    RawDecoder decoder;
+    bool done = false;  // the thread ended and every complete segment was taken
+  };
+  TraceWriter& writer() { return *writer_; }
+  std::unique_ptr<TraceWriter> take_writer() { return std::move(writer_); }
+  uint64_t origin() const { return origin_; }
+  ClockKind clock() const { return clock_; }
+  // The thread that streams `path`, or null.
+  Thread* thread_of(const std::string& path);
+  uint32_t thread_count() const { return static_cast<uint32_t>(threads_.size()); }
+  Thread* thread(uint32_t index) { return threads_[index].get(); }
+  // What recover() found damaged or missing.
+  const std::vector<std::string>& warnings() const { return warnings_; }
+  // Encodes what is left in a thread's ring (the segments from `consumed` to
+  // the one being written), then finishes its stream (raw_encoder.h).
+  Status finish_thread(Thread& t, uint64_t end_hint);
+  uint64_t blocks_written() const { return blocks_; }
+  uint64_t segments_taken() const { return segments_; }
+
+ private:
+  LiveStream() = default;
+  Status scan();
+  Status add_thread(const std::string& path, const std::string& rel, uint64_t offset);
+  Status drain(Thread& t);
+  Status flush_thread(Thread& t);
+  Status encode_segment(Thread& t, uint64_t n);
+  void give_up();
+  Result<uint64_t> offset_of(const std::string& process_dir);
+
+  std::string session_;
+  std::unique_ptr<TraceWriter> writer_;
+  ClockKind clock_ = ClockKind::kTsc;
+  uint64_t origin_ = 0;
+  int meta_fd_ = -1;
+  std::vector<std::unique_ptr<Thread>> threads_;
+  std::map<std::string, Thread*> by_path_;
+  std::map<std::string, uint64_t> process_offsets_;  // process dir -> raw-to-trace tick offset
+  bool failed_ = false;
+  std::vector<std::string> warnings_;
+  uint64_t blocks_ = 0;
+  uint64_t segments_ = 0;
+  int polls_ = 0;
+};
+
+}  // namespace callscope::format

@@ -1,0 +1,199 @@
+#include "format/raw_encoder.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace callscope::format {
+
+Status RawStreamEncoder::emit(EventKind k, uint64_t tick, uint64_t addr, uint64_t sp, uint64_t arg) {
+  ++rec_.events;
+  return out_.add(k, tick, addr, sp, arg);
+}
+
+uint64_t RawStreamEncoder::clamp(uint64_t raw_tick) {
+  uint64_t tick = raw_tick + offset_;
+  if (!started_) {
+    started_ = true;
+    rec_.start_tick = tick;
+  }
+  if (tick < last_) tick = last_;
+  last_ = tick;
+  return tick;
+}
+
+Status RawStreamEncoder::close_all(uint64_t tick) {
+  while (!stack_.empty()) {
+    stack_.pop_back();
+    CALLSCOPE_CHECK(emit(EventKind::kExitTruncated, tick, 0, 0, 0));
+  }
+  return ok_status();
+}
+
+// The gap that began at gap_tick_ ends at `tick`: frames below the first
+// difference between the stack before the gap and the resync went on
+// through it; those above it on the old stack ended inside the gap, those
+// above it in the resync began inside it.
+Status RawStreamEncoder::end_gap(uint64_t tick) {
+  in_gap_ = false;
+  size_t common = 0;
+  while (common < stack_.size() && common < resync_.size() && stack_[common].addr == resync_[common].addr &&
+         stack_[common].sp == resync_[common].sp && stack_[common].raw_tick == resync_[common].raw_tick)
+    ++common;
+  CALLSCOPE_CHECK(emit(gap_kind_, gap_tick_, 0, 0, gap_kind_ == EventKind::kLost ? gap_lost_ : 0));
+  while (stack_.size() > common) {
+    stack_.pop_back();
+    CALLSCOPE_CHECK(emit(EventKind::kExitTruncated, gap_tick_, 0, 0, 0));
+  }
+  for (size_t i = common; i < resync_.size(); ++i) {
+    stack_.push_back(resync_[i]);
+    CALLSCOPE_CHECK(emit(EventKind::kEntryInherited, tick, resync_[i].addr, resync_[i].sp, 0));
+  }
+  resync_.clear();
+  return emit(EventKind::kResume, tick, 0, 0, 0);
+}
+
+Status RawStreamEncoder::add(const RawEvent& e) {
+  if (pending_loss_ && e.kind != RawKind::kSpBase) {
+    const uint64_t tick = clamp(e.tick);
+    const uint64_t n = pending_loss_;
+    pending_loss_ = 0;
+    stream_lost_ += n;
+    rec_.lost_events += n;
+    CALLSCOPE_CHECK(emit(EventKind::kLost, tick, 0, 0, n));
+    CALLSCOPE_CHECK(emit(EventKind::kResume, tick, 0, 0, 0));
+  }
+  if (in_gap_) {
+    switch (e.kind) {
+      case RawKind::kEntryInherited:
+        resync_.push_back({e.addr, e.sp, e.tick});
+        return ok_status();
+      case RawKind::kResume:
+        return end_gap(clamp(e.tick));
+      case RawKind::kLost:  // a second loss before the first one's resync: one gap
+        gap_lost_ += e.arg;
+        stream_lost_ += e.arg;
+        rec_.lost_events += e.arg;
+        return ok_status();
+      case RawKind::kPause:
+        return ok_status();
+      case RawKind::kSpBase:
+        return ok_status();
+      default:
+        // A runtime that wrote no kResume: the gap ends at the first event
+        // that is not part of its resync.
+        CALLSCOPE_CHECK(end_gap(clamp(e.tick)));
+        break;
+    }
+  }
+  switch (e.kind) {
+    case RawKind::kEntry:
+    case RawKind::kEntryInherited: {
+      const uint64_t tick = clamp(e.tick);
+      stack_.push_back({e.addr, e.sp, e.tick});
+      if (e.kind == RawKind::kEntry) ++rec_.calls;
+      return emit(e.kind == RawKind::kEntry ? EventKind::kEntry : EventKind::kEntryInherited, tick, e.addr, e.sp, 0);
+    }
+    case RawKind::kExit:
+    case RawKind::kExitUnwound:
+    case RawKind::kExitTruncated: {
+      const uint64_t tick = clamp(e.tick);
+      if (stack_.empty()) {
+        if (e.kind == RawKind::kExitTruncated) return ok_status();
+        return emit(EventKind::kExitStray, tick, 0, 0, 0);
+      }
+      stack_.pop_back();
+      return emit(e.kind == RawKind::kExit         ? EventKind::kExit
+                  : e.kind == RawKind::kExitUnwound ? EventKind::kExitUnwound
+                                                    : EventKind::kExitTruncated,
+                  tick, 0, 0, 0);
+    }
+    case RawKind::kExitStray:
+      return emit(EventKind::kExitStray, clamp(e.tick), e.addr, 0, 0);
+    case RawKind::kLost:
+    case RawKind::kPause:
+      in_gap_ = true;
+      gap_kind_ = e.kind == RawKind::kLost ? EventKind::kLost : EventKind::kPause;
+      gap_tick_ = clamp(e.tick);
+      gap_lost_ = e.kind == RawKind::kLost ? e.arg : 0;
+      stream_lost_ += gap_lost_;
+      rec_.lost_events += gap_lost_;
+      resync_.clear();
+      return ok_status();
+    case RawKind::kResume:  // no gap open: nothing to end
+      clamp(e.tick);
+      return ok_status();
+    case RawKind::kMark:
+      return emit(EventKind::kMark, clamp(e.tick), 0, 0, e.arg);
+    case RawKind::kSpBase:
+      return ok_status();
+  }
+  return ok_status();
+}
+
+Status RawStreamEncoder::cut(uint64_t lost_events) {
+  if (in_gap_) {
+    gap_lost_ += lost_events;
+  } else {
+    in_gap_ = true;
+    gap_kind_ = EventKind::kLost;
+    gap_tick_ = last_;
+    gap_lost_ = lost_events;
+  }
+  stream_lost_ += lost_events;
+  rec_.lost_events += lost_events;
+  // Nothing after the cut can be matched with the frames before it.
+  CALLSCOPE_CHECK(emit(gap_kind_, gap_tick_, 0, 0, gap_kind_ == EventKind::kLost ? gap_lost_ : 0));
+  in_gap_ = false;
+  resync_.clear();
+  return close_all(gap_tick_);
+}
+
+Status RawStreamEncoder::finish(uint64_t end_tick, uint64_t header_lost) {
+  if (in_gap_) {
+    // Cut inside a gap: a pause ends with the thread (its frames close at
+    // the stop); a loss stays a loss, with the dropped events the header
+    // counted beyond the stream's records.
+    in_gap_ = false;
+    if (gap_kind_ == EventKind::kLost) {
+      const uint64_t more = header_lost > stream_lost_ ? header_lost - stream_lost_ : 0;
+      gap_lost_ += more;
+      stream_lost_ += more;
+      rec_.lost_events += more;
+    }
+    CALLSCOPE_CHECK(emit(gap_kind_, gap_tick_, 0, 0, gap_kind_ == EventKind::kLost ? gap_lost_ : 0));
+    resync_.clear();
+    CALLSCOPE_CHECK(close_all(gap_tick_));
+  } else if (header_lost > stream_lost_) {
+    // Events dropped after the last one stored, never resynced: the stream
+    // ends in a loss that began after its last event.
+    const uint64_t more = header_lost - stream_lost_;
+    stream_lost_ += more;
+    rec_.lost_events += more;
+    CALLSCOPE_CHECK(emit(EventKind::kLost, last_, 0, 0, more));
+    CALLSCOPE_CHECK(close_all(last_));
+  }
+  uint64_t end = std::max(last_, end_tick);
+  CALLSCOPE_CHECK(close_all(end));
+  rec_.end_tick = std::max(end, rec_.start_tick);
+  return out_.flush();
+}
+
+Status RawStreamEncoder::finish_thread(const RawThreadHeader& h, uint64_t end_hint) {
+  uint64_t end = 0;
+  if (h.end_tick)
+    end = h.end_tick + offset_;
+  else if (!stack_.empty() || in_gap_ || !started_)
+    end = end_hint;
+  const uint64_t start = h.start_tick + offset_;
+  if (!started_) rec_.start_tick = start;
+  rec_.start_tick = std::min(rec_.start_tick, start);
+  return finish(end, h.lost_events);
+}
+
+void RawStreamEncoder::resume_from(std::vector<OpenFrame> stack, uint64_t last_tick, bool started) {
+  stack_ = std::move(stack);
+  last_ = last_tick;
+  started_ = started;
+}
+
+}  // namespace callscope::format

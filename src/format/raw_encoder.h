@@ -1,0 +1,95 @@
+// Turning one thread's raw events (as the runtime wrote them) into the final
+// stream of a trace: the step that `record` runs while the program runs, on
+// each segment the recorder takes from a thread's ring, and that `finish`
+// runs over whatever a session left behind.
+//
+// What it decides, beyond copying:
+//  - exits carry no address in the final stream: they close the frame on top
+//    of a shadow stack kept here;
+//  - gaps (docs/trace-format.md, "Gaps"): a raw kLost or kPause, the resync
+//    that follows (every frame open at the end of the gap, with its own entry
+//    tick) and kResume are compared with the frames open before the gap, so
+//    the final stream closes only the frames that ended inside the gap and
+//    opens only those that began inside it;
+//  - a stream that ends inside a gap, or whose header counts more lost events
+//    than its kLost records, is cut: a kLost marks where, at the last tick
+//    recorded, and the frames still open close there -- not at the thread's
+//    end, which would lend them time nobody measured;
+//  - ticks never go backwards (a signal handler's events can overtake the
+//    hook it interrupted).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "common/result.h"
+#include "format/raw_session.h"
+#include "format/trace_format.h"
+#include "format/trace_writer.h"
+
+namespace callscope::format {
+
+// A frame open in the stream; `raw_tick` is the runtime's own entry tick
+// (what its resync repeats), `sp` absolute.
+struct OpenFrame {
+  uint64_t addr = 0;
+  uint64_t sp = 0;
+  uint64_t raw_tick = 0;
+};
+
+class RawStreamEncoder {
+ public:
+  // `offset` moves raw ticks (relative to the process base) to trace ticks;
+  // `record` collects the thread's counts (events, calls, lost, ticks).
+  RawStreamEncoder(EventEncoder& out, uint64_t offset, ThreadRecord& record)
+      : out_(out), offset_(offset), rec_(record) {}
+
+  Status add(const RawEvent& e);
+  // The stream begins after about `lost_events` events no one can read: a
+  // loss is marked at its first event.
+  void begin_with_loss(uint64_t lost_events) { pending_loss_ += lost_events; }
+  // Events of the thread went missing here (a stretch of its raw file that
+  // no one can read): the stream is cut at the last tick recorded.
+  Status cut(uint64_t lost_events);
+  // The stream is complete. `end_tick` (trace ticks) is when the thread ended
+  // (0: unknown) and `header_lost` the runtime's running total of dropped
+  // events: more than the stream's kLost records said means the stream ended
+  // inside a gap. Frames still open close as truncated.
+  Status finish(uint64_t end_tick, uint64_t header_lost);
+  // finish() for a thread whose raw header is `h`: it ends when the thread
+  // exited, else (frames open, or no event at all) at `end_hint`, when its
+  // process ended.
+  Status finish_thread(const RawThreadHeader& h, uint64_t end_hint);
+
+  // For `finish` of a session whose recorder died after writing part of the
+  // stream: continue from the frames open at the end of what was written.
+  void resume_from(std::vector<OpenFrame> stack, uint64_t last_tick, bool started);
+
+  uint64_t last_tick() const { return last_; }
+  bool started() const { return started_; }
+  size_t depth() const { return stack_.size(); }
+
+ private:
+  Status emit(EventKind k, uint64_t tick, uint64_t addr, uint64_t sp, uint64_t arg);
+  uint64_t clamp(uint64_t raw_tick);
+  Status end_gap(uint64_t tick);
+  Status close_all(uint64_t tick);
+
+  EventEncoder& out_;
+  uint64_t offset_;
+  ThreadRecord& rec_;
+  std::vector<OpenFrame> stack_;
+  uint64_t last_ = 0;
+  bool started_ = false;
+  // The gap being read: its kind (kLost or kPause), start, events dropped,
+  // and the resync seen so far.
+  bool in_gap_ = false;
+  EventKind gap_kind_ = EventKind::kLost;
+  uint64_t gap_tick_ = 0;
+  uint64_t gap_lost_ = 0;
+  std::vector<OpenFrame> resync_;
+  uint64_t stream_lost_ = 0;  // events the kLost records of the stream account for
+  uint64_t pending_loss_ = 0;  // begin_with_loss: marked before the next event
+};
+
+}  // namespace callscope::format
