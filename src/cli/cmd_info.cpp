@@ -4,6 +4,7 @@
 
 #include "cli/command.h"
 #include "format/trace_reader.h"
+#include "views/format_util.h"
 #include "views/info_view.h"
 
 namespace callscope::cli {
@@ -28,6 +29,9 @@ Command info_command() {
                 std::printf("%s\n", views::info_json(**trace).dump(2).c_str());
               else
                 views::print_info_text(**trace, stdout);
+              std::fflush(stdout);
+              if (const std::string w = views::loss_warning(**trace); !w.empty())
+                std::fprintf(stderr, "callscope info: warning: %s\n", w.c_str());
               // A damaged trace is described as far as it can be read, and
               // the exit status says it was damaged.
               return (*trace)->problems().empty() ? 0 : 1;

@@ -6,6 +6,7 @@
 #include "cli/command.h"
 #include "format/trace_reader.h"
 #include "symbolize/symbolizer.h"
+#include "views/format_util.h"
 #include "views/replay_view.h"
 
 namespace callscope::cli {
@@ -76,6 +77,8 @@ Command replay_command() {
               auto st = views::print_replay(**trace, sym, r, stdout);
               std::fflush(stdout);
               for (const std::string& w : sym.warnings())
+                std::fprintf(stderr, "callscope replay: warning: %s\n", w.c_str());
+              if (const std::string w = views::loss_warning(**trace); !w.empty())
                 std::fprintf(stderr, "callscope replay: warning: %s\n", w.c_str());
               if (!st) return st.error();
               for (const std::string& p : (*trace)->problems())

@@ -186,11 +186,8 @@ Result<int> run(const Opts& o) {
   if (!st) return st.error();
 
   for (const std::string& w : sym.warnings()) std::fprintf(stderr, "callscope report: warning: %s\n", w.c_str());
-  for (const analysis::ThreadProfile& tp : profile.threads) {
-    if (tp.lost_events)
-      std::fprintf(stderr, "callscope report: warning: thread %u lost %llu events; times around the loss are partial\n",
-                   tp.thread, static_cast<unsigned long long>(tp.lost_events));
-  }
+  if (const std::string w = views::loss_warning(t); !w.empty())
+    std::fprintf(stderr, "callscope report: warning: %s\n", w.c_str());
   for (const std::string& p : t.problems()) std::fprintf(stderr, "callscope report: damaged trace: %s\n", p.c_str());
   return t.problems().empty() ? 0 : 1;
 }

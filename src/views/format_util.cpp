@@ -97,4 +97,17 @@ std::string fit_name(const std::string& name, size_t width) {
   return name.substr(0, offset_of(width - kEllipsis.size())) + std::string(kEllipsis);
 }
 
+std::string loss_warning(const format::TraceReader& trace) {
+  uint64_t lost = 0, threads = 0;
+  for (const format::ThreadInfo& t : trace.threads()) {
+    lost += t.record.lost_events;
+    threads += t.record.lost_events ? 1 : 0;
+  }
+  if (!lost) return "";
+  return std::to_string(lost) + " events were lost in " + std::to_string(threads) + " of " +
+         std::to_string(trace.threads().size()) +
+         " threads; the trace marks where ('callscope replay' shows them), and the time of each gap belongs "
+         "to '[lost events]', not to the frames around it (docs/recording.md)";
+}
+
 }  // namespace callscope::views

@@ -10,6 +10,7 @@
 #include "common/output_format.h"
 
 #include "format/trace_format.h"
+#include "format/trace_reader.h"
 
 namespace callscope::views {
 
@@ -22,6 +23,11 @@ std::string signal_name(int signal);         // "SIGSEGV"
 std::string format_realtime(uint64_t ns_since_epoch);  // "2026-11-20 23:40:01 UTC"
 // A name cut to at most `width` characters, the last three "..." when cut
 // (width 0: the whole name). Counts UTF-8 characters, never splits one.
+// When events of the trace were lost: one line naming how many, in how many
+// threads, and what that means for the figures; "" otherwise. Every command
+// that reads events prints it ("callscope CMD: warning: ...").
+std::string loss_warning(const format::TraceReader& trace);
+
 std::string fit_name(const std::string& name, size_t width);
 
 }  // namespace callscope::views

@@ -78,8 +78,15 @@ std::string text_body(const ReplayLine& l) {
     case ReplayKind::kLeaf: return f + "();";
     case ReplayKind::kReturn: return "} /* " + f + " */";
     case ReplayKind::kUnwound: return "} /* " + f + ": unwound by longjmp or an exception */";
-    case ReplayKind::kTruncated: return "} /* " + f + ": still open when the stream ended */";
-    case ReplayKind::kInherited: return f + "() {  /* entered before this stream began */";
+    case ReplayKind::kTruncated:
+      return "} /* " + f +
+             (l.arg == 1   ? ": ended while events were lost */"
+              : l.arg == 2 ? ": ended while recording was stopped */"
+                           : ": still open when the stream ended */");
+    case ReplayKind::kInherited:
+      return f + (l.arg == 1   ? "() {  /* entered while events were lost */"
+                  : l.arg == 2 ? "() {  /* entered while recording was stopped */"
+                               : "() {  /* entered before this stream began */");
     case ReplayKind::kStray: return "/* return from " + f + " without a recorded call */";
     case ReplayKind::kLost: return "... " + std::to_string(l.arg) + " events lost ...";
     case ReplayKind::kMark: return "/* mark " + std::to_string(l.arg) + " */";
@@ -130,6 +137,8 @@ std::string format_replay_json(const ReplayLine& l) {
   if (has_function(l.kind)) j["function"] = l.function;
   if (l.duration_ns) j["duration_ns"] = rounded(*l.duration_ns);
   if (l.kind == ReplayKind::kLost) j["count"] = l.arg;
+  if ((l.kind == ReplayKind::kTruncated || l.kind == ReplayKind::kInherited) && l.arg)
+    j["in_gap"] = l.arg == 1 ? "lost" : "stopped";
   if (l.kind == ReplayKind::kMark) j["id"] = l.arg;
   // Names come from binaries; replace invalid UTF-8 rather than throw.
   return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
@@ -196,6 +205,7 @@ class Replayer {
     thread_ = ti;
     process_ = trace_.threads()[ti].record.process_index;
     entry_ticks_.clear();
+    gap_ = 0;
     act_depth_ = 0;
     pending_.clear();
     held_.reset();
@@ -237,6 +247,15 @@ class Replayer {
       case fmt::EventKind::kPause: ev.kind = ReplayKind::kPause; break;
       case fmt::EventKind::kResume: ev.kind = ReplayKind::kResume; break;
     }
+    // Frames closed or opened inside a gap say so (trace_format.h, "Gaps").
+    if (e.kind == fmt::EventKind::kLost) gap_ = 1;
+    if (e.kind == fmt::EventKind::kPause) gap_ = 2;
+    if (e.kind == fmt::EventKind::kResume) gap_ = 0;
+    // A trace of 1.1 marks no kResume: its gap ends at the first event that
+    // is not part of the resync.
+    if (gap_ && (fmt::is_exit(e.kind) || e.kind == fmt::EventKind::kEntry) && e.kind != fmt::EventKind::kExitTruncated)
+      gap_ = 0;
+    if (e.kind == fmt::EventKind::kExitTruncated || e.kind == fmt::EventKind::kEntryInherited) ev.arg = gap_;
     const bool frame = frame_open || frame_close;
     if (frame && e.depth == 0) return std::nullopt;  // not produced by the reader; be safe
     if (frame_open) {
@@ -352,6 +371,7 @@ class Replayer {
   uint32_t process_ = 0;
   std::vector<uint64_t> entry_ticks_;  // [depth - 1]: entry tick of each open frame
   uint32_t act_depth_ = 0;             // depth of the open -F activation, 0 = none
+  uint64_t gap_ = 0;                   // inside a gap: 1 a loss, 2 a stop
   std::vector<Ev> pending_;            // --min: open entries not yet shown
   std::optional<Ev> held_;             // leaf lookahead
   std::unordered_map<uint64_t, bool> match_cache_;  // addr → matches a -F glob (per thread, so per process)

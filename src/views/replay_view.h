@@ -68,7 +68,8 @@ struct ReplayLine {
   uint32_t level = 0;                  // indentation: 0 = outermost shown frame
   std::string function;                // empty for lost and mark
   std::optional<double> duration_ns;   // leaf, return, unwound, truncated
-  uint64_t arg = 0;                    // lost: events dropped; mark: id
+  uint64_t arg = 0;                    // lost: events dropped; mark: id; truncated and
+                                       // inherited: 1 inside a loss, 2 inside a stop, else 0
 };
 
 
