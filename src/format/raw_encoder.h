@@ -45,6 +45,26 @@ class RawStreamEncoder {
       : out_(out), offset_(offset), rec_(record) {}
 
   Status add(const RawEvent& e);
+  // add() for an entry or a normal exit outside a gap, inline: false when
+  // add() must do it. The recorder's inner loop.
+  bool add_fast(const RawEvent& e) {
+    if (in_gap_ || pending_loss_ || !started_) return false;
+    uint64_t tick = e.tick + offset_;
+    if (tick < last_) tick = last_;
+    if (e.kind == RawKind::kEntry) {
+      if (!out_.try_entry(tick, e.addr, e.sp)) return false;
+      stack_.push_back({e.addr, e.sp, e.tick});
+      ++rec_.calls;
+    } else if (e.kind == RawKind::kExit && !stack_.empty()) {
+      if (!out_.try_exit(tick)) return false;
+      stack_.pop_back();
+    } else {
+      return false;
+    }
+    last_ = tick;
+    ++rec_.events;
+    return true;
+  }
   // The stream begins after about `lost_events` events no one can read: a
   // loss is marked at its first event.
   void begin_with_loss(uint64_t lost_events) { pending_loss_ += lost_events; }

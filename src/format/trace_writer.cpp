@@ -131,7 +131,7 @@ Status EventEncoder::add(EventKind kind, uint64_t tick, uint64_t addr, uint64_t 
     case EventKind::kEntryInherited: {
       fn_.varint(fn_lookup(addr));
       const uint64_t parent = stack_sp_.empty() ? 0 : stack_sp_.back();
-      sp_.varint(zigzag(static_cast<int64_t>(parent - sp) / static_cast<int64_t>(kSpUnit)));
+      sp_.varint(zigzag_sp(parent, sp));
       stack_sp_.push_back(sp);
       break;
     }

@@ -81,6 +81,32 @@ class EventEncoder {
  public:
   EventEncoder(TraceWriter& writer, uint32_t thread_index) : writer_(writer), thread_(thread_index) {}
   Status add(EventKind kind, uint64_t tick, uint64_t addr, uint64_t sp, uint64_t arg);
+  // The two events of nearly every call, inline (record encodes while the
+  // program runs, so this is the recorder's inner loop): false when add()
+  // must do it (a block's first or last event, an exit on an empty stack).
+  bool try_entry(uint64_t tick, uint64_t addr, uint64_t sp) {
+    if (n_ == 0 || n_ + 1 >= kEventsPerBlock) return false;
+    kinds_.byte(static_cast<uint8_t>(EventKind::kEntry));
+    dt_.varint(tick - prev_tick_);
+    prev_tick_ = tick;
+    fn_.varint(addr == last_fn_ && !fn_table_.empty() ? last_fn_index_ : fn_lookup(addr));
+    const uint64_t parent = stack_sp_.empty() ? 0 : stack_sp_.back();
+    sp_.varint(zigzag_sp(parent, sp));
+    stack_sp_.push_back(sp);
+    ++events_;
+    ++n_;
+    return true;
+  }
+  bool try_exit(uint64_t tick) {
+    if (n_ == 0 || n_ + 1 >= kEventsPerBlock || stack_sp_.empty()) return false;
+    kinds_.byte(static_cast<uint8_t>(EventKind::kExit));
+    dt_.varint(tick - prev_tick_);
+    prev_tick_ = tick;
+    stack_sp_.pop_back();
+    ++events_;
+    ++n_;
+    return true;
+  }
   Status flush();
   // What the blocks flushed from now on carry in aux1: the raw segments of
   // the thread they cover (record's live stream).
@@ -128,6 +154,11 @@ class EventEncoder {
   uint64_t events_ = 0;
   uint32_t covered_ = 0;
   uint32_t fn_lookup(uint64_t addr);
+  // The sp column: zigzag of (parent_sp - sp) / kSpUnit.
+  static uint64_t zigzag_sp(uint64_t parent, uint64_t sp) {
+    const int64_t d = static_cast<int64_t>(parent - sp) / static_cast<int64_t>(kSpUnit);
+    return (static_cast<uint64_t>(d) << 1) ^ static_cast<uint64_t>(d >> 63);
+  }
 };
 
 }  // namespace callscope::format
