@@ -25,7 +25,7 @@ CALLSCOPE_NOINSTR inline uint32_t engine_hash(uint32_t parent, uint64_t fn, uint
 
 // profile.cpp
 void engine_enter_slow(ThreadState* t, uint64_t fn, uint64_t sp, uint64_t now);
-void engine_exit_slow(ThreadState* t, uint64_t fn, uint64_t sp, uint64_t now);
+void engine_exit_slow(ThreadState* t, uint64_t fn, uint64_t site, uint64_t sp, uint64_t now);
 uint32_t engine_find_child(ThreadState* t, uint32_t parent, uint64_t fn);
 
 CALLSCOPE_NOINSTR __attribute__((always_inline)) inline void engine_enter_fast(ThreadState* t, uint64_t fn,
@@ -69,12 +69,12 @@ CALLSCOPE_NOINSTR __attribute__((always_inline)) inline void engine_enter_fast(T
 }
 
 CALLSCOPE_NOINSTR __attribute__((always_inline)) inline void engine_exit_fast(ThreadState* t, uint64_t fn,
-                                                                               uint64_t sp) {
+                                                                               uint64_t site, uint64_t sp) {
   const uint64_t now = now_tick();
   fmt::RawProfFrame* const f = &t->pstack[static_cast<int32_t>(t->pdepth) - 1];
-  if (CALLSCOPE_UNLIKELY(f->fn != fn || !exit_closes(f->sp, f[-1].sp, sp) || f->flags != 0 || t->poverflow != 0 ||
-                         t->eslow)) {
-    engine_exit_slow(t, fn, sp, now);
+  if (CALLSCOPE_UNLIKELY(f->fn != fn || !exit_closes(f->sp, f[-1].sp, sp, site) || f->flags != 0 ||
+                         t->poverflow != 0 || t->eslow)) {
+    engine_exit_slow(t, fn, site, sp, now);
     return;
   }
   t->prof->depth = --t->pdepth;

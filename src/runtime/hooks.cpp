@@ -14,11 +14,12 @@
 // all from one physical frame. So
 //  - at an entry with sp S, every frame on top with sp < S is dead (a dead
 //    frame level with S is found later, at its caller's exit);
-//  - at an exit of F with sp S, the frame closed is the topmost frame of F
-//    not deeper than S; frames above it are dead. GCC may call the exit hook
-//    as a tail call after F's epilogue, with S its caller's sp: the top frame
-//    of F then closes as long as S is not above its caller's frame
-//    (exit_closes in runtime.h).
+//  - at an exit of F with sp S called inside F, the frame closed is the
+//    topmost frame of F not deeper than S; frames above it are dead. GCC and
+//    clang may call the exit hook as a tail call after F's epilogue, with S
+//    its caller's sp; the hook then returns straight to F's caller, which
+//    tells the two apart (exit_is_tail in runtime.h), and the frame closed is
+//    the lowest frame of F entered below S (exit_frame_index).
 // Dead frames are closed with kExitUnwound before the event that revealed
 // them. Events are emitted before the shadow stack changes, so that a resync
 // after lost events (thread.cpp) re-opens exactly the frames the reader has.
@@ -55,9 +56,9 @@ CALLSCOPE_NOINSTR __attribute__((always_inline)) inline void push(ThreadState* t
 }
 
 // The exit did not match the top frame: find the frame it closes.
-CALLSCOPE_NOINSTR __attribute__((noinline)) void match_exit(ThreadState* t, uint64_t fn, uint64_t sp,
-                                                              uint64_t now) {
-  const int64_t match = exit_frame_index(t->stack, t->depth, fn, sp);
+CALLSCOPE_NOINSTR __attribute__((noinline)) void match_exit(ThreadState* t, uint64_t fn, uint64_t site,
+                                                              uint64_t sp, uint64_t now) {
+  const int64_t match = exit_frame_index(t->stack, t->depth, fn, sp, exit_is_tail(sp, site));
   if (match < 0) {
     // No open frame of this function: its entry was never seen (or was
     // dropped). Keep the fact, with the address, without touching the stack
@@ -78,7 +79,8 @@ CALLSCOPE_NOINSTR __attribute__((always_inline)) inline void enter_body(ThreadSt
   push(t, fn, sp, now);
 }
 
-CALLSCOPE_NOINSTR __attribute__((always_inline)) inline void exit_body(ThreadState* t, uint64_t fn, uint64_t sp) {
+CALLSCOPE_NOINSTR __attribute__((always_inline)) inline void exit_body(ThreadState* t, uint64_t fn, uint64_t site,
+                                                                        uint64_t sp) {
   const uint64_t now = now_tick();
   if (CALLSCOPE_UNLIKELY(t->overflow != 0)) {
     emit1(t, RawKind::kExit, now);
@@ -88,12 +90,12 @@ CALLSCOPE_NOINSTR __attribute__((always_inline)) inline void exit_body(ThreadSta
   if (CALLSCOPE_LIKELY(t->depth != 0)) {
     const Frame& top = t->stack[t->depth - 1];
     if (CALLSCOPE_LIKELY(top.fn == fn &&
-                         exit_closes(top.sp, t->depth > 1 ? t->stack[t->depth - 2].sp : ~uint64_t{0}, sp))) {
+                         exit_closes(top.sp, t->depth > 1 ? t->stack[t->depth - 2].sp : ~uint64_t{0}, sp, site))) {
       close_top(t, RawKind::kExit, now);
       return;
     }
   }
-  match_exit(t, fn, sp, now);
+  match_exit(t, fn, site, sp, now);
 }
 
 // A hook found the thread not ready, stopped, or found another hook of its
@@ -102,8 +104,8 @@ CALLSCOPE_NOINSTR __attribute__((always_inline)) inline void exit_body(ThreadSta
 // its event (reserve() is signal-safe) and leaves the stack alone; the
 // handler's calls are balanced by the time the interrupted hook resumes. The
 // engine (profile.cpp) does not count nested calls.
-CALLSCOPE_NOINSTR __attribute__((noinline)) void hook_slow(ThreadState* t, uint64_t fn, uint64_t sp,
-                                                             bool entry) {
+CALLSCOPE_NOINSTR __attribute__((noinline)) void hook_slow(ThreadState* t, uint64_t fn, uint64_t site,
+                                                             uint64_t sp, bool entry) {
   if (t->in_hook) {
     if (t->status != kActive) return;  // interrupted initialization, or the engine: nothing to write to
     // The hook we interrupted holds its own copy of `end`; we may use the
@@ -143,12 +145,12 @@ CALLSCOPE_NOINSTR __attribute__((noinline)) void hook_slow(ThreadState* t, uint6
       if (entry)
         enter_body(t, fn, sp);
       else
-        exit_body(t, fn, sp);
+        exit_body(t, fn, site, sp);
     } else if (t->status == kEngine) {
       if (entry)
         engine_enter_fast(t, fn, sp);
       else
-        engine_exit_fast(t, fn, sp);
+        engine_exit_fast(t, fn, site, sp);
     }
   }
   signal_fence();
@@ -210,7 +212,7 @@ using namespace callscope::rt;
 // Each hook: the gate (status, re-entry and start/stop/clear in one compare),
 // then the body of the recording path (these two) or of the engine (the two
 // after).
-void callscope_rt_enter(void* fn, void* /*site*/, uint64_t sp) {
+void callscope_rt_enter(void* fn, void* site, uint64_t sp) {
   ThreadState* t = current_thread();
   if (CALLSCOPE_LIKELY(t->gate == kGateOpen)) {
     t->in_hook = 1;
@@ -219,27 +221,27 @@ void callscope_rt_enter(void* fn, void* /*site*/, uint64_t sp) {
     signal_fence();
     t->in_hook = 0;
   } else {
-    hook_slow(t, reinterpret_cast<uint64_t>(fn), sp, true);
+    hook_slow(t, reinterpret_cast<uint64_t>(fn), reinterpret_cast<uint64_t>(site), sp, true);
   }
 }
 
-void callscope_rt_exit(void* fn, void* /*site*/, uint64_t sp) {
+void callscope_rt_exit(void* fn, void* site, uint64_t sp) {
   ThreadState* t = current_thread();
   if (CALLSCOPE_LIKELY(t->gate == kGateOpen)) {
     t->in_hook = 1;
     signal_fence();
-    exit_body(t, reinterpret_cast<uint64_t>(fn), sp);
+    exit_body(t, reinterpret_cast<uint64_t>(fn), reinterpret_cast<uint64_t>(site), sp);
     signal_fence();
     t->in_hook = 0;
   } else {
-    hook_slow(t, reinterpret_cast<uint64_t>(fn), sp, false);
+    hook_slow(t, reinterpret_cast<uint64_t>(fn), reinterpret_cast<uint64_t>(site), sp, false);
   }
 }
 
-void callscope_rt_engine_enter(void* fn, void* /*site*/, uint64_t sp) {
+void callscope_rt_engine_enter(void* fn, void* site, uint64_t sp) {
   ThreadState* t = current_thread();
   if (CALLSCOPE_UNLIKELY(t->gate != kGateEngine)) {
-    hook_slow(t, reinterpret_cast<uint64_t>(fn), sp, true);
+    hook_slow(t, reinterpret_cast<uint64_t>(fn), reinterpret_cast<uint64_t>(site), sp, true);
     return;
   }
   t->in_hook = 1;
@@ -249,15 +251,15 @@ void callscope_rt_engine_enter(void* fn, void* /*site*/, uint64_t sp) {
   t->in_hook = 0;
 }
 
-void callscope_rt_engine_exit(void* fn, void* /*site*/, uint64_t sp) {
+void callscope_rt_engine_exit(void* fn, void* site, uint64_t sp) {
   ThreadState* t = current_thread();
   if (CALLSCOPE_UNLIKELY(t->gate != kGateEngine)) {
-    hook_slow(t, reinterpret_cast<uint64_t>(fn), sp, false);
+    hook_slow(t, reinterpret_cast<uint64_t>(fn), reinterpret_cast<uint64_t>(site), sp, false);
     return;
   }
   t->in_hook = 1;
   signal_fence();
-  engine_exit_fast(t, reinterpret_cast<uint64_t>(fn), sp);
+  engine_exit_fast(t, reinterpret_cast<uint64_t>(fn), reinterpret_cast<uint64_t>(site), sp);
   signal_fence();
   t->in_hook = 0;
 }

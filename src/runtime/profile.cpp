@@ -251,8 +251,9 @@ CALLSCOPE_NOINSTR __attribute__((noinline)) void close_dead(ThreadState* t, uint
   while (t->pdepth != 0 && t->pstack[t->pdepth - 1].sp < sp) close_frame(t, now, fmt::RawKind::kExitUnwound);
 }
 
-CALLSCOPE_NOINSTR __attribute__((noinline)) void match_exit(ThreadState* t, uint64_t fn, uint64_t sp, uint64_t now) {
-  const int64_t match = exit_frame_index(t->pstack, t->pdepth, fn, sp);
+CALLSCOPE_NOINSTR __attribute__((noinline)) void match_exit(ThreadState* t, uint64_t fn, uint64_t site, uint64_t sp,
+                                                              uint64_t now) {
+  const int64_t match = exit_frame_index(t->pstack, t->pdepth, fn, sp, exit_is_tail(sp, site));
   if (match < 0) return;  // its entry was not seen (started, or cleared, since)
   while (static_cast<int64_t>(t->pdepth) - 1 > match) close_frame(t, now, fmt::RawKind::kExitUnwound);
   close_frame(t, now, fmt::RawKind::kExit);
@@ -474,19 +475,19 @@ void engine_enter_slow(ThreadState* t, uint64_t fn, uint64_t sp, uint64_t now) {
   t->prof->depth = t->pdepth;
 }
 
-void engine_exit_slow(ThreadState* t, uint64_t fn, uint64_t sp, uint64_t now) {
+void engine_exit_slow(ThreadState* t, uint64_t fn, uint64_t site, uint64_t sp, uint64_t now) {
   if (CALLSCOPE_UNLIKELY(t->poverflow != 0)) {
     --t->poverflow;
     return;
   }
   if (CALLSCOPE_LIKELY(t->pdepth != 0)) {
     const RawProfFrame& top = t->pstack[t->pdepth - 1];
-    if (CALLSCOPE_LIKELY(top.fn == fn && exit_closes(top.sp, (&top)[-1].sp, sp))) {
+    if (CALLSCOPE_LIKELY(top.fn == fn && exit_closes(top.sp, (&top)[-1].sp, sp, site))) {
       close_frame(t, now, fmt::RawKind::kExit);
       return;
     }
   }
-  match_exit(t, fn, sp, now);
+  match_exit(t, fn, site, sp, now);
 }
 
 bool control_changed(ThreadState* t) {

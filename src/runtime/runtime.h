@@ -118,31 +118,59 @@ CALLSCOPE_NOINSTR inline ThreadState* current_thread() { return &tls_thread; }
 // pid, to tell a slow drainer from a dead one. 0: no recorder, grow mode.
 extern int g_recorder_pid;
 
-// Whether an exit of the top frame's function with stack pointer `sp`
-// closes the top frame (entered at `top_sp`, its caller's frame at
-// `parent_sp`; ~0 when there is none). Normally sp <= top_sp: the exit hook
-// runs in the function's own frame. GCC also emits the exit hook as a tail
-// call after the epilogue (jmp __cyg_profile_func_exit): sp is then the
-// caller's stack pointer, above top_sp but not above the caller's own entry
-// sp. An exit above both belongs to an outer activation of the function, and
-// the frames above it are dead (longjmp, exceptions).
-CALLSCOPE_NOINSTR inline bool exit_closes(uint64_t top_sp, uint64_t parent_sp, uint64_t sp) {
-  return sp <= top_sp || sp <= parent_sp;
+// Whether an exit hook was called as a tail call after its function's
+// epilogue (`jmp __cyg_profile_func_exit`: GCC and clang do so when
+// optimizing). Such a hook returns straight to the function's caller, so its
+// own return address -- the word just below `sp`, the hook's CFA -- is the
+// function's return address, which is what the compiler passes as the call
+// site. A hook called from inside the function returns into the function.
+CALLSCOPE_NOINSTR inline bool exit_is_tail(uint64_t sp, uint64_t site) {
+  return *reinterpret_cast<const uint64_t*>(sp - 8) == site;
 }
 
-// The frame an exit of `fn` at `sp` closes when it is not the top one: the
-// topmost frame of fn not deeper than sp (frames above it are dead), else the
-// topmost frame of fn (an exit hook called after the epilogue); -1 when no
-// frame of fn is open. For the recording's and the engine's stacks alike.
+// Whether an exit of the top frame's function with stack pointer `sp` and
+// call site `site` closes the top frame (entered at `top_sp`, its caller's
+// frame at `parent_sp`; ~0 when there is none). An exit hook called from
+// inside the function runs in the function's own frame: sp <= top_sp. One
+// called after the epilogue runs at the caller's stack pointer: above top_sp
+// but not above parent_sp. Any other exit -- above top_sp and not a tail
+// call, or above parent_sp -- is one of an outer activation of the function,
+// and the frames above that one are dead (longjmp, exceptions): clang -O0
+// exits a function that caught an exception thrown in a recursive call of
+// itself from inside its frame, at the sp of the frame under the top one.
+// The return address is read only for an exit above top_sp.
+CALLSCOPE_NOINSTR inline bool exit_closes(uint64_t top_sp, uint64_t parent_sp, uint64_t sp, uint64_t site) {
+  return sp <= top_sp || (sp <= parent_sp && exit_is_tail(sp, site));
+}
+
+// The frame an exit of `fn` at `sp` closes when it is not the top one, -1
+// when no open frame of fn is; frames above it are dead. For the recording's
+// and the engine's stacks alike (their stack pointers never increase towards
+// the top).
+//  - An exit called after the epilogue (`tail`, exit_is_tail) runs at the
+//    stack pointer its function's caller had at the call: the function was
+//    entered below sp, and its caller is not below sp. So the frame closed is
+//    the lowest frame of fn among those on top entered below sp; the frames of
+//    fn above it are inner activations left by a throw (clang runs no exit
+//    hook while unwinding), and the frames of fn below sp are outer ones,
+//    still running.
+//  - An exit called inside the function runs at or below the function's
+//    entry sp: the topmost frame of fn not deeper than sp, else the topmost
+//    frame of fn.
 template <class F>
-CALLSCOPE_NOINSTR int64_t exit_frame_index(const F* stack, uint32_t depth, uint64_t fn, uint64_t sp) {
-  int64_t fallback = -1;
+CALLSCOPE_NOINSTR int64_t exit_frame_index(const F* stack, uint32_t depth, uint64_t fn, uint64_t sp, bool tail) {
+  int64_t found = -1;
+  if (tail) {
+    for (int64_t i = static_cast<int64_t>(depth) - 1; i >= 0 && stack[i].sp < sp; --i)
+      if (stack[i].fn == fn) found = i;
+    return found;
+  }
   for (int64_t i = static_cast<int64_t>(depth) - 1; i >= 0; --i) {
     if (stack[i].fn != fn) continue;
-    if (fallback < 0) fallback = i;
+    if (found < 0) found = i;
     if (stack[i].sp >= sp) return i;
   }
-  return fallback;
+  return found;
 }
 
 // Clock: ticks relative to the process base.
