@@ -10,18 +10,21 @@
 // whose instrumentation has no exit on the unwind path) are found by stack
 // pointer: the `sp` we keep for a frame is the caller's stack pointer at the
 // hook call, and a live caller's sp is never below its callees'. It can be
-// equal: GCC inlines calls (even recursive ones) and still emits their hooks,
-// all from one physical frame. So
-//  - at an entry with sp S, every frame on top with sp < S is dead (a dead
-//    frame level with S is found later, at its caller's exit);
+// equal: GCC and clang inline calls (GCC even recursive ones) and still emit
+// their hooks, all from one physical frame. So
+//  - at an entry with sp S, every frame on top with sp < S is dead, and so is
+//    one level with S unless the entry is of a callee inlined in it: the
+//    call site (the physical frame's return address) is the same, the hook
+//    call another (frame_key and entry_finds_dead in runtime.h);
 //  - at an exit of F with sp S called inside F, the frame closed is the
 //    topmost frame of F not deeper than S; frames above it are dead. GCC and
 //    clang may call the exit hook as a tail call after F's epilogue, with S
 //    its caller's sp; the hook then returns straight to F's caller, which
 //    tells the two apart (exit_is_tail in runtime.h), and the frame closed is
 //    the lowest frame of F entered below S (exit_frame_index).
-// Dead frames are closed with kExitUnwound before the event that revealed
-// them. Events are emitted before the shadow stack changes, so that a resync
+// A call whose frame lies deeper than an abandoned frame still passes for
+// its callee (docs/recording.md, Limits). Dead frames are closed with
+// kExitUnwound before the event that revealed them. Events are emitted before the shadow stack changes, so that a resync
 // after lost events (thread.cpp) re-opens exactly the frames the reader has.
 #include <stdint.h>
 
@@ -39,16 +42,18 @@ CALLSCOPE_NOINSTR void close_top(ThreadState* t, RawKind kind, uint64_t now) {
 }
 
 // Entry at sp with dead frames on top: close them.
-CALLSCOPE_NOINSTR __attribute__((noinline)) void unwind_dead_frames(ThreadState* t, uint64_t sp,
+CALLSCOPE_NOINSTR __attribute__((noinline)) void unwind_dead_frames(ThreadState* t, uint64_t sp, uint64_t key,
                                                                       uint64_t now) {
-  while (t->depth != 0 && t->stack[t->depth - 1].sp < sp) close_top(t, RawKind::kExitUnwound, now);
+  while (t->depth != 0 && entry_finds_dead(t->stack[t->depth - 1].sp, t->stack[t->depth - 1].key, sp, key))
+    close_top(t, RawKind::kExitUnwound, now);
 }
 
-CALLSCOPE_NOINSTR __attribute__((always_inline)) inline void push(ThreadState* t, uint64_t fn, uint64_t sp, uint64_t now) {
+CALLSCOPE_NOINSTR __attribute__((always_inline)) inline void push(ThreadState* t, uint64_t fn, uint64_t sp,
+                                                                   uint64_t key, uint64_t now) {
   emit_entry(t, RawKind::kEntry, now, fn, sp);
   // overflow > 0 only with the stack full, so depth alone decides.
   if (CALLSCOPE_LIKELY(t->depth < kStackCapacity)) {
-    t->stack[t->depth] = Frame{fn, sp, now};
+    t->stack[t->depth] = Frame{fn, sp, now, key};
     ++t->depth;
   } else {
     ++t->overflow;
@@ -71,12 +76,16 @@ CALLSCOPE_NOINSTR __attribute__((noinline)) void match_exit(ThreadState* t, uint
   close_top(t, RawKind::kExit, now);
 }
 
-CALLSCOPE_NOINSTR __attribute__((always_inline)) inline void enter_body(ThreadState* t, uint64_t fn, uint64_t sp) {
+CALLSCOPE_NOINSTR __attribute__((always_inline)) inline void enter_body(ThreadState* t, uint64_t fn, uint64_t site,
+                                                                         uint64_t sp) {
   const uint64_t now = now_tick();
+  const uint64_t key = frame_key(sp, site);
   // depth is 0 only at a thread's first call: test the sp first.
-  if (CALLSCOPE_UNLIKELY(t->stack[t->depth ? t->depth - 1 : 0].sp < sp) && t->depth != 0 && t->overflow == 0)
-    unwind_dead_frames(t, sp, now);
-  push(t, fn, sp, now);
+  const Frame& top = t->stack[t->depth ? t->depth - 1 : 0];
+  if (CALLSCOPE_UNLIKELY(top.sp <= sp) && t->depth != 0 && t->overflow == 0 &&
+      entry_finds_dead(top.sp, top.key, sp, key))
+    unwind_dead_frames(t, sp, key, now);
+  push(t, fn, sp, key, now);
 }
 
 CALLSCOPE_NOINSTR __attribute__((always_inline)) inline void exit_body(ThreadState* t, uint64_t fn, uint64_t site,
@@ -143,12 +152,12 @@ CALLSCOPE_NOINSTR __attribute__((noinline)) void hook_slow(ThreadState* t, uint6
   if (control_word() == t->control_seen || control_changed(t)) {
     if (t->status == kActive) {
       if (entry)
-        enter_body(t, fn, sp);
+        enter_body(t, fn, site, sp);
       else
         exit_body(t, fn, site, sp);
     } else if (t->status == kEngine) {
       if (entry)
-        engine_enter_fast(t, fn, sp);
+        engine_enter_fast(t, fn, site, sp);
       else
         engine_exit_fast(t, fn, site, sp);
     }
@@ -217,7 +226,7 @@ void callscope_rt_enter(void* fn, void* site, uint64_t sp) {
   if (CALLSCOPE_LIKELY(t->gate == kGateOpen)) {
     t->in_hook = 1;
     signal_fence();
-    enter_body(t, reinterpret_cast<uint64_t>(fn), sp);
+    enter_body(t, reinterpret_cast<uint64_t>(fn), reinterpret_cast<uint64_t>(site), sp);
     signal_fence();
     t->in_hook = 0;
   } else {
@@ -246,7 +255,7 @@ void callscope_rt_engine_enter(void* fn, void* site, uint64_t sp) {
   }
   t->in_hook = 1;
   signal_fence();
-  engine_enter_fast(t, reinterpret_cast<uint64_t>(fn), sp);
+  engine_enter_fast(t, reinterpret_cast<uint64_t>(fn), reinterpret_cast<uint64_t>(site), sp);
   signal_fence();
   t->in_hook = 0;
 }

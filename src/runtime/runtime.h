@@ -32,6 +32,7 @@ struct Frame {
   uint64_t fn;    // absolute address of the instrumented function
   uint64_t sp;    // caller's stack pointer at the hook call, absolute
   uint64_t tick;  // entry time, relative to the process base
+  uint64_t key;   // frame_key(): which hook call entered it, from which physical frame
 };
 
 enum ThreadStatus : uint8_t {
@@ -87,6 +88,7 @@ struct ThreadState {
   uint32_t poverflow;       // frames deeper than the stack, not stored
   uint32_t node_count;
   uint32_t node_capacity;
+  uint64_t* pkey;           // frame_key() of each frame of pstack (pkey[-1]: the sentinel's)
   uint32_t* hash;           // (parent, fn) -> node, open addressing, 0 = empty
   uint32_t hash_mask;
   uint32_t chrono_depth;    // chrono frames open: events are written while > 0
@@ -94,7 +96,7 @@ struct ThreadState {
   uint8_t eslow;            // every call takes the engine's slow path (events, minimum duration)
 };
 
-inline constexpr uint32_t kStackCapacity = 1u << 20;  // frames (24 MiB reserved)
+inline constexpr uint32_t kStackCapacity = 1u << 20;  // frames (32 MiB reserved)
 inline constexpr uint32_t kGateOpen = uint32_t{kActive} << 8;  // status active, not in a hook, not poked
 inline constexpr uint32_t kGateEngine = uint32_t{kEngine} << 8;
 
@@ -117,6 +119,41 @@ CALLSCOPE_NOINSTR inline ThreadState* current_thread() { return &tls_thread; }
 // Ring mode: `record` drains the thread files while the program runs; its
 // pid, to tell a slow drainer from a dead one. 0: no recorder, grow mode.
 extern int g_recorder_pid;
+
+// What tells apart the frames an entry finds at its own stack pointer.
+// GCC and clang inline calls and keep their hooks: an inlined callee is
+// entered at the stack pointer of the physical frame it runs in, as a callee
+// of the frame on top. A frame left there by a longjmp or an exception is no
+// caller, yet the next call of the function that resumed lands exactly there
+// when the callee's frame has the abandoned one's size. The call site the
+// compiler passes to a hook is the return address of the physical frame (for
+// an inlined callee too), and the hook's own return address -- the word below
+// `sp`, the hook's CFA -- says which hook call runs. A frame's key is that
+// return address, with the low 16 bits of the call site xored above its bits
+// (user-space code addresses fit in 47), and at an entry at the top frame's
+// stack pointer the top frame is
+//  - live when the call site is the same (the same physical frame) and the
+//    hook call another (a callee inlined in it);
+//  - dead when the call site differs: another physical frame, now gone;
+//  - dead when the hook call is the same: the same call made again after the
+//    frame it made first was abandoned (a loop around setjmp).
+// Undecided, taken as live: call sites that differ by a multiple of 64 KiB,
+// and an indirect call made again from the same call site to another
+// function whose frame has the same size. Such a dead frame is closed later,
+// at its caller's exit or at an entry above it.
+CALLSCOPE_NOINSTR inline uint64_t frame_key(uint64_t sp, uint64_t site) {
+  return *reinterpret_cast<const uint64_t*>(sp - 8) ^ (site << 48);
+}
+
+// Whether an entry at `sp` with key `key` finds the top frame (entered at
+// `top_sp` with `top_key`) dead: below sp, or at sp and not the entry's caller
+// (frame_key). Every entry computes and stores its key (a load of a word the
+// call just wrote, a shift, an xor); only an entry at the top frame's sp
+// (every inlined call) pays for this test, with an xor and a compare.
+CALLSCOPE_NOINSTR inline bool entry_finds_dead(uint64_t top_sp, uint64_t top_key, uint64_t sp, uint64_t key) {
+  // Live: same call site (no bit from 48 up differs), another hook call (a bit below does).
+  return top_sp < sp || (top_sp == sp && ((top_key ^ key) - 1) >= fmt::kRawAddrMask);
+}
 
 // Whether an exit hook was called as a tail call after its function's
 // epilogue (`jmp __cyg_profile_func_exit`: GCC and clang do so when

@@ -7,7 +7,14 @@
 //    the catching frame, not an outer activation of the same function.
 //  - self_catch: a function catches what a recursive call of itself throws;
 //    clang -O0 calls its exit hook inside its frame, with the abandoned
-//    frame of the inner call above it on the shadow stack.
+//    frame of the inner call above it on the shadow stack. Then it calls a
+//    function whose frame lands where the abandoned one was (clang -O2).
+//  - longjmp_sibling: after a longjmp, the function that called setjmp calls
+//    functions whose frames land exactly where the abandoned frame was: they
+//    are its callees, and the abandoned frame is closed before them; the
+//    same call made again too.
+//  - inlined: calls inlined with their hooks run at the stack pointer of the
+//    frame they are inlined in, and are its callees: nothing is unwound.
 // Each case checks the exact call tree, and where events are written their
 // exact sequence: every frame is closed by its own exit, or as unwound when
 // (and only when) it was abandoned, by the first hook after that; no exit is
@@ -152,10 +159,12 @@ TEST_P(UnwindTest, ExceptionCaughtInsideARecursionFiltered) {
             (std::map<std::string, uint64_t>{{"body(int)", 3}, {"thrower(int)", 9}}));
 }
 
-// rec(0) is left by the exception rec(1) catches.
+// rec(0) and rec_leaf(0) are left by the exception their callers catch.
 std::vector<std::string> self_catch_events(const std::string& left) {
-  return {"+main", "+rec(int)", "+rec(int)", "+rec(int)", "+rec(int)", left + "rec(int)",
-          "-rec(int)", "-rec(int)", "-rec(int)", "-main"};
+  return {"+main",          "+rec(int)",      "+rec(int)",      "+rec(int)",      "+rec(int)",
+          left + "rec(int)", "-rec(int)",     "-rec(int)",      "-rec(int)",      "+rec_leaf(int)",
+          "+rec_leaf(int)", "+rec_leaf(int)", left + "rec_leaf(int)", "+leaf()", "-leaf()",
+          "-rec_leaf(int)", "+leaf()",        "-leaf()",        "-rec_leaf(int)", "-main"};
 }
 
 TEST_P(UnwindTest, ExceptionCaughtByTheCallerOfTheSameFunction) {
@@ -164,6 +173,17 @@ TEST_P(UnwindTest, ExceptionCaughtByTheCallerOfTheSameFunction) {
   ASSERT_EQ(s.threads.size(), 1u);
   EXPECT_TRUE(s.threads[0].balanced()) << summary(s.threads[0]);
   EXPECT_EQ(call_events(trace), self_catch_events(gcc() ? "-" : "~"));
+  EXPECT_EQ(callers(trace, "leaf()"), (std::map<std::string, uint64_t>{{"rec_leaf(int)", 2}}));
+}
+
+TEST_P(UnwindTest, ExceptionCaughtByTheCallerOfTheSameFunctionProfileMode) {
+  const std::string trace = record("self_catch", {"--mode=profile"});
+  EXPECT_EQ(tree_edges(trace), (Edges{{{"", "main"}, 1},
+                                      {{"main", "rec(int)"}, 1},
+                                      {{"rec(int)", "rec(int)"}, 3},
+                                      {{"main", "rec_leaf(int)"}, 1},
+                                      {{"rec_leaf(int)", "rec_leaf(int)"}, 2},
+                                      {{"rec_leaf(int)", "leaf()"}, 2}}));
 }
 
 TEST_P(UnwindTest, ExceptionCaughtByTheCallerOfTheSameFunctionFiltered) {
@@ -175,6 +195,102 @@ TEST_P(UnwindTest, ExceptionCaughtByTheCallerOfTheSameFunctionFiltered) {
   events.erase(events.begin());
   events.pop_back();
   EXPECT_EQ(call_events(trace), events);
+}
+
+// The tree of longjmp_sibling: every work frame is left by a longjmp to f;
+// handle and the later works are f's callees, at the stack pointer of the
+// work frame abandoned just before.
+const Edges kSiblingTree = {
+    {{"", "main"}, 1},   {{"main", "f"}, 1},    {{"f", "work"}, 3},
+    {{"f", "handle"}, 1}, {{"work", "leaf"}, 3}, {{"handle", "leaf"}, 1},
+};
+
+// The events of longjmp_sibling: each work frame is closed as unwound by the
+// next call f makes, or by f's exit.
+std::vector<std::string> longjmp_sibling_events(bool with_leaf) {
+  std::vector<std::string> v{"+main", "+f"};
+  auto enter = [&](const std::string& fn) {
+    v.push_back("+" + fn);
+    if (with_leaf) v.insert(v.end(), {"+leaf", "-leaf"});
+  };
+  enter("work");
+  v.push_back("~work");
+  enter("handle");
+  v.push_back("-handle");
+  enter("work");
+  v.push_back("~work");
+  enter("work");
+  v.insert(v.end(), {"~work", "-f", "-main"});
+  return v;
+}
+
+TEST_P(UnwindTest, CallAtTheStackPointerOfALongjmpedFrame) {
+  const std::string trace = record("longjmp_sibling", {});
+  TraceSummary s = summarize(trace);
+  ASSERT_EQ(s.threads.size(), 1u);
+  const ThreadSummary& t = s.threads[0];
+  EXPECT_TRUE(t.balanced()) << summary(t);
+  EXPECT_EQ(t.entries, 10u);
+  EXPECT_EQ(t.exits, 7u) << summary(t);
+  EXPECT_EQ(t.unwound, 3u) << summary(t);  // the three work frames
+  EXPECT_EQ(s.entry_depths["work"], (std::map<uint32_t, uint64_t>{{3, 3}}));
+  EXPECT_EQ(s.entry_depths["handle"], (std::map<uint32_t, uint64_t>{{3, 1}}));
+  EXPECT_EQ(s.entry_depths["leaf"], (std::map<uint32_t, uint64_t>{{4, 4}}));
+  EXPECT_EQ(call_events(trace), longjmp_sibling_events(true));
+  EXPECT_EQ(tree_edges(trace), kSiblingTree);
+  EXPECT_EQ(callers(trace, "handle"), (std::map<std::string, uint64_t>{{"f", 1}}));
+  EXPECT_EQ(callers(trace, "work"), (std::map<std::string, uint64_t>{{"f", 3}}));
+}
+
+TEST_P(UnwindTest, CallAtTheStackPointerOfALongjmpedFrameProfileMode) {
+  const std::string trace = record("longjmp_sibling", {"--mode=profile"});
+  EXPECT_EQ(tree_edges(trace), kSiblingTree);
+  EXPECT_EQ(callers(trace, "handle"), (std::map<std::string, uint64_t>{{"f", 1}}));
+}
+
+TEST_P(UnwindTest, CallAtTheStackPointerOfALongjmpedFrameFiltered) {
+  // leaf excluded: the engine writes the events of the others.
+  const std::string trace = record("longjmp_sibling", {"--exclude", "leaf"});
+  TraceSummary s = summarize(trace);
+  ASSERT_EQ(s.threads.size(), 1u);
+  EXPECT_TRUE(s.threads[0].balanced()) << summary(s.threads[0]);
+  EXPECT_EQ(s.threads[0].entries, 6u);
+  EXPECT_EQ(s.threads[0].unwound, 3u) << summary(s.threads[0]);
+  EXPECT_EQ(call_events(trace), longjmp_sibling_events(false));
+  EXPECT_EQ(tree_edges(trace), (Edges{{{"", "main"}, 1}, {{"main", "f"}, 1}, {{"f", "work"}, 3}, {{"f", "handle"}, 1}}));
+  EXPECT_EQ(callers(trace, "handle"), (std::map<std::string, uint64_t>{{"f", 1}}));
+}
+
+std::vector<std::string> inlined_events() {
+  std::vector<std::string> v{"+main"};
+  for (int i = 0; i < 2; ++i) {
+    v.insert(v.end(), {"+outer", "+mid", "+inner", "-inner", "+inner", "-inner", "-mid", "-outer", "+top"});
+    for (int n = 4; n >= 0; --n) v.push_back("+rec");
+    for (int n = 4; n >= 0; --n) v.push_back("-rec");
+    v.push_back("-top");
+  }
+  v.push_back("-main");
+  return v;
+}
+
+TEST_P(UnwindTest, InlinedCallsStayNested) {
+  const std::string trace = record("inlined", {});
+  TraceSummary s = summarize(trace);
+  ASSERT_EQ(s.threads.size(), 1u);
+  EXPECT_TRUE(s.threads[0].balanced()) << summary(s.threads[0]);
+  EXPECT_EQ(s.threads[0].unwound, 0u);
+  EXPECT_EQ(call_events(trace), inlined_events());
+}
+
+TEST_P(UnwindTest, InlinedCallsStayNestedProfileMode) {
+  const std::string trace = record("inlined", {"--mode=profile"});
+  EXPECT_EQ(tree_edges(trace), (Edges{{{"", "main"}, 1},
+                                      {{"main", "outer"}, 2},
+                                      {{"outer", "mid"}, 2},
+                                      {{"mid", "inner"}, 4},
+                                      {{"main", "top"}, 2},
+                                      {{"top", "rec"}, 2},
+                                      {{"rec", "rec"}, 8}}));
 }
 
 INSTANTIATE_TEST_SUITE_P(Compilers, UnwindTest, ::testing::ValuesIn(variants()),
