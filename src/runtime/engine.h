@@ -24,16 +24,19 @@ CALLSCOPE_NOINSTR inline uint32_t engine_hash(uint32_t parent, uint64_t fn, uint
 }
 
 // profile.cpp
-void engine_enter_slow(ThreadState* t, uint64_t fn, uint64_t sp, uint64_t now);
-void engine_exit_slow(ThreadState* t, uint64_t fn, uint64_t sp, uint64_t now);
+void engine_enter_slow(ThreadState* t, uint64_t fn, uint64_t sp, uint64_t key, uint64_t now);
+void engine_exit_slow(ThreadState* t, uint64_t fn, uint64_t site, uint64_t sp, uint64_t now);
 uint32_t engine_find_child(ThreadState* t, uint32_t parent, uint64_t fn);
 
 CALLSCOPE_NOINSTR __attribute__((always_inline)) inline void engine_enter_fast(ThreadState* t, uint64_t fn,
-                                                                                uint64_t sp) {
+                                                                                uint64_t site, uint64_t sp) {
   const uint64_t now = now_tick();
-  fmt::RawProfFrame* const top = &t->pstack[static_cast<int32_t>(t->pdepth) - 1];
-  if (CALLSCOPE_UNLIKELY(top->sp < sp || t->pdepth >= kProfStackCapacity || t->eslow)) {
-    engine_enter_slow(t, fn, sp, now);
+  const uint64_t key = frame_key(sp, site);
+  const int32_t top_index = static_cast<int32_t>(t->pdepth) - 1;
+  fmt::RawProfFrame* const top = &t->pstack[top_index];
+  if (CALLSCOPE_UNLIKELY((top->sp <= sp && entry_finds_dead(top->sp, t->pkey[top_index], sp, key)) ||
+                         t->pdepth >= kProfStackCapacity || t->eslow)) {
+    engine_enter_slow(t, fn, sp, key, now);
     return;
   }
   const uint32_t parent = top->node;
@@ -55,9 +58,10 @@ CALLSCOPE_NOINSTR __attribute__((always_inline)) inline void engine_enter_fast(T
     t->nodes[parent].hint = node;
   }
   if (CALLSCOPE_UNLIKELY(node == 0 || t->nodes[node].flags != 0)) {
-    engine_enter_slow(t, fn, sp, now);
+    engine_enter_slow(t, fn, sp, key, now);
     return;
   }
+  t->pkey[top_index + 1] = key;
   fmt::RawProfFrame* const f = top + 1;
   f->fn = fn;
   f->sp = sp;
@@ -69,12 +73,12 @@ CALLSCOPE_NOINSTR __attribute__((always_inline)) inline void engine_enter_fast(T
 }
 
 CALLSCOPE_NOINSTR __attribute__((always_inline)) inline void engine_exit_fast(ThreadState* t, uint64_t fn,
-                                                                               uint64_t sp) {
+                                                                               uint64_t site, uint64_t sp) {
   const uint64_t now = now_tick();
   fmt::RawProfFrame* const f = &t->pstack[static_cast<int32_t>(t->pdepth) - 1];
-  if (CALLSCOPE_UNLIKELY(f->fn != fn || !exit_closes(f->sp, f[-1].sp, sp) || f->flags != 0 || t->poverflow != 0 ||
-                         t->eslow)) {
-    engine_exit_slow(t, fn, sp, now);
+  if (CALLSCOPE_UNLIKELY(f->fn != fn || !exit_closes(f->sp, f[-1].sp, sp, site) || f->flags != 0 ||
+                         t->poverflow != 0 || t->eslow)) {
+    engine_exit_slow(t, fn, site, sp, now);
     return;
   }
   t->prof->depth = --t->pdepth;

@@ -10,17 +10,21 @@
 // whose instrumentation has no exit on the unwind path) are found by stack
 // pointer: the `sp` we keep for a frame is the caller's stack pointer at the
 // hook call, and a live caller's sp is never below its callees'. It can be
-// equal: GCC inlines calls (even recursive ones) and still emits their hooks,
-// all from one physical frame. So
-//  - at an entry with sp S, every frame on top with sp < S is dead (a dead
-//    frame level with S is found later, at its caller's exit);
-//  - at an exit of F with sp S, the frame closed is the topmost frame of F
-//    not deeper than S; frames above it are dead. GCC may call the exit hook
-//    as a tail call after F's epilogue, with S its caller's sp: the top frame
-//    of F then closes as long as S is not above its caller's frame
-//    (exit_closes in runtime.h).
-// Dead frames are closed with kExitUnwound before the event that revealed
-// them. Events are emitted before the shadow stack changes, so that a resync
+// equal: GCC and clang inline calls (GCC even recursive ones) and still emit
+// their hooks, all from one physical frame. So
+//  - at an entry with sp S, every frame on top with sp < S is dead, and so is
+//    one level with S unless the entry is of a callee inlined in it: the
+//    call site (the physical frame's return address) is the same, the hook
+//    call another (frame_key and entry_finds_dead in runtime.h);
+//  - at an exit of F with sp S called inside F, the frame closed is the
+//    topmost frame of F not deeper than S; frames above it are dead. GCC and
+//    clang may call the exit hook as a tail call after F's epilogue, with S
+//    its caller's sp; the hook then returns straight to F's caller, which
+//    tells the two apart (exit_is_tail in runtime.h), and the frame closed is
+//    the lowest frame of F entered below S (exit_frame_index).
+// A call whose frame lies deeper than an abandoned frame still passes for
+// its callee (docs/recording.md, Limits). Dead frames are closed with
+// kExitUnwound before the event that revealed them. Events are emitted before the shadow stack changes, so that a resync
 // after lost events (thread.cpp) re-opens exactly the frames the reader has.
 #include <stdint.h>
 
@@ -38,16 +42,18 @@ CALLSCOPE_NOINSTR void close_top(ThreadState* t, RawKind kind, uint64_t now) {
 }
 
 // Entry at sp with dead frames on top: close them.
-CALLSCOPE_NOINSTR __attribute__((noinline)) void unwind_dead_frames(ThreadState* t, uint64_t sp,
+CALLSCOPE_NOINSTR __attribute__((noinline)) void unwind_dead_frames(ThreadState* t, uint64_t sp, uint64_t key,
                                                                       uint64_t now) {
-  while (t->depth != 0 && t->stack[t->depth - 1].sp < sp) close_top(t, RawKind::kExitUnwound, now);
+  while (t->depth != 0 && entry_finds_dead(t->stack[t->depth - 1].sp, t->stack[t->depth - 1].key, sp, key))
+    close_top(t, RawKind::kExitUnwound, now);
 }
 
-CALLSCOPE_NOINSTR __attribute__((always_inline)) inline void push(ThreadState* t, uint64_t fn, uint64_t sp, uint64_t now) {
+CALLSCOPE_NOINSTR __attribute__((always_inline)) inline void push(ThreadState* t, uint64_t fn, uint64_t sp,
+                                                                   uint64_t key, uint64_t now) {
   emit_entry(t, RawKind::kEntry, now, fn, sp);
   // overflow > 0 only with the stack full, so depth alone decides.
   if (CALLSCOPE_LIKELY(t->depth < kStackCapacity)) {
-    t->stack[t->depth] = Frame{fn, sp, now};
+    t->stack[t->depth] = Frame{fn, sp, now, key};
     ++t->depth;
   } else {
     ++t->overflow;
@@ -55,9 +61,9 @@ CALLSCOPE_NOINSTR __attribute__((always_inline)) inline void push(ThreadState* t
 }
 
 // The exit did not match the top frame: find the frame it closes.
-CALLSCOPE_NOINSTR __attribute__((noinline)) void match_exit(ThreadState* t, uint64_t fn, uint64_t sp,
-                                                              uint64_t now) {
-  const int64_t match = exit_frame_index(t->stack, t->depth, fn, sp);
+CALLSCOPE_NOINSTR __attribute__((noinline)) void match_exit(ThreadState* t, uint64_t fn, uint64_t site,
+                                                              uint64_t sp, uint64_t now) {
+  const int64_t match = exit_frame_index(t->stack, t->depth, fn, sp, exit_is_tail(sp, site));
   if (match < 0) {
     // No open frame of this function: its entry was never seen (or was
     // dropped). Keep the fact, with the address, without touching the stack
@@ -70,15 +76,20 @@ CALLSCOPE_NOINSTR __attribute__((noinline)) void match_exit(ThreadState* t, uint
   close_top(t, RawKind::kExit, now);
 }
 
-CALLSCOPE_NOINSTR __attribute__((always_inline)) inline void enter_body(ThreadState* t, uint64_t fn, uint64_t sp) {
+CALLSCOPE_NOINSTR __attribute__((always_inline)) inline void enter_body(ThreadState* t, uint64_t fn, uint64_t site,
+                                                                         uint64_t sp) {
   const uint64_t now = now_tick();
+  const uint64_t key = frame_key(sp, site);
   // depth is 0 only at a thread's first call: test the sp first.
-  if (CALLSCOPE_UNLIKELY(t->stack[t->depth ? t->depth - 1 : 0].sp < sp) && t->depth != 0 && t->overflow == 0)
-    unwind_dead_frames(t, sp, now);
-  push(t, fn, sp, now);
+  const Frame& top = t->stack[t->depth ? t->depth - 1 : 0];
+  if (CALLSCOPE_UNLIKELY(top.sp <= sp) && t->depth != 0 && t->overflow == 0 &&
+      entry_finds_dead(top.sp, top.key, sp, key))
+    unwind_dead_frames(t, sp, key, now);
+  push(t, fn, sp, key, now);
 }
 
-CALLSCOPE_NOINSTR __attribute__((always_inline)) inline void exit_body(ThreadState* t, uint64_t fn, uint64_t sp) {
+CALLSCOPE_NOINSTR __attribute__((always_inline)) inline void exit_body(ThreadState* t, uint64_t fn, uint64_t site,
+                                                                        uint64_t sp) {
   const uint64_t now = now_tick();
   if (CALLSCOPE_UNLIKELY(t->overflow != 0)) {
     emit1(t, RawKind::kExit, now);
@@ -88,12 +99,12 @@ CALLSCOPE_NOINSTR __attribute__((always_inline)) inline void exit_body(ThreadSta
   if (CALLSCOPE_LIKELY(t->depth != 0)) {
     const Frame& top = t->stack[t->depth - 1];
     if (CALLSCOPE_LIKELY(top.fn == fn &&
-                         exit_closes(top.sp, t->depth > 1 ? t->stack[t->depth - 2].sp : ~uint64_t{0}, sp))) {
+                         exit_closes(top.sp, t->depth > 1 ? t->stack[t->depth - 2].sp : ~uint64_t{0}, sp, site))) {
       close_top(t, RawKind::kExit, now);
       return;
     }
   }
-  match_exit(t, fn, sp, now);
+  match_exit(t, fn, site, sp, now);
 }
 
 // A hook found the thread not ready, stopped, or found another hook of its
@@ -102,8 +113,8 @@ CALLSCOPE_NOINSTR __attribute__((always_inline)) inline void exit_body(ThreadSta
 // its event (reserve() is signal-safe) and leaves the stack alone; the
 // handler's calls are balanced by the time the interrupted hook resumes. The
 // engine (profile.cpp) does not count nested calls.
-CALLSCOPE_NOINSTR __attribute__((noinline)) void hook_slow(ThreadState* t, uint64_t fn, uint64_t sp,
-                                                             bool entry) {
+CALLSCOPE_NOINSTR __attribute__((noinline)) void hook_slow(ThreadState* t, uint64_t fn, uint64_t site,
+                                                             uint64_t sp, bool entry) {
   if (t->in_hook) {
     if (t->status != kActive) return;  // interrupted initialization, or the engine: nothing to write to
     // The hook we interrupted holds its own copy of `end`; we may use the
@@ -141,14 +152,14 @@ CALLSCOPE_NOINSTR __attribute__((noinline)) void hook_slow(ThreadState* t, uint6
   if (control_word() == t->control_seen || control_changed(t)) {
     if (t->status == kActive) {
       if (entry)
-        enter_body(t, fn, sp);
+        enter_body(t, fn, site, sp);
       else
-        exit_body(t, fn, sp);
+        exit_body(t, fn, site, sp);
     } else if (t->status == kEngine) {
       if (entry)
-        engine_enter_fast(t, fn, sp);
+        engine_enter_fast(t, fn, site, sp);
       else
-        engine_exit_fast(t, fn, sp);
+        engine_exit_fast(t, fn, site, sp);
     }
   }
   signal_fence();
@@ -210,54 +221,54 @@ using namespace callscope::rt;
 // Each hook: the gate (status, re-entry and start/stop/clear in one compare),
 // then the body of the recording path (these two) or of the engine (the two
 // after).
-void callscope_rt_enter(void* fn, void* /*site*/, uint64_t sp) {
+void callscope_rt_enter(void* fn, void* site, uint64_t sp) {
   ThreadState* t = current_thread();
   if (CALLSCOPE_LIKELY(t->gate == kGateOpen)) {
     t->in_hook = 1;
     signal_fence();
-    enter_body(t, reinterpret_cast<uint64_t>(fn), sp);
+    enter_body(t, reinterpret_cast<uint64_t>(fn), reinterpret_cast<uint64_t>(site), sp);
     signal_fence();
     t->in_hook = 0;
   } else {
-    hook_slow(t, reinterpret_cast<uint64_t>(fn), sp, true);
+    hook_slow(t, reinterpret_cast<uint64_t>(fn), reinterpret_cast<uint64_t>(site), sp, true);
   }
 }
 
-void callscope_rt_exit(void* fn, void* /*site*/, uint64_t sp) {
+void callscope_rt_exit(void* fn, void* site, uint64_t sp) {
   ThreadState* t = current_thread();
   if (CALLSCOPE_LIKELY(t->gate == kGateOpen)) {
     t->in_hook = 1;
     signal_fence();
-    exit_body(t, reinterpret_cast<uint64_t>(fn), sp);
+    exit_body(t, reinterpret_cast<uint64_t>(fn), reinterpret_cast<uint64_t>(site), sp);
     signal_fence();
     t->in_hook = 0;
   } else {
-    hook_slow(t, reinterpret_cast<uint64_t>(fn), sp, false);
+    hook_slow(t, reinterpret_cast<uint64_t>(fn), reinterpret_cast<uint64_t>(site), sp, false);
   }
 }
 
-void callscope_rt_engine_enter(void* fn, void* /*site*/, uint64_t sp) {
+void callscope_rt_engine_enter(void* fn, void* site, uint64_t sp) {
   ThreadState* t = current_thread();
   if (CALLSCOPE_UNLIKELY(t->gate != kGateEngine)) {
-    hook_slow(t, reinterpret_cast<uint64_t>(fn), sp, true);
+    hook_slow(t, reinterpret_cast<uint64_t>(fn), reinterpret_cast<uint64_t>(site), sp, true);
     return;
   }
   t->in_hook = 1;
   signal_fence();
-  engine_enter_fast(t, reinterpret_cast<uint64_t>(fn), sp);
+  engine_enter_fast(t, reinterpret_cast<uint64_t>(fn), reinterpret_cast<uint64_t>(site), sp);
   signal_fence();
   t->in_hook = 0;
 }
 
-void callscope_rt_engine_exit(void* fn, void* /*site*/, uint64_t sp) {
+void callscope_rt_engine_exit(void* fn, void* site, uint64_t sp) {
   ThreadState* t = current_thread();
   if (CALLSCOPE_UNLIKELY(t->gate != kGateEngine)) {
-    hook_slow(t, reinterpret_cast<uint64_t>(fn), sp, false);
+    hook_slow(t, reinterpret_cast<uint64_t>(fn), reinterpret_cast<uint64_t>(site), sp, false);
     return;
   }
   t->in_hook = 1;
   signal_fence();
-  engine_exit_fast(t, reinterpret_cast<uint64_t>(fn), sp);
+  engine_exit_fast(t, reinterpret_cast<uint64_t>(fn), reinterpret_cast<uint64_t>(site), sp);
   signal_fence();
   t->in_hook = 0;
 }

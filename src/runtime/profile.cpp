@@ -60,6 +60,8 @@ constexpr uint32_t kFirstHash = 1u << 13;
 uint64_t g_min_ticks = 0;       // calls shorter than this are not counted
 uint32_t g_max_depth = 0;       // 0: no limit
 bool g_have_chrono = false;     // events only inside chrono subtrees
+constexpr uint64_t kPkeyBytes = (uint64_t{kProfStackCapacity} + 1) * 8;  // 512 KiB, sparse
+
 CALLSCOPE_NOINSTR uint64_t prof_bytes(uint64_t nodes) {
   return fmt::kRawProfHeaderSize + uint64_t{kProfStackCapacity} * sizeof(RawProfFrame) + nodes * sizeof(RawProfNode);
 }
@@ -247,12 +249,14 @@ CALLSCOPE_NOINSTR void close_frame(ThreadState* t, uint64_t now, fmt::RawKind ki
   parent->child += d;
 }
 
-CALLSCOPE_NOINSTR __attribute__((noinline)) void close_dead(ThreadState* t, uint64_t sp, uint64_t now) {
-  while (t->pdepth != 0 && t->pstack[t->pdepth - 1].sp < sp) close_frame(t, now, fmt::RawKind::kExitUnwound);
+CALLSCOPE_NOINSTR __attribute__((noinline)) void close_dead(ThreadState* t, uint64_t sp, uint64_t key, uint64_t now) {
+  while (t->pdepth != 0 && entry_finds_dead(t->pstack[t->pdepth - 1].sp, t->pkey[t->pdepth - 1], sp, key))
+    close_frame(t, now, fmt::RawKind::kExitUnwound);
 }
 
-CALLSCOPE_NOINSTR __attribute__((noinline)) void match_exit(ThreadState* t, uint64_t fn, uint64_t sp, uint64_t now) {
-  const int64_t match = exit_frame_index(t->pstack, t->pdepth, fn, sp);
+CALLSCOPE_NOINSTR __attribute__((noinline)) void match_exit(ThreadState* t, uint64_t fn, uint64_t site, uint64_t sp,
+                                                              uint64_t now) {
+  const int64_t match = exit_frame_index(t->pstack, t->pdepth, fn, sp, exit_is_tail(sp, site));
   if (match < 0) return;  // its entry was not seen (started, or cleared, since)
   while (static_cast<int64_t>(t->pdepth) - 1 > match) close_frame(t, now, fmt::RawKind::kExitUnwound);
   close_frame(t, now, fmt::RawKind::kExit);
@@ -338,7 +342,13 @@ CALLSCOPE_NOINSTR bool open_prof_file(ThreadState* t) {
   h->clear_seq = __atomic_load_n(&g_clear_seq, __ATOMIC_ACQUIRE);
   t->hash = static_cast<uint32_t*>(map_anon(uint64_t{kFirstHash} * 4));
   t->hash_mask = kFirstHash - 1;
-  if (!t->hash || !grow_nodes(t)) return false;
+  // The frames' keys (engine.h): anonymous, the sentinel's first. A fork
+  // child keeps its parent's (engine_reset_after_fork).
+  if (!t->pkey) {
+    auto* keys = static_cast<uint64_t*>(map_anon(kPkeyBytes));
+    if (keys) t->pkey = keys + 1;
+  }
+  if (!t->hash || !t->pkey || !grow_nodes(t)) return false;
   // The root.
   RawProfNode& root = t->nodes[0];
   memset(&root, 0, sizeof root);
@@ -394,6 +404,8 @@ void engine_thread_exit(ThreadState* t) {
   // The mapping stays: later snapshots include this thread's tree.
   if (t->hash) ::munmap(t->hash, uint64_t{t->hash_mask + 1} * 4);
   t->hash = nullptr;
+  if (t->pkey) ::munmap(t->pkey - 1, kPkeyBytes);
+  t->pkey = nullptr;
 }
 
 // In a fork child: a tree of its own, starting empty; the frames inherited
@@ -405,6 +417,7 @@ void engine_reset_after_fork(ThreadState* t) {
     RawProfFrame saved[64];
     const uint32_t depth = t->pdepth < 64 ? t->pdepth : 64;
     memcpy(saved, t->pstack + (t->pdepth - depth), depth * sizeof(RawProfFrame));
+    memmove(t->pkey, t->pkey + (t->pdepth - depth), depth * sizeof(uint64_t));  // the copy of the parent's
     if (t->hash) ::munmap(t->hash, uint64_t{t->hash_mask + 1} * 4);
     ::munmap(t->prof, prof_bytes(kMaxNodes));
     ::close(t->prof_fd);
@@ -429,9 +442,10 @@ void engine_reset_after_fork(ThreadState* t) {
 
 // Any entry the fast path does not take: dead frames to close, a full
 // stack, a new path, a node with filter flags, events to write.
-void engine_enter_slow(ThreadState* t, uint64_t fn, uint64_t sp, uint64_t now) {
-  if (CALLSCOPE_UNLIKELY(t->pdepth != 0 && t->pstack[t->pdepth - 1].sp < sp) && t->poverflow == 0)
-    close_dead(t, sp, now);
+void engine_enter_slow(ThreadState* t, uint64_t fn, uint64_t sp, uint64_t key, uint64_t now) {
+  if (CALLSCOPE_UNLIKELY(t->pdepth != 0 && t->pstack[t->pdepth - 1].sp <= sp) && t->poverflow == 0 &&
+      entry_finds_dead(t->pstack[t->pdepth - 1].sp, t->pkey[t->pdepth - 1], sp, key))
+    close_dead(t, sp, key, now);
   if (CALLSCOPE_UNLIKELY(t->poverflow != 0 || t->pdepth >= kProfStackCapacity)) {
     ++t->poverflow;
     return;
@@ -464,6 +478,7 @@ void engine_enter_slow(ThreadState* t, uint64_t fn, uint64_t sp, uint64_t now) {
     flags |= fmt::kProfFrameEmitted;
   }
   if (g_min_ticks) flags |= fmt::kProfFrameMin;
+  t->pkey[t->pdepth] = key;
   f.fn = fn;
   f.sp = sp;
   f.tick = now;
@@ -474,19 +489,19 @@ void engine_enter_slow(ThreadState* t, uint64_t fn, uint64_t sp, uint64_t now) {
   t->prof->depth = t->pdepth;
 }
 
-void engine_exit_slow(ThreadState* t, uint64_t fn, uint64_t sp, uint64_t now) {
+void engine_exit_slow(ThreadState* t, uint64_t fn, uint64_t site, uint64_t sp, uint64_t now) {
   if (CALLSCOPE_UNLIKELY(t->poverflow != 0)) {
     --t->poverflow;
     return;
   }
   if (CALLSCOPE_LIKELY(t->pdepth != 0)) {
     const RawProfFrame& top = t->pstack[t->pdepth - 1];
-    if (CALLSCOPE_LIKELY(top.fn == fn && exit_closes(top.sp, (&top)[-1].sp, sp))) {
+    if (CALLSCOPE_LIKELY(top.fn == fn && exit_closes(top.sp, (&top)[-1].sp, sp, site))) {
       close_frame(t, now, fmt::RawKind::kExit);
       return;
     }
   }
-  match_exit(t, fn, sp, now);
+  match_exit(t, fn, site, sp, now);
 }
 
 bool control_changed(ThreadState* t) {

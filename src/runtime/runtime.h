@@ -32,6 +32,7 @@ struct Frame {
   uint64_t fn;    // absolute address of the instrumented function
   uint64_t sp;    // caller's stack pointer at the hook call, absolute
   uint64_t tick;  // entry time, relative to the process base
+  uint64_t key;   // frame_key(): which hook call entered it, from which physical frame
 };
 
 enum ThreadStatus : uint8_t {
@@ -87,6 +88,7 @@ struct ThreadState {
   uint32_t poverflow;       // frames deeper than the stack, not stored
   uint32_t node_count;
   uint32_t node_capacity;
+  uint64_t* pkey;           // frame_key() of each frame of pstack (pkey[-1]: the sentinel's)
   uint32_t* hash;           // (parent, fn) -> node, open addressing, 0 = empty
   uint32_t hash_mask;
   uint32_t chrono_depth;    // chrono frames open: events are written while > 0
@@ -94,7 +96,7 @@ struct ThreadState {
   uint8_t eslow;            // every call takes the engine's slow path (events, minimum duration)
 };
 
-inline constexpr uint32_t kStackCapacity = 1u << 20;  // frames (24 MiB reserved)
+inline constexpr uint32_t kStackCapacity = 1u << 20;  // frames (32 MiB reserved)
 inline constexpr uint32_t kGateOpen = uint32_t{kActive} << 8;  // status active, not in a hook, not poked
 inline constexpr uint32_t kGateEngine = uint32_t{kEngine} << 8;
 
@@ -121,31 +123,94 @@ extern int g_recorder_pid;
 // ring is full drops events instead of waiting for the recorder.
 extern bool g_drop_when_behind;
 
-// Whether an exit of the top frame's function with stack pointer `sp`
-// closes the top frame (entered at `top_sp`, its caller's frame at
-// `parent_sp`; ~0 when there is none). Normally sp <= top_sp: the exit hook
-// runs in the function's own frame. GCC also emits the exit hook as a tail
-// call after the epilogue (jmp __cyg_profile_func_exit): sp is then the
-// caller's stack pointer, above top_sp but not above the caller's own entry
-// sp. An exit above both belongs to an outer activation of the function, and
-// the frames above it are dead (longjmp, exceptions).
-CALLSCOPE_NOINSTR inline bool exit_closes(uint64_t top_sp, uint64_t parent_sp, uint64_t sp) {
-  return sp <= top_sp || sp <= parent_sp;
+// What tells apart the frames an entry finds at its own stack pointer.
+// GCC and clang inline calls and keep their hooks: an inlined callee is
+// entered at the stack pointer of the physical frame it runs in, as a callee
+// of the frame on top. A frame left there by a longjmp or an exception is no
+// caller, yet the next call of the function that resumed lands exactly there
+// when the callee's frame has the abandoned one's size. The call site the
+// compiler passes to a hook is the return address of the physical frame (for
+// an inlined callee too), and the hook's own return address -- the word below
+// `sp`, the hook's CFA -- says which hook call runs. A frame's key is that
+// return address, with the low 16 bits of the call site xored above its bits
+// (user-space code addresses fit in 47), and at an entry at the top frame's
+// stack pointer the top frame is
+//  - live when the call site is the same (the same physical frame) and the
+//    hook call another (a callee inlined in it);
+//  - dead when the call site differs: another physical frame, now gone;
+//  - dead when the hook call is the same: the same call made again after the
+//    frame it made first was abandoned (a loop around setjmp).
+// Undecided, taken as live: call sites that differ by a multiple of 64 KiB,
+// and an indirect call made again from the same call site to another
+// function whose frame has the same size. Such a dead frame is closed later,
+// at its caller's exit or at an entry above it.
+CALLSCOPE_NOINSTR inline uint64_t frame_key(uint64_t sp, uint64_t site) {
+  return *reinterpret_cast<const uint64_t*>(sp - 8) ^ (site << 48);
 }
 
-// The frame an exit of `fn` at `sp` closes when it is not the top one: the
-// topmost frame of fn not deeper than sp (frames above it are dead), else the
-// topmost frame of fn (an exit hook called after the epilogue); -1 when no
-// frame of fn is open. For the recording's and the engine's stacks alike.
+// Whether an entry at `sp` with key `key` finds the top frame (entered at
+// `top_sp` with `top_key`) dead: below sp, or at sp and not the entry's caller
+// (frame_key). Every entry computes and stores its key (a load of a word the
+// call just wrote, a shift, an xor); only an entry at the top frame's sp
+// (every inlined call) pays for this test, with an xor and a compare.
+CALLSCOPE_NOINSTR inline bool entry_finds_dead(uint64_t top_sp, uint64_t top_key, uint64_t sp, uint64_t key) {
+  // Live: same call site (no bit from 48 up differs), another hook call (a bit below does).
+  return top_sp < sp || (top_sp == sp && ((top_key ^ key) - 1) >= fmt::kRawAddrMask);
+}
+
+// Whether an exit hook was called as a tail call after its function's
+// epilogue (`jmp __cyg_profile_func_exit`: GCC and clang do so when
+// optimizing). Such a hook returns straight to the function's caller, so its
+// own return address -- the word just below `sp`, the hook's CFA -- is the
+// function's return address, which is what the compiler passes as the call
+// site. A hook called from inside the function returns into the function.
+CALLSCOPE_NOINSTR inline bool exit_is_tail(uint64_t sp, uint64_t site) {
+  return *reinterpret_cast<const uint64_t*>(sp - 8) == site;
+}
+
+// Whether an exit of the top frame's function with stack pointer `sp` and
+// call site `site` closes the top frame (entered at `top_sp`, its caller's
+// frame at `parent_sp`; ~0 when there is none). An exit hook called from
+// inside the function runs in the function's own frame: sp <= top_sp. One
+// called after the epilogue runs at the caller's stack pointer: above top_sp
+// but not above parent_sp. Any other exit -- above top_sp and not a tail
+// call, or above parent_sp -- is one of an outer activation of the function,
+// and the frames above that one are dead (longjmp, exceptions): clang -O0
+// exits a function that caught an exception thrown in a recursive call of
+// itself from inside its frame, at the sp of the frame under the top one.
+// The return address is read only for an exit above top_sp.
+CALLSCOPE_NOINSTR inline bool exit_closes(uint64_t top_sp, uint64_t parent_sp, uint64_t sp, uint64_t site) {
+  return sp <= top_sp || (sp <= parent_sp && exit_is_tail(sp, site));
+}
+
+// The frame an exit of `fn` at `sp` closes when it is not the top one, -1
+// when no open frame of fn is; frames above it are dead. For the recording's
+// and the engine's stacks alike (their stack pointers never increase towards
+// the top).
+//  - An exit called after the epilogue (`tail`, exit_is_tail) runs at the
+//    stack pointer its function's caller had at the call: the function was
+//    entered below sp, and its caller is not below sp. So the frame closed is
+//    the lowest frame of fn among those on top entered below sp; the frames of
+//    fn above it are inner activations left by a throw (clang runs no exit
+//    hook while unwinding), and the frames of fn below sp are outer ones,
+//    still running.
+//  - An exit called inside the function runs at or below the function's
+//    entry sp: the topmost frame of fn not deeper than sp, else the topmost
+//    frame of fn.
 template <class F>
-CALLSCOPE_NOINSTR int64_t exit_frame_index(const F* stack, uint32_t depth, uint64_t fn, uint64_t sp) {
-  int64_t fallback = -1;
+CALLSCOPE_NOINSTR int64_t exit_frame_index(const F* stack, uint32_t depth, uint64_t fn, uint64_t sp, bool tail) {
+  int64_t found = -1;
+  if (tail) {
+    for (int64_t i = static_cast<int64_t>(depth) - 1; i >= 0 && stack[i].sp < sp; --i)
+      if (stack[i].fn == fn) found = i;
+    return found;
+  }
   for (int64_t i = static_cast<int64_t>(depth) - 1; i >= 0; --i) {
     if (stack[i].fn != fn) continue;
-    if (fallback < 0) fallback = i;
+    if (found < 0) found = i;
     if (stack[i].sp >= sp) return i;
   }
-  return fallback;
+  return found;
 }
 
 // Clock: ticks relative to the process base.

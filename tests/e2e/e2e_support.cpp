@@ -159,6 +159,37 @@ TraceSummary summarize(const std::string& trace_path) {
   return s;
 }
 
+std::vector<std::string> call_events(const std::string& trace_path, uint32_t thread) {
+  std::vector<std::string> out;
+  auto reader = format::TraceReader::open(trace_path);
+  if (!reader) {
+    ADD_FAILURE() << reader.error().message();
+    return out;
+  }
+  symbolize::Symbolizer sym(**reader);
+  if (thread >= (*reader)->threads().size()) {
+    ADD_FAILURE() << "no thread " << thread;
+    return out;
+  }
+  const uint32_t proc = (*reader)->threads()[thread].record.process_index;
+  auto st = (*reader)->for_each_event(thread, [&](const format::TraceEvent& e) {
+    using K = format::EventKind;
+    const char* mark = nullptr;
+    switch (e.kind) {
+      case K::kEntry: mark = "+"; break;
+      case K::kExit: mark = "-"; break;
+      case K::kExitUnwound: mark = "~"; break;
+      case K::kExitTruncated: mark = "!"; break;
+      case K::kExitStray: mark = "?"; break;
+      default: return true;
+    }
+    out.push_back(mark + (e.addr ? normalize(sym.lookup(proc, e.addr).display()) : std::string()));
+    return true;
+  });
+  EXPECT_TRUE(st.ok()) << (st.ok() ? "" : st.error().message());
+  return out;
+}
+
 std::map<std::string, long> parse_counts(const std::string& text) {
   std::map<std::string, long> out;
   std::stringstream ss(text);

@@ -67,6 +67,12 @@ struct TraceSummary {
 // Reads the whole trace; fails the current test on a damaged trace.
 TraceSummary summarize(const std::string& trace_path);
 
+// The calls of one thread of a trace in order, one word per event: "+f" an
+// entry of f, "-f" its exit, "~f" closed as unwound, "!f" as truncated, "?f"
+// a stray exit (names as in TraceSummary::calls); fails the current test on
+// a damaged trace.
+std::vector<std::string> call_events(const std::string& trace_path, uint32_t thread = 0);
+
 // CSV rows (as `report --format csv` prints them) keyed by column `key`,
 // each row a map from header to value; and one value of a row as a number
 // (0 when absent).
