@@ -139,7 +139,9 @@ TraceSummary summarize(const std::string& trace_path) {
         case K::kExitUnwound: ++ts.unwound; break;
         case K::kExitTruncated: ++ts.truncated; break;
         case K::kExitStray: ++ts.stray; break;
-        case K::kLost: ts.lost += e.arg; break;
+        case K::kLost: ts.lost += e.arg; ++ts.gaps; break;
+        case K::kPause: ++ts.pauses; ++ts.gaps; break;
+        case K::kResume: ++ts.resumes; break;
         case K::kMark: break;
       }
       ts.max_depth = std::max(ts.max_depth, e.depth);
