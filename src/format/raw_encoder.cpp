@@ -191,7 +191,7 @@ Status RawStreamEncoder::finish_thread(const RawThreadHeader& h, uint64_t end_hi
 }
 
 void RawStreamEncoder::resume_from(std::vector<OpenFrame> stack, uint64_t last_tick, bool started) {
-  stack_ = std::move(stack);
+  stack_.assign(std::move(stack));
   last_ = last_tick;
   started_ = started;
 }

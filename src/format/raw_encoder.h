@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "common/result.h"
@@ -35,6 +36,28 @@ struct OpenFrame {
   uint64_t addr = 0;
   uint64_t sp = 0;
   uint64_t raw_tick = 0;
+};
+
+// The open frames: a vector whose push and pop stay inline (the recorder's
+// inner loop pushes and pops once per call).
+class FrameStack {
+ public:
+  void push_back(const OpenFrame& f) {
+    if (__builtin_expect(n_ == v_.size(), 0)) v_.resize(v_.size() * 2 + 256);
+    v_[n_++] = f;
+  }
+  void pop_back() { --n_; }
+  bool empty() const { return n_ == 0; }
+  size_t size() const { return n_; }
+  const OpenFrame& operator[](size_t i) const { return v_[i]; }
+  void assign(std::vector<OpenFrame> frames) {
+    n_ = frames.size();
+    v_ = std::move(frames);
+  }
+
+ private:
+  std::vector<OpenFrame> v_;
+  size_t n_ = 0;
 };
 
 class RawStreamEncoder {
@@ -98,7 +121,7 @@ class RawStreamEncoder {
   EventEncoder& out_;
   uint64_t offset_;
   ThreadRecord& rec_;
-  std::vector<OpenFrame> stack_;
+  FrameStack stack_;
   uint64_t last_ = 0;
   bool started_ = false;
   // The gap being read: its kind (kLost or kPause), start, events dropped,

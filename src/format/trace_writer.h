@@ -133,9 +133,10 @@ class EventEncoder {
     std::vector<uint8_t> buf;
     size_t size = 0;
     uint8_t* room(size_t n) {
-      if (size + n > buf.size()) buf.resize(std::max<size_t>(buf.size() * 2, size + n + 4096));
+      if (__builtin_expect(size + n > buf.size(), 0)) grow(n);
       return buf.data() + size;
     }
+    __attribute__((noinline)) void grow(size_t n) { buf.resize(std::max<size_t>(buf.size() * 2, size + n + 4096)); }
     void byte(uint8_t b) { *room(1) = b, ++size; }
     void varint(uint64_t v) {
       uint8_t* p = room(10);
