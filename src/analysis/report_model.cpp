@@ -22,6 +22,7 @@ Status pipelined_events(format::TraceReader& trace, uint32_t thread,
                         const std::function<void(const format::TraceEvent*, size_t)>& consume) {
   struct Slot {
     std::vector<format::TraceEvent> events;
+    size_t n = 0;
     bool full = false;
   };
   constexpr size_t kSlots = 4;
@@ -32,10 +33,12 @@ Status pipelined_events(format::TraceReader& trace, uint32_t thread,
   Status result = ok_status();
   std::thread producer([&] {
     size_t w = 0;
-    auto st = trace.for_each_event_batch(thread, [&](const format::TraceEvent* p, size_t n) {
+    // Batches change hands by swapping vectors, not by copying events.
+    auto st = trace.for_each_event_vector(thread, [&](std::vector<format::TraceEvent>& batch, size_t n) {
       std::unique_lock<std::mutex> lk(m);
       cv.wait(lk, [&] { return !slots[w].full; });
-      slots[w].events.assign(p, p + n);
+      slots[w].events.swap(batch);
+      slots[w].n = n;
       slots[w].full = true;
       cv.notify_all();
       w = (w + 1) % kSlots;
@@ -51,7 +54,7 @@ Status pipelined_events(format::TraceReader& trace, uint32_t thread,
     cv.wait(lk, [&] { return slots[r].full || done; });
     if (!slots[r].full) break;  // done, and every batch consumed
     lk.unlock();
-    consume(slots[r].events.data(), slots[r].events.size());
+    consume(slots[r].events.data(), slots[r].n);
     lk.lock();
     slots[r].full = false;
     cv.notify_all();

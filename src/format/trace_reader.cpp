@@ -155,18 +155,30 @@ Status TraceReader::index_blocks() {
 }
 
 Result<std::vector<uint8_t>> TraceReader::payload(const BlockRef& b) {
+  std::vector<uint8_t> out;
+  CALLSCOPE_CHECK(payload_into(b, out, nullptr));
+  return out;
+}
+
+// Decompresses into `out`, reusing its memory (and `dctx` when given): a
+// reader of every event goes through hundreds of blocks.
+Status TraceReader::payload_into(const BlockRef& b, std::vector<uint8_t>& out, ZSTD_DCtx_s* dctx) {
   const uint8_t* p = data_ + b.offset + sizeof(BlockHeader);
-  if (!(b.header.flags & kBlockCompressed)) return std::vector<uint8_t>(p, p + b.header.stored_size);
+  if (!(b.header.flags & kBlockCompressed)) {
+    out.assign(p, p + b.header.stored_size);
+    return ok_status();
+  }
   // The frame states its own size: trust the header's raw_size (and
   // allocate it) only when both agree.
   if (ZSTD_getFrameContentSize(p, b.header.stored_size) != b.header.raw_size)
     return Error("the compressed frame's size does not match the block header");
-  std::vector<uint8_t> out(b.header.raw_size);
-  const size_t n = ZSTD_decompress(out.data(), out.size(), p, b.header.stored_size);
+  out.resize(b.header.raw_size);
+  const size_t n = dctx ? ZSTD_decompressDCtx(dctx, out.data(), out.size(), p, b.header.stored_size)
+                        : ZSTD_decompress(out.data(), out.size(), p, b.header.stored_size);
   if (ZSTD_isError(n)) return Error(std::string("cannot decompress: ") + ZSTD_getErrorName(n));
   if (n != b.header.raw_size)
     return Error("decompressed to " + std::to_string(n) + " bytes, expected " + std::to_string(b.header.raw_size));
-  return out;
+  return ok_status();
 }
 
 size_t TraceReader::verify_payloads() {
@@ -316,11 +328,18 @@ Status TraceReader::for_each_event(uint32_t thread, const std::function<bool(con
 }
 
 Status TraceReader::for_each_event_batch(uint32_t thread, const std::function<bool(const TraceEvent*, size_t)>& f) {
+  return for_each_event_vector(thread, [&f](std::vector<TraceEvent>& batch, size_t n) { return f(batch.data(), n); });
+}
+
+Status TraceReader::for_each_event_vector(uint32_t thread,
+                                          const std::function<bool(std::vector<TraceEvent>&, size_t)>& f) {
   // A trace cut short (a recorder that died while streaming) has event
   // blocks but no thread records yet: its threads are read by index.
   if (thread >= threads_.size() && !unlisted_threads_) return Error("no thread " + std::to_string(thread) + " in the trace");
   std::vector<TraceEvent> batch(kEventBatch);
   size_t filled = 0;
+  std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
+  std::vector<uint8_t> raw;
   struct Open {
     uint64_t addr, sp;
   };
@@ -328,12 +347,10 @@ Status TraceReader::for_each_event_batch(uint32_t thread, const std::function<bo
   uint64_t tick = 0;
   for (const BlockRef& b : blocks_) {
     if (b.header.type != static_cast<uint16_t>(BlockType::kEvents) || b.header.aux0 != thread) continue;
-    auto p = payload(b);
-    if (!p) {
+    if (auto p = payload_into(b, raw, dctx.get()); !p) {
       problem(b, p.error().message());
       continue;
     }
-    const std::vector<uint8_t>& raw = *p;
     EventColumnsHeader h{};
     if (raw.size() < sizeof h) {
       problem(b, "event block too short");
@@ -428,13 +445,14 @@ Status TraceReader::for_each_event_batch(uint32_t thread, const std::function<bo
       if (bad) break;
       batch[filled++] = e;
       if (filled == kEventBatch) {
-        if (!f(batch.data(), filled)) return ok_status();
+        if (!f(batch, filled)) return ok_status();
+        if (batch.size() < kEventBatch) batch.resize(kEventBatch);  // the callback took ours
         filled = 0;
       }
     }
     if (bad) problem(b, "damaged event columns; the rest of the block is skipped");
   }
-  if (filled) f(batch.data(), filled);
+  if (filled) f(batch, filled);
   return ok_status();
 }
 

@@ -17,6 +17,8 @@
 #include "common/result.h"
 #include "format/trace_format.h"
 
+struct ZSTD_DCtx_s;
+
 namespace callscope::format {
 
 struct TraceEvent {
@@ -109,11 +111,15 @@ class TraceReader {
   // touch every event, one indirect call per batch instead of per event.
   static constexpr size_t kEventBatch = 4096;
   Status for_each_event_batch(uint32_t thread, const std::function<bool(const TraceEvent*, size_t)>& f);
+  // The same, handing over the batch itself (its first n events): the
+  // callback may swap it for a vector of its own instead of copying it.
+  Status for_each_event_vector(uint32_t thread, const std::function<bool(std::vector<TraceEvent>&, size_t)>& f);
 
  private:
   TraceReader() = default;
   Status index_blocks();
   Result<std::vector<uint8_t>> payload(const BlockRef& b);
+  Status payload_into(const BlockRef& b, std::vector<uint8_t>& out, ZSTD_DCtx_s* dctx);
   Status read_metadata();
   void problem(const BlockRef& b, const std::string& what);
 
