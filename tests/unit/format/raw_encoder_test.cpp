@@ -1,0 +1,165 @@
+// RawStreamEncoder (src/format/raw_encoder.h): raw events in, the final
+// stream out, read back through the trace reader. Above all the gaps: which
+// frames go on through a loss or a stop, which end or begin inside it, and
+// where a stream cut short closes its frames.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "format/raw_encoder.h"
+#include "format/trace_reader.h"
+#include "trace_test_util.h"
+
+namespace callscope::format {
+namespace {
+
+using K = EventKind;
+using R = RawKind;
+
+RawEvent raw(R k, uint64_t tick, uint64_t addr = 0, uint64_t sp = 0, uint64_t arg = 0) {
+  return RawEvent{k, tick, addr, sp, arg};
+}
+
+struct Out {
+  std::vector<TraceEvent> events;
+  ThreadRecord record{};
+};
+
+// Feeds `in` (through add_fast where it applies, as the recorder does), then
+// finishes the thread with `header` (end tick, lost total) and reads back.
+Out encode(const std::vector<RawEvent>& in, RawThreadHeader header = {}, uint64_t end_hint = 0,
+           uint64_t lost_before = 0, uint64_t offset = 1000) {
+  test::TempDir dir;
+  const std::string path = dir.file("t.trace");
+  Out out;
+  {
+    auto w = TraceWriter::create(path, test::make_file_header(), 3);
+    EXPECT_TRUE(w.ok());
+    EventEncoder enc(**w, 0);
+    RawStreamEncoder s(enc, offset, out.record);
+    if (lost_before) s.begin_with_loss(lost_before);
+    for (const RawEvent& e : in) {
+      if (!s.add_fast(e)) {
+        EXPECT_TRUE(s.add(e).ok());
+      }
+    }
+    EXPECT_TRUE(s.finish_thread(header, end_hint).ok());
+    ThreadRecord r = out.record;
+    StringTable names;
+    r.name = names.add("t");
+    EXPECT_TRUE((*w)->write_records(BlockType::kThreads, std::vector<ThreadRecord>{r}, names).ok());
+    EXPECT_TRUE((*w)->finish(EndRecord{r.events, (*w)->blocks_written() + 1}).ok());
+  }
+  auto rd = TraceReader::open(path);
+  EXPECT_TRUE(rd.ok());
+  if (rd) out.events = test::read_events(**rd, 0);
+  return out;
+}
+
+std::vector<K> kinds(const Out& o) {
+  std::vector<K> k;
+  for (const TraceEvent& e : o.events) k.push_back(e.kind);
+  return k;
+}
+
+constexpr uint64_t A = 0x401000, B = 0x401100, C = 0x401200;
+constexpr uint64_t SA = 0x7000, SB = 0x6fe0, SC = 0x6fe0;
+
+// Before the loss A and B are open; after it A and C: A went on, B ended
+// inside the gap (closed at its start), C began inside it (opened at its end).
+TEST(format_raw_encoder, ALossKeepsTheFramesThatWentOnThroughIt) {
+  const Out o = encode({raw(R::kEntry, 10, A, SA), raw(R::kEntry, 20, B, SB), raw(R::kLost, 30, 0, 0, 7),
+                        raw(R::kEntryInherited, 10, A, SA), raw(R::kEntryInherited, 35, C, SC), raw(R::kResume, 40),
+                        raw(R::kExit, 50), raw(R::kExit, 60)});
+  EXPECT_EQ(kinds(o), (std::vector<K>{K::kEntry, K::kEntry, K::kLost, K::kExitTruncated, K::kEntryInherited,
+                                      K::kResume, K::kExit, K::kExit}));
+  EXPECT_EQ(o.events[2].tick, 1030u);  // the gap's start
+  EXPECT_EQ(o.events[2].arg, 7u);
+  EXPECT_EQ(o.events[3].tick, 1030u);  // B ended inside the gap: closed where it began
+  EXPECT_EQ(o.events[3].addr, B);
+  EXPECT_EQ(o.events[4].tick, 1040u);  // C began inside it: opened where it ended
+  EXPECT_EQ(o.events[4].addr, C);
+  EXPECT_EQ(o.events[6].addr, C);
+  EXPECT_EQ(o.events[7].addr, A);  // A's own exit closes it: one call
+  EXPECT_EQ(o.record.calls, 2u);
+  EXPECT_EQ(o.record.lost_events, 7u);
+}
+
+// A frame re-entered inside the gap at the same place is another call: the
+// resync's entry tick tells them apart.
+TEST(format_raw_encoder, AFrameReenteredInsideTheGapIsNotTheSameFrame) {
+  const Out o = encode({raw(R::kEntry, 10, A, SA), raw(R::kEntry, 20, B, SB), raw(R::kLost, 30, 0, 0, 4),
+                        raw(R::kEntryInherited, 10, A, SA), raw(R::kEntryInherited, 33, B, SB), raw(R::kResume, 40),
+                        raw(R::kExit, 50), raw(R::kExit, 60)});
+  EXPECT_EQ(kinds(o), (std::vector<K>{K::kEntry, K::kEntry, K::kLost, K::kExitTruncated, K::kEntryInherited,
+                                      K::kResume, K::kExit, K::kExit}));
+}
+
+TEST(format_raw_encoder, APauseIsAGapOfItsOwnKind) {
+  const Out o = encode({raw(R::kEntry, 10, A, SA), raw(R::kPause, 20), raw(R::kEntryInherited, 10, A, SA),
+                        raw(R::kResume, 90), raw(R::kExit, 100)});
+  EXPECT_EQ(kinds(o), (std::vector<K>{K::kEntry, K::kPause, K::kResume, K::kExit}));
+  EXPECT_EQ(o.record.lost_events, 0u);
+}
+
+// A stream that ends in a pause: its frames close at the stop.
+TEST(format_raw_encoder, AStreamEndingInAPauseClosesItsFramesAtTheStop) {
+  RawThreadHeader h{};
+  h.end_tick = 500;
+  const Out o = encode({raw(R::kEntry, 10, A, SA), raw(R::kPause, 20)}, h);
+  EXPECT_EQ(kinds(o), (std::vector<K>{K::kEntry, K::kPause, K::kExitTruncated}));
+  EXPECT_EQ(o.events[2].tick, 1020u);
+  EXPECT_EQ(o.record.end_tick, 1500u);
+}
+
+// The header counts dropped events that no kLost marks (the stream ended
+// while dropping): a loss at the last event, where the frames close -- not
+// at the process's end seconds later.
+TEST(format_raw_encoder, LossesOnlyTheHeaderCountsCutTheStreamAtItsLastEvent) {
+  RawThreadHeader h{};
+  h.lost_events = 9;
+  const Out o = encode({raw(R::kEntry, 10, A, SA), raw(R::kEntry, 20, B, SB)}, h, /*end_hint=*/900000);
+  EXPECT_EQ(kinds(o), (std::vector<K>{K::kEntry, K::kEntry, K::kLost, K::kExitTruncated, K::kExitTruncated}));
+  EXPECT_EQ(o.events[2].arg, 9u);
+  EXPECT_EQ(o.events[3].tick, 1020u);
+  EXPECT_EQ(o.events[4].tick, 1020u);
+  EXPECT_EQ(o.record.lost_events, 9u);
+}
+
+// A loss with no resync (the stream ends inside it), and more dropped after.
+TEST(format_raw_encoder, AStreamEndingInALossCountsEverythingDropped) {
+  RawThreadHeader h{};
+  h.lost_events = 12;
+  const Out o = encode({raw(R::kEntry, 10, A, SA), raw(R::kLost, 15, 0, 0, 5)}, h, 900000);
+  EXPECT_EQ(kinds(o), (std::vector<K>{K::kEntry, K::kLost, K::kExitTruncated}));
+  EXPECT_EQ(o.events[1].arg, 12u);
+  EXPECT_EQ(o.events[2].tick, 1015u);
+  EXPECT_EQ(o.record.lost_events, 12u);
+}
+
+// Segments missing before the first one read: a loss at the first event.
+TEST(format_raw_encoder, ALossBeforeTheStreamIsMarkedAtItsFirstEvent) {
+  const Out o = encode({raw(R::kEntry, 10, A, SA), raw(R::kExit, 20)}, {}, 0, /*lost_before=*/300);
+  EXPECT_EQ(kinds(o), (std::vector<K>{K::kLost, K::kResume, K::kEntry, K::kExit}));
+  EXPECT_EQ(o.events[0].arg, 300u);
+  EXPECT_EQ(o.record.lost_events, 300u);
+}
+
+// A runtime that wrote no kResume (raw 1): the gap ends at the first event
+// after the resync.
+TEST(format_raw_encoder, WithoutAResumeTheGapEndsAtTheNextEvent) {
+  const Out o = encode({raw(R::kEntry, 10, A, SA), raw(R::kLost, 30, 0, 0, 2), raw(R::kEntryInherited, 10, A, SA),
+                        raw(R::kExit, 50)});
+  EXPECT_EQ(kinds(o), (std::vector<K>{K::kEntry, K::kLost, K::kResume, K::kExit}));
+  EXPECT_EQ(o.events[2].tick, 1050u);
+}
+
+// A signal handler's events can overtake the hook it interrupted: ticks
+// never go backwards in the final stream.
+TEST(format_raw_encoder, TicksNeverGoBackwards) {
+  const Out o = encode({raw(R::kEntry, 10, A, SA), raw(R::kEntry, 8, B, SB), raw(R::kExit, 9), raw(R::kExit, 20)});
+  for (size_t i = 1; i < o.events.size(); ++i) EXPECT_GE(o.events[i].tick, o.events[i - 1].tick);
+}
+
+}  // namespace
+}  // namespace callscope::format
