@@ -69,6 +69,30 @@ TEST_P(StreamTest, ARecorderKilledMidRunLosesNothingItHadTaken) {
   EXPECT_NE(rep.err.find("lost"), std::string::npos) << rep.err;
 }
 
+// The same, but the dead recorder's trace file is gone too: finish says
+// so, keeps what the rings hold, and marks what it cannot have as lost.
+TEST_P(StreamTest, WithoutTheDeadRecordersTraceTheRingsAreKeptAndTheRestMarkedLost) {
+  const std::string prog = dir_.file("stdz" + std::to_string(::getpid() % 100000));
+  ASSERT_EQ(run({"cp", fixture(GetParam(), "steady"), prog}).exit_code, 0);
+  const std::string raw = dir_.file("raw");
+  ASSERT_EQ(run({"mkdir", raw}).exit_code, 0);
+  const std::string name = prog.substr(prog.rfind('/') + 1);
+  const std::string script = "'" + std::string(CALLSCOPE_EXE) + "' record --raw-dir '" + raw + "' -o '" +
+                             dir_.file("never.trace") + "' -- '" + prog + "' 1 5000000 >/dev/null & rec=$!; " +
+                             "n=0; while [ $(cat '" + dir_.path() + "'/never.trace.tmp.* 2>/dev/null | wc -c) -lt 20000 ] "
+                             "&& [ $n -lt 1000 ]; do sleep 0.01; n=$((n+1)); done; kill -9 $rec; wait $rec; "
+                             "while pgrep -x '" + name + "' >/dev/null; do sleep 0.05; done; rm -f '" + dir_.path() +
+                             "'/never.trace.tmp.*; '" + std::string(CALLSCOPE_EXE) + "' finish -o '" +
+                             dir_.file("t.trace") + "' '" + raw + "'/callscope-*";
+  RunResult r = run({"/bin/sh", "-c", script});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("cannot open"), std::string::npos) << r.err;
+  TraceSummary s = summarize(dir_.file("t.trace"));
+  ASSERT_EQ(s.threads.size(), 1u);
+  EXPECT_GT(s.threads[0].lost, 0u);
+  EXPECT_GT(s.calls_of("work"), 0u);
+}
+
 // 64 threads busy on two cores: the recorder falls behind, the program
 // waits, and nothing is lost (it used to give up after 10 s of waiting).
 // The recorder's side does not depend on the compiler: one variant.
