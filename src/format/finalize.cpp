@@ -289,9 +289,7 @@ Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::
       if (LiveStream::Thread* lt = live ? live->thread_of(path) : nullptr) {
         auto st = live->finish_thread(*lt, procs[pi].end_tick);
         if (!st) return st.error().context("'" + path + "'");
-        RawThreadHeader h;
-        std::memcpy(&h, lt->map, sizeof h);
-        place(static_cast<uint32_t>(pi), path, h, lt->record, lt->index, lt->events->blocks());
+        place(static_cast<uint32_t>(pi), path, lt->header, lt->record, lt->index, lt->events->blocks());
         placed[lt->index] = true;
         continue;
       }
@@ -318,9 +316,7 @@ Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::
     if (placed[i]) continue;  // a streamed thread whose process could not be read: keep its events
     LiveStream::Thread* lt = live->thread(i);
     CALLSCOPE_CHECK(live->finish_thread(*lt, 0));
-    RawThreadHeader h;
-    std::memcpy(&h, lt->map, sizeof h);
-    place(0, lt->path, h, lt->record, i, lt->events->blocks());
+    place(0, lt->path, lt->header, lt->record, i, lt->events->blocks());
   }
 
   for (ProcessRecord& pr : procs) {

@@ -185,10 +185,19 @@ Status LiveStream::drain(Thread& t) {
   // A writer that has filled its ring waits for us: do not keep it waiting
   // for kHoldSegments more.
   if (committed + 1 >= t.released + kRingSegments) CALLSCOPE_CHECK(flush_thread(t));
-  // A thread that has ended writes no more: its last segment is read at the end.
-  if (__atomic_load_n(&h->end_tick, __ATOMIC_ACQUIRE) != 0) {
+  // A thread that has exited writes no more: take its last segment too,
+  // and let it go (a program that starts thousands of threads must not
+  // hold a descriptor and 4 MiB of mapping for each until the end).
+  if (__atomic_load_n(&h->flags, __ATOMIC_ACQUIRE) & kRawThreadClosed) {
+    const uint64_t last = __atomic_load_n(&h->committed, __ATOMIC_ACQUIRE);  // final now
+    for (; t.consumed <= last; ++t.consumed) CALLSCOPE_CHECK(encode_segment(t, t.consumed));
     CALLSCOPE_CHECK(flush_thread(t));
     t.done = true;
+    std::memcpy(&t.header, t.map, sizeof t.header);
+    ::munmap(t.map, t.map_bytes);
+    ::close(t.fd);
+    t.map = nullptr;
+    t.fd = -1;
   }
   return ok_status();
 }
@@ -196,7 +205,7 @@ Status LiveStream::drain(Thread& t) {
 void LiveStream::give_up() {
   failed_ = true;
   for (auto& t : threads_)
-    __atomic_store_n(&reinterpret_cast<RawThreadHeader*>(t->map)->drain_failed, 1, __ATOMIC_RELEASE);
+    if (t->map) __atomic_store_n(&reinterpret_cast<RawThreadHeader*>(t->map)->drain_failed, 1, __ATOMIC_RELEASE);
 }
 
 Status LiveStream::poll() {
@@ -217,10 +226,28 @@ Status LiveStream::poll() {
 }
 
 Status LiveStream::finish_thread(Thread& t, uint64_t end_hint) {
-  static const RawThreadHeader kNone{};
-  const auto* h = t.map ? reinterpret_cast<const RawThreadHeader*>(t.map) : &kNone;
-  if (t.map && __atomic_load_n(&h->ring_segments, __ATOMIC_ACQUIRE) == kRingSegments) {
-    const uint64_t committed = __atomic_load_n(&h->committed, __ATOMIC_ACQUIRE);
+  t.events->set_covered(0);
+  if (!t.map && t.done) {
+    // A thread that ended while the program ran was let go (its mapping
+    // and descriptor); what its ring still holds is read from the file.
+    auto f = RawThreadFile::open(t.path, t.consumed);
+    if (!f) {
+      warnings_.push_back(f.error().message() + "; the last events of that thread are lost");
+      t.record.torn_events = t.decoder.torn;
+      return t.stream->finish_thread(t.header, end_hint);
+    }
+    if ((*f)->missing_before()) t.stream->begin_with_loss((*f)->events_estimate((*f)->missing_before()));
+    RawEvent e;
+    while ((*f)->next(e))
+      if (!t.stream->add_fast(e)) CALLSCOPE_CHECK(t.stream->add(e));
+    if ((*f)->missing_after()) CALLSCOPE_CHECK(t.stream->cut((*f)->events_estimate((*f)->missing_after())));
+    t.record.torn_events = t.decoder.torn + (*f)->torn_events();
+    t.header = (*f)->header();
+    return t.stream->finish_thread(t.header, end_hint);
+  }
+  if (t.map) std::memcpy(&t.header, t.map, sizeof t.header);
+  if (t.map && t.header.ring_segments == kRingSegments) {
+    const uint64_t committed = t.header.committed;
     // Segments whose slot was reused since (only after a recorder died
     // without writing their block) are lost.
     const uint64_t oldest = committed + 1 > kRingSegments ? committed + 1 - kRingSegments : 0;
@@ -230,11 +257,8 @@ Status LiveStream::finish_thread(Thread& t, uint64_t end_hint) {
     }
     for (; t.consumed <= committed; ++t.consumed) CALLSCOPE_CHECK(encode_segment(t, t.consumed));
   }
-  t.events->set_covered(0);
   t.record.torn_events = t.decoder.torn;
-  RawThreadHeader copy;
-  std::memcpy(&copy, h, sizeof copy);
-  return t.stream->finish_thread(copy, end_hint);
+  return t.stream->finish_thread(t.header, end_hint);
 }
 
 Result<std::unique_ptr<LiveStream>> LiveStream::recover(const RawSession& s, const std::string& out_path,

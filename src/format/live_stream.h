@@ -72,7 +72,8 @@ class LiveStream {
     uint8_t* map = nullptr;
     uint64_t map_bytes = 0;
     RawDecoder decoder;
-    bool done = false;  // the thread ended and every complete segment was taken
+    bool done = false;  // the thread ended and every complete segment was taken (map released)
+    RawThreadHeader header{};  // its raw header as last seen (finish_thread)
   };
   TraceWriter& writer() { return *writer_; }
   std::unique_ptr<TraceWriter> take_writer() { return std::move(writer_); }

@@ -129,6 +129,9 @@ static_assert(sizeof(RawThreadHeader) == 120);
 inline constexpr uint32_t kRingSegments = 16;
 inline constexpr uint32_t kSegmentBytes = 256 << 10;
 inline constexpr uint64_t kRawThreadMain = 1;
+// The thread has exited: it writes no more events (end_tick alone does not
+// say so: the thread that calls exit() goes on running destructors).
+inline constexpr uint64_t kRawThreadClosed = 2;
 
 // Metadata records of `meta` and `recorder.meta`: a header, then the body,
 // then variable bytes (strings); `size` covers all, rounded up to 8.

@@ -300,6 +300,10 @@ void thread_exit(void* arg) {
   t->header->end_tick = now_tick();
   read_thread_name(t->header->name);
   engine_thread_exit(t);
+  // The last event words first, then the flag the recorder acts on: it
+  // takes the segment being written too, and lets the thread go.
+  __builtin_ia32_sfence();
+  __atomic_fetch_or(&t->header->flags, fmt::kRawThreadClosed, __ATOMIC_RELEASE);
   close_thread_file(t);
   ::munmap(t->stack, uint64_t{kStackCapacity} * sizeof(Frame));
   t->stack = nullptr;

@@ -104,7 +104,12 @@ TEST(CrashFromOutside, RecorderKilledWhileRunning) {
   ASSERT_EQ(run({"cp", fixture(vs.front(), "threads"), victim}).exit_code, 0);
   const std::string script = "'" + std::string(CALLSCOPE_EXE) + "' record --raw-dir '" + dir.path() + "' -o '" +
                              dir.file("never.trace") + "' -- '" + victim +
-                             "' 1 2000000000 & rec=$!; sleep 1; kill -KILL $rec; wait $rec; sleep 1; "
+                             "' 1 2000000000 & rec=$!; "
+                             // Once it has streamed 200 KB of trace (about a million calls; the trace is
+                             // written while the program runs), or after 10 s on a very busy machine.
+                             "n=0; while [ $(cat '" + dir.path() + "'/never.trace.tmp.* 2>/dev/null | wc -c) -lt 200000 ] "
+                             "&& [ $n -lt 1000 ]; do sleep 0.01; n=$((n+1)); done; "
+                             "kill -KILL $rec; wait $rec; sleep 1; "
                              "pkill -KILL -x cs_victim2; sleep 0.2; '" +
                              std::string(CALLSCOPE_EXE) + "' finish -o '" + dir.file("recovered.trace") + "' '" +
                              dir.path() + "'/callscope-never.trace.*";
