@@ -185,6 +185,22 @@ Status write_tree(TraceWriter& w, const RawTree& t, uint32_t thread, uint32_t du
   return w.write_block(BlockType::kProfile, thread, static_cast<uint32_t>(t.nodes.size()), tick, raw, dump);
 }
 
+// The program itself, when the recorder did not say: the earliest-started
+// first image of a pid that was not forked, followed to the last image of
+// that pid (exec). nullptr when there is none.
+const ProcessRecord* main_process(const std::vector<RawProcess>& raw, const std::vector<ProcessRecord>& procs) {
+  const ProcessRecord* first = nullptr;
+  for (size_t i = 0; i < procs.size(); ++i) {
+    const RawProcess& p = raw[i];
+    if (p.incarnation != 0 || !p.has_start || (p.start.flags & kRawProcessForked)) continue;
+    if (!first || procs[i].start_tick < first->start_tick) first = &procs[i];
+  }
+  const ProcessRecord* last = first;
+  for (const ProcessRecord& pr : procs)
+    if (first && pr.pid == first->pid && pr.incarnation > last->incarnation) last = &pr;
+  return last;
+}
+
 }  // namespace
 
 ClockPair sample_clocks() {
@@ -457,8 +473,10 @@ Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::
   StringTable info_strings;
   info.start_realtime_ns = fh.origin_realtime_ns;
   info.duration_ticks = last_tick;
+  bool main_reaped = false;
   for (const RawChildStatus& cs : s.child_statuses) {
     if (!cs.is_main) continue;
+    main_reaped = true;
     info.main_pid = cs.pid;
     info.main_how = cs.how;
     info.main_code = cs.code;
@@ -466,11 +484,17 @@ Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::
     info.main_core_dumped = cs.core_dumped;
     info.duration_ticks = std::max(info.duration_ticks, mono_to_tick(cs.mono_ns));
   }
-  if (!s.recorder && !procs.empty()) {  // no recorder: the first process is the program
-    info.main_pid = procs.front().pid;
-    info.main_how = procs.front().how;
-    info.main_code = procs.front().code;
-    info.main_signal = procs.front().signal;
+  // No recorder, or one that died before the program ended (`finish` of a
+  // killed `record`): the program is the first process started that was not
+  // forked, and it ended as the last image of its pid says.
+  if (!main_reaped) {
+    if (const ProcessRecord* main = main_process(s.processes, procs)) {
+      info.main_pid = main->pid;
+      info.main_how = main->how;
+      info.main_code = main->code;
+      info.main_signal = main->signal;
+      info.main_core_dumped = main->core_dumped;
+    }
   }
   if (sum.calls == 0 && !any_profile) info.flags |= kInfoNotInstrumented;
   if (any_profile) info.flags |= kInfoProfile;

@@ -1,0 +1,172 @@
+// What a trace says about the program around the calls, for every compiler
+// variant: how each process ended (also by _exit, also when the recorder was
+// killed), the names threads were given while they ran, modules loaded again
+// at the same address, and calls still open when the program ended.
+#include <dirent.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "e2e_support.h"
+
+namespace callscope::e2e {
+namespace {
+
+using format::ExitHow;
+
+// Files in `dir` whose names end with `suffix`.
+std::vector<std::string> files_ending(const std::string& dir, const std::string& suffix) {
+  std::vector<std::string> out;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (dirent* e = ::readdir(d)) {
+      const std::string name = e->d_name;
+      if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+        out.push_back(name);
+    }
+    ::closedir(d);
+  }
+  return out;
+}
+
+bool wait_until(const std::function<bool()>& ready, int ms = 10000) {
+  for (int i = 0; i < ms / 10; ++i) {
+    if (ready()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return ready();
+}
+
+class MetadataTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    ctl_dir_ = dir_.file("ctl");
+    ASSERT_EQ(::mkdir(ctl_dir_.c_str(), 0700), 0);
+  }
+  // `callscope ARGS...` with CALLSCOPE_CTL_DIR set to our own directory.
+  RunResult callscope_env(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
+    std::vector<std::string> argv{"env", "CALLSCOPE_CTL_DIR=" + ctl_dir_};
+    argv.insert(argv.end(), env.begin(), env.end());
+    argv.push_back(CALLSCOPE_EXE);
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run(argv);
+  }
+  TempDir dir_;
+  std::string ctl_dir_;
+};
+
+// ---- how processes end ---------------------------------------------------------
+
+TEST_P(MetadataTest, ForkChildrenEndingWithUnderscoreExitRecordTheirExit) {
+  const std::string trace = dir_.file("exits.trace");
+  RunResult r = callscope_env({"record", "-o", trace, "--", fixture(GetParam(), "exits"), "fork", "3"});
+  ASSERT_EQ(r.exit_code, 4) << r.err;
+  TraceSummary s = summarize(trace);
+  ASSERT_TRUE(s.reader);
+  const auto& procs = s.reader->processes();
+  ASSERT_EQ(procs.size(), 4u);
+  EXPECT_EQ(procs[0].record.how, static_cast<uint32_t>(ExitHow::kExited));
+  EXPECT_EQ(procs[0].record.code, 4);
+  for (uint32_t i = 1; i < 4; ++i) {
+    // The children are reaped by the program, not by record: only the runtime
+    // can say how they ended (_exit for even children, _Exit for odd ones).
+    EXPECT_EQ(procs[i].record.parent_index, 0);
+    EXPECT_EQ(procs[i].record.how, static_cast<uint32_t>(ExitHow::kExited)) << "child " << i;
+    EXPECT_EQ(procs[i].record.code, static_cast<int32_t>(9 + i)) << "child " << i;
+    EXPECT_GT(procs[i].record.end_tick, procs[i].record.start_tick);
+  }
+  EXPECT_EQ(s.calls_of("work"), 3u);
+  EXPECT_TRUE(files_ending(ctl_dir_, ".sock").empty()) << "control sockets left behind";
+}
+
+TEST_P(MetadataTest, UnderscoreExitWithoutRecorder) {
+  const std::string script = "cd '" + dir_.path() + "' && CALLSCOPE_CTL_DIR='" + ctl_dir_ + "' LD_PRELOAD='" +
+                             std::string(RUNTIME_PATH) + "' '" + fixture(GetParam(), "exits") + "' fork 2; '" +
+                             CALLSCOPE_EXE + "' finish -o exits.trace callscope-*.raw";
+  RunResult r = run({"/bin/sh", "-c", script});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  TraceSummary s = summarize(dir_.file("exits.trace"));
+  ASSERT_TRUE(s.reader);
+  const auto& info = s.reader->info().record;
+  EXPECT_EQ(info.main_how, static_cast<uint32_t>(ExitHow::kExited));
+  EXPECT_EQ(info.main_code, 4);
+  ASSERT_EQ(s.reader->processes().size(), 3u);
+  for (const auto& p : s.reader->processes()) EXPECT_EQ(p.record.how, static_cast<uint32_t>(ExitHow::kExited));
+  EXPECT_EQ(s.reader->processes()[2].record.code, 11);
+  EXPECT_TRUE(files_ending(ctl_dir_, ".sock").empty()) << "control sockets left behind";
+}
+
+// `record` is killed while the program runs on; `finish` makes the trace
+// from what is left, and knows how the program ended.
+TEST_P(MetadataTest, FinishAfterTheRecorderWasKilled) {
+  // The program outlives record: as a subreaper we get it, and can wait.
+  ASSERT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+  const std::string raw = dir_.file("raw"), go = dir_.file("go"), trace = dir_.file("k.trace");
+  ASSERT_EQ(::mkdir(raw.c_str(), 0700), 0);
+  const pid_t rec = ::fork();
+  ASSERT_GE(rec, 0);
+  if (rec == 0) {
+    const std::string out = dir_.file("out");
+    std::FILE* f = std::freopen(out.c_str(), "w", stdout);
+    std::FILE* g = std::freopen(out.c_str(), "a", stderr);
+    (void)f;
+    (void)g;
+    ::setenv("CALLSCOPE_CTL_DIR", ctl_dir_.c_str(), 1);
+    ::execl(CALLSCOPE_EXE, CALLSCOPE_EXE, "record", "--raw-dir", raw.c_str(), "-o", trace.c_str(), "--",
+            fixture(GetParam(), "exits").c_str(), "wait", go.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  // The session directory, and the program's process directory in it.
+  std::string session;
+  pid_t program = 0;
+  ASSERT_TRUE(wait_until([&] {
+    for (const std::string& d : files_ending(raw, "")) {
+      if (d == "." || d == "..") continue;
+      for (const std::string& p : files_ending(raw + "/" + d, ".0")) {
+        session = raw + "/" + d;
+        program = static_cast<pid_t>(std::atol(p.c_str()));
+      }
+    }
+    return program > 0;
+  }));
+  ASSERT_EQ(::kill(rec, SIGKILL), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(rec, &status, 0), rec);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  const std::string touch = "touch '" + go + "'";
+  ASSERT_EQ(std::system(touch.c_str()), 0);
+  ASSERT_EQ(::waitpid(program, &status, 0), program);
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 3);
+
+  RunResult r = callscope({"finish", "-o", trace, session});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  TraceSummary s = summarize(trace);
+  ASSERT_TRUE(s.reader);
+  const auto& info = s.reader->info().record;
+  EXPECT_EQ(info.main_pid, static_cast<uint32_t>(program));
+  EXPECT_EQ(info.main_how, static_cast<uint32_t>(ExitHow::kExited));
+  EXPECT_EQ(info.main_code, 3);
+  ASSERT_EQ(s.reader->processes().size(), 1u);
+  EXPECT_EQ(s.reader->processes()[0].record.how, static_cast<uint32_t>(ExitHow::kExited));
+  EXPECT_EQ(s.reader->processes()[0].record.code, 3);
+  RunResult i = callscope({"info", trace});
+  EXPECT_NE(i.out.find("ended:      exit code 3"), std::string::npos) << i.out;
+  EXPECT_GE(s.calls_of("tick"), 1u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Compilers, MetadataTest, ::testing::ValuesIn(variants()), [](const auto& param_info) {
+  std::string n = param_info.param;
+  for (char& c : n)
+    if (c == '-') c = '_';
+  return n;
+});
+
+}  // namespace
+}  // namespace callscope::e2e
