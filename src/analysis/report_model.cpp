@@ -107,7 +107,8 @@ Result<std::vector<uint32_t>> select_threads(const format::TraceReader& trace, c
   for (const std::string& spec : specs) {
     bool any = false;
     for (uint32_t i = 0; i < threads.size(); ++i) {
-      const bool match = all_digits(spec) ? std::to_string(i) == spec : glob_match(spec, threads[i].name);
+      bool match = all_digits(spec) ? std::to_string(i) == spec : glob_match(spec, threads[i].name);
+      for (const auto& n : threads[i].names) match = match || (!all_digits(spec) && glob_match(spec, n.name));
       if (match) chosen[i] = any = true;
     }
     if (!any)

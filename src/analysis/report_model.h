@@ -40,8 +40,9 @@ struct Profile {
 };
 
 // Threads chosen by `specs`: each a thread index as shown by `callscope info`,
-// or a glob on thread names; all threads when `specs` is empty. A spec that
-// matches nothing is an error.
+// or a glob on thread names (the last name, or any name the thread was given
+// while it ran); all threads when `specs` is empty. A spec that matches
+// nothing is an error.
 Result<std::vector<uint32_t>> select_threads(const format::TraceReader& trace, const std::vector<std::string>& specs);
 
 // Reads the events of `threads` and builds their trees.

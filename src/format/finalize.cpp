@@ -7,6 +7,7 @@
 
 #include "format/profile_math.h"
 #include "format/raw_session.h"
+#include "format/thread_names.h"
 #include "format/trace_writer.h"
 
 namespace callscope::format {
@@ -453,6 +454,26 @@ Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::
   if (any_profile) sum.calls = profile_calls;
   for (const ProcessRecord& pr : procs) last_tick = std::max(last_tick, pr.end_tick);
 
+  // Names given while threads ran: each thread's last, and their history.
+  std::vector<Rename> renames;
+  for (size_t pi = 0; pi < s.processes.size(); ++pi)
+    for (const RawThreadName& n : s.processes[pi].thread_names)
+      renames.push_back({static_cast<uint32_t>(pi), n.tid, to_trace(s.processes[pi], n.tick),
+                         std::string(n.name, strnlen(n.name, sizeof n.name)),
+                         std::string(n.old_name, strnlen(n.old_name, sizeof n.old_name))});
+  std::vector<ThreadNameRecord> name_records;
+  StringTable name_strings;
+  if (!renames.empty()) {
+    std::vector<std::string> names;
+    for (const ThreadRecord& t : threads)
+      names.emplace_back(reinterpret_cast<const char*>(thread_strings.bytes().data()) + t.name.offset, t.name.length);
+    const std::vector<std::string> header_names = names;
+    for (const NameChange& c : resolve_thread_names(threads, names, std::move(renames)))
+      name_records.push_back({c.tick, c.thread_index, 0, name_strings.add(c.name)});
+    for (size_t i = 0; i < threads.size(); ++i)
+      if (names[i] != header_names[i]) threads[i].name = thread_strings.add(names[i]);
+  }
+
   std::vector<MarkRecord> marks;
   StringTable mark_strings;
   for (size_t pi = 0; pi < s.processes.size(); ++pi) {
@@ -510,6 +531,8 @@ Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::
   CALLSCOPE_CHECK(writer->write_records(BlockType::kProcesses, procs, proc_strings));
   CALLSCOPE_CHECK(writer->write_records(BlockType::kModules, mods, mod_strings));
   CALLSCOPE_CHECK(writer->write_records(BlockType::kThreads, threads, thread_strings));
+  if (!name_records.empty())
+    CALLSCOPE_CHECK(writer->write_records(BlockType::kThreadNames, name_records, name_strings));
   if (!dumps.empty()) CALLSCOPE_CHECK(writer->write_records(BlockType::kDumps, dumps, StringTable()));
   if (!marks.empty()) CALLSCOPE_CHECK(writer->write_records(BlockType::kMarks, marks, mark_strings));
   EndRecord end{sum.events, writer->blocks_written() + 1};

@@ -19,6 +19,9 @@
 //   raw 1, final 1.1 — profile mode: t<tid>.prof and `dumps` in the raw layout;
 //                      kProfile, kDumps and kMarks blocks; RawKind kExitTruncated;
 //                      kMark events (a 1.0 reader skips the new block types).
+//   raw 1, final 1.2 — thread names over time: kThreadName meta records
+//                      (pthread_setname_np, prctl(PR_SET_NAME)); a kThreadNames
+//                      block; ThreadRecord::name is the thread's last name.
 #pragma once
 
 #include <stddef.h>
@@ -93,7 +96,7 @@ struct RawThreadHeader {
   uint64_t end_tick;      // 0 while running or when the thread never exited cleanly
   uint64_t lost_events;   // total dropped (disk full, re-entrant slow path)
   uint64_t flags;         // kRawThreadMain, ...
-  char name[16];          // from /proc/thread-self/comm at thread exit
+  char name[16];          // from /proc/thread-self/comm at thread start, again at a clean exit
   // Ring mode (under `record`): the events live in ring_segments segments of
   // segment_bytes each, from offset kRawThreadHeaderSize; segment i (counted
   // from 0 over the thread's life) is at slot i % ring_segments. The
@@ -123,6 +126,7 @@ enum class RawMetaType : uint32_t {
   kMark = 8,           // RawMark + text (callscope_mark)
   kMode = 9,           // RawMode: how the process was traced
   kClear = 10,         // RawClear: callscope_clear() (for threads that never applied it)
+  kThreadName = 11,    // RawThreadName: a thread was named while it ran
 };
 
 struct RawMetaHeader {
@@ -215,6 +219,21 @@ struct RawClear {
   uint64_t tick;
 };
 static_assert(sizeof(RawClear) == 16);
+
+// A thread was given a name (pthread_setname_np, also on another thread's
+// handle, or prctl(PR_SET_NAME)) after its thread file was made. The header's
+// name is read when the thread starts and again at a clean exit; these
+// records carry the names in between, and the last one of a thread that
+// never exited cleanly (a killed process, or one that ended with the thread
+// running).
+struct RawThreadName {
+  uint64_t tick;        // when it was named (relative to the process base)
+  uint32_t tid;         // the thread named, not necessarily the caller
+  uint32_t reserved;
+  char name[16];        // the new name, NUL-padded (at most 15 bytes)
+  char old_name[16];    // the name it had until then ("" when unknown)
+};
+static_assert(sizeof(RawThreadName) == 48);
 
 enum class TraceMode : uint32_t { kRecord = 0, kProfile = 1 };
 struct RawMode {
@@ -344,7 +363,7 @@ static_assert(sizeof(RawRecorderInfo) == 16);
 
 inline constexpr char kTraceMagic[8] = {'C', 'A', 'L', 'L', 'S', 'C', 'P', '\x1a'};
 inline constexpr uint16_t kTraceVersionMajor = 1;
-inline constexpr uint16_t kTraceVersionMinor = 1;
+inline constexpr uint16_t kTraceVersionMinor = 2;
 
 struct FileHeader {
   char magic[8];
@@ -373,6 +392,7 @@ enum class BlockType : uint16_t {
                    // aux0 = thread index, aux1 = snapshot index, first_tick = its tick
   kDumps = 8,      // DumpRecord[count]: the snapshots, process by process, each's in time order
   kMarks = 9,      // MarkRecord[count] + strings
+  kThreadNames = 10,  // ThreadNameRecord[count] + strings (trace 1.2)
 };
 inline constexpr uint16_t kBlockCompressed = 1;
 
@@ -470,7 +490,7 @@ struct ThreadRecord {
   uint64_t torn_events;      // half-written events found at a crash point
   uint32_t flags;            // kThreadMain, kThreadExitedCleanly
   uint32_t blocks;           // kEvents blocks of this thread
-  StrRef name;
+  StrRef name;               // the last name it had (1.2; before: at its exit, else at its start)
 };
 static_assert(sizeof(ThreadRecord) == 72);
 inline constexpr uint32_t kThreadMain = 1;
@@ -510,6 +530,19 @@ struct MarkRecord {
   StrRef text;
 };
 static_assert(sizeof(MarkRecord) == 32);
+
+// The names of a thread that was named while it ran, in time order: the
+// name it started with (tick: the thread's start), then each new name with
+// the tick it was given. Threads never renamed have no records. The records
+// are sorted by thread, then tick; the last of a thread is ThreadRecord::name
+// unless the thread renamed itself later by other means (seen at its exit).
+struct ThreadNameRecord {
+  uint64_t tick;
+  uint32_t thread_index;
+  uint32_t reserved;
+  StrRef name;
+};
+static_assert(sizeof(ThreadNameRecord) == 24);
 
 struct EndRecord {
   uint64_t total_events;

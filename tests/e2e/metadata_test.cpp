@@ -161,6 +161,67 @@ TEST_P(MetadataTest, FinishAfterTheRecorderWasKilled) {
   EXPECT_GE(s.calls_of("tick"), 1u);
 }
 
+// ---- thread names -----------------------------------------------------------------
+
+// The workers are named after they started (by themselves, by main through
+// their handle, by prctl) and never exit: the process ends with exit() while
+// they run, or is killed. Each keeps the name it had last, and the names it
+// had before, with when.
+TEST_P(MetadataTest, ThreadsNamedWhileTheyRunKeepTheirLastName) {
+  for (const std::string how : {"exit", "kill"}) {
+    SCOPED_TRACE(how);
+    const std::string trace = dir_.file("names-" + how + ".trace");
+    RunResult r = callscope_env({"record", "-o", trace, "--", fixture(GetParam(), "names"), how});
+    if (how == "kill")
+      EXPECT_EQ(r.term_signal, SIGKILL) << r.err;
+    else
+      EXPECT_EQ(r.exit_code, 0) << r.err;
+    TraceSummary s = summarize(trace);
+    ASSERT_TRUE(s.reader);
+    const auto& threads = s.reader->threads();
+    ASSERT_EQ(threads.size(), 4u);
+    std::map<std::string, const format::ThreadInfo*> by_name;
+    for (const auto& t : threads) by_name[t.name] = &t;
+    ASSERT_EQ(by_name.size(), 4u) << threads[0].name << " " << threads[1].name << " " << threads[2].name << " "
+                                  << threads[3].name;
+    ASSERT_TRUE(by_name.count("names"));
+    EXPECT_TRUE(by_name["names"]->names.empty());
+    EXPECT_EQ(by_name["names"]->record.flags & format::kThreadMain, format::kThreadMain);
+    // Names, with the tick each was given: the start name at the thread's start.
+    auto history = [&](const std::string& last) {
+      std::vector<std::string> out;
+      const format::ThreadInfo* t = by_name[last];
+      if (!t) return out;
+      uint64_t tick = 0;
+      for (const auto& n : t->names) {
+        out.push_back(n.name);
+        EXPECT_GE(n.tick, tick) << n.name;
+        EXPECT_LE(n.tick, t->record.end_tick) << n.name;
+        tick = n.tick;
+      }
+      if (!t->names.empty()) {
+        EXPECT_EQ(t->names.front().tick, t->record.start_tick);
+      }
+      EXPECT_EQ(t->record.flags & format::kThreadExitedCleanly, 0u) << "the worker never exits";
+      return out;
+    };
+    EXPECT_EQ(history("bio_close_file"), (std::vector<std::string>{"names", "bio_first", "bio_close_file"}));
+    EXPECT_EQ(history("bio_aof"), (std::vector<std::string>{"names", "bio_aof"}));
+    EXPECT_EQ(history("bio_lazy_free"), (std::vector<std::string>{"names", "bio_lazy_free"}));
+
+    RunResult rep = callscope({"report", trace, "-t", "bio*", "--threads"});
+    ASSERT_EQ(rep.exit_code, 0) << rep.err;
+    for (const char* n : {"bio_close_file", "bio_aof", "bio_lazy_free"})
+      EXPECT_NE(rep.out.find(n), std::string::npos) << rep.out;
+    // An earlier name finds the thread too.
+    rep = callscope({"report", trace, "-t", "bio_first", "--format", "csv"});
+    EXPECT_EQ(rep.exit_code, 0) << rep.err;
+    RunResult info = callscope({"info", trace});
+    EXPECT_NE(info.out.find("thread names"), std::string::npos) << info.out;
+    EXPECT_NE(info.out.find("bio_first"), std::string::npos) << info.out;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Compilers, MetadataTest, ::testing::ValuesIn(variants()), [](const auto& param_info) {
   std::string n = param_info.param;
   for (char& c : n)
