@@ -24,7 +24,10 @@ struct FunctionInfo {
   uint32_t line = 0;   // 0 when unknown
 };
 
-using Resolver = std::function<FunctionInfo(uint32_t process, uint64_t addr)>;
+// `tick`: when the address was seen (the trace tick of a call to it), or
+// kNoTick when that is not known. It matters only where several modules held
+// the address over time (a library closed and another loaded where it was).
+using Resolver = std::function<FunctionInfo(uint32_t process, uint64_t addr, uint64_t tick)>;
 
 struct ThreadProfile {
   uint32_t thread = 0;  // index in TraceReader::threads()
@@ -45,7 +48,9 @@ struct Profile {
 // nothing is an error.
 Result<std::vector<uint32_t>> select_threads(const format::TraceReader& trace, const std::vector<std::string>& specs);
 
-// Reads the events of `threads` and builds their trees.
+// Reads the events of `threads` and builds their trees. Calls at an address
+// that several modules held over time are told apart by the module loaded at
+// the time of the call (format/module_map.h), each resolved with that time.
 Result<Profile> build_profile(format::TraceReader& trace, const std::vector<uint32_t>& threads,
                               const Resolver& resolve);
 

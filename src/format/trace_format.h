@@ -464,6 +464,9 @@ struct ProcessRecord {
 };
 static_assert(sizeof(ProcessRecord) == 64);
 
+// One load of a module. A library closed and loaded again (or another one
+// loaded where it was) is another record, over the same addresses: an
+// address means the module loaded at the time of its event.
 struct ModuleRecord {
   uint32_t process_index;
   uint32_t flags;            // kModuleUnloaded when unload_tick is valid

@@ -222,6 +222,60 @@ TEST_P(MetadataTest, ThreadsNamedWhileTheyRunKeepTheirLastName) {
   }
 }
 
+// ---- modules loaded again at the same address --------------------------------------
+
+// libplugin.so is loaded, called and closed twice, then libplugin2.so (other
+// names, the same size) where it was, then libplugin.so once more: each load
+// is a module of its own, and every call gets the name of the library loaded
+// at its time.
+TEST_P(MetadataTest, LibrariesLoadedAgainAtTheSameAddressKeepTheirNames) {
+  const std::string lib = fixture(GetParam(), "libplugin.so"), lib2 = fixture(GetParam(), "libplugin2.so");
+  const std::string trace = dir_.file("reload.trace");
+  RunResult r = callscope_env({"record", "-o", trace, "--", fixture(GetParam(), "reload"), lib + ":plugin_entry",
+                               lib + ":plugin_entry", lib2 + ":other_entry", lib + ":plugin_entry"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  TraceSummary s = summarize(trace);
+  ASSERT_TRUE(s.reader);
+  // Four loads, each unloaded, one after the other at one address.
+  std::vector<format::ModuleRecord> loads;
+  for (const auto& m : s.reader->modules())
+    if (m.path == lib || m.path == lib2) loads.push_back(m.record);
+  ASSERT_EQ(loads.size(), 4u);
+  for (size_t i = 0; i < loads.size(); ++i) {
+    EXPECT_TRUE(loads[i].flags & format::kModuleUnloaded) << i;
+    EXPECT_LE(loads[i].load_tick, loads[i].unload_tick) << i;
+    if (i) {
+      EXPECT_EQ(loads[i].low, loads[0].low) << "load " << i << " is elsewhere: nothing is tested\n" << r.out;
+      EXPECT_LE(loads[i - 1].unload_tick, loads[i].load_tick) << i;
+    }
+  }
+  EXPECT_EQ(s.calls_of("plugin_entry"), 9u);
+  EXPECT_EQ(s.calls_of("plugin_square"), 90u);
+  EXPECT_EQ(s.calls_of("other_entry"), 3u);
+  EXPECT_EQ(s.calls_of("other_cube"), 30u);
+  EXPECT_EQ(s.calls_of("between"), 4u);
+  for (const auto& [name, n] : s.calls) EXPECT_EQ(name.find('+'), std::string::npos) << name << " has no name";
+
+  RunResult rep = callscope({"report", trace, "--format", "csv"});
+  ASSERT_EQ(rep.exit_code, 0) << rep.err;
+  EXPECT_EQ(rep.err.find("overlaps"), std::string::npos) << rep.err;
+  auto rows = csv_by(rep.out, "function");
+  EXPECT_EQ(num(rows["plugin_square"], "calls"), 90u) << rep.out;
+  EXPECT_EQ(rows["plugin_square"]["module"], "libplugin.so");
+  EXPECT_EQ(num(rows["other_cube"], "calls"), 30u) << rep.out;
+  EXPECT_EQ(rows["other_cube"]["module"], "libplugin2.so");
+  EXPECT_EQ(num(rows["other_entry"], "calls"), 3u) << rep.out;
+  // The chronological views name each call by its time too.
+  RunResult rp = callscope({"replay", trace, "-F", "other_entry"});
+  ASSERT_EQ(rp.exit_code, 0) << rp.err;
+  EXPECT_NE(rp.out.find("other_cube"), std::string::npos) << rp.out;
+  EXPECT_EQ(rp.out.find("plugin_square"), std::string::npos) << rp.out;
+  RunResult st = callscope({"dump", "--stats", trace});
+  ASSERT_EQ(st.exit_code, 0) << st.err;
+  EXPECT_NE(st.out.find("30  other_cube"), std::string::npos) << st.out;
+  EXPECT_NE(st.out.find("90  plugin_square"), std::string::npos) << st.out;
+}
+
 INSTANTIATE_TEST_SUITE_P(Compilers, MetadataTest, ::testing::ValuesIn(variants()), [](const auto& param_info) {
   std::string n = param_info.param;
   for (char& c : n)

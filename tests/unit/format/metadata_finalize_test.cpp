@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "format/finalize.h"
+#include "format/module_map.h"
 #include "format/thread_names.h"
 #include "format/trace_reader.h"
 #include "profile_test_util.h"
@@ -167,6 +168,54 @@ TEST_F(MetadataFinalize, RenamedThreadsOfAKilledProcess) {
   EXPECT_EQ(t[2].name, "bio_aof");
   ASSERT_EQ(t[2].names.size(), 2u);
   EXPECT_EQ(t[2].names[1].tick, 40u);
+}
+
+// ---- modules over time -----------------------------------------------------------
+
+ModuleInfo module(uint32_t process, uint64_t low, uint64_t high, uint64_t load, uint64_t unload) {
+  ModuleInfo m;
+  m.record.process_index = process;
+  m.record.low = low;
+  m.record.high = high;
+  m.record.load_bias = low;
+  m.record.load_tick = load;
+  if (unload) {
+    m.record.unload_tick = unload;
+    m.record.flags = kModuleUnloaded;
+  }
+  return m;
+}
+
+// Process 0: the program, and a library loaded three times at 0x7000 (the
+// second time a bigger one, reaching 0x9800); process 1 uses the same
+// addresses once.
+TEST(ModuleMap, TheModuleLoadedAtTheTime) {
+  const std::vector<ModuleInfo> mods = {
+      module(0, 0x1000, 0x2000, 0, 0),       // 0: the program
+      module(0, 0x7000, 0x8000, 100, 200),   // 1
+      module(0, 0x7000, 0x9800, 300, 400),   // 2
+      module(1, 0x7000, 0x8000, 0, 0),       // 3: another process
+      module(0, 0x7000, 0x8000, 500, 0),     // 4: still loaded at the end
+  };
+  const ModuleMap map(mods);
+  EXPECT_TRUE(map.has_reuse(0));
+  EXPECT_FALSE(map.has_reuse(1));
+  EXPECT_FALSE(map.has_reuse(7));
+  EXPECT_TRUE(map.reused(0, 0x7000));
+  EXPECT_TRUE(map.reused(0, 0x7fff));
+  EXPECT_FALSE(map.reused(0, 0x8800));  // only the bigger load held it
+  EXPECT_FALSE(map.reused(0, 0x1000));
+  EXPECT_FALSE(map.reused(1, 0x7000));
+  EXPECT_EQ(map.covering(0, 0x7100), (std::vector<uint32_t>{1, 2, 4}));
+  EXPECT_EQ(map.at(0, 0x7100, 150), 1);
+  EXPECT_EQ(map.at(0, 0x7100, 350), 2);
+  EXPECT_EQ(map.at(0, 0x7100, 900), 4);
+  EXPECT_EQ(map.at(0, 0x7100, 50), 1);    // before any load: the first (its constructors ran before the record)
+  EXPECT_EQ(map.at(0, 0x7100, 250), 2);   // between loads: the next one
+  EXPECT_EQ(map.at(0, 0x8800, 150), 2);   // only one ever held it
+  EXPECT_EQ(map.at(0, 0x1100, 150), 0);
+  EXPECT_EQ(map.at(0, 0x5000, 150), ModuleMap::kNone);
+  EXPECT_EQ(map.at(1, 0x7100, 150), 3);
 }
 
 }  // namespace
