@@ -179,7 +179,7 @@ Result<Profile> build_profile(format::TraceReader& trace, const std::vector<uint
   return p;
 }
 
-uint64_t add_snapshot(CallTree& tree, const std::vector<format::ProfileNodeRecord>& nodes) {
+uint64_t add_snapshot(CallTree& tree, const std::vector<format::ProfileNodeRecord>& nodes, bool open_counted) {
   const size_t n = nodes.size();
   std::vector<bool> live(n, false);
   for (size_t i = n; i-- > 1;) {
@@ -202,8 +202,16 @@ uint64_t add_snapshot(CallTree& tree, const std::vector<format::ProfileNodeRecor
     s.max = r.max;
     s.first = r.first;
     s.first_tick = r.calls ? r.first_tick : kNoTick;
+    s.open = (r.flags & format::kProfNodeOpen) ? 1 : 0;
+    if (s.open && !open_counted) {  // trace 1.1: the open call's time is there, not the call
+      if (s.calls == 0) {  // its time alone; when it began is not known
+        s.min = s.max = s.first = s.total;
+        s.first_tick = 0;
+      }
+      ++s.calls;
+    }
     tree.node(id[i]).stats.merge(s);
-    calls += r.calls;
+    calls += s.calls;
   }
   return calls;
 }
@@ -230,7 +238,9 @@ Result<Profile> build_profile_from_dumps(format::TraceReader& trace, const std::
       if (!nodes) return nodes.error().context("thread " + std::to_string(ti));
       if (nodes->empty()) continue;
       found = true;
-      calls += add_snapshot(raw, *nodes);
+      // Trace 1.2 counts the calls open at a snapshot; 1.1 only added their time.
+      const bool open_counted = trace.header().version_major > 1 || trace.header().version_minor >= 2;
+      calls += add_snapshot(raw, *nodes, open_counted);
     }
     if (!found) continue;
     CallTreeBuilder unused(raw);

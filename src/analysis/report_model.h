@@ -63,8 +63,11 @@ Result<Profile> build_profile_from_dumps(format::TraceReader& trace, const std::
 // The snapshots a report shows by default: the final state of every process.
 std::vector<uint32_t> final_dumps(const format::TraceReader& trace);
 // Adds one thread's snapshot nodes into `tree` (keyed by address); returns
-// the calls added. For tests and build_profile_from_dumps.
-uint64_t add_snapshot(CallTree& tree, const std::vector<format::ProfileNodeRecord>& nodes);
+// the calls added. A node flagged open holds one call still in progress (in
+// Stats::open); `open_counted` false (traces before 1.2) adds that call,
+// which those nodes held only the time of. For tests and
+// build_profile_from_dumps.
+uint64_t add_snapshot(CallTree& tree, const std::vector<format::ProfileNodeRecord>& nodes, bool open_counted = true);
 
 // Builds one thread's tree from events given in memory (for tests), with
 // `resolve` called as in build_profile.

@@ -22,6 +22,9 @@
 //   raw 1, final 1.2 — thread names over time: kThreadName meta records
 //                      (pthread_setname_np, prctl(PR_SET_NAME)); a kThreadNames
 //                      block; ThreadRecord::name is the thread's last name.
+//                      A kProfNodeOpen node (raw snapshots and kProfile blocks)
+//                      counts its call in progress in calls, min, max and first
+//                      (1.1: only its time, in total and self).
 #pragma once
 
 #include <stddef.h>
@@ -298,7 +301,7 @@ struct RawProfNode {
 static_assert(sizeof(RawProfNode) == 88);
 inline constexpr uint32_t kProfNodeExcluded = 1;  // filtered out: its time counts in its parent
 inline constexpr uint32_t kProfNodeChrono = 2;    // a chrono function: events are recorded below it
-inline constexpr uint32_t kProfNodeOpen = 4;      // (snapshots) a call was in progress; its time so far is included
+inline constexpr uint32_t kProfNodeOpen = 4;      // (snapshots) a call was in progress: counted, with its time so far
 
 struct RawProfFrame {
   uint64_t fn;

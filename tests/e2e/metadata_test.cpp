@@ -276,6 +276,49 @@ TEST_P(MetadataTest, LibrariesLoadedAgainAtTheSameAddressKeepTheirNames) {
   EXPECT_NE(st.out.find("90  plugin_square"), std::string::npos) << st.out;
 }
 
+// ---- calls open at the end ----------------------------------------------------------
+
+// A call in progress when its thread or process ended, or when a snapshot
+// was taken, counts as one call with its time so far, flagged open: the same
+// in a recording and in profile mode.
+TEST_P(MetadataTest, CallsOpenAtTheEndCountOnceInBothModes) {
+  for (const std::string mode : {"record", "profile"}) {
+    SCOPED_TRACE(mode);
+    const std::string trace = dir_.file("open-" + mode + ".trace");
+    RunResult r = callscope_env({"record", "--mode=" + mode, "-o", trace, "--", fixture(GetParam(), "open_calls")});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find(mode == "profile" ? "dump=1" : "dump=0"), std::string::npos) << r.out;
+    RunResult rep = callscope({"report", trace, "--format", "csv"});
+    ASSERT_EQ(rep.exit_code, 0) << rep.err;
+    auto rows = csv_by(rep.out, "function");
+    struct Want {
+      const char* fn;
+      uint64_t calls, open;
+    };
+    for (const Want& w : {Want{"main", 1, 1}, Want{"finish", 1, 1}, Want{"blocked", 1, 1}, Want{"snapshot_inside", 1, 0},
+                          Want{"leaf", 3, 0}}) {
+      EXPECT_EQ(num(rows[w.fn], "calls"), w.calls) << w.fn << "\n" << rep.out;
+      EXPECT_EQ(num(rows[w.fn], "open_calls"), w.open) << w.fn << "\n" << rep.out;
+      EXPECT_GT(num(rows[w.fn], "total_ns"), 0u) << w.fn;
+    }
+    // The open calls' time so far is their time, in the extremes too.
+    EXPECT_EQ(num(rows["blocked"], "max_ns"), num(rows["blocked"], "total_ns"));
+    RunResult text = callscope({"report", trace});
+    EXPECT_NE(text.out.find("1*"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("* includes calls still in progress"), std::string::npos) << text.out;
+    if (mode != "profile") continue;
+    // The snapshot taken inside snapshot_inside(): it, main and blocked were open.
+    rep = callscope({"report", trace, "--dump", "1", "--format", "csv"});
+    ASSERT_EQ(rep.exit_code, 0) << rep.err;
+    rows = csv_by(rep.out, "function");
+    for (const Want& w : {Want{"main", 1, 1}, Want{"snapshot_inside", 1, 1}, Want{"blocked", 1, 1}, Want{"leaf", 2, 0}}) {
+      EXPECT_EQ(num(rows[w.fn], "calls"), w.calls) << w.fn << "\n" << rep.out;
+      EXPECT_EQ(num(rows[w.fn], "open_calls"), w.open) << w.fn << "\n" << rep.out;
+    }
+    EXPECT_EQ(rows.count("finish"), 0u) << rep.out;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Compilers, MetadataTest, ::testing::ValuesIn(variants()), [](const auto& param_info) {
   std::string n = param_info.param;
   for (char& c : n)
