@@ -10,10 +10,11 @@
 // pthread_setname_np may name another thread. glibc's pthread_t is the
 // address of that thread's control block, and initial-exec TLS sits at the
 // same distance from it in every thread (x86-64: TLS variant II), so the
-// target's ThreadState is found without a lock or a table. It is read only
-// after the real call succeeded, which means the thread exists (glibc
-// writes /proc/self/task/<tid>/comm). A thread in the middle of its first
-// hook when another names it may keep its old name until it exits.
+// target's ThreadState is found without a lock or a table. glibc's own
+// pthread_setname_np reads the target's control block (its tid) too, so a
+// handle it accepts is one we may read through; the record is written only
+// if the real call succeeded. A thread in the middle of its first hook when
+// another names it may keep its old name until it exits.
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>

@@ -149,8 +149,8 @@ TEST_F(SymbolizerTest, MissingModuleAndUnmappedAddress) {
   EXPECT_TRUE(said);
 }
 
-// Where this program's code is, libc.so.6 was loaded in between (loads of
-// this program from tick 10 to 100 and from 300 on, libc's from 200 to 290):
+// Over this program's code, libc.so.6 was loaded in between (loads of this
+// program from tick 10 to 100 and from 300 on, libc's from 200 to 290):
 // each address resolves in the module loaded at its time.
 TEST_F(SymbolizerTest, ModulesLoadedAtTheSameAddressAtDifferentTimes) {
   struct Libc {
@@ -204,11 +204,13 @@ TEST_F(SymbolizerTest, ModulesLoadedAtTheSameAddressAtDifferentTimes) {
     m.path = ms.add(file);
     return m;
   };
-  // libc moved so that its first byte is where this program's is.
-  const uint64_t libc_bias = self.low - (libc.low - libc.bias);
+  // libc moved so that it starts at the page of the probe function.
+  const auto addr = reinterpret_cast<uint64_t>(&symbolizer_probe_function);
+  const uint64_t libc_low = addr & ~uint64_t{0xfff};
+  const uint64_t libc_bias = libc_low - (libc.low - libc.bias);
   const std::vector<fmt::ModuleRecord> mods = {
       load(exe, self.bias, self.low, self.high, 10, 100),
-      load(libc.path, libc_bias, self.low, self.low + (libc.high - libc.low), 200, 290),
+      load(libc.path, libc_bias, libc_low, libc_low + (libc.high - libc.low), 200, 290),
       load(exe, self.bias, self.low, self.high, 300, 0),
   };
   ASSERT_TRUE((*w)->write_records(fmt::BlockType::kProcesses, std::vector<fmt::ProcessRecord>{p}, ps).ok());
@@ -218,7 +220,6 @@ TEST_F(SymbolizerTest, ModulesLoadedAtTheSameAddressAtDifferentTimes) {
   ASSERT_TRUE(trace.ok());
 
   Symbolizer sym(**trace);
-  const auto addr = reinterpret_cast<uint64_t>(&symbolizer_probe_function);
   EXPECT_NE(sym.lookup(0, addr, 50).function.find("symbolizer_probe_function"), std::string::npos);
   EXPECT_NE(sym.lookup(0, addr, 5).function.find("symbolizer_probe_function"), std::string::npos) << "before the first load";
   const Symbol& in_libc = sym.lookup(0, addr, 250);
@@ -230,7 +231,8 @@ TEST_F(SymbolizerTest, ModulesLoadedAtTheSameAddressAtDifferentTimes) {
   EXPECT_NE(sym.lookup(0, addr).function.find("symbolizer_probe_function"), std::string::npos);
   for (const auto& warning : sym.warnings()) EXPECT_EQ(warning.find("overlaps"), std::string::npos) << warning;
   EXPECT_TRUE(sym.modules().reused(0, addr));
-  EXPECT_FALSE(sym.modules().reused(0, self.low - 1));
+  EXPECT_EQ(sym.modules().covering(0, addr).size(), 3u);
+  EXPECT_FALSE(sym.modules().reused(0, std::max(self.high, libc_low + (libc.high - libc.low))));
 }
 
 }  // namespace
