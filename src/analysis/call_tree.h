@@ -11,7 +11,8 @@
 // Time accounting (all in ticks):
 //  - a frame's duration runs from its entry to the event that closes it: a
 //    normal exit, an unwound exit (longjmp, exception) or a truncated exit
-//    (still open when the stream ended; its tick is the thread's end);
+//    (still open when the stream ended; its tick is the thread's end: a
+//    call like the others, counted in Stats::open too);
 //  - `self` is the duration minus the durations of the frame's direct callees;
 //  - an inherited frame (opened before the stream began) counts its observed
 //    time in total and self, but is not a call (see stats.h);
@@ -105,8 +106,10 @@ class CallTreeBuilder {
       }
       case format::EventKind::kExit:
       case format::EventKind::kExitUnwound:
+        if (!stack_.empty()) close_top(e.tick, false);
+        break;
       case format::EventKind::kExitTruncated:
-        if (!stack_.empty()) close_top(e.tick);
+        if (!stack_.empty()) close_top(e.tick, true);
         break;
       case format::EventKind::kLost:
         lost_ += e.arg;
@@ -128,7 +131,7 @@ class CallTreeBuilder {
   // Closes frames left open (a damaged block lost their exits) at the last
   // tick seen. Call once, after the last event.
   void finish() {
-    while (!stack_.empty()) close_top(last_tick_);
+    while (!stack_.empty()) close_top(last_tick_, true);
   }
 
   uint64_t lost_events() const { return lost_; }
@@ -162,7 +165,8 @@ class CallTreeBuilder {
     gap_start_ = kNoTick;
   }
 
-  void close_top(uint64_t tick) {
+  // open: the frame's end was not seen (truncated): its time is what was observed.
+  void close_top(uint64_t tick, bool open) {
     const Frame f = stack_.back();
     stack_.pop_back();
     const uint64_t span = tick > f.start ? tick - f.start : 0;
@@ -170,7 +174,10 @@ class CallTreeBuilder {
     Stats& s = tree_.node(f.node).stats;
     s.total += dur;
     s.self += dur > f.children ? dur - f.children : 0;
-    if (f.is_call) s.add_call(f.start, dur);
+    if (f.is_call) {
+      s.add_call(f.start, dur);
+      s.open += open;
+    }
     if (!stack_.empty()) stack_.back().children += dur;
   }
 

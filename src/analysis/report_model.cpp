@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "common/glob.h"
+#include "format/module_map.h"
 
 namespace callscope::analysis {
 namespace {
@@ -63,16 +64,44 @@ Status pipelined_events(format::TraceReader& trace, uint32_t thread,
   return result;
 }
 
-// Interns functions by (name, module) and caches (process, addr) -> id.
+// Keys of the calls at addresses that several modules held over time: one
+// per (address, module loaded at the call), with bit 63 set (addresses never
+// have it) and the index of its (address, tick of its first call) below.
+class ReloadKeys {
+ public:
+  static constexpr uint64_t kBit = uint64_t{1} << 63;
+  ReloadKeys(const format::ModuleMap& map, uint32_t process) : map_(map), process_(process) {}
+  uint64_t key(uint64_t addr, uint64_t tick) {
+    const int64_t module = map_.at(process_, addr, tick);
+    auto [it, fresh] = index_.try_emplace({addr, module}, kBit | keys_.size());
+    if (fresh) keys_.push_back({addr, tick});
+    return it->second;
+  }
+  // (address, tick) of a key of ours.
+  std::pair<uint64_t, uint64_t> of(uint64_t key) const { return keys_[key & ~kBit]; }
+
+ private:
+  const format::ModuleMap& map_;
+  uint32_t process_;
+  std::map<std::pair<uint64_t, int64_t>, uint64_t> index_;
+  std::vector<std::pair<uint64_t, uint64_t>> keys_;
+};
+
+// Interns functions by (name, module) and caches (process, key) -> id; a key
+// is an address, or one of `reload`'s.
 class FunctionTable {
  public:
-  FunctionTable(Profile& p, const Resolver& resolve) : p_(p), resolve_(resolve) {
+  FunctionTable(Profile& p, const Resolver& resolve, const ReloadKeys* reload)
+      : p_(p), resolve_(resolve), reload_(reload) {
     for (size_t i = 0; i < p.functions.size(); ++i) by_name_[{p.functions[i].name, p.functions[i].module}] = i;
   }
-  uint64_t id(uint32_t process, uint64_t addr) {
-    auto [it, fresh] = by_addr_.try_emplace({process, addr}, 0);
+  uint64_t id(uint32_t process, uint64_t key) {
+    auto [it, fresh] = by_addr_.try_emplace({process, key}, 0);
     if (!fresh) return it->second;
-    FunctionInfo f = addr == kLostKey ? FunctionInfo{"[lost events]", "", "", 0} : resolve_(process, addr);
+    FunctionInfo f = key == kLostKey ? FunctionInfo{"[lost events]", "", "", 0}
+                     : reload_ && (key & ReloadKeys::kBit)
+                         ? resolve_(process, reload_->of(key).first, reload_->of(key).second)
+                         : resolve_(process, key, kNoTick);
     auto [nit, nfresh] = by_name_.try_emplace({f.name, f.module}, p_.functions.size());
     if (nfresh) p_.functions.push_back(std::move(f));
     it->second = nit->second;
@@ -82,13 +111,14 @@ class FunctionTable {
  private:
   Profile& p_;
   const Resolver& resolve_;
+  const ReloadKeys* reload_;
   std::map<std::pair<std::string, std::string>, uint64_t> by_name_;
   std::map<std::pair<uint32_t, uint64_t>, uint64_t> by_addr_;
 };
 
 void keep(Profile& p, uint32_t thread, uint32_t process, const CallTree& raw, const CallTreeBuilder& b,
-          uint64_t events, const Resolver& resolve) {
-  FunctionTable table(p, resolve);
+          uint64_t events, const Resolver& resolve, const ReloadKeys* reload = nullptr) {
+  FunctionTable table(p, resolve, reload);
   ThreadProfile t;
   t.thread = thread;
   t.events = events;
@@ -110,7 +140,8 @@ Result<std::vector<uint32_t>> select_threads(const format::TraceReader& trace, c
   for (const std::string& spec : specs) {
     bool any = false;
     for (uint32_t i = 0; i < threads.size(); ++i) {
-      const bool match = all_digits(spec) ? std::to_string(i) == spec : glob_match(spec, threads[i].name);
+      bool match = all_digits(spec) ? std::to_string(i) == spec : glob_match(spec, threads[i].name);
+      for (const auto& n : threads[i].names) match = match || (!all_digits(spec) && glob_match(spec, n.name));
       if (match) chosen[i] = any = true;
     }
     if (!any)
@@ -126,22 +157,34 @@ Result<std::vector<uint32_t>> select_threads(const format::TraceReader& trace, c
 Result<Profile> build_profile(format::TraceReader& trace, const std::vector<uint32_t>& threads,
                               const Resolver& resolve) {
   Profile p;
+  const format::ModuleMap modules(trace.modules());
   for (uint32_t ti : threads) {
     CallTree raw;
     CallTreeBuilder b(raw);
     uint64_t events = 0;
+    const uint32_t process = trace.threads()[ti].record.process_index;
+    ReloadKeys reload(modules, process);
+    const bool reused = modules.has_reuse(process);
     auto st = pipelined_events(trace, ti, [&](const format::TraceEvent* batch, size_t n) {
-      for (size_t i = 0; i < n; ++i) b.on_event(batch[i]);
       events += n;
+      if (!reused) {
+        for (size_t i = 0; i < n; ++i) b.on_event(batch[i]);
+        return;
+      }
+      for (size_t i = 0; i < n; ++i) {
+        format::TraceEvent e = batch[i];
+        if (format::is_entry(e.kind) && modules.reused(process, e.addr)) e.addr = reload.key(e.addr, e.tick);
+        b.on_event(e);
+      }
     });
     if (!st) return st.error().context("thread " + std::to_string(ti));
     b.finish();
-    keep(p, ti, trace.threads()[ti].record.process_index, raw, b, events, resolve);
+    keep(p, ti, process, raw, b, events, resolve, &reload);
   }
   return p;
 }
 
-uint64_t add_snapshot(CallTree& tree, const std::vector<format::ProfileNodeRecord>& nodes) {
+uint64_t add_snapshot(CallTree& tree, const std::vector<format::ProfileNodeRecord>& nodes, bool open_counted) {
   const size_t n = nodes.size();
   std::vector<bool> live(n, false);
   for (size_t i = n; i-- > 1;) {
@@ -164,8 +207,16 @@ uint64_t add_snapshot(CallTree& tree, const std::vector<format::ProfileNodeRecor
     s.max = r.max;
     s.first = r.first;
     s.first_tick = r.calls ? r.first_tick : kNoTick;
+    s.open = (r.flags & format::kProfNodeOpen) ? 1 : 0;
+    if (s.open && !open_counted) {  // trace 1.1: the open call's time is there, not the call
+      if (s.calls == 0) {  // its time alone; when it began is not known
+        s.min = s.max = s.first = s.total;
+        s.first_tick = 0;
+      }
+      ++s.calls;
+    }
     tree.node(id[i]).stats.merge(s);
-    calls += r.calls;
+    calls += s.calls;
   }
   return calls;
 }
@@ -192,7 +243,9 @@ Result<Profile> build_profile_from_dumps(format::TraceReader& trace, const std::
       if (!nodes) return nodes.error().context("thread " + std::to_string(ti));
       if (nodes->empty()) continue;
       found = true;
-      calls += add_snapshot(raw, *nodes);
+      // Trace 1.2 counts the calls open at a snapshot; 1.1 only added their time.
+      const bool open_counted = trace.header().version_major > 1 || trace.header().version_minor >= 2;
+      calls += add_snapshot(raw, *nodes, open_counted);
     }
     if (!found) continue;
     CallTreeBuilder unused(raw);

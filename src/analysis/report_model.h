@@ -24,7 +24,10 @@ struct FunctionInfo {
   uint32_t line = 0;   // 0 when unknown
 };
 
-using Resolver = std::function<FunctionInfo(uint32_t process, uint64_t addr)>;
+// `tick`: when the address was seen (the trace tick of a call to it), or
+// kNoTick when that is not known. It matters only where several modules held
+// the address over time (a library closed and another loaded where it was).
+using Resolver = std::function<FunctionInfo(uint32_t process, uint64_t addr, uint64_t tick)>;
 
 struct ThreadProfile {
   uint32_t thread = 0;  // index in TraceReader::threads()
@@ -40,11 +43,14 @@ struct Profile {
 };
 
 // Threads chosen by `specs`: each a thread index as shown by `callscope info`,
-// or a glob on thread names; all threads when `specs` is empty. A spec that
-// matches nothing is an error.
+// or a glob on thread names (the last name, or any name the thread was given
+// while it ran); all threads when `specs` is empty. A spec that matches
+// nothing is an error.
 Result<std::vector<uint32_t>> select_threads(const format::TraceReader& trace, const std::vector<std::string>& specs);
 
-// Reads the events of `threads` and builds their trees.
+// Reads the events of `threads` and builds their trees. Calls at an address
+// that several modules held over time are told apart by the module loaded at
+// the time of the call (format/module_map.h), each resolved with that time.
 Result<Profile> build_profile(format::TraceReader& trace, const std::vector<uint32_t>& threads,
                               const Resolver& resolve);
 
@@ -57,8 +63,11 @@ Result<Profile> build_profile_from_dumps(format::TraceReader& trace, const std::
 // The snapshots a report shows by default: the final state of every process.
 std::vector<uint32_t> final_dumps(const format::TraceReader& trace);
 // Adds one thread's snapshot nodes into `tree` (keyed by address); returns
-// the calls added. For tests and build_profile_from_dumps.
-uint64_t add_snapshot(CallTree& tree, const std::vector<format::ProfileNodeRecord>& nodes);
+// the calls added. A node flagged open holds one call still in progress (in
+// Stats::open); `open_counted` false (traces before 1.2) adds that call,
+// which those nodes held only the time of. For tests and
+// build_profile_from_dumps.
+uint64_t add_snapshot(CallTree& tree, const std::vector<format::ProfileNodeRecord>& nodes, bool open_counted = true);
 
 // Builds one thread's tree from events given in memory (for tests), with
 // `resolve` called as in build_profile.

@@ -4,6 +4,10 @@
 // output). `calls` counts real entries only: a frame inherited from before the
 // stream began (fork, resync after lost events) adds its observed time to
 // `total` and `self` but is not a call, so it never sets min, max or first.
+// A call still in progress when its thread or process ended, or when the
+// snapshot was taken, is a call like any other, with the time observed so
+// far; `open` counts those (a truncated exit in a recording, a node flagged
+// open in a snapshot).
 #pragma once
 
 #include <algorithm>
@@ -22,6 +26,7 @@ struct Stats {
   uint64_t max = 0;                 // ticks, longest call
   uint64_t first = 0;               // ticks, duration of the earliest call
   uint64_t first_tick = kNoTick;    // entry tick of that call (to pick it when merging)
+  uint64_t open = 0;                // of `calls`, those still in progress at the end
 
   // One completed call that began at `entry_tick` and lasted `ticks`.
   void add_call(uint64_t entry_tick, uint64_t ticks) {
@@ -37,6 +42,7 @@ struct Stats {
   // Adds `o` as more calls of the same thing (sums, extremes, earliest first).
   void merge(const Stats& o) {
     calls += o.calls;
+    open += o.open;
     total += o.total;
     self += o.self;
     min = std::min(min, o.min);

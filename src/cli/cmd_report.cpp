@@ -103,8 +103,8 @@ Result<DiffSide> diff_side(const std::string& spec, const std::string& trace_pat
     return Error("--diff " + spec + ": '" + path + "' holds every call, not snapshots; compare two traces instead");
   CALLSCOPE_TRY(std::vector<uint32_t> threads, analysis::select_threads(t, {}));
   symbolize::Symbolizer sym(t, {!no_demangle});
-  const analysis::Resolver resolve = [&](uint32_t process, uint64_t addr) {
-    const symbolize::Symbol& s = sym.lookup(process, addr);
+  const analysis::Resolver resolve = [&](uint32_t process, uint64_t addr, uint64_t tick) {
+    const symbolize::Symbol& s = tick == analysis::kNoTick ? sym.lookup(process, addr) : sym.lookup(process, addr, tick);
     return analysis::FunctionInfo{s.display(), s.module, "", 0};
   };
   CALLSCOPE_TRY(analysis::Profile profile, load_profile(t, threads, dump, resolve));
@@ -168,8 +168,8 @@ Result<int> run(const Opts& o) {
     for (const std::string& p : t.problems()) std::fprintf(stderr, "callscope report: damaged trace: %s\n", p.c_str());
     return t.problems().empty() ? 0 : 1;
   }
-  const analysis::Resolver resolve = [&](uint32_t process, uint64_t addr) {
-    const symbolize::Symbol& s = sym.lookup(process, addr);
+  const analysis::Resolver resolve = [&](uint32_t process, uint64_t addr, uint64_t tick) {
+    const symbolize::Symbol& s = tick == analysis::kNoTick ? sym.lookup(process, addr) : sym.lookup(process, addr, tick);
     analysis::FunctionInfo f{s.display(), s.module, "", 0};
     add_location(s, f);
     return f;

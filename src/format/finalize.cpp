@@ -11,6 +11,7 @@
 #include "format/profile_math.h"
 #include "format/raw_encoder.h"
 #include "format/raw_session.h"
+#include "format/thread_names.h"
 #include "format/trace_writer.h"
 
 namespace callscope::format {
@@ -127,6 +128,22 @@ Status write_tree(TraceWriter& w, const RawTree& t, uint32_t thread, uint32_t du
     std::memcpy(raw.data() + i * sizeof r, &r, sizeof r);
   }
   return w.write_block(BlockType::kProfile, thread, static_cast<uint32_t>(t.nodes.size()), tick, raw, dump);
+}
+
+// The program itself, when the recorder did not say: the earliest-started
+// first image of a pid that was not forked, followed to the last image of
+// that pid (exec). nullptr when there is none.
+const ProcessRecord* main_process(const std::vector<RawProcess>& raw, const std::vector<ProcessRecord>& procs) {
+  const ProcessRecord* first = nullptr;
+  for (size_t i = 0; i < procs.size(); ++i) {
+    const RawProcess& p = raw[i];
+    if (p.incarnation != 0 || !p.has_start || (p.start.flags & kRawProcessForked)) continue;
+    if (!first || procs[i].start_tick < first->start_tick) first = &procs[i];
+  }
+  const ProcessRecord* last = first;
+  for (const ProcessRecord& pr : procs)
+    if (first && pr.pid == first->pid && pr.incarnation > last->incarnation) last = &pr;
+  return last;
 }
 
 }  // namespace
@@ -425,6 +442,26 @@ Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::
   if (any_profile) sum.calls = profile_calls;
   for (const ProcessRecord& pr : procs) last_tick = std::max(last_tick, pr.end_tick);
 
+  // Names given while threads ran: each thread's last, and their history.
+  std::vector<Rename> renames;
+  for (size_t pi = 0; pi < s.processes.size(); ++pi)
+    for (const RawThreadName& n : s.processes[pi].thread_names)
+      renames.push_back({static_cast<uint32_t>(pi), n.tid, to_trace(s.processes[pi], n.tick),
+                         std::string(n.name, strnlen(n.name, sizeof n.name)),
+                         std::string(n.old_name, strnlen(n.old_name, sizeof n.old_name))});
+  std::vector<ThreadNameRecord> name_records;
+  StringTable name_strings;
+  if (!renames.empty()) {
+    std::vector<std::string> names;
+    for (const ThreadRecord& t : threads)
+      names.emplace_back(reinterpret_cast<const char*>(thread_strings.bytes().data()) + t.name.offset, t.name.length);
+    const std::vector<std::string> header_names = names;
+    for (const NameChange& c : resolve_thread_names(threads, names, std::move(renames)))
+      name_records.push_back({c.tick, c.thread_index, 0, name_strings.add(c.name)});
+    for (size_t i = 0; i < threads.size(); ++i)
+      if (names[i] != header_names[i]) threads[i].name = thread_strings.add(names[i]);
+  }
+
   std::vector<MarkRecord> marks;
   StringTable mark_strings;
   for (size_t pi = 0; pi < s.processes.size(); ++pi) {
@@ -445,8 +482,10 @@ Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::
   StringTable info_strings;
   info.start_realtime_ns = fh.origin_realtime_ns;
   info.duration_ticks = last_tick;
+  bool main_reaped = false;
   for (const RawChildStatus& cs : s.child_statuses) {
     if (!cs.is_main) continue;
+    main_reaped = true;
     info.main_pid = cs.pid;
     info.main_how = cs.how;
     info.main_code = cs.code;
@@ -454,11 +493,17 @@ Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::
     info.main_core_dumped = cs.core_dumped;
     info.duration_ticks = std::max(info.duration_ticks, mono_to_tick(cs.mono_ns));
   }
-  if (!s.recorder && !procs.empty()) {  // no recorder: the first process is the program
-    info.main_pid = procs.front().pid;
-    info.main_how = procs.front().how;
-    info.main_code = procs.front().code;
-    info.main_signal = procs.front().signal;
+  // No recorder, or one that died before the program ended (`finish` of a
+  // killed `record`): the program is the first process started that was not
+  // forked, and it ended as the last image of its pid says.
+  if (!main_reaped) {
+    if (const ProcessRecord* main = main_process(s.processes, procs)) {
+      info.main_pid = main->pid;
+      info.main_how = main->how;
+      info.main_code = main->code;
+      info.main_signal = main->signal;
+      info.main_core_dumped = main->core_dumped;
+    }
   }
   if (sum.calls == 0 && !any_profile) info.flags |= kInfoNotInstrumented;
   if (any_profile) info.flags |= kInfoProfile;
@@ -474,6 +519,8 @@ Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::
   CALLSCOPE_CHECK(writer->write_records(BlockType::kProcesses, procs, proc_strings));
   CALLSCOPE_CHECK(writer->write_records(BlockType::kModules, mods, mod_strings));
   CALLSCOPE_CHECK(writer->write_records(BlockType::kThreads, threads, thread_strings));
+  if (!name_records.empty())
+    CALLSCOPE_CHECK(writer->write_records(BlockType::kThreadNames, name_records, name_strings));
   if (!dumps.empty()) CALLSCOPE_CHECK(writer->write_records(BlockType::kDumps, dumps, StringTable()));
   if (!marks.empty()) CALLSCOPE_CHECK(writer->write_records(BlockType::kMarks, marks, mark_strings));
   EndRecord end{sum.events, writer->blocks_written() + 1};

@@ -1,4 +1,4 @@
-// The time of calls still in progress at a snapshot, added to their nodes:
+// Calls still in progress at a snapshot, counted in their nodes:
 // shared by the runtime (snapshots on demand) and by finalization (the last
 // snapshot, read from t<tid>.prof after the process ended). Plain C++ on the
 // raw structs, so the runtime may include it.
@@ -17,10 +17,13 @@ __attribute__((no_instrument_function)) inline void reset_node_stats(RawProfNode
   n.first_tick = ~uint64_t{0};
 }
 
-// Adds to `nodes` (count of them) the time each open frame of `stack`
-// (depth frames, outermost first) has run until `now`; frames that began
-// before `floor` count from `floor` with nothing in their callees (a clear
-// the thread had not applied). Marks those nodes kProfNodeOpen.
+// Counts each open frame of `stack` (depth frames, outermost first) in its
+// node of `nodes` (count of them) as one call that lasted until `now`, as a
+// recording counts a frame still open at the end (closed as truncated): one
+// more call, its time so far in total, self, min, max and first. Frames that
+// began before `floor` count from `floor` with nothing in their callees (a
+// clear the thread had not applied). Marks those nodes kProfNodeOpen (a node
+// has at most one open frame: recursion makes deeper nodes).
 __attribute__((no_instrument_function)) inline void add_open_time(RawProfNode* nodes, uint64_t count,
                                                                   const RawProfFrame* stack, uint32_t depth,
                                                                   uint64_t now, uint64_t floor) {
@@ -39,9 +42,16 @@ __attribute__((no_instrument_function)) inline void add_open_time(RawProfNode* n
     }
     if (f.node < count && f.node != 0) {
       RawProfNode& n = nodes[f.node];
+      ++n.calls;
       n.total += el;
       const uint64_t below = child + above;
       n.self += el > below ? el - below : 0;
+      if (el < n.min) n.min = el;
+      if (el > n.max) n.max = el;
+      if (n.first_tick == ~uint64_t{0} || start < n.first_tick) {
+        n.first_tick = start;
+        n.first = el;
+      }
       n.flags |= kProfNodeOpen;
     }
     above = el;

@@ -98,6 +98,11 @@ Status read_process(RawProcess& p, std::vector<std::string>& warnings) {
         if (take(buf, body, end, c)) p.clears.push_back(c);
         break;
       }
+      case RawMetaType::kThreadName: {
+        RawThreadName n;
+        if (take(buf, body, end, n)) p.thread_names.push_back(n);
+        break;
+      }
       case RawMetaType::kMode: {
         RawMode m;
         if (take(buf, body, end, m)) p.mode = m;

@@ -42,6 +42,7 @@ struct RawProcess {
   std::vector<Mark> marks;
   std::vector<std::string> prof_files;    // t<tid>.prof, absolute paths, sorted
   std::vector<RawClear> clears;           // callscope_clear() calls, in order
+  std::vector<RawThreadName> thread_names;  // names given while threads ran, in order
   std::string dumps_file;                 // empty when the process wrote no snapshot
 };
 

@@ -24,7 +24,14 @@
 //                      and a kResume; the final stream says which frames ended
 //                      and which began inside a gap (see "Gaps" below); kEvents
 //                      blocks written while the program runs carry in aux1 the
-//                      raw segments they cover; RawThreadHeader wait fields.
+//                      raw segments they cover; RawThreadHeader wait fields and
+//                      kRawThreadClosed; recorder.meta kStream/kStreamThread.
+//                      Thread names over time: kThreadName meta records
+//                      (pthread_setname_np, prctl(PR_SET_NAME)); a kThreadNames
+//                      block; ThreadRecord::name is the thread's last name.
+//                      A kProfNodeOpen node (raw snapshots and kProfile blocks)
+//                      counts its call in progress in calls, min, max and first
+//                      (1.1: only its time, in total and self).
 #pragma once
 
 #include <stddef.h>
@@ -111,7 +118,7 @@ struct RawThreadHeader {
   uint64_t end_tick;      // 0 while running or when the thread never exited cleanly
   uint64_t lost_events;   // total dropped (disk full, re-entrant slow path)
   uint64_t flags;         // kRawThreadMain, ...
-  char name[16];          // from /proc/thread-self/comm at thread exit
+  char name[16];          // from /proc/thread-self/comm at thread start, again at a clean exit
   // Ring mode (under `record`): the events live in ring_segments segments of
   // segment_bytes each, from offset kRawThreadHeaderSize; segment i (counted
   // from 0 over the thread's life) is at slot i % ring_segments. The
@@ -146,6 +153,7 @@ enum class RawMetaType : uint32_t {
   kMark = 8,           // RawMark + text (callscope_mark)
   kMode = 9,           // RawMode: how the process was traced
   kClear = 10,         // RawClear: callscope_clear() (for threads that never applied it)
+  kThreadName = 11,    // RawThreadName: a thread was named while it ran
   kStream = 20,        // RawStream + path (recorder only): where the live trace is written
   kStreamThread = 21,  // RawStreamThread + path (recorder only): a thread file it streams
 };
@@ -241,6 +249,21 @@ struct RawClear {
 };
 static_assert(sizeof(RawClear) == 16);
 
+// A thread was given a name (pthread_setname_np, also on another thread's
+// handle, or prctl(PR_SET_NAME)) after its thread file was made. The header's
+// name is read when the thread starts and again at a clean exit; these
+// records carry the names in between, and the last one of a thread that
+// never exited cleanly (a killed process, or one that ended with the thread
+// running).
+struct RawThreadName {
+  uint64_t tick;        // when it was named (relative to the process base)
+  uint32_t tid;         // the thread named, not necessarily the caller
+  uint32_t reserved;
+  char name[16];        // the new name, NUL-padded (at most 15 bytes)
+  char old_name[16];    // the name it had until then ("" when unknown)
+};
+static_assert(sizeof(RawThreadName) == 48);
+
 enum class TraceMode : uint32_t { kRecord = 0, kProfile = 1 };
 struct RawMode {
   uint32_t mode;      // TraceMode
@@ -304,7 +327,7 @@ struct RawProfNode {
 static_assert(sizeof(RawProfNode) == 88);
 inline constexpr uint32_t kProfNodeExcluded = 1;  // filtered out: its time counts in its parent
 inline constexpr uint32_t kProfNodeChrono = 2;    // a chrono function: events are recorded below it
-inline constexpr uint32_t kProfNodeOpen = 4;      // (snapshots) a call was in progress; its time so far is included
+inline constexpr uint32_t kProfNodeOpen = 4;      // (snapshots) a call was in progress: counted, with its time so far
 
 struct RawProfFrame {
   uint64_t fn;
@@ -416,6 +439,7 @@ enum class BlockType : uint16_t {
                    // aux0 = thread index, aux1 = snapshot index, first_tick = its tick
   kDumps = 8,      // DumpRecord[count]: the snapshots, process by process, each's in time order
   kMarks = 9,      // MarkRecord[count] + strings
+  kThreadNames = 10,  // ThreadNameRecord[count] + strings (trace 1.2)
 };
 inline constexpr uint16_t kBlockCompressed = 1;
 
@@ -489,6 +513,9 @@ struct ProcessRecord {
 };
 static_assert(sizeof(ProcessRecord) == 64);
 
+// One load of a module. A library closed and loaded again (or another one
+// loaded where it was) is another record, over the same addresses: an
+// address means the module loaded at the time of its event.
 struct ModuleRecord {
   uint32_t process_index;
   uint32_t flags;            // kModuleUnloaded when unload_tick is valid
@@ -515,7 +542,7 @@ struct ThreadRecord {
   uint64_t torn_events;      // half-written events found at a crash point
   uint32_t flags;            // kThreadMain, kThreadExitedCleanly
   uint32_t blocks;           // kEvents blocks of this thread
-  StrRef name;
+  StrRef name;               // the last name it had (1.2; before: at its exit, else at its start)
 };
 static_assert(sizeof(ThreadRecord) == 72);
 inline constexpr uint32_t kThreadMain = 1;
@@ -555,6 +582,19 @@ struct MarkRecord {
   StrRef text;
 };
 static_assert(sizeof(MarkRecord) == 32);
+
+// The names of a thread that was named while it ran, in time order: the
+// name it started with (tick: the thread's start), then each new name with
+// the tick it was given. Threads never renamed have no records. The records
+// are sorted by thread, then tick; the last of a thread is ThreadRecord::name
+// unless the thread renamed itself later by other means (seen at its exit).
+struct ThreadNameRecord {
+  uint64_t tick;
+  uint32_t thread_index;
+  uint32_t reserved;
+  StrRef name;
+};
+static_assert(sizeof(ThreadNameRecord) == 24);
 
 struct EndRecord {
   uint64_t total_events;

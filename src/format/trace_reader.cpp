@@ -196,6 +196,7 @@ size_t TraceReader::verify_payloads() {
 
 Status TraceReader::read_metadata() {
   bool have_threads = false;
+  std::vector<std::pair<ThreadNameRecord, std::string>> names;  // attached once the thread table is read
   for (const BlockRef& b : blocks_) {
     const auto type = static_cast<BlockType>(b.header.type);
     if (type == BlockType::kEvents || type == BlockType::kEnd || type == BlockType::kProfile) continue;
@@ -251,10 +252,18 @@ Status TraceReader::read_metadata() {
         for (auto& [r, unused] : *recs) marks_.push_back({r, str(strings, ssize, r.text)});
         break;
       }
+      case BlockType::kThreadNames: {
+        auto recs = parse_records<ThreadNameRecord>(*p, &strings, &ssize);
+        if (!recs) { fail(recs.error()); break; }
+        for (auto& [r, unused] : *recs) names.emplace_back(r, str(strings, ssize, r.name));
+        break;
+      }
       default:
         break;  // a block type of a later minor version
     }
   }
+  for (auto& [r, name] : names)
+    if (r.thread_index < threads_.size()) threads_[r.thread_index].names.push_back({r.tick, std::move(name)});
   for (const BlockRef& b : blocks_) {
     if (b.header.type != static_cast<uint16_t>(BlockType::kProfile)) continue;
     if (b.header.aux1 >= dumps_.size()) {

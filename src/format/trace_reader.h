@@ -51,7 +51,14 @@ struct ModuleInfo {
 
 struct ThreadInfo {
   ThreadRecord record{};
-  std::string name;
+  std::string name;  // the last name it had
+  // A thread named while it ran (trace 1.2): the name it started with, then
+  // each new name, with the tick it was given; empty for a thread never renamed.
+  struct Named {
+    uint64_t tick;
+    std::string name;
+  };
+  std::vector<Named> names;
 };
 
 struct MarkInfo {

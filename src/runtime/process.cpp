@@ -1,6 +1,7 @@
 // Process lifecycle of the runtime: the session directory, the metadata file
-// (process start, module map, exit), fork and exit handlers, and the dlopen /
-// dlclose wrappers that keep the module map current.
+// (process start, module map, exit), fork and exit handlers, the dlopen /
+// dlclose wrappers that keep the module map current, and the _exit / _Exit
+// wrappers (a process that ends that way runs no on_exit handler).
 //
 // Initialization runs once per process image, from our constructor or from
 // the first hook, whichever comes first (an instrumented library's
@@ -17,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -42,6 +44,9 @@ PathBuf g_session_dir;
 PathBuf g_process_dir;
 int g_meta_fd = -1;
 uint32_t g_incarnation = 0;
+int g_meta_pid = 0;  // the process g_meta_fd describes (a vfork child shares our memory, not our record)
+using ExitFn = void (*)(int);
+ExitFn g_real_exit = nullptr;  // _exit of the next object (libc), resolved at initialization
 bool g_default_dir = false;  // no CALLSCOPE_DIR: the program runs without `callscope record`
 
 // Modules already written to meta. Fixed size: no allocation.
@@ -187,6 +192,7 @@ CALLSCOPE_NOINSTR bool make_process_dir(uint32_t pid) {
 CALLSCOPE_NOINSTR bool start_process_record(uint32_t parent_n, uint32_t flags) {
   const uint32_t pid = static_cast<uint32_t>(::getpid());
   if (!make_process_dir(pid)) return false;
+  g_meta_pid = static_cast<int>(pid);
   PathBuf meta;
   meta.add(g_process_dir.c_str()).add("/meta");
   g_meta_fd = ::open(meta.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);
@@ -231,17 +237,25 @@ CALLSCOPE_NOINSTR void write_calibration() {
 
 // ---- handlers --------------------------------------------------------------
 
-CALLSCOPE_NOINSTR void on_process_exit(int status, void*) {
-  const int saved_errno = errno;
+// What every way out of the process records: no control request is served
+// any more (the socket is removed), then the exit record and a calibration
+// pair, and the calling thread's end. `code` is what the parent sees (the
+// low 8 bits of the status given to exit or _exit).
+CALLSCOPE_NOINSTR void record_exit(int status) {
   control_stop();  // first: no request is served while the process ends
   fmt::RawProcessExit e{};
   e.tick = now_tick();
   e.how = static_cast<uint32_t>(fmt::ExitHow::kExited);
-  e.code = status;
+  e.code = status & 0xff;
   write_meta(fmt::RawMetaType::kProcessExit, &e, sizeof e, nullptr, 0, nullptr, 0);
   write_calibration();
   ThreadState* t = current_thread();
   if (t->status == kActive && t->header) t->header->end_tick = e.tick;
+}
+
+CALLSCOPE_NOINSTR void on_process_exit(int status, void*) {
+  const int saved_errno = errno;
+  record_exit(status);
   if (g_default_dir) {
     PathBuf msg;
     msg.add("callscope: events written to ").add(g_session_dir.c_str());
@@ -286,6 +300,9 @@ CALLSCOPE_NOINSTR bool do_init() {
     if (::mkdir(g_session_dir.c_str(), 0700) != 0 && errno != EEXIST) return false;
   }
   engine_configure();
+  // Now, not in the wrapper: a vfork child must not resolve symbols (dlsym
+  // may allocate, in memory it shares with its parent).
+  g_real_exit = reinterpret_cast<ExitFn>(::dlsym(RTLD_NEXT, "_exit"));
   pthread_key_t key;
   if (::pthread_key_create(&key, thread_exit) != 0) return false;
   g_thread_key = key;
@@ -385,3 +402,20 @@ CALLSCOPE_EXPORT int dlclose(void* handle) {
   if (rc == 0) rescan_modules();
   return rc;
 }
+
+// _exit and _Exit (one function in glibc; a program may call either) run no
+// on_exit handler: every fork child of a server that ends with _exit would
+// otherwise show no exit and leave its control socket behind. exit() itself
+// calls libc's _exit directly, never through here, after on_process_exit.
+namespace {
+
+[[noreturn]] CALLSCOPE_NOINSTR void end_process(int status) {
+  if (__atomic_load_n(&g_init_state, __ATOMIC_ACQUIRE) == kReady && ::getpid() == g_meta_pid) record_exit(status);
+  if (g_real_exit) g_real_exit(status);
+  for (;;) ::syscall(SYS_exit_group, status);
+}
+
+}  // namespace
+
+CALLSCOPE_EXPORT void _exit(int status) { end_process(status); }
+CALLSCOPE_EXPORT void _Exit(int status) { end_process(status); }

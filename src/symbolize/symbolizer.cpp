@@ -61,7 +61,14 @@ std::string Symbol::location() const {
 }
 
 struct Symbolizer::Process {
-  Dwfl* dwfl = nullptr;
+  // Sessions: a module goes to the first one none of whose modules it
+  // overlaps (libdwfl refuses overlaps), so loads at the same address at
+  // different times each have their own.
+  struct Layer {
+    Dwfl* dwfl = nullptr;
+    std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  };
+  std::vector<Layer> layers;
   // A function symbol, sorted by address. libdwfl's own lookup scans every
   // symbol of the module per call (seconds per thousand lookups on libLLVM),
   // so each module's table is read once and searched by bisection.
@@ -78,16 +85,36 @@ struct Symbolizer::Process {
     bool loaded = false;      // syms and has_dwarf are known
     bool has_dwarf = false;   // line information may exist
     std::vector<Sym> syms;
+    std::string file;         // path and build-id as recorded: two loads of one file
   };
-  std::vector<Mod> mods;  // sorted by low
-  std::unordered_map<uint64_t, Symbol> cache;
+  std::vector<Mod> mods;                          // the process's modules, in trace order
+  std::unordered_map<uint32_t, size_t> mod_of;    // trace module index -> mods index
+  std::unordered_map<uint64_t, Symbol> cache;     // address alone
+  std::map<std::pair<int64_t, uint64_t>, Symbol> by_module;  // (mods index, address), reused ranges only
   ~Process() {
-    if (dwfl) dwfl_end(dwfl);
+    for (Layer& l : layers)
+      if (l.dwfl) dwfl_end(l.dwfl);
+  }
+  Dwfl* layer_for(uint64_t low, uint64_t high) {
+    for (Layer& l : layers) {
+      bool clash = false;
+      for (const auto& [lo, hi] : l.ranges) clash = clash || (low < hi && lo < high);
+      if (!clash) {
+        l.ranges.push_back({low, high});
+        return l.dwfl;
+      }
+    }
+    Layer l;
+    l.dwfl = dwfl_begin(&kCallbacks);
+    dwfl_report_begin(l.dwfl);
+    l.ranges.push_back({low, high});
+    layers.push_back(std::move(l));
+    return layers.back().dwfl;
   }
 };
 
 Symbolizer::Symbolizer(const format::TraceReader& trace, SymbolizerOptions options)
-    : trace_(trace), options_(options) {
+    : trace_(trace), map_(trace.modules()), options_(options) {
   processes_.resize(std::max<size_t>(trace.processes().size(), 1));
 }
 
@@ -99,18 +126,21 @@ Symbolizer::Process& Symbolizer::process(uint32_t index) {
   if (slot) return *slot;
   slot = std::make_unique<Process>();
   Process& p = *slot;
-  p.dwfl = dwfl_begin(&kCallbacks);
-  dwfl_report_begin(p.dwfl);
-  for (const format::ModuleInfo& m : trace_.modules()) {
+  const auto& modules = trace_.modules();
+  for (uint32_t mi = 0; mi < modules.size(); ++mi) {
+    const format::ModuleInfo& m = modules[mi];
     if (m.record.process_index != index || m.path.empty()) continue;
+    p.mod_of[mi] = p.mods.size();
     Process::Mod mod{m.record.low, m.record.high, m.record.load_bias, base_name(m.path), false};
+    mod.file = m.path + "\n" + m.build_id;
     if (m.path.find("linux-vdso") != std::string::npos || access(m.path.c_str(), R_OK) != 0) {
       if (m.path.find("linux-vdso") == std::string::npos)
         warnings_.push_back("module '" + m.path + "' is gone: its addresses are shown as offsets");
       p.mods.push_back(mod);
       continue;
     }
-    Dwfl_Module* dm = dwfl_report_elf(p.dwfl, mod.name.c_str(), m.path.c_str(), -1, m.record.load_bias, false);
+    Dwfl_Module* dm = dwfl_report_elf(p.layer_for(mod.low, mod.high), mod.name.c_str(), m.path.c_str(), -1,
+                                      m.record.load_bias, false);
     if (!dm) {
       warnings_.push_back("module '" + m.path + "': " + dwfl_errmsg(-1));
       p.mods.push_back(mod);
@@ -129,11 +159,10 @@ Symbolizer::Process& Symbolizer::process(uint32_t index) {
     mod.dm = dm;
     p.mods.push_back(mod);
   }
-  dwfl_report_end(p.dwfl, nullptr, nullptr);
+  for (Process::Layer& l : p.layers) dwfl_report_end(l.dwfl, nullptr, nullptr);
   // One warning per module path, however many processes mapped it.
   std::sort(warnings_.begin(), warnings_.end());
   warnings_.erase(std::unique(warnings_.begin(), warnings_.end()), warnings_.end());
-  std::sort(p.mods.begin(), p.mods.end(), [](const auto& a, const auto& b) { return a.low < b.low; });
   return p;
 }
 
@@ -160,15 +189,10 @@ void load_symbols(Symbolizer::Process::Mod& m) {
 
 }  // namespace
 
-const Symbol& Symbolizer::lookup(uint32_t process_index, uint64_t addr) {
-  Process& p = process(process_index);
-  auto it = p.cache.find(addr);
-  if (it != p.cache.end()) return it->second;
+Symbol Symbolizer::resolve(Process& p, int64_t mod_index, uint64_t addr) {
   Symbol s;
   s.offset = addr;
-  Process::Mod* mod = nullptr;
-  for (auto& m : p.mods)
-    if (addr >= m.low && addr < m.high) mod = &m;
+  Process::Mod* mod = mod_index >= 0 ? &p.mods[static_cast<size_t>(mod_index)] : nullptr;
   if (mod) {
     s.module = mod->name;
     s.offset = addr - mod->bias;
@@ -191,7 +215,58 @@ const Symbol& Symbolizer::lookup(uint32_t process_index, uint64_t addr) {
       }
     }
   }
-  return p.cache.emplace(addr, std::move(s)).first->second;
+  return s;
+}
+
+const Symbol& Symbolizer::lookup(uint32_t process_index, uint64_t addr, uint64_t tick) {
+  Process& p = process(process_index);
+  if (!map_.reused(process_index, addr)) return lookup(process_index, addr);
+  const int64_t m = map_.at(process_index, addr, tick);
+  auto it = m >= 0 ? p.mod_of.find(static_cast<uint32_t>(m)) : p.mod_of.end();
+  if (it == p.mod_of.end()) return lookup(process_index, addr);
+  const int64_t mi = static_cast<int64_t>(it->second);
+  auto hit = p.by_module.find({mi, addr});
+  if (hit != p.by_module.end()) return hit->second;
+  return p.by_module.emplace(std::make_pair(mi, addr), resolve(p, mi, addr)).first->second;
+}
+
+const Symbol& Symbolizer::lookup(uint32_t process_index, uint64_t addr) {
+  Process& p = process(process_index);
+  auto it = p.cache.find(addr);
+  if (it != p.cache.end()) return it->second;
+  // The candidates, in load order; which one when there are several.
+  std::vector<size_t> c;
+  for (uint32_t m : map_.covering(process_index, addr)) {
+    auto jt = p.mod_of.find(m);
+    if (jt != p.mod_of.end()) c.push_back(jt->second);
+  }
+  int64_t pick = c.empty() ? -1 : static_cast<int64_t>(c.back());
+  if (c.size() > 1) {
+    std::vector<size_t> usable;
+    for (size_t m : c)
+      if (p.mods[m].usable) usable.push_back(m);
+    bool one_file = true;
+    for (size_t m : usable) one_file = one_file && p.mods[m].file == p.mods[usable.front()].file;
+    if (!usable.empty()) pick = static_cast<int64_t>(one_file ? usable.front() : usable.back());
+    if (!one_file) {
+      int64_t holds = -1;
+      for (size_t m : usable) {
+        Process::Mod& mod = p.mods[m];
+        if (!mod.loaded) load_symbols(mod);
+        auto after = std::upper_bound(mod.syms.begin(), mod.syms.end(), addr,
+                                      [](uint64_t a, const Process::Sym& sym) { return a < sym.start; });
+        if (after == mod.syms.begin() || addr >= std::prev(after)->end) continue;
+        if (std::prev(after)->start == addr) {
+          pick = static_cast<int64_t>(m);
+          holds = -2;
+          break;
+        }
+        if (holds == -1) holds = static_cast<int64_t>(m);
+      }
+      if (holds >= 0) pick = holds;
+    }
+  }
+  return p.cache.emplace(addr, resolve(p, pick, addr)).first->second;
 }
 
 }  // namespace callscope::symbolize

@@ -1,7 +1,13 @@
 // Addresses to module and function names, with elfutils (libdwfl).
 //
-// One Dwfl session per process of the trace, fed the module map the runtime
-// recorded (path and load bias); lookups are cached per address. Debug info
+// Per process of the trace, Dwfl sessions fed the module map the runtime
+// recorded (path and load bias): a library closed and loaded again at the
+// same address, or another one loaded where it was, is a module of its own
+// with the ticks it was loaded and unloaded (libdwfl refuses overlapping
+// modules in one session, so such loads go to sessions of their own). An
+// address seen at a known time resolves in the module loaded then; an
+// address alone in the one whose file matches (format/module_map.h).
+// Lookups are cached per address (and module). Debug info
 // is found in the file itself, or separately by build-id or .gnu_debuglink
 // (libdwfl's standard search: /usr/lib/debug and next to the file). A module
 // whose file is gone, or whose build-id no longer matches the one recorded,
@@ -14,6 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "format/module_map.h"
 #include "format/trace_reader.h"
 
 struct Dwfl;
@@ -43,8 +50,16 @@ class Symbolizer {
   Symbolizer(const Symbolizer&) = delete;
   Symbolizer& operator=(const Symbolizer&) = delete;
 
-  // Resolves an absolute address seen in process `process_index`.
+  // Resolves an absolute address seen in process `process_index` at trace
+  // tick `tick`: in the module that held the address then.
+  const Symbol& lookup(uint32_t process_index, uint64_t addr, uint64_t tick);
+  // The same without a time: where several modules held the address over
+  // time, the one whose file is there and matches the recording; of those,
+  // one with a function that starts at the address (entries are function
+  // starts), then one with a function that holds it, then the last loaded.
   const Symbol& lookup(uint32_t process_index, uint64_t addr);
+  // Which module held an address when, for callers that key by address.
+  const format::ModuleMap& modules() const { return map_; }
   // Problems met (missing files, build-id mismatches), one line each.
   const std::vector<std::string>& warnings() const { return warnings_; }
 
@@ -52,7 +67,9 @@ class Symbolizer {
 
  private:
   Process& process(uint32_t index);
+  Symbol resolve(Process& p, int64_t mod, uint64_t addr);  // mod: index in the process's modules, -1: none
   const format::TraceReader& trace_;
+  format::ModuleMap map_;
   SymbolizerOptions options_;
   std::vector<std::unique_ptr<Process>> processes_;
   std::vector<std::string> warnings_;

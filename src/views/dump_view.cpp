@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 #include "views/format_util.h"
 
@@ -10,10 +11,11 @@ namespace {
 
 namespace fmt = callscope::format;
 
-std::string name_of(symbolize::Symbolizer& sym, const DumpOptions& o, uint32_t process, uint64_t addr) {
+// The name of `addr` as the module loaded at trace tick `tick` has it.
+std::string name_of(symbolize::Symbolizer& sym, const DumpOptions& o, uint32_t process, uint64_t addr, uint64_t tick) {
   if (addr == 0) return "?";
   if (!o.symbols) return format_hex(addr);
-  return sym.lookup(process, addr).display();
+  return sym.lookup(process, addr, tick).display();
 }
 
 std::vector<uint32_t> selected(const fmt::TraceReader& t, const DumpOptions& o) {
@@ -72,7 +74,7 @@ Status print_dump(fmt::TraceReader& t, symbolize::Symbolizer& sym, const DumpOpt
         case fmt::EventKind::kResume:
           break;
         default:
-          std::fprintf(out, " %s", name_of(sym, o, proc, e.addr).c_str());
+          std::fprintf(out, " %s", name_of(sym, o, proc, e.addr, e.tick).c_str());
           if (fmt::is_entry(e.kind)) std::fprintf(out, " sp=%s", e.sp ? format_hex(e.sp).c_str() : "?");
       }
       std::fputc('\n', out);
@@ -86,8 +88,12 @@ Status print_stats(fmt::TraceReader& t, symbolize::Symbolizer& sym, const DumpOp
   CALLSCOPE_CHECK(check_thread(t, o));
   struct PerFn {
     uint64_t calls = 0;
+    uint64_t tick = 0;  // of a call: which module held the address then
   };
-  std::map<std::pair<uint32_t, uint64_t>, PerFn> fns;  // (process, addr)
+  // (process, addr, module): the module only where several held the address
+  // over time (a library loaded where another was), else -1.
+  std::map<std::tuple<uint32_t, uint64_t, int64_t>, PerFn> fns;
+  const fmt::ModuleMap& modules = sym.modules();
   std::fprintf(out, "%5s %12s %12s %10s %10s %8s %8s %9s  %s\n", "#", "ENTRIES", "EXITS", "UNWOUND", "TRUNCATED",
                "STRAY", "LOST", "MAXDEPTH", "BALANCED");
   for (uint32_t ti : selected(t, o)) {
@@ -96,10 +102,13 @@ Status print_stats(fmt::TraceReader& t, symbolize::Symbolizer& sym, const DumpOp
     uint32_t max_depth = 0;
     CALLSCOPE_CHECK(t.for_each_event(ti, [&](const fmt::TraceEvent& e) {
       switch (e.kind) {
-        case fmt::EventKind::kEntry:
+        case fmt::EventKind::kEntry: {
           ++entries;
-          ++fns[{proc, e.addr}].calls;
+          const bool reused = modules.reused(proc, e.addr);
+          PerFn& f = fns[{proc, e.addr, reused ? modules.at(proc, e.addr, e.tick) : -1}];
+          if (f.calls++ == 0) f.tick = e.tick;
           break;
+        }
         case fmt::EventKind::kEntryInherited: ++inherited; break;
         case fmt::EventKind::kExit: ++exits; break;
         case fmt::EventKind::kExitUnwound: ++unwound; break;
@@ -122,7 +131,7 @@ Status print_stats(fmt::TraceReader& t, symbolize::Symbolizer& sym, const DumpOp
   }
   // Calls per function name (a name may cover several addresses or processes).
   std::map<std::string, uint64_t> by_name;
-  for (const auto& [key, v] : fns) by_name[name_of(sym, o, key.first, key.second)] += v.calls;
+  for (const auto& [key, v] : fns) by_name[name_of(sym, o, std::get<0>(key), std::get<1>(key), v.tick)] += v.calls;
   std::vector<std::pair<std::string, uint64_t>> rows(by_name.begin(), by_name.end());
   std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
   std::fprintf(out, "\n%12s  %s\n", "CALLS", "FUNCTION");

@@ -114,6 +114,16 @@ void print_info_text(const fmt::TraceReader& t, FILE* out) {
                  static_cast<unsigned long long>(th.record.lost_events), format_duration_ns(t.ticks_to_ns(dur)).c_str());
   }
 
+  bool renamed = false;
+  for (const auto& th : t.threads()) renamed |= !th.names.empty();
+  if (renamed) {
+    std::fprintf(out, "\nthread names (given while the thread ran; report -t matches any of them):\n  %5s %12s  %s\n",
+                 "#", "SINCE", "NAME");
+    for (size_t i = 0; i < t.threads().size(); ++i)
+      for (const auto& n : t.threads()[i].names)
+        std::fprintf(out, "  %5zu %12s  %s\n", i, format_timestamp_ns(t.ticks_to_ns(n.tick)).c_str(), n.name.c_str());
+  }
+
   std::fprintf(out, "\nmodules:\n  %7s %-33s %-40s %s\n", "PID", "ADDRESSES", "BUILD-ID", "PATH");
   for (const auto& m : t.modules()) {
     const uint32_t pid = m.record.process_index < t.processes().size() ? t.processes()[m.record.process_index].record.pid : 0;
@@ -180,15 +190,21 @@ nlohmann::json info_json(const fmt::TraceReader& t) {
                                                       p.record.signal, p.record.core_dumped)},
                               {"exit", {{"how", p.record.how}, {"code", p.record.code}, {"signal", p.record.signal}}}});
   j["threads"] = json::array();
-  for (const auto& th : t.threads())
-    j["threads"].push_back({{"process_index", th.record.process_index},
-                            {"tid", th.record.tid},
-                            {"name", th.name},
-                            {"calls", th.record.calls},
-                            {"events", th.record.events},
-                            {"lost_events", th.record.lost_events},
-                            {"torn_events", th.record.torn_events},
-                            {"duration_ns", t.ticks_to_ns(th.record.end_tick - std::min(th.record.end_tick, th.record.start_tick))}});
+  for (const auto& th : t.threads()) {
+    json tj = {{"process_index", th.record.process_index},
+               {"tid", th.record.tid},
+               {"name", th.name},
+               {"calls", th.record.calls},
+               {"events", th.record.events},
+               {"lost_events", th.record.lost_events},
+               {"torn_events", th.record.torn_events},
+               {"duration_ns", t.ticks_to_ns(th.record.end_tick - std::min(th.record.end_tick, th.record.start_tick))}};
+    if (!th.names.empty()) {  // renamed while it ran: every name, from when
+      tj["names"] = json::array();
+      for (const auto& n : th.names) tj["names"].push_back({{"time_ns", t.ticks_to_ns(n.tick)}, {"name", n.name}});
+    }
+    j["threads"].push_back(std::move(tj));
+  }
   j["modules"] = json::array();
   for (const auto& m : t.modules())
     j["modules"].push_back({{"process_index", m.record.process_index},

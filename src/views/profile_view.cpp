@@ -66,13 +66,23 @@ uint64_t ns(const fmt::TraceReader& t, double ticks) {
 
 std::string text_time(const fmt::TraceReader& t, double ticks) { return format_duration_ns(ticks / t.header().ticks_per_ns); }
 
-// The eight numbers of a row, in the order of kStatHeaders.
+// The eight numbers of a row, in the order of kStatHeaders; CSV and JSON add
+// open_calls: of the calls, those still in progress at the end (counted with
+// their time so far), which text marks with a '*' after CALLS.
 constexpr const char* kStatHeaders[] = {"CALLS", "TOTAL", "SELF", "AVG", "SELF AVG", "MIN", "MAX", "FIRST"};
-constexpr const char* kStatCsv[] = {"calls", "total_ns", "self_ns", "avg_ns", "self_avg_ns", "min_ns", "max_ns", "first_ns"};
+constexpr const char* kStatCsv[] = {"calls", "total_ns", "self_ns", "avg_ns", "self_avg_ns", "min_ns", "max_ns", "first_ns",
+                                    "open_calls"};
+
+// Said under a text table with a row marked '*'.
+void open_note(FILE* out, bool any_open) {
+  if (any_open)
+    std::fprintf(out, "* includes calls still in progress when their thread or process ended (or the snapshot was "
+                      "taken), with their time so far\n");
+}
 
 std::vector<std::string> stat_text(const fmt::TraceReader& t, const an::Stats& s) {
   const bool c = s.calls != 0;
-  return {std::to_string(s.calls),
+  return {std::to_string(s.calls) + (s.open ? "*" : ""),
           text_time(t, static_cast<double>(s.total)),
           text_time(t, static_cast<double>(s.self)),
           c ? text_time(t, s.avg()) : "-",
@@ -92,7 +102,8 @@ std::vector<std::string> stat_csv(const fmt::TraceReader& t, const an::Stats& s)
           c ? n(s.self_avg()) : "",
           c ? n(static_cast<double>(s.min)) : "",
           c ? n(static_cast<double>(s.max)) : "",
-          c ? n(static_cast<double>(s.first)) : ""};
+          c ? n(static_cast<double>(s.first)) : "",
+          std::to_string(s.open)};
 }
 
 void stat_json(const fmt::TraceReader& t, const an::Stats& s, json& j) {
@@ -105,6 +116,7 @@ void stat_json(const fmt::TraceReader& t, const an::Stats& s, json& j) {
   j["min_ns"] = c ? json(ns(t, static_cast<double>(s.min))) : json(nullptr);
   j["max_ns"] = c ? json(ns(t, static_cast<double>(s.max))) : json(nullptr);
   j["first_ns"] = c ? json(ns(t, static_cast<double>(s.first))) : json(nullptr);
+  j["open_calls"] = s.open;
 }
 
 void function_json(const an::FunctionInfo& f, json& j) {
@@ -203,13 +215,16 @@ Status print_flat_profile(const fmt::TraceReader& t, const an::Profile& p, const
       h.push_back("MODULE");
       h.push_back("FUNCTION");
       Table table(h, h.size() - 2);
+      bool any_open = false;
       for (const an::ProfileRow& r : rows) {
         std::vector<std::string> cells = stat_text(t, r.stats);
         cells.push_back(p.functions[r.key].module);
         cells.push_back(fit_name(p.functions[r.key].name, o.name_width));
         table.add(std::move(cells));
+        any_open = any_open || r.stats.open;
       }
       table.print(out);
+      open_note(out, any_open);
     } else if (o.format == OutputFormat::kCsv) {
       for (const an::ProfileRow& r : rows) {
         std::vector<std::string> cells = {csv_thread(s), p.functions[r.key].name, p.functions[r.key].module};
@@ -301,7 +316,7 @@ Status print_call_trees(const fmt::TraceReader& t, const an::Profile& p, const R
   json trees = json::array();
   if (o.format == OutputFormat::kCsv)
     csv_row(out, {"thread", "node", "parent", "depth", "function", "module", "calls", "total_ns", "total_per_call_ns",
-                  "self_ns", "self_per_call_ns", "first_ns", "min_ns", "max_ns"});
+                  "self_ns", "self_per_call_ns", "first_ns", "min_ns", "max_ns", "open_calls"});
   bool first_section = true;
   for (const Section& s : sections(p, !o.merge, merged)) {
     const an::CallTree& tree = *s.tree;
@@ -314,20 +329,23 @@ Status print_call_trees(const fmt::TraceReader& t, const an::Profile& p, const R
       std::fprintf(out, "%s%s: %s observed\n", first_section ? "" : "\n", thread_title(t, p, s).c_str(),
                    text_time(t, static_cast<double>(tree.total())).c_str());
       Table table({"DEPTH", "CALLS", "TOTAL", "TOTAL/CALL", "SELF", "SELF/CALL", "FIRST", "MIN", "MAX", "FUNCTION"}, 9);
+      bool any_open = false;
       for (uint32_t id : order) {
         const an::CallNode& n = tree.node(id);
         const std::vector<std::string> st = stat_text(t, n.stats);  // calls total self avg self_avg min max first
         table.add({std::to_string(n.depth), st[0], st[1], st[3], st[2], st[4], st[7], st[5], st[6],
                    std::string(2 * (n.depth - 1), ' ') + fit_name(p.functions[n.key].name, o.name_width)});
+        any_open = any_open || n.stats.open;
       }
       table.print(out);
+      open_note(out, any_open);
     } else if (o.format == OutputFormat::kCsv) {
       for (uint32_t id : order) {
         const an::CallNode& n = tree.node(id);
         const std::vector<std::string> st = stat_csv(t, n.stats);
         csv_row(out, {csv_thread(s), std::to_string(id), n.parent == an::kRootNode ? "" : std::to_string(n.parent),
                       std::to_string(n.depth), p.functions[n.key].name, p.functions[n.key].module, st[0], st[1],
-                      st[3], st[2], st[4], st[7], st[5], st[6]});
+                      st[3], st[2], st[4], st[7], st[5], st[6], st[8]});
       }
     } else {
       trees.push_back({{"thread", thread_json(t, s)},
@@ -394,13 +412,16 @@ Status print_relatives(const fmt::TraceReader& t, const an::Profile& p, const Re
           h.push_back("MODULE");
           h.push_back(callers ? "CALLER" : "CALLEE");
           Table table(h, h.size() - 2);
+          bool any_open = false;
           for (const an::ProfileRow& r : rows) {
             std::vector<std::string> cells = stat_text(t, r.stats);
             cells.push_back(module(r.key));
             cells.push_back(fit_name(name(r.key), o.name_width));
             table.add(std::move(cells));
+            any_open = any_open || r.stats.open;
           }
           table.print(out);
+          open_note(out, any_open);
         } else if (o.format == OutputFormat::kCsv) {
           for (const an::ProfileRow& r : rows) {
             std::vector<std::string> cells = {csv_thread(s), name(fn), module(fn), callers ? "caller" : "callee",

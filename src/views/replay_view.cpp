@@ -261,7 +261,7 @@ class Replayer {
     if (frame_open) {
       entry_ticks_.resize(e.depth - 1);
       entry_ticks_.push_back(e.tick);
-      if (!o_.functions.empty() && act_depth_ == 0 && matches(e.addr)) act_depth_ = e.depth;
+      if (!o_.functions.empty() && act_depth_ == 0 && matches(e.addr, e.tick)) act_depth_ = e.depth;
     } else if (frame_close) {
       if (e.depth <= entry_ticks_.size()) ev.dur_ticks = e.tick - entry_ticks_[e.depth - 1];
       entry_ticks_.resize(e.depth - 1);
@@ -280,17 +280,23 @@ class Replayer {
     return ev;
   }
 
-  bool matches(uint64_t addr) {
-    auto [it, fresh] = match_cache_.try_emplace(addr, false);
-    if (!fresh) return it->second;
-    const std::string name = name_of(addr), hex = format_hex(addr);
+  bool matches(uint64_t addr, uint64_t tick) {
+    // An address several modules held over time names what was loaded then.
+    const bool reused = sym_.modules().reused(process_, addr);
+    if (!reused) {
+      auto it = match_cache_.find(addr);
+      if (it != match_cache_.end()) return it->second;
+    }
+    const std::string name = name_of(addr, tick), hex = format_hex(addr);
+    bool match = false;
     for (size_t i = 0; i < o_.functions.size(); ++i) {
       if (glob_match(o_.functions[i], name) || glob_match(o_.functions[i], hex)) {
         matched_[i] = true;
-        it->second = true;
+        match = true;
       }
     }
-    return it->second;
+    if (!reused) match_cache_.emplace(addr, match);
+    return match;
   }
 
   // Stage 2, --min: an entry is held until it has lasted min_ns (then it and
@@ -349,16 +355,16 @@ class Replayer {
     l.thread = thread_;
     l.time_ns = trace_.ticks_to_ns(ev.tick);
     l.level = ev.level;
-    if (has_function(kind)) l.function = name_of(ev.addr);
+    if (has_function(kind)) l.function = name_of(ev.addr, ev.tick);
     if (ev.dur_ticks) l.duration_ns = trace_.ticks_to_ns(*ev.dur_ticks);
     l.arg = ev.arg;
     sink_.line(l);
   }
 
-  std::string name_of(uint64_t addr) {
+  std::string name_of(uint64_t addr, uint64_t tick) {
     if (addr == 0) return "?";
     if (!o_.symbols) return format_hex(addr);
-    return sym_.lookup(process_, addr).display();
+    return sym_.lookup(process_, addr, tick).display();
   }
 
   fmt::TraceReader& trace_;

@@ -12,7 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
-#include <sstream>
+#include <tuple>
 
 #include "symbolize/symbolizer.h"
 
@@ -121,19 +121,26 @@ TraceSummary summarize(const std::string& trace_path) {
   }
   s.reader = std::move(*reader);
   symbolize::Symbolizer sym(*s.reader);
-  std::map<std::pair<uint32_t, uint64_t>, uint64_t> by_addr;
-  std::map<std::pair<uint32_t, uint64_t>, std::map<uint32_t, uint64_t>> depth_by_addr;
+  // (process, address, module): the module only for an address several
+  // modules held over time (named as the one loaded at the call), else -1.
+  using Key = std::tuple<uint32_t, uint64_t, int64_t>;
+  std::map<Key, uint64_t> by_addr;
+  std::map<Key, uint64_t> tick_of;
+  std::map<Key, std::map<uint32_t, uint64_t>> depth_by_addr;
+  const format::ModuleMap& modules = sym.modules();
   for (uint32_t t = 0; t < s.reader->threads().size(); ++t) {
     ThreadSummary ts;
     const uint32_t proc = s.reader->threads()[t].record.process_index;
     auto st = s.reader->for_each_event(t, [&](const format::TraceEvent& e) {
       using K = format::EventKind;
       switch (e.kind) {
-        case K::kEntry:
+        case K::kEntry: {
           ++ts.entries;
-          ++by_addr[{proc, e.addr}];
-          ++depth_by_addr[{proc, e.addr}][e.depth];
+          const Key key{proc, e.addr, modules.reused(proc, e.addr) ? modules.at(proc, e.addr, e.tick) : -1};
+          if (by_addr[key]++ == 0) tick_of[key] = e.tick;
+          ++depth_by_addr[key][e.depth];
           break;
+        }
         case K::kEntryInherited: ++ts.inherited; break;
         case K::kExit: ++ts.exits; break;
         case K::kExitUnwound: ++ts.unwound; break;
@@ -152,9 +159,10 @@ TraceSummary summarize(const std::string& trace_path) {
     s.threads.push_back(ts);
   }
   for (const auto& [key, n] : by_addr) {
-    const std::string name = normalize(sym.lookup(key.first, key.second).display());
+    const uint32_t proc = std::get<0>(key);
+    const std::string name = normalize(sym.lookup(proc, std::get<1>(key), tick_of[key]).display());
     s.calls[name] += n;
-    s.calls_in_process[{key.first, name}] += n;
+    s.calls_in_process[{proc, name}] += n;
     for (const auto& [d, c] : depth_by_addr[key]) s.entry_depths[name][d] += c;
   }
   EXPECT_TRUE(s.reader->problems().empty()) << s.reader->problems().front();

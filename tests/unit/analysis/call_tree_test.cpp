@@ -74,6 +74,10 @@ TEST(CallTree, UnwoundAndTruncatedCloseFramesAtTheirTick) {
   EXPECT_EQ(k.calls, 1u);
   EXPECT_EQ(k.total, 35u);
   EXPECT_EQ(k.max, 35u);
+  // Truncated calls are calls, flagged open; unwound ones are not open.
+  EXPECT_EQ(k.open, 1u);
+  EXPECT_EQ(f.open, 1u);
+  EXPECT_EQ(g.open, 0u);
 }
 
 TEST(CallTree, InheritedFramesAddTimeButNoCall) {
@@ -100,6 +104,7 @@ TEST(CallTree, FramesLeftOpenCloseAtTheLastTick) {
   const CallTree t = build(ev);
   EXPECT_EQ(find(t, {0xf})->stats.total, 50u);
   EXPECT_EQ(find(t, {0xf, 0x9})->stats.total, 40u);
+  EXPECT_EQ(find(t, {0xf, 0x9})->stats.open, 1u);
 }
 
 TEST(CallTree, MemoryGrowsWithPathsNotEvents) {

@@ -42,7 +42,7 @@ class Events {
 
 // Names from a table; an address not in it resolves to "0x<hex>".
 inline Resolver names(std::map<uint64_t, std::string> table) {
-  return [table](uint32_t, uint64_t addr) {
+  return [table](uint32_t, uint64_t addr, uint64_t) {
     auto it = table.find(addr);
     return FunctionInfo{it != table.end() ? it->second : "0x" + std::to_string(addr), "app", "", 0};
   };

@@ -82,7 +82,7 @@ TEST(Relatives, CallersAndCalleesSumPerEdge) {
 
 TEST(MergeThreads, ByFunctionNameAcrossProcesses) {
   // Thread 0 (process 0): main -> work at 0x2. Thread 1 (process 1): worker -> work at 0x7.
-  Resolver r = [](uint32_t process, uint64_t addr) {
+  Resolver r = [](uint32_t process, uint64_t addr, uint64_t) {
     std::string n = addr == 0x1 ? "main" : addr == 0x6 ? "worker" : "work";
     return FunctionInfo{n, process == 0 ? "app" : "app", "", 0};
   };

@@ -65,10 +65,10 @@ TEST(analysis_add_snapshot, DropsExcludedAndEmptySubtreesKeepsPathsToCounts) {
       pn(0xd, 3),                                                          // 4 ...and nothing below
       pn(0xe, 0),                                                          // 5 no call of its own...
       pn(0xf, 5, {2, 60, 60, 20, 40, 50, 20}),                             // 6 ...but a counted callee
-      pn(0x10, 1, {0, 25, 25, kNone, 0, kNone, 0, fmt::kProfNodeOpen}),    // 7 open: time, no call
+      pn(0x10, 1, {1, 25, 25, 25, 25, 30, 25, fmt::kProfNodeOpen}),        // 7 open: a call in progress
   };
   CallTree t;
-  EXPECT_EQ(add_snapshot(t, nodes), 3u);  // A 1 + F 2; the excluded node's 3 are not calls of the tree
+  EXPECT_EQ(add_snapshot(t, nodes), 4u);  // A 1 + F 2 + the open 1; the excluded node's 3 are not calls of the tree
   EXPECT_EQ(t.size(), 5u);  // root, A, E, F, the open node
   const int a = find(t, kRootNode, 0xa), e = find(t, kRootNode, 0xe);
   ASSERT_GE(a, 0);
@@ -103,11 +103,35 @@ TEST(analysis_add_snapshot, DropsExcludedAndEmptySubtreesKeepsPathsToCounts) {
   EXPECT_EQ(t.node(f).depth, 2u);
 
   const Stats& so = t.node(open).stats;
-  EXPECT_EQ(so.calls, 0u);
+  EXPECT_EQ(so.calls, 1u);
+  EXPECT_EQ(so.open, 1u);
   EXPECT_EQ(so.total, 25u);
   EXPECT_EQ(so.self, 25u);
-  EXPECT_EQ(so.min, kNoTick);
-  EXPECT_EQ(so.first_tick, kNoTick);
+  EXPECT_EQ(so.min, 25u);
+  EXPECT_EQ(so.first_tick, 30u);
+  EXPECT_EQ(sa.open, 0u);
+}
+
+// Traces before 1.2 held an open call's time in its node, not the call:
+// reading one adds it.
+TEST(analysis_add_snapshot, OpenCallsOfTracesBeforeOneTwo) {
+  const std::vector<fmt::ProfileNodeRecord> nodes = {
+      root(),
+      pn(0xa, 0, {0, 90, 30, kNone, 0, kNone, 0, fmt::kProfNodeOpen}),        // only the open call
+      pn(0xb, 1, {3, 60, 60, 10, 30, 5, 20, fmt::kProfNodeOpen}),             // 3 done and one open
+  };
+  CallTree t;
+  EXPECT_EQ(add_snapshot(t, nodes, false), 5u);
+  const Stats& a = t.node(static_cast<uint32_t>(find(t, kRootNode, 0xa))).stats;
+  EXPECT_EQ(a.calls, 1u);
+  EXPECT_EQ(a.open, 1u);
+  EXPECT_EQ(a.min, 90u);
+  EXPECT_EQ(a.max, 90u);
+  EXPECT_EQ(a.first, 90u);
+  const Stats& b = t.node(static_cast<uint32_t>(find(t, find(t, kRootNode, 0xa), 0xb))).stats;
+  EXPECT_EQ(b.calls, 4u);
+  EXPECT_EQ(b.open, 1u);
+  EXPECT_EQ(b.min, 10u);  // of the completed calls: the open one's own time is not known
 }
 
 TEST(analysis_add_snapshot, RootOnlyAndEmpty) {
@@ -263,7 +287,7 @@ TEST(analysis_final_dumps, LastSnapshotOfEachProcess) {
 
 TEST(analysis_build_profile_from_dumps, TreesOfChosenSnapshots) {
   TempDir dir;
-  const std::vector<fmt::ProfileNodeRecord> s1 = {root(), pn(0xa, 0, {0, 90, 30, kNone, 0, kNone, 0, fmt::kProfNodeOpen}),
+  const std::vector<fmt::ProfileNodeRecord> s1 = {root(), pn(0xa, 0, {1, 90, 30, 90, 90, 1, 90, fmt::kProfNodeOpen}),
                                                   pn(0xb, 1, {3, 60, 60, 20, 20, 5, 20})};
   const std::vector<fmt::ProfileNodeRecord> fin = {root(), pn(0xa, 0, {1, 200, 40, 200, 200, 1, 200}),
                                                    pn(0xb, 1, {8, 160, 160, 20, 20, 5, 20}),
@@ -299,7 +323,9 @@ TEST(analysis_build_profile_from_dumps, TreesOfChosenSnapshots) {
     if (p->functions[p->threads[0].tree.node(i).key].name == "main") main_node = static_cast<int>(i);
   ASSERT_GE(main_node, 0);
   EXPECT_EQ(p->threads[0].tree.node(main_node).stats.total, 290u);
-  EXPECT_EQ(p->threads[0].tree.node(main_node).stats.calls, 1u);
+  // main's call open at snapshot 1, and completed in the final state: each counts.
+  EXPECT_EQ(p->threads[0].tree.node(main_node).stats.calls, 2u);
+  EXPECT_EQ(p->threads[0].tree.node(main_node).stats.open, 1u);
 }
 
 TEST(analysis_build_profile_from_dumps, DamagedTreeIsAnError) {

@@ -113,8 +113,9 @@ TEST_F(FinalizedProfile, InfoAndThreads) {
   EXPECT_EQ(info.flags & kInfoProfile, kInfoProfile);
   EXPECT_EQ(info.flags & kInfoFiltered, kInfoFiltered);
   EXPECT_EQ(info.flags & kInfoNotInstrumented, 0u);
-  // Calls: the final states' (1 + 3) + (0 + 5) + 7.
-  EXPECT_EQ(summary_.calls, 16u);
+  // Calls: the final states' (1 + 3) + (1 + 6) + 7; process 200 died with
+  // a call open in main and in loop: each counts.
+  EXPECT_EQ(summary_.calls, 18u);
   EXPECT_EQ(summary_.events, 0u);
 
   const auto& p = reader_->processes();
@@ -133,7 +134,7 @@ TEST_F(FinalizedProfile, InfoAndThreads) {
   EXPECT_EQ(t[0].name, "main");
   EXPECT_EQ(t[1].record.tid, 200u);
   EXPECT_EQ(t[1].record.process_index, 1u);
-  EXPECT_EQ(t[1].record.calls, 5u);
+  EXPECT_EQ(t[1].record.calls, 7u);
   EXPECT_EQ(t[2].record.tid, 201u);
   EXPECT_EQ(t[2].record.process_index, 1u);
   EXPECT_EQ(t[2].record.calls, 7u);
@@ -230,16 +231,20 @@ TEST_F(FinalizedProfile, FinalStates) {
   EXPECT_EQ(t[3].flags, kProfNodeExcluded);
 
   // Process 200 died at raw tick 700 with main [10..] -> loop [100..] open:
-  // loop gets 600 more (total and self), main 690 with 50 + 600 in callees.
+  // each open call counts, with its time so far: loop gets a sixth call of
+  // 600 (total and self), main its call of 690 with 50 + 600 in callees.
   t = tree(4, 1);
   ASSERT_EQ(t.size(), 3u);
-  EXPECT_EQ(t[1].calls, 0u);
+  EXPECT_EQ(t[1].calls, 1u);
   EXPECT_EQ(t[1].total, 690u);
   EXPECT_EQ(t[1].self, 40u);
+  EXPECT_EQ(t[1].min, 690u);
+  EXPECT_EQ(t[1].first_tick, 2010u);
   EXPECT_EQ(t[1].flags, kProfNodeOpen);
-  EXPECT_EQ(t[2].calls, 5u);
+  EXPECT_EQ(t[2].calls, 6u);
   EXPECT_EQ(t[2].total, 650u);
   EXPECT_EQ(t[2].self, 650u);
+  EXPECT_EQ(t[2].max, 600u);
   EXPECT_EQ(t[2].first_tick, 2040u);
   EXPECT_EQ(t[2].flags, kProfNodeOpen);
 

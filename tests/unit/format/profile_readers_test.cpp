@@ -32,13 +32,18 @@ TEST(format_add_open_time, NestedOpenFramesAddTheirTimeSoFar) {
   EXPECT_EQ(nodes[1].total, 1100u);
   EXPECT_EQ(nodes[1].self, 340u);
   EXPECT_EQ(nodes[1].flags, kProfNodeOpen);
-  // An open call is not a completed call: counts, extremes, first unchanged.
-  EXPECT_EQ(nodes[1].calls, 2u);
-  EXPECT_EQ(nodes[1].min, 400u);
+  // An open call counts as a call that lasted its time so far (as a
+  // truncated frame of a recording does): in calls, min, max and first.
+  EXPECT_EQ(nodes[1].calls, 3u);
+  EXPECT_EQ(nodes[1].min, 100u);
   EXPECT_EQ(nodes[1].max, 600u);
-  EXPECT_EQ(nodes[2].calls, 0u);
-  EXPECT_EQ(nodes[2].min, kNone);
-  EXPECT_EQ(nodes[2].first_tick, kNone);
+  EXPECT_EQ(nodes[1].first_tick, 1u);  // its first call began before
+  EXPECT_EQ(nodes[1].first, 400u);
+  EXPECT_EQ(nodes[2].calls, 1u);
+  EXPECT_EQ(nodes[2].min, 50u);
+  EXPECT_EQ(nodes[2].max, 50u);
+  EXPECT_EQ(nodes[2].first_tick, 150u);
+  EXPECT_EQ(nodes[2].first, 50u);
   EXPECT_TRUE(same(nodes[0], before[0]));  // the root
   EXPECT_TRUE(same(nodes[3], before[3]));  // not on the stack
 }

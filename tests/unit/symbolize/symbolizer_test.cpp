@@ -149,5 +149,91 @@ TEST_F(SymbolizerTest, MissingModuleAndUnmappedAddress) {
   EXPECT_TRUE(said);
 }
 
+// Over this program's code, libc.so.6 was loaded in between (loads of this
+// program from tick 10 to 100 and from 300 on, libc's from 200 to 290):
+// each address resolves in the module loaded at its time.
+TEST_F(SymbolizerTest, ModulesLoadedAtTheSameAddressAtDifferentTimes) {
+  struct Libc {
+    std::string path;
+    uint64_t bias = 0, low = ~0ull, high = 0;
+  } libc;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* arg) {
+        auto* l = static_cast<Libc*>(arg);
+        if (!info->dlpi_name || !std::strstr(info->dlpi_name, "libc.so")) return 0;
+        l->path = info->dlpi_name;
+        l->bias = info->dlpi_addr;
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const auto& ph = info->dlpi_phdr[i];
+          if (ph.p_type != PT_LOAD) continue;
+          l->low = std::min<uint64_t>(l->low, info->dlpi_addr + ph.p_vaddr);
+          l->high = std::max<uint64_t>(l->high, info->dlpi_addr + ph.p_vaddr + ph.p_memsz);
+        }
+        return 1;
+      },
+      &libc);
+  ASSERT_FALSE(libc.path.empty());
+  const std::string path = (dir_ / "t.trace").string();
+  fmt::FileHeader fh{};
+  std::memcpy(fh.magic, fmt::kTraceMagic, sizeof fh.magic);
+  fh.version_major = fmt::kTraceVersionMajor;
+  fh.version_minor = fmt::kTraceVersionMinor;
+  fh.header_size = sizeof fh;
+  fh.clock = static_cast<uint32_t>(fmt::ClockKind::kMonotonic);
+  fh.ticks_per_ns = 1.0;
+  auto w = fmt::TraceWriter::create(path, fh, 1);
+  ASSERT_TRUE(w.ok());
+  const Self self = self_module();
+  char exe[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+  exe[n > 0 ? n : 0] = '\0';
+  fmt::StringTable ps, ms;
+  fmt::ProcessRecord p{};
+  p.pid = 1;
+  p.exe = ps.add(exe);
+  auto load = [&](const std::string& file, uint64_t bias, uint64_t low, uint64_t high, uint64_t from, uint64_t to) {
+    fmt::ModuleRecord m{};
+    m.load_bias = bias;
+    m.low = low;
+    m.high = high;
+    m.load_tick = from;
+    if (to) {
+      m.unload_tick = to;
+      m.flags = fmt::kModuleUnloaded;
+    }
+    m.path = ms.add(file);
+    return m;
+  };
+  // libc moved so that it starts at the page of the probe function.
+  const auto addr = reinterpret_cast<uint64_t>(&symbolizer_probe_function);
+  const uint64_t libc_low = addr & ~uint64_t{0xfff};
+  const uint64_t libc_bias = libc_low - (libc.low - libc.bias);
+  const std::vector<fmt::ModuleRecord> mods = {
+      load(exe, self.bias, self.low, self.high, 10, 100),
+      load(libc.path, libc_bias, libc_low, libc_low + (libc.high - libc.low), 200, 290),
+      load(exe, self.bias, self.low, self.high, 300, 0),
+  };
+  ASSERT_TRUE((*w)->write_records(fmt::BlockType::kProcesses, std::vector<fmt::ProcessRecord>{p}, ps).ok());
+  ASSERT_TRUE((*w)->write_records(fmt::BlockType::kModules, mods, ms).ok());
+  ASSERT_TRUE((*w)->finish(fmt::EndRecord{0, 3}).ok());
+  auto trace = fmt::TraceReader::open(path);
+  ASSERT_TRUE(trace.ok());
+
+  Symbolizer sym(**trace);
+  EXPECT_NE(sym.lookup(0, addr, 50).function.find("symbolizer_probe_function"), std::string::npos);
+  EXPECT_NE(sym.lookup(0, addr, 5).function.find("symbolizer_probe_function"), std::string::npos) << "before the first load";
+  const Symbol& in_libc = sym.lookup(0, addr, 250);
+  EXPECT_EQ(in_libc.module, "libc.so.6");
+  EXPECT_EQ(in_libc.offset, addr - libc_bias);
+  EXPECT_EQ(in_libc.function.find("symbolizer_probe_function"), std::string::npos) << in_libc.function;
+  EXPECT_NE(sym.lookup(0, addr, 350).function.find("symbolizer_probe_function"), std::string::npos);
+  // Without a time: the module with a function that starts there.
+  EXPECT_NE(sym.lookup(0, addr).function.find("symbolizer_probe_function"), std::string::npos);
+  for (const auto& warning : sym.warnings()) EXPECT_EQ(warning.find("overlaps"), std::string::npos) << warning;
+  EXPECT_TRUE(sym.modules().reused(0, addr));
+  EXPECT_EQ(sym.modules().covering(0, addr).size(), 3u);
+  EXPECT_FALSE(sym.modules().reused(0, std::max(self.high, libc_low + (libc.high - libc.low))));
+}
+
 }  // namespace
 }  // namespace callscope::symbolize
