@@ -22,7 +22,8 @@ namespace callscope::rt {
 pthread_mutex_t g_op_lock = PTHREAD_MUTEX_INITIALIZER;
 uint64_t g_clear_seq = 0;
 uint64_t g_clear_tick = 0;
-uint64_t g_stop_tick = 0;
+uint64_t g_switches = 0;
+uint64_t g_switch_ticks[kSwitchHistory] = {};
 
 namespace {
 
@@ -145,24 +146,27 @@ void operations_reset_after_fork() {
 
 // ---- operations ---------------------------------------------------------------
 
-void op_start() {
-  ::pthread_mutex_lock(&g_op_lock);
-  const uint64_t w = g_control;
-  if (!(w & 1)) __atomic_store_n(&g_control, (((w >> 1) + 1) << 1) | 1, __ATOMIC_SEQ_CST);
-  ::pthread_mutex_unlock(&g_op_lock);
-  poke_threads();
-}
+namespace {
 
-void op_stop() {
+// A stop or a start: its tick in the history, then the count of switches,
+// then g_control (what makes hooks look). Its parity is the on bit's opposite.
+CALLSCOPE_NOINSTR void switch_to(bool on) {
   ::pthread_mutex_lock(&g_op_lock);
   const uint64_t w = g_control;
-  if (w & 1) {
-    g_stop_tick = now_tick();
-    __atomic_store_n(&g_control, ((w >> 1) + 1) << 1, __ATOMIC_SEQ_CST);
+  if (((w & 1) != 0) != on) {
+    const uint64_t k = g_switches + 1;
+    g_switch_ticks[k % kSwitchHistory] = now_tick();
+    __atomic_store_n(&g_switches, k, __ATOMIC_RELEASE);
+    __atomic_store_n(&g_control, (((w >> 1) + 1) << 1) | (on ? 1 : 0), __ATOMIC_SEQ_CST);
   }
   ::pthread_mutex_unlock(&g_op_lock);
   poke_threads();
 }
+
+}  // namespace
+
+void op_start() { switch_to(true); }
+void op_stop() { switch_to(false); }
 
 void op_clear() {
   ::pthread_mutex_lock(&g_op_lock);

@@ -241,7 +241,8 @@ CALLSCOPE_NOINSTR void on_process_exit(int status, void*) {
   write_meta(fmt::RawMetaType::kProcessExit, &e, sizeof e, nullptr, 0, nullptr, 0);
   write_calibration();
   ThreadState* t = current_thread();
-  if (t->status == kActive && t->header) t->header->end_tick = e.tick;
+  control_catch_up(t);  // a start (or stop) it has made no call since
+  if ((t->status == kActive || (t->status == kStopped && !g_engine)) && t->header) t->header->end_tick = e.tick;
   if (g_default_dir) {
     PathBuf msg;
     msg.add("callscope: events written to ").add(g_session_dir.c_str());

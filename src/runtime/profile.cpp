@@ -375,8 +375,10 @@ void engine_configure() {
   g_engine = g_profile_mode || filtered;
   if (g_engine) hooks_use_engine();
   if (filtered) g_mode_flags |= fmt::kRawModeFiltered;
-  if (env_true("CALLSCOPE_START_OFF")) {
+  if (env_true("CALLSCOPE_START_OFF")) {  // stopped from the beginning: threads start paused
     g_control = 0;
+    g_switches = 1;
+    g_switch_ticks[1] = 0;
     g_mode_flags |= fmt::kRawModeStartOff;
   }
 }
@@ -504,25 +506,41 @@ void engine_exit_slow(ThreadState* t, uint64_t fn, uint64_t site, uint64_t sp, u
   match_exit(t, fn, site, sp, now);
 }
 
-bool control_changed(ThreadState* t) {
-  const uint64_t w = control_word();
-  t->control_seen = w;
+void control_changed(ThreadState* t) {
+  const int saved_errno = errno;
+  t->control_seen = control_word();
   if (t->prof) apply_clear(t);
-  if (!(w & 1)) {
-    if (t->status == kActive) {
-      truncate_stack(t, g_stop_tick);
-      t->status = kStopped;
-    } else if (t->status == kEngine) {
-      drop_frames(t, g_stop_tick);
-      t->status = kStopped;
+  // Every stop and start since the last one this thread saw, in order: one
+  // asleep through a stop and a start pauses from the one to the other.
+  const uint64_t switches = switches_now();
+  for (uint64_t k = first_switch_to_act_on(t->switches_seen, switches); k <= switches; ++k) {
+    const uint64_t tick = switch_tick(k);
+    if (k & 1) {
+      if (g_engine) {
+        drop_frames(t, tick);
+        t->status = kStopped;
+      } else {
+        record_pause(t, tick);
+      }
+    } else {
+      if (g_engine)
+        t->status = kEngine;
+      else
+        record_resume(t, tick);
     }
-    return false;
   }
-  if (t->status == kStopped) {
-    t->status = g_engine ? kEngine : kActive;
-    t->restarted = 1;
-  }
-  return true;
+  __atomic_store_n(&t->switches_seen, switches, __ATOMIC_RELAXED);
+  errno = saved_errno;
+}
+
+void control_catch_up(ThreadState* t) {
+  if (t->in_hook || (t->status != kActive && t->status != kEngine && t->status != kStopped)) return;
+  if (control_word() == t->control_seen) return;
+  t->in_hook = 1;
+  signal_fence();
+  control_changed(t);
+  signal_fence();
+  t->in_hook = 0;
 }
 
 }  // namespace callscope::rt
