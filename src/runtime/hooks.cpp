@@ -171,7 +171,12 @@ CALLSCOPE_NOINSTR __attribute__((noinline)) void hook_slow(ThreadState* t, uint6
       engine_enter_fast(t, fn, site, sp);
     else
       engine_exit_fast(t, fn, site, sp);
-  } else if (!g_engine) {  // stopped
+  } else if (g_engine) {  // stopped
+    if (entry)
+      engine_enter_stopped(t, fn, site, sp);
+    else
+      engine_exit_stopped(t, fn, site, sp);
+  } else {
     if (entry)
       enter_body<false>(t, fn, site, sp);
     else

@@ -83,6 +83,7 @@ struct ThreadState {
   // stopped. A stop is a pause of the thread's stream, from its tick; the
   // shadow stack is kept through it.
   uint64_t switches_seen;
+  uint64_t pause_tick;      // the engine: where the current pause began
   // The engine (profile.cpp): profile mode, and recording with filters.
   fmt::RawProfHeader* prof;  // the mapped t<tid>.prof (header, stack, nodes)
   fmt::RawProfNode* nodes;
@@ -97,6 +98,8 @@ struct ThreadState {
   uint32_t chrono_depth;    // chrono frames open: events are written while > 0
   int32_t prof_fd;
   uint8_t eslow;            // every call takes the engine's slow path (events, minimum duration)
+  uint8_t pause_written;    // the engine wrote a kPause for the current pause
+  uint64_t* pbank;          // the engine, while stopped: what each open frame added to its node (profile.cpp)
 };
 
 inline constexpr uint32_t kStackCapacity = 1u << 20;  // frames (32 MiB reserved)
