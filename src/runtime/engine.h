@@ -17,6 +17,13 @@ namespace callscope::rt {
 inline constexpr uint32_t kProfStackCapacity = 1u << 16;  // frames (3 MiB, sparse)
 inline constexpr uint64_t kProfNoTick = ~uint64_t{0};
 
+// Frame flags of the runtime's own, beside fmt::kProfFrame* (readers of
+// t<tid>.prof look at kProfFrameExcluded only). Stop and start (profile.cpp):
+inline constexpr uint32_t kFrameStopped = 1u << 16;    // entered while stopped: no node yet, never counted
+inline constexpr uint32_t kFrameBanked = 1u << 17;     // stopped: its time up to the pause is in its node
+inline constexpr uint32_t kFrameInherited = 1u << 18;  // entered while stopped, open at the start: its time
+                                                       // from the start counts, not as a call
+
 // The per-thread table of (parent, fn) -> node: open addressing, 0 = empty.
 CALLSCOPE_NOINSTR inline uint32_t engine_hash(uint32_t parent, uint64_t fn, uint32_t mask) {
   const uint64_t h = (fn ^ (uint64_t{parent} << 40)) * 0x9E3779B97F4A7C15ull;
@@ -26,6 +33,9 @@ CALLSCOPE_NOINSTR inline uint32_t engine_hash(uint32_t parent, uint64_t fn, uint
 // profile.cpp
 void engine_enter_slow(ThreadState* t, uint64_t fn, uint64_t sp, uint64_t key, uint64_t now);
 void engine_exit_slow(ThreadState* t, uint64_t fn, uint64_t site, uint64_t sp, uint64_t now);
+// While stopped: the stack kept as the hooks above keep it, nothing counted.
+void engine_enter_stopped(ThreadState* t, uint64_t fn, uint64_t site, uint64_t sp);
+void engine_exit_stopped(ThreadState* t, uint64_t fn, uint64_t site, uint64_t sp);
 uint32_t engine_find_child(ThreadState* t, uint32_t parent, uint64_t fn);
 
 CALLSCOPE_NOINSTR __attribute__((always_inline)) inline void engine_enter_fast(ThreadState* t, uint64_t fn,

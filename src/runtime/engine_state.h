@@ -14,7 +14,6 @@ inline constexpr uint32_t kMaxNodes = 1u << 21;  // per thread: 176 MiB of addre
 // operations.cpp, under its lock; threads read them when g_control changed.
 extern uint64_t g_clear_seq;   // callscope_clear() calls so far
 extern uint64_t g_clear_tick;  // the last one's tick
-extern uint64_t g_stop_tick;   // the last callscope_stop()'s tick
 
 // profile.cpp, set once by engine_configure().
 extern uint32_t g_mode_flags;   // fmt::kRawMode*

@@ -36,21 +36,29 @@ namespace {
 
 using fmt::RawKind;
 
+// Each body comes in two: kEmit, the recording (the fast path), and
+// without, while the thread is stopped: the same shadow stack, the same
+// matching rules (dead frames, exits of outer activations), no event. The
+// pause's end writes the frames open then (control_changed), and the
+// reader tells from them which frames went on through the pause.
+template <bool kEmit>
 CALLSCOPE_NOINSTR void close_top(ThreadState* t, RawKind kind, uint64_t now) {
-  emit1(t, kind, now);
+  if constexpr (kEmit) emit1(t, kind, now);
   --t->depth;
 }
 
 // Entry at sp with dead frames on top: close them.
+template <bool kEmit>
 CALLSCOPE_NOINSTR __attribute__((noinline)) void unwind_dead_frames(ThreadState* t, uint64_t sp, uint64_t key,
                                                                       uint64_t now) {
   while (t->depth != 0 && entry_finds_dead(t->stack[t->depth - 1].sp, t->stack[t->depth - 1].key, sp, key))
-    close_top(t, RawKind::kExitUnwound, now);
+    close_top<kEmit>(t, RawKind::kExitUnwound, now);
 }
 
+template <bool kEmit>
 CALLSCOPE_NOINSTR __attribute__((always_inline)) inline void push(ThreadState* t, uint64_t fn, uint64_t sp,
                                                                    uint64_t key, uint64_t now) {
-  emit_entry(t, RawKind::kEntry, now, fn, sp);
+  if constexpr (kEmit) emit_entry(t, RawKind::kEntry, now, fn, sp);
   // overflow > 0 only with the stack full, so depth alone decides.
   if (CALLSCOPE_LIKELY(t->depth < kStackCapacity)) {
     t->stack[t->depth] = Frame{fn, sp, now, key};
@@ -61,38 +69,41 @@ CALLSCOPE_NOINSTR __attribute__((always_inline)) inline void push(ThreadState* t
 }
 
 // The exit did not match the top frame: find the frame it closes.
+template <bool kEmit>
 CALLSCOPE_NOINSTR __attribute__((noinline)) void match_exit(ThreadState* t, uint64_t fn, uint64_t site,
                                                               uint64_t sp, uint64_t now) {
   const int64_t match = exit_frame_index(t->stack, t->depth, fn, sp, exit_is_tail(sp, site));
   if (match < 0) {
     // No open frame of this function: its entry was never seen (or was
-    // dropped). Keep the fact, with the address, without touching the stack
-    // -- unless recording was started in the middle of the program: then
-    // exits of calls that began before are expected.
-    if (!t->restarted) emit2(t, RawKind::kExitStray, now, fn);
+    // dropped). Keep the fact, with the address, without touching the stack.
+    if constexpr (kEmit) emit2(t, RawKind::kExitStray, now, fn);
     return;
   }
-  while (static_cast<int64_t>(t->depth) - 1 > match) close_top(t, RawKind::kExitUnwound, now);
-  close_top(t, RawKind::kExit, now);
+  while (static_cast<int64_t>(t->depth) - 1 > match) close_top<kEmit>(t, RawKind::kExitUnwound, now);
+  close_top<kEmit>(t, RawKind::kExit, now);
 }
 
+template <bool kEmit>
 CALLSCOPE_NOINSTR __attribute__((always_inline)) inline void enter_body(ThreadState* t, uint64_t fn, uint64_t site,
                                                                          uint64_t sp) {
+  // Stopped, the tick only tells this frame from one that ended at the same
+  // place during the pause (the reader compares the frames' entry ticks).
   const uint64_t now = now_tick();
   const uint64_t key = frame_key(sp, site);
   // depth is 0 only at a thread's first call: test the sp first.
   const Frame& top = t->stack[t->depth ? t->depth - 1 : 0];
   if (CALLSCOPE_UNLIKELY(top.sp <= sp) && t->depth != 0 && t->overflow == 0 &&
       entry_finds_dead(top.sp, top.key, sp, key))
-    unwind_dead_frames(t, sp, key, now);
-  push(t, fn, sp, key, now);
+    unwind_dead_frames<kEmit>(t, sp, key, now);
+  push<kEmit>(t, fn, sp, key, now);
 }
 
+template <bool kEmit>
 CALLSCOPE_NOINSTR __attribute__((always_inline)) inline void exit_body(ThreadState* t, uint64_t fn, uint64_t site,
                                                                         uint64_t sp) {
-  const uint64_t now = now_tick();
+  const uint64_t now = kEmit ? now_tick() : 0;
   if (CALLSCOPE_UNLIKELY(t->overflow != 0)) {
-    emit1(t, RawKind::kExit, now);
+    if constexpr (kEmit) emit1(t, RawKind::kExit, now);
     --t->overflow;
     return;
   }
@@ -100,11 +111,11 @@ CALLSCOPE_NOINSTR __attribute__((always_inline)) inline void exit_body(ThreadSta
     const Frame& top = t->stack[t->depth - 1];
     if (CALLSCOPE_LIKELY(top.fn == fn &&
                          exit_closes(top.sp, t->depth > 1 ? t->stack[t->depth - 2].sp : ~uint64_t{0}, sp, site))) {
-      close_top(t, RawKind::kExit, now);
+      close_top<kEmit>(t, RawKind::kExit, now);
       return;
     }
   }
-  match_exit(t, fn, site, sp, now);
+  match_exit<kEmit>(t, fn, site, sp, now);
 }
 
 // A hook found the thread not ready, stopped, or found another hook of its
@@ -149,18 +160,27 @@ CALLSCOPE_NOINSTR __attribute__((noinline)) void hook_slow(ThreadState* t, uint6
     t->poked = 0;
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
   }
-  if (control_word() == t->control_seen || control_changed(t)) {
-    if (t->status == kActive) {
-      if (entry)
-        enter_body(t, fn, site, sp);
-      else
-        exit_body(t, fn, site, sp);
-    } else if (t->status == kEngine) {
-      if (entry)
-        engine_enter_fast(t, fn, site, sp);
-      else
-        engine_exit_fast(t, fn, site, sp);
-    }
+  if (control_word() != t->control_seen) control_changed(t);
+  if (t->status == kActive) {
+    if (entry)
+      enter_body<true>(t, fn, site, sp);
+    else
+      exit_body<true>(t, fn, site, sp);
+  } else if (t->status == kEngine) {
+    if (entry)
+      engine_enter_fast(t, fn, site, sp);
+    else
+      engine_exit_fast(t, fn, site, sp);
+  } else if (g_engine) {  // stopped
+    if (entry)
+      engine_enter_stopped(t, fn, site, sp);
+    else
+      engine_exit_stopped(t, fn, site, sp);
+  } else {
+    if (entry)
+      enter_body<false>(t, fn, site, sp);
+    else
+      exit_body<false>(t, fn, site, sp);
   }
   signal_fence();
   t->in_hook = 0;
@@ -226,7 +246,7 @@ void callscope_rt_enter(void* fn, void* site, uint64_t sp) {
   if (CALLSCOPE_LIKELY(t->gate == kGateOpen)) {
     t->in_hook = 1;
     signal_fence();
-    enter_body(t, reinterpret_cast<uint64_t>(fn), reinterpret_cast<uint64_t>(site), sp);
+    enter_body<true>(t, reinterpret_cast<uint64_t>(fn), reinterpret_cast<uint64_t>(site), sp);
     signal_fence();
     t->in_hook = 0;
   } else {
@@ -239,7 +259,7 @@ void callscope_rt_exit(void* fn, void* site, uint64_t sp) {
   if (CALLSCOPE_LIKELY(t->gate == kGateOpen)) {
     t->in_hook = 1;
     signal_fence();
-    exit_body(t, reinterpret_cast<uint64_t>(fn), reinterpret_cast<uint64_t>(site), sp);
+    exit_body<true>(t, reinterpret_cast<uint64_t>(fn), reinterpret_cast<uint64_t>(site), sp);
     signal_fence();
     t->in_hook = 0;
   } else {

@@ -22,7 +22,8 @@ namespace callscope::rt {
 pthread_mutex_t g_op_lock = PTHREAD_MUTEX_INITIALIZER;
 uint64_t g_clear_seq = 0;
 uint64_t g_clear_tick = 0;
-uint64_t g_stop_tick = 0;
+uint64_t g_switches = 0;
+uint64_t g_switch_ticks[kSwitchHistory] = {};
 
 namespace {
 
@@ -145,24 +146,43 @@ void operations_reset_after_fork() {
 
 // ---- operations ---------------------------------------------------------------
 
-void op_start() {
-  ::pthread_mutex_lock(&g_op_lock);
-  const uint64_t w = g_control;
-  if (!(w & 1)) __atomic_store_n(&g_control, (((w >> 1) + 1) << 1) | 1, __ATOMIC_SEQ_CST);
-  ::pthread_mutex_unlock(&g_op_lock);
-  poke_threads();
-}
+namespace {
 
-void op_stop() {
+// A stop or a start: its tick in the history, then the count of switches,
+// then g_control (what makes hooks look). Its parity is the on bit's opposite.
+CALLSCOPE_NOINSTR void switch_to(bool on) {
   ::pthread_mutex_lock(&g_op_lock);
   const uint64_t w = g_control;
-  if (w & 1) {
-    g_stop_tick = now_tick();
-    __atomic_store_n(&g_control, ((w >> 1) + 1) << 1, __ATOMIC_SEQ_CST);
+  if (((w & 1) != 0) != on) {
+    const uint64_t k = g_switches + 1;
+    g_switch_ticks[k % kSwitchHistory] = now_tick();
+    __atomic_store_n(&g_switches, k, __ATOMIC_RELEASE);
+    __atomic_store_n(&g_control, (((w >> 1) + 1) << 1) | (on ? 1 : 0), __ATOMIC_SEQ_CST);
   }
   ::pthread_mutex_unlock(&g_op_lock);
   poke_threads();
 }
+
+// Where a snapshot ends the open calls of a thread that has seen `seen` of
+// the stops and starts (~0: a thread that has ended). A thread that is
+// stopped shows none (control_changed banked their time up to its pause).
+// One that has not seen the latest stops (it made no call since) has every
+// open frame from before them: the paused time since is taken out.
+CALLSCOPE_NOINSTR uint64_t open_calls_end(uint64_t seen, uint64_t now) {
+  const uint64_t switches = switches_now();
+  if (seen == ~uint64_t{0} || (seen & 1) || seen >= switches) return now;
+  uint64_t paused = 0;
+  for (uint64_t k = first_switch_to_act_on(seen, switches); k <= switches; k += 2) {
+    const uint64_t stop = switch_tick(k), start = k + 1 <= switches ? switch_tick(k + 1) : now;
+    paused += start > stop ? start - stop : 0;
+  }
+  return now > paused ? now - paused : 0;
+}
+
+}  // namespace
+
+void op_start() { switch_to(true); }
+void op_stop() { switch_to(false); }
 
 void op_clear() {
   ::pthread_mutex_lock(&g_op_lock);
@@ -188,7 +208,15 @@ uint32_t op_dump(uint32_t reason) {
   }
   const uint32_t threads = __atomic_load_n(&g_reg_count, __ATOMIC_ACQUIRE);
   // Node counts first: the snapshot's size is fixed before anything is written.
-  uint64_t* counts = static_cast<uint64_t*>(map_anon(uint64_t{threads} * 8 + 8));
+  uint64_t* counts = static_cast<uint64_t*>(map_anon(uint64_t{threads} * 16 + 8));
+  uint64_t* seen = counts ? counts + threads : nullptr;  // each thread's switches_seen
+  if (counts) {
+    ::pthread_mutex_lock(&g_reg_lock);  // a live thread's state stays while we read it
+    for (uint32_t i = 0; i < threads; ++i)
+      seen[i] = g_reg[i].alive && g_reg[i].ts ? __atomic_load_n(&g_reg[i].ts->switches_seen, __ATOMIC_RELAXED)
+                                              : ~uint64_t{0};
+    ::pthread_mutex_unlock(&g_reg_lock);
+  }
   uint64_t max_count = 0, bytes = sizeof(fmt::RawDumpHeader);
   uint32_t with_tree = 0;
   for (uint32_t i = 0; counts && i < threads; ++i) {
@@ -215,7 +243,7 @@ uint32_t op_dump(uint32_t reason) {
       if (!h) continue;
       fmt::RawDumpThread dt{};
       dt.tid = h->tid;
-      dt.nodes = copy_thread(h, buf, counts[i], now);
+      dt.nodes = copy_thread(h, buf, counts[i], open_calls_end(seen[i], now));
       dt.dropped_calls = h->dropped_calls;
       dt.start_tick = h->start_tick;
       memcpy(dt.name, h->name, sizeof dt.name);
@@ -224,7 +252,7 @@ uint32_t op_dump(uint32_t reason) {
     if (ok) seq = ++g_dump_seq;
   }
   if (buf) ::munmap(buf, max_count * sizeof(RawProfNode) + 4096);
-  if (counts) ::munmap(counts, uint64_t{threads} * 8 + 8);
+  if (counts) ::munmap(counts, uint64_t{threads} * 16 + 8);
   ::pthread_mutex_unlock(&g_dump_lock);
   errno = saved_errno;
   return seq;

@@ -250,7 +250,8 @@ CALLSCOPE_NOINSTR void record_exit(int status) {
   write_meta(fmt::RawMetaType::kProcessExit, &e, sizeof e, nullptr, 0, nullptr, 0);
   write_calibration();
   ThreadState* t = current_thread();
-  if (t->status == kActive && t->header) t->header->end_tick = e.tick;
+  control_catch_up(t);  // a start (or stop) it has made no call since
+  if ((t->status == kActive || (t->status == kStopped && !g_engine)) && t->header) t->header->end_tick = e.tick;
 }
 
 CALLSCOPE_NOINSTR void on_process_exit(int status, void*) {

@@ -22,6 +22,17 @@
 // Start, stop and clear change g_control; each thread acts on it at its next
 // hook (control_changed). A thread that makes no call meanwhile has not
 // applied a clear yet: a snapshot taken then shows its counts as zero.
+//
+// A stop keeps the frames: while stopped, the hooks keep the stack as they
+// would (dead frames, exits of outer activations) and count nothing; a
+// frame that ends then counts as a call up to the pause. The time of the
+// frames open at the pause so far is put in their nodes ("banked"), and the
+// file shows no open frame, so a snapshot taken while stopped -- also the
+// last one, when the program ends stopped -- counts them up to the pause.
+// At the start the banked time is taken back out and every frame that went
+// on through the pause has its entry moved later by the pause's length:
+// the stopped time counts in no frame. Frames entered while stopped get
+// their nodes then, and count their time from the start, not as calls.
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -218,35 +229,43 @@ CALLSCOPE_NOINSTR bool rewind_entry(ThreadState* t, uint64_t emit_end) {
   return ok;
 }
 
-// Closes the top frame at `now`. kind: how its event ends it.
-CALLSCOPE_NOINSTR void close_frame(ThreadState* t, uint64_t now, fmt::RawKind kind) {
-  const RawProfFrame f = t->pstack[--t->pdepth];
-  t->prof->depth = t->pdepth;
-  const uint64_t d = now > f.tick ? now - f.tick : 0;
-  if (f.flags & fmt::kProfFrameEmitted) {
-    if (!(kind == fmt::RawKind::kExit && d < g_min_ticks && rewind_entry(t, f.emit_end))) emit1(t, kind, now);
-  }
-  if (f.flags & fmt::kProfFrameChrono) {
-    --t->chrono_depth;
-    update_eslow(t);
-  }
+// Counts frame f, just taken off the stack, as ended at `now`.
+CALLSCOPE_NOINSTR void count_frame(ThreadState* t, const RawProfFrame& f, uint64_t now) {
   RawProfFrame* parent = &t->pstack[static_cast<int32_t>(t->pdepth) - 1];  // the sentinel at depth 0
   if (f.flags & fmt::kProfFrameExcluded) {
     parent->child += f.child;
     return;
   }
+  const uint64_t d = now > f.tick ? now - f.tick : 0;
   if (d < g_min_ticks) return;  // not counted: its time stays in the caller's self
   RawProfNode& n = t->nodes[f.node];
-  ++n.calls;
   n.total += d;
   n.self += d > f.child ? d - f.child : 0;
+  parent->child += d;
+  if (f.flags & kFrameInherited) return;  // began while stopped: not a call
+  ++n.calls;
   if (d < n.min) n.min = d;
   if (d > n.max) n.max = d;
   if (n.first_tick == kProfNoTick) {
     n.first_tick = f.tick;
     n.first = d;
   }
-  parent->child += d;
+}
+
+// Closes the top frame at `now`. kind: how its event ends it.
+CALLSCOPE_NOINSTR void close_frame(ThreadState* t, uint64_t now, fmt::RawKind kind) {
+  const RawProfFrame f = t->pstack[--t->pdepth];
+  t->prof->depth = t->pdepth;
+  if (f.flags & fmt::kProfFrameEmitted) {
+    const uint64_t d = now > f.tick ? now - f.tick : 0;
+    if (!(kind == fmt::RawKind::kExit && d < g_min_ticks && f.emit_end && rewind_entry(t, f.emit_end)))
+      emit1(t, kind, now);
+  }
+  if (f.flags & fmt::kProfFrameChrono) {
+    --t->chrono_depth;
+    update_eslow(t);
+  }
+  count_frame(t, f, now);
 }
 
 CALLSCOPE_NOINSTR __attribute__((noinline)) void close_dead(ThreadState* t, uint64_t sp, uint64_t key, uint64_t now) {
@@ -262,7 +281,8 @@ CALLSCOPE_NOINSTR __attribute__((noinline)) void match_exit(ThreadState* t, uint
   close_frame(t, now, fmt::RawKind::kExit);
 }
 
-// Applies a callscope_clear() this thread has not seen yet.
+// Applies a callscope_clear() this thread has not seen yet. The time a
+// stopped thread banked goes with the counts.
 CALLSCOPE_NOINSTR void apply_clear(ThreadState* t) {
   const uint64_t seq = __atomic_load_n(&g_clear_seq, __ATOMIC_ACQUIRE);
   if (!t->prof || t->prof->clear_seq == seq) return;
@@ -271,23 +291,163 @@ CALLSCOPE_NOINSTR void apply_clear(ThreadState* t) {
     RawProfFrame& f = t->pstack[i];
     if (f.tick < g_clear_tick) f.tick = g_clear_tick;
     f.child = 0;
+    if (f.flags & kFrameBanked) {
+      f.flags &= ~kFrameBanked;
+      t->nodes[f.node].flags &= ~fmt::kProfNodeOpen;
+    }
   }
   t->prof->dropped_calls = 0;
   t->prof->clear_seq = seq;
 }
 
-// Drops every open frame (profiling stopped): emitted ones get an event,
-// none is counted.
-CALLSCOPE_NOINSTR void drop_frames(ThreadState* t, uint64_t tick) {
-  while (t->pdepth) {
-    const RawProfFrame& f = t->pstack[t->pdepth - 1];
-    if (f.flags & fmt::kProfFrameEmitted) emit1(t, fmt::RawKind::kExitTruncated, tick);
-    --t->pdepth;
+// ---- stop and start -------------------------------------------------------------
+
+constexpr uint64_t kBankBytes = uint64_t{kProfStackCapacity} * 16;  // 1 MiB, sparse
+
+// At the pause: the time of every open frame so far goes into its node as a
+// snapshot would count it (fmt::add_open_time, up to the pause), and what
+// it added is kept per frame (pbank: total, self) to be taken back out.
+CALLSCOPE_NOINSTR void bank_open_frames(ThreadState* t) {
+  if (!t->pbank) t->pbank = static_cast<uint64_t*>(map_anon(kBankBytes));
+  if (!t->pbank) return;  // snapshots while stopped then leave out the calls in progress
+  const uint64_t pause = t->pause_tick;
+  uint64_t above = 0;
+  for (uint32_t i = t->pdepth; i-- > 0;) {
+    RawProfFrame& f = t->pstack[i];
+    const uint64_t el = pause > f.tick ? pause - f.tick : 0;
+    if (f.flags & fmt::kProfFrameExcluded) {
+      above += f.child;
+      continue;
+    }
+    const uint64_t below = f.child + above;
+    const uint64_t self = el > below ? el - below : 0;
+    RawProfNode& n = t->nodes[f.node];
+    n.total += el;
+    n.self += self;
+    n.flags |= fmt::kProfNodeOpen;
+    t->pbank[2 * i] = el;
+    t->pbank[2 * i + 1] = self;
+    f.flags |= kFrameBanked;
+    above = el;
   }
+}
+
+CALLSCOPE_NOINSTR void unbank(ThreadState* t, uint32_t i) {
+  RawProfFrame& f = t->pstack[i];
+  RawProfNode& n = t->nodes[f.node];
+  n.total -= t->pbank[2 * i];
+  n.self -= t->pbank[2 * i + 1];
+  n.flags &= ~fmt::kProfNodeOpen;
+  f.flags &= ~kFrameBanked;
+}
+
+// While stopped: the top frame ends. One entered before the pause is a call
+// that ended inside it, counted up to the pause (as record mode shows it);
+// one entered while stopped is nothing. No event: the pause's end tells the
+// reader which frames ended inside it.
+CALLSCOPE_NOINSTR void close_stopped(ThreadState* t) {
+  const uint32_t i = --t->pdepth;
+  const RawProfFrame f = t->pstack[i];
+  if (f.flags & kFrameStopped) return;
+  if (f.flags & kFrameBanked) unbank(t, i);
+  if (f.flags & fmt::kProfFrameChrono) --t->chrono_depth;
+  count_frame(t, f, t->pause_tick);
+}
+
+// The pause begins at `tick` (the stop's; a thread that began while
+// stopped: its start): the frames stay, banked.
+CALLSCOPE_NOINSTR void engine_pause(ThreadState* t, uint64_t tick) {
+  if (tick < t->prof->start_tick) tick = t->prof->start_tick;
+  t->status = kStopped;
+  t->pause_written = engine_emitting(t) ? 1 : 0;
+  if (t->pause_written) emit1(t, fmt::RawKind::kPause, tick);
+  // Calls entered between the stop and this hook began before the pause.
+  if (t->pdepth && t->pstack[t->pdepth - 1].tick > tick) tick = t->pstack[t->pdepth - 1].tick;
+  t->pause_tick = tick;
+  bank_open_frames(t);
   t->prof->depth = 0;
-  t->poverflow = 0;
+}
+
+CALLSCOPE_NOINSTR bool emitted_frame(const ThreadState* t, uint32_t i, Frame* out) {
+  const RawProfFrame& f = t->pstack[i];
+  if (!(f.flags & fmt::kProfFrameEmitted)) return false;
+  *out = Frame{f.fn, f.sp, f.tick, 0};
+  return true;
+}
+
+// The node and frame flags of a call of fn under the node `parent`, as an
+// entry finds them (a full table: counted in the caller).
+CALLSCOPE_NOINSTR uint32_t frame_node(ThreadState* t, uint32_t parent, uint64_t fn, uint32_t* flags) {
+  uint32_t node = t->nodes[parent].hint;
+  if (t->nodes[node].fn != fn) node = engine_find_child(t, parent, fn);
+  if (CALLSCOPE_UNLIKELY(node == 0)) {  // the table is full
+    ++t->prof->dropped_calls;
+    *flags |= fmt::kProfFrameExcluded;
+    return parent;
+  }
+  const uint32_t nf = t->nodes[node].flags;
+  if (CALLSCOPE_UNLIKELY(nf != 0)) {
+    if (nf & fmt::kProfNodeChrono) {
+      *flags |= fmt::kProfFrameChrono;
+      ++t->chrono_depth;
+      update_eslow(t);
+    }
+    if (nf & fmt::kProfNodeExcluded) {
+      *flags |= fmt::kProfFrameExcluded;
+      node = parent;
+    }
+  }
+  return node;
+}
+
+// The pause ends at `start`.
+CALLSCOPE_NOINSTR void engine_resume(ThreadState* t, uint64_t start) {
+  const uint64_t pause = t->pause_tick;
+  if (start < pause) start = pause;
+  t->status = kEngine;
+  // Frames entered while stopped get their nodes and flags, as if entered
+  // now, outermost first; the chrono regions are counted again.
   t->chrono_depth = 0;
+  bool emits = false;
+  for (uint32_t i = 0; i < t->pdepth; ++i) {
+    RawProfFrame& f = t->pstack[i];
+    if (f.flags & kFrameStopped) {
+      uint32_t flags = kFrameStopped;
+      f.node = frame_node(t, t->pstack[static_cast<int32_t>(i) - 1].node, f.fn, &flags);
+      if (!(flags & fmt::kProfFrameExcluded)) {
+        flags |= kFrameInherited;
+        if (engine_emitting(t)) flags |= fmt::kProfFrameEmitted;
+      }
+      if (g_min_ticks) flags |= fmt::kProfFrameMin;
+      f.flags = flags;
+    } else if (f.flags & fmt::kProfFrameChrono) {
+      ++t->chrono_depth;
+    }
+    f.emit_end = 0;  // nothing to take back after a pause
+    if (f.flags & fmt::kProfFrameEmitted) emits = true;
+  }
   update_eslow(t);
+  // The stream: the frames in it, with their own entry ticks (the reader
+  // matches them with the frames open at the pause), then kResume.
+  if (t->pause_written || emits) {
+    if (!t->pause_written) emit1(t, fmt::RawKind::kPause, pause);  // no event was due at the pause
+    emit_resume(t, start, t->pdepth, emitted_frame);
+  }
+  t->pause_written = 0;
+  // The time: what was banked comes back out of the nodes; a frame that
+  // goes on through the pause has its entry moved later by the pause's
+  // length, one entered while stopped (or cleared since the pause) counts
+  // from the start.
+  for (uint32_t i = 0; i < t->pdepth; ++i) {
+    RawProfFrame& f = t->pstack[i];
+    if (f.flags & kFrameBanked) unbank(t, i);
+    if (!(f.flags & kFrameStopped) && f.tick <= pause)
+      f.tick += start - pause;
+    else if (f.tick < start)
+      f.tick = start;
+    f.flags &= ~kFrameStopped;
+  }
+  t->prof->depth = t->pdepth;
 }
 
 CALLSCOPE_NOINSTR bool open_prof_file(ThreadState* t) {
@@ -375,8 +535,10 @@ void engine_configure() {
   g_engine = g_profile_mode || filtered;
   if (g_engine) hooks_use_engine();
   if (filtered) g_mode_flags |= fmt::kRawModeFiltered;
-  if (env_true("CALLSCOPE_START_OFF")) {
+  if (env_true("CALLSCOPE_START_OFF")) {  // stopped from the beginning: threads start paused
     g_control = 0;
+    g_switches = 1;
+    g_switch_ticks[1] = 0;
     g_mode_flags |= fmt::kRawModeStartOff;
   }
 }
@@ -406,6 +568,8 @@ void engine_thread_exit(ThreadState* t) {
   t->hash = nullptr;
   if (t->pkey) ::munmap(t->pkey - 1, kPkeyBytes);
   t->pkey = nullptr;
+  if (t->pbank) ::munmap(t->pbank, kBankBytes);
+  t->pbank = nullptr;
 }
 
 // In a fork child: a tree of its own, starting empty; the frames inherited
@@ -434,6 +598,7 @@ void engine_reset_after_fork(ThreadState* t) {
     }
     t->pdepth = depth;
     t->prof->depth = depth;
+    t->pause_written = 0;  // none of them is in the child's stream
   }
   register_thread(t);
 }
@@ -450,26 +615,8 @@ void engine_enter_slow(ThreadState* t, uint64_t fn, uint64_t sp, uint64_t key, u
     ++t->poverflow;
     return;
   }
-  const uint32_t parent = t->pstack[static_cast<int32_t>(t->pdepth) - 1].node;
-  uint32_t node = t->nodes[parent].hint;
-  if (t->nodes[node].fn != fn) node = engine_find_child(t, parent, fn);
   uint32_t flags = 0;
-  if (CALLSCOPE_UNLIKELY(node == 0)) {  // the table is full
-    ++t->prof->dropped_calls;
-    flags = fmt::kProfFrameExcluded;
-    node = parent;
-  } else if (CALLSCOPE_UNLIKELY(t->nodes[node].flags != 0)) {
-    const uint32_t nf = t->nodes[node].flags;
-    if (nf & fmt::kProfNodeChrono) {
-      flags |= fmt::kProfFrameChrono;
-      ++t->chrono_depth;
-      update_eslow(t);
-    }
-    if (nf & fmt::kProfNodeExcluded) {
-      flags |= fmt::kProfFrameExcluded;
-      node = parent;
-    }
-  }
+  const uint32_t node = frame_node(t, t->pstack[static_cast<int32_t>(t->pdepth) - 1].node, fn, &flags);
   RawProfFrame& f = t->pstack[t->pdepth];
   f.emit_end = 0;
   if (CALLSCOPE_UNLIKELY(engine_emitting(t)) && !(flags & fmt::kProfFrameExcluded)) {
@@ -504,25 +651,79 @@ void engine_exit_slow(ThreadState* t, uint64_t fn, uint64_t site, uint64_t sp, u
   match_exit(t, fn, site, sp, now);
 }
 
-bool control_changed(ThreadState* t) {
-  const uint64_t w = control_word();
-  t->control_seen = w;
-  if (t->prof) apply_clear(t);
-  if (!(w & 1)) {
-    if (t->status == kActive) {
-      truncate_stack(t, g_stop_tick);
-      t->status = kStopped;
-    } else if (t->status == kEngine) {
-      drop_frames(t, g_stop_tick);
-      t->status = kStopped;
+void engine_enter_stopped(ThreadState* t, uint64_t fn, uint64_t site, uint64_t sp) {
+  const uint64_t now = now_tick();  // tells it from a frame that ended at its place during the pause
+  const uint64_t key = frame_key(sp, site);
+  if (t->pdepth != 0 && t->poverflow == 0 && t->pstack[t->pdepth - 1].sp <= sp)
+    while (t->pdepth != 0 && entry_finds_dead(t->pstack[t->pdepth - 1].sp, t->pkey[t->pdepth - 1], sp, key))
+      close_stopped(t);
+  if (t->poverflow != 0 || t->pdepth >= kProfStackCapacity) {
+    ++t->poverflow;
+    return;
+  }
+  t->pkey[t->pdepth] = key;
+  RawProfFrame& f = t->pstack[t->pdepth];
+  f.fn = fn;
+  f.sp = sp;
+  f.tick = now;
+  f.child = 0;
+  f.emit_end = 0;
+  f.node = 0;
+  f.flags = kFrameStopped;
+  ++t->pdepth;  // the file shows no open frame while stopped
+}
+
+void engine_exit_stopped(ThreadState* t, uint64_t fn, uint64_t site, uint64_t sp) {
+  if (t->poverflow != 0) {
+    --t->poverflow;
+    return;
+  }
+  if (t->pdepth != 0) {
+    const RawProfFrame& top = t->pstack[t->pdepth - 1];
+    if (top.fn == fn && exit_closes(top.sp, (&top)[-1].sp, sp, site)) {
+      close_stopped(t);
+      return;
     }
-    return false;
   }
-  if (t->status == kStopped) {
-    t->status = g_engine ? kEngine : kActive;
-    t->restarted = 1;
+  const int64_t match = exit_frame_index(t->pstack, t->pdepth, fn, sp, exit_is_tail(sp, site));
+  if (match < 0) return;
+  while (static_cast<int64_t>(t->pdepth) - 1 > match) close_stopped(t);
+  close_stopped(t);
+}
+
+void control_changed(ThreadState* t) {
+  const int saved_errno = errno;
+  t->control_seen = control_word();
+  if (t->prof) apply_clear(t);
+  // Every stop and start since the last one this thread saw, in order: one
+  // asleep through a stop and a start pauses from the one to the other.
+  const uint64_t switches = switches_now();
+  for (uint64_t k = first_switch_to_act_on(t->switches_seen, switches); k <= switches; ++k) {
+    const uint64_t tick = switch_tick(k);
+    if (k & 1) {
+      if (g_engine)
+        engine_pause(t, tick);
+      else
+        record_pause(t, tick);
+    } else {
+      if (g_engine)
+        engine_resume(t, tick);
+      else
+        record_resume(t, tick);
+    }
   }
-  return true;
+  __atomic_store_n(&t->switches_seen, switches, __ATOMIC_RELAXED);
+  errno = saved_errno;
+}
+
+void control_catch_up(ThreadState* t) {
+  if (t->in_hook || (t->status != kActive && t->status != kEngine && t->status != kStopped)) return;
+  if (control_word() == t->control_seen) return;
+  t->in_hook = 1;
+  signal_fence();
+  control_changed(t);
+  signal_fence();
+  t->in_hook = 0;
 }
 
 }  // namespace callscope::rt

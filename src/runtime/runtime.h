@@ -41,7 +41,7 @@ enum ThreadStatus : uint8_t {
   kDisabled = 2,  // initialization failed: hooks do nothing
   kExited = 3,    // the thread's exit handler ran
   kEngine = 4,    // profile mode, or recording with filters: profile.cpp's hooks
-  kStopped = 5,   // callscope_stop(): hooks only look for callscope_start()
+  kStopped = 5,   // callscope_stop(): hooks keep the shadow stack, write nothing, look for callscope_start()
 };
 
 // All per-thread state. Zero-initialized, trivially destructible.
@@ -79,7 +79,11 @@ struct ThreadState {
   uint64_t ring_segment;    // ring mode: the segment being written (counted from 0)
   // Start/stop/clear: the g_control value this thread last acted on.
   uint64_t control_seen;
-  uint8_t restarted;        // started again after a stop: exits of older frames are expected
+  // Stops and starts (g_switches) this thread has acted on: odd while it is
+  // stopped. A stop is a pause of the thread's stream, from its tick; the
+  // shadow stack is kept through it.
+  uint64_t switches_seen;
+  uint64_t pause_tick;      // the engine: where the current pause began
   // The engine (profile.cpp): profile mode, and recording with filters.
   fmt::RawProfHeader* prof;  // the mapped t<tid>.prof (header, stack, nodes)
   fmt::RawProfNode* nodes;
@@ -94,6 +98,8 @@ struct ThreadState {
   uint32_t chrono_depth;    // chrono frames open: events are written while > 0
   int32_t prof_fd;
   uint8_t eslow;            // every call takes the engine's slow path (events, minimum duration)
+  uint8_t pause_written;    // the engine wrote a kPause for the current pause
+  uint64_t* pbank;          // the engine, while stopped: what each open frame added to its node (profile.cpp)
 };
 
 inline constexpr uint32_t kStackCapacity = 1u << 20;  // frames (32 MiB reserved)
@@ -106,6 +112,24 @@ inline constexpr uint32_t kGateEngine = uint32_t{kEngine} << 8;
 // fast path pays nothing for it.
 extern uint64_t g_control;
 CALLSCOPE_NOINSTR inline uint64_t control_word() { return __atomic_load_n(&g_control, __ATOMIC_RELAXED); }
+// Stops and starts so far (operations.cpp, under its lock): odd while
+// stopped. The tick of switch k is g_switch_ticks[k % kSwitchHistory],
+// stored before g_switches (release). A thread that made no call meanwhile
+// acts on every switch it missed, in order, at its next hook: a thread
+// asleep through a stop and a start still pauses from the one to the other.
+inline constexpr uint32_t kSwitchHistory = 64;
+extern uint64_t g_switches;
+extern uint64_t g_switch_ticks[kSwitchHistory];
+CALLSCOPE_NOINSTR inline uint64_t switches_now() { return __atomic_load_n(&g_switches, __ATOMIC_ACQUIRE); }
+CALLSCOPE_NOINSTR inline uint64_t switch_tick(uint64_t k) { return g_switch_ticks[k % kSwitchHistory]; }
+// The first switch a thread that has seen `seen` of `now` still acts on: at
+// most kSwitchHistory - 4 behind (the slots of older ones may be reused),
+// skipping whole stop-start pairs.
+CALLSCOPE_NOINSTR inline uint64_t first_switch_to_act_on(uint64_t seen, uint64_t now) {
+  constexpr uint64_t kMaxBehind = kSwitchHistory - 4;
+  if (now - seen > kMaxBehind) seen += (now - seen - kMaxBehind + 1) & ~uint64_t{1};
+  return seen + 1;
+}
 // The last words of every chunk are kept for hooks of a signal handler that
 // interrupted a hook: those may not switch chunks (see reserve_slow), so they
 // need room of their own when the outer hook stopped at a full chunk.
@@ -233,8 +257,15 @@ bool thread_init(ThreadState* t);
 void thread_exit(void* arg);
 void thread_reset_after_fork(ThreadState* t);
 uint64_t* reserve_slow(ThreadState* t, unsigned words);
-// Closes every open frame with kExitTruncated (recording stopped).
-void truncate_stack(ThreadState* t, uint64_t tick);
+// Stop and start in record mode (control_changed): the pause from `tick`,
+// and its end at `tick`, the resync first (format/trace_format.h, "Gaps").
+void record_pause(ThreadState* t, uint64_t tick);
+void record_resume(ThreadState* t, uint64_t tick);
+// The end of a pause, for the recording's and the engine's stacks alike:
+// `frame(t, i, &f)` gives frame i of `n` (false: not in the stream), each
+// written as kEntryInherited with its own entry tick, then kResume at
+// `tick`; the whole of it or nothing (thread.cpp).
+void emit_resume(ThreadState* t, uint64_t tick, uint32_t n, bool (*frame)(const ThreadState*, uint32_t, Frame*));
 
 // The engine (profile.cpp): profile mode and filtered recording.
 extern bool g_engine;          // threads run the engine's hooks
@@ -245,9 +276,12 @@ void hooks_use_engine();       // hooks.cpp: the trampolines jump to the engine'
 bool engine_thread_init(ThreadState* t);
 void engine_thread_exit(ThreadState* t);
 void engine_reset_after_fork(ThreadState* t);
-// A hook saw g_control change: stop, start or clear. Returns true when the
-// hook should go on (the thread runs).
-bool control_changed(ThreadState* t);
+// A hook saw g_control change: stop, start or clear. The thread acts on
+// them (its status is then kStopped while stopped); the hook goes on after.
+void control_changed(ThreadState* t);
+// The same at a thread's end (thread exit, process exit): a pause, or the
+// end of one, that the thread has not written yet.
+void control_catch_up(ThreadState* t);
 
 // Process lifecycle (process.cpp).
 bool process_ensure_init();

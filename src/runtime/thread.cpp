@@ -282,6 +282,9 @@ bool thread_init(ThreadState* t) {
     return false;
   }
   t->control_seen = ~uint64_t{0};  // the first hook looks at g_control
+  // A thread that begins while stopped starts paused (record_pause).
+  const uint64_t switches = switches_now();
+  t->switches_seen = switches - (switches & 1);
   // The key's destructor tells us when the thread exits (not for the thread
   // that calls exit(): process.cpp handles that one).
   ::pthread_setspecific(static_cast<pthread_key_t>(g_thread_key), t);
@@ -294,6 +297,7 @@ void thread_exit(void* arg) {
   auto* t = static_cast<ThreadState*>(arg);
   if (t != current_thread() || (t->status != kActive && t->status != kEngine && t->status != kStopped)) return;
   const int saved_errno = errno;
+  control_catch_up(t);  // before it ends: a pause, or the end of one, that it has not written
   t->in_hook = 1;
   t->status = kExited;  // hooks of later destructors, or of a handler, do nothing
   signal_fence();
@@ -333,16 +337,68 @@ void thread_reset_after_fork(ThreadState* t) {
     return;
   }
   emit_stack(t);
+  // A child forked while stopped: its stream pauses after the frames it
+  // inherited, until the start (the engine writes no inherited frame).
+  if (t->status == kStopped && !g_engine) emit1(t, fmt::RawKind::kPause, now_tick());
   engine_reset_after_fork(t);
   errno = saved_errno;
 }
 
-void truncate_stack(ThreadState* t, uint64_t tick) {
-  while (t->depth) {
-    emit1(t, fmt::RawKind::kExitTruncated, tick);
-    --t->depth;
+// A stop: the stream pauses at the stop's tick (a thread that began while
+// stopped: at its start) and the shadow stack is kept, updated by the hooks
+// without events while stopped (hooks.cpp).
+void record_pause(ThreadState* t, uint64_t tick) {
+  if (t->header && tick < t->header->start_tick) tick = t->header->start_tick;
+  t->status = kStopped;
+  emit1(t, fmt::RawKind::kPause, tick);
+}
+
+namespace {
+CALLSCOPE_NOINSTR bool shadow_frame(const ThreadState* t, uint32_t i, Frame* f) {
+  *f = t->stack[i];
+  return true;
+}
+}  // namespace
+
+void record_resume(ThreadState* t, uint64_t tick) {
+  t->status = kActive;
+  emit_resume(t, tick, t->depth, shadow_frame);
+}
+
+void emit_resume(ThreadState* t, uint64_t tick, uint32_t n, bool (*frame)(const ThreadState*, uint32_t, Frame*)) {
+  // Events lost before (the pause itself, maybe): the loss's own resync,
+  // written with the next event that finds space (reserve_slow), ends the
+  // gap; this kResume then ends nothing.
+  if (t->dropping) {
+    emit1(t, fmt::RawKind::kResume, tick);
+    return;
   }
-  t->overflow = 0;
+  // One block, reserved at once: a resync cut short by a full ring, then
+  // followed by a loss's resync, would open its frames twice. Two words
+  // per frame, two more where the stack-pointer base moves; the words left
+  // over stay zero (readers skip them). Signals wait: a handler's hook must
+  // not write an entry relative to a base the block is about to move.
+  const unsigned words = n * 4 + 1;  // n <= kStackCapacity
+  SignalBlock block;
+  uint64_t* p = reserve(t, words);
+  if (!p) return;  // counted as lost: the loss's resync ends the pause
+  for (uint32_t i = 0; i < n; ++i) {
+    Frame f;
+    if (!frame(t, i, &f)) continue;
+    int64_t rel = static_cast<int64_t>(t->sp_base - f.sp) >> 4;
+    if (static_cast<uint64_t>(rel + 32767) > 65534) {
+      store_word(p, word0(fmt::RawKind::kSpBase, f.tick));
+      store_word(p + 1, f.sp);
+      p += 2;
+      t->sp_base = f.sp;
+      rel = 0;
+    }
+    store_word(p, word0(fmt::RawKind::kEntryInherited, f.tick));
+    signal_fence();
+    store_word(p + 1, (f.fn & fmt::kRawAddrMask) | (static_cast<uint64_t>(static_cast<uint16_t>(rel)) << 48));
+    p += 2;
+  }
+  store_word(p, word0(fmt::RawKind::kResume, tick));
 }
 
 uint64_t* reserve_slow(ThreadState* t, unsigned words) {
