@@ -76,8 +76,9 @@ constexpr const char* kStatCsv[] = {"calls", "total_ns", "self_ns", "avg_ns", "s
 // Said under a text table with a row marked '*'.
 void open_note(FILE* out, bool any_open) {
   if (any_open)
-    std::fprintf(out, "* includes calls still in progress when their thread or process ended (or the snapshot was "
-                      "taken), with their time so far\n");
+    std::fprintf(out,
+                 "* includes calls whose end was not recorded (in progress when their thread or process ended or "
+                 "the snapshot was taken, or ended while events were lost), with the time recorded\n");
 }
 
 std::vector<std::string> stat_text(const fmt::TraceReader& t, const an::Stats& s) {

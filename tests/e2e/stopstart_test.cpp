@@ -194,8 +194,13 @@ TEST_P(StopStartTest, ApiStopStartInProfileMode) {
   // not seen the stop (it made no call since), and counts no more.
   auto d1 = flat({"--dump", "1"});
   EXPECT_EQ(num(d1["work"], "calls"), kN);
+  // A call in progress at a snapshot counts as one call, flagged open --
+  // except one its thread has stopped: its time up to the stop is banked in
+  // its node, not yet as a call (docs/profile.md names this exception).
+  EXPECT_EQ(num(d1["idle_wait"], "calls"), 1u);
+  EXPECT_EQ(num(d1["idle_wait"], "open_calls"), 1u);
+  for (const char* f : {"main", "outer"}) EXPECT_EQ(num(d1[f], "calls"), 0u) << f << " is stopped";
   for (const char* f : {"main", "outer", "idle_wait"}) {
-    EXPECT_EQ(num(d1[f], "calls"), 0u) << f << " is open";
     EXPECT_LT(num(d1[f], "total_ns"), kNapNs / 2) << f;
   }
   EXPECT_GT(num(d1["outer"], "total_ns"), 0u);
