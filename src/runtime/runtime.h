@@ -1,7 +1,7 @@
 // Internal declarations of libcallscope-rt, the only callscope code that runs
 // inside the traced program.
 //
-// Rules for everything in src/runtime (see docs/runtime.md):
+// Rules for everything in src/runtime (see docs/architecture.md, "The hot path"):
 //  - the hot path (the two hooks) takes no lock, calls no malloc, no stdio, no
 //    function that may set errno; slow paths that make system calls save and
 //    restore errno;
