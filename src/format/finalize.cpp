@@ -85,11 +85,7 @@ struct ThreadOutcome {
 Status encode_thread(RawThreadFile& file, uint64_t offset, uint64_t end_hint, EventEncoder& enc,
                      ThreadOutcome& out) {
   RawStreamEncoder stream(enc, offset, out.record);
-  if (file.missing_before()) stream.begin_with_loss(file.events_estimate(file.missing_before()));
-  RawEvent e;
-  while (file.next(e))
-    if (!stream.add_fast(e)) CALLSCOPE_CHECK(stream.add(e));
-  if (file.missing_after()) CALLSCOPE_CHECK(stream.cut(file.events_estimate(file.missing_after())));
+  CALLSCOPE_CHECK(stream.add_file(file));
   out.record.torn_events = file.torn_events();
   return stream.finish_thread(file.header(), end_hint);
 }

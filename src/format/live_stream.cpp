@@ -236,11 +236,7 @@ Status LiveStream::finish_thread(Thread& t, uint64_t end_hint) {
       t.record.torn_events = t.decoder.torn;
       return t.stream->finish_thread(t.header, end_hint);
     }
-    if ((*f)->missing_before()) t.stream->begin_with_loss((*f)->events_estimate((*f)->missing_before()));
-    RawEvent e;
-    while ((*f)->next(e))
-      if (!t.stream->add_fast(e)) CALLSCOPE_CHECK(t.stream->add(e));
-    if ((*f)->missing_after()) CALLSCOPE_CHECK(t.stream->cut((*f)->events_estimate((*f)->missing_after())));
+    CALLSCOPE_CHECK(t.stream->add_file(**f));
     t.record.torn_events = t.decoder.torn + (*f)->torn_events();
     t.header = (*f)->header();
     return t.stream->finish_thread(t.header, end_hint);
@@ -252,7 +248,7 @@ Status LiveStream::finish_thread(Thread& t, uint64_t end_hint) {
     // without writing their block) are lost.
     const uint64_t oldest = committed + 1 > kRingSegments ? committed + 1 - kRingSegments : 0;
     if (t.consumed < oldest) {
-      t.stream->begin_with_loss((oldest - t.consumed) * (kSegmentBytes / 8) * 2 / 3);
+      t.stream->begin_with_loss(ring_events_estimate(oldest - t.consumed, kSegmentBytes));
       t.consumed = oldest;
     }
     for (; t.consumed <= committed; ++t.consumed) CALLSCOPE_CHECK(encode_segment(t, t.consumed));

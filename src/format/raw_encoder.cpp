@@ -130,6 +130,15 @@ Status RawStreamEncoder::add(const RawEvent& e) {
   return ok_status();
 }
 
+Status RawStreamEncoder::add_file(RawThreadFile& file) {
+  if (file.missing_before()) begin_with_loss(file.events_estimate(file.missing_before()));
+  RawEvent e;
+  while (file.next(e))
+    if (!add_fast(e)) CALLSCOPE_CHECK(add(e));
+  if (file.missing_after()) CALLSCOPE_CHECK(cut(file.events_estimate(file.missing_after())));
+  return ok_status();
+}
+
 Status RawStreamEncoder::cut(uint64_t lost_events) {
   if (in_gap_) {
     gap_lost_ += lost_events;

@@ -88,6 +88,9 @@ class RawStreamEncoder {
     ++rec_.events;
     return true;
   }
+  // Every event `file` still holds, its missing segments marked lost where
+  // they are missing (before its first event, or at its end).
+  Status add_file(RawThreadFile& file);
   // The stream begins after about `lost_events` events no one can read: a
   // loss is marked at its first event.
   void begin_with_loss(uint64_t lost_events) { pending_loss_ += lost_events; }

@@ -118,6 +118,12 @@ struct RawDecoder {
   bool next(const uint64_t* words, size_t n, size_t& i, RawEvent& e);
 };
 
+// About how many events `segments` ring segments of `segment_bytes` held
+// (an entry takes two words, an exit one).
+inline uint64_t ring_events_estimate(uint64_t segments, uint64_t segment_bytes) {
+  return segments * (segment_bytes / 8) * 2 / 3;
+}
+
 // One thread's raw event file, mapped read-only.
 class RawThreadFile {
  public:
@@ -141,7 +147,7 @@ class RawThreadFile {
   uint64_t missing_before() const { return missing_before_; }
   uint64_t missing_after() const { return missing_after_; }
   // About how many events `segments` held (an entry takes two words, an exit one).
-  uint64_t events_estimate(uint64_t segments) const { return segments * (header_.segment_bytes / 8) * 2 / 3; }
+  uint64_t events_estimate(uint64_t segments) const { return ring_events_estimate(segments, header_.segment_bytes); }
 
  private:
   RawThreadFile() = default;

@@ -86,91 +86,11 @@ std::string raw_request(const std::string& path, const std::string& request) {
 }
 
 // The server fixture running under `callscope record`, with its own
-// CALLSCOPE_CTL_DIR; its stdin and stdout are ours, its stderr goes to a file.
-class TracedServer {
+// CALLSCOPE_CTL_DIR (e2e_support.h).
+class TracedServer : public TracedProgram {
  public:
-  explicit TracedServer(const std::string& ctl_dir, const std::vector<std::string>& env = {}) {
-    int in[2], out[2];
-    if (::pipe2(in, O_CLOEXEC) || ::pipe2(out, O_CLOEXEC)) std::abort();
-    const std::string trace = dir_.file("server.trace");
-    const std::string err = dir_.file("stderr");
-    const std::string program = server_fixture();
-    record_pid_ = ::fork();
-    if (record_pid_ == 0) {
-      const int err_fd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-      ::dup2(in[0], 0);
-      ::dup2(out[1], 1);
-      ::dup2(err_fd, 2);
-      ::setenv("CALLSCOPE_CTL_DIR", ctl_dir.c_str(), 1);
-      for (const std::string& e : env) ::putenv(const_cast<char*>(e.c_str()));
-      ::execl(CALLSCOPE_EXE, CALLSCOPE_EXE, "record", "-o", trace.c_str(), "--", program.c_str(),
-              static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-    ::close(in[0]);
-    ::close(out[1]);
-    in_ = in[1];
-    out_ = out[0];
-    ctl_dir_ = ctl_dir;
-  }
-  ~TracedServer() { finish(); }
-
-  // The traced program's pid, from the name of its socket; 0 if none came.
-  pid_t wait_for_socket() {
-    for (int i = 0; i < 1000; ++i) {
-      if (DIR* d = ::opendir(ctl_dir_.c_str())) {
-        pid_t pid = 0;
-        while (dirent* e = ::readdir(d)) {
-          const std::string name = e->d_name;
-          if (name.size() > 5 && name.compare(name.size() - 5, 5, ".sock") == 0)
-            pid = static_cast<pid_t>(std::atol(name.c_str()));
-        }
-        ::closedir(d);
-        if (pid > 0) return pid;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return 0;
-  }
-
-  // Sends one command on stdin and returns the program's one-line answer.
-  std::string command(const std::string& line) {
-    const std::string text = line + "\n";
-    if (::write(in_, text.data(), text.size()) != static_cast<ssize_t>(text.size())) return "";
-    std::string answer;
-    char c;
-    pollfd p{out_, POLLIN, 0};
-    while (::poll(&p, 1, 30000) > 0 && ::read(out_, &c, 1) == 1 && c != '\n') answer += c;
-    return answer;
-  }
-
-  // Closes the program's stdin (it exits) and returns record's exit code.
-  int finish() {
-    if (record_pid_ <= 0) return exit_code_;
-    ::close(in_);
-    int status = 0;
-    ::waitpid(record_pid_, &status, 0);
-    ::close(out_);
-    record_pid_ = 0;
-    exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    return exit_code_;
-  }
-
-  std::string trace() const { return dir_.file("server.trace"); }
-
-  std::string err() const {
-    std::ifstream f(dir_.file("stderr"));
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-  }
-
- private:
-  TempDir dir_;
-  std::string ctl_dir_;
-  pid_t record_pid_ = 0;
-  int in_ = -1, out_ = -1;
-  int exit_code_ = -1;
+  explicit TracedServer(const std::string& ctl_dir, const std::vector<std::string>& env = {})
+      : TracedProgram({server_fixture()}, ctl_dir, env) {}
 };
 
 class CtlTest : public ::testing::Test {

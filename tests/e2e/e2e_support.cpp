@@ -1,5 +1,6 @@
 #include "e2e_support.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <poll.h>
@@ -11,6 +12,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <sstream>
 #include <tuple>
 
@@ -111,6 +113,81 @@ std::string normalize(std::string name) {
 }
 
 }  // namespace
+
+TracedProgram::TracedProgram(const std::vector<std::string>& command, const std::string& ctl_dir,
+                             const std::vector<std::string>& env, const std::string& trace)
+    : trace_(trace.empty() ? dir_.file("program.trace") : trace), ctl_dir_(ctl_dir) {
+  int in[2], out[2];
+  if (::pipe2(in, O_CLOEXEC) || ::pipe2(out, O_CLOEXEC)) std::abort();
+  const std::string err = dir_.file("stderr");
+  std::vector<std::string> args{CALLSCOPE_EXE, "record", "-f", "-o", trace_, "--"};
+  args.insert(args.end(), command.begin(), command.end());
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  record_pid_ = ::fork();
+  if (record_pid_ == 0) {
+    const int err_fd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ::dup2(in[0], 0);
+    ::dup2(out[1], 1);
+    ::dup2(err_fd, 2);
+    ::setenv("CALLSCOPE_CTL_DIR", ctl_dir.c_str(), 1);
+    for (const std::string& e : env) ::putenv(const_cast<char*>(e.c_str()));
+    ::execv(CALLSCOPE_EXE, argv.data());
+    ::_exit(127);
+  }
+  ::close(in[0]);
+  ::close(out[1]);
+  in_ = in[1];
+  out_ = out[0];
+}
+
+TracedProgram::~TracedProgram() { finish(); }
+
+pid_t TracedProgram::wait_for_socket() {
+  for (int i = 0; i < 1000; ++i) {
+    if (DIR* d = ::opendir(ctl_dir_.c_str())) {
+      pid_t pid = 0;
+      while (dirent* e = ::readdir(d)) {
+        const std::string name = e->d_name;
+        if (name.size() > 5 && name.compare(name.size() - 5, 5, ".sock") == 0)
+          pid = static_cast<pid_t>(std::atol(name.c_str()));
+      }
+      ::closedir(d);
+      if (pid > 0) return pid;
+    }
+    ::usleep(10000);
+  }
+  return 0;
+}
+
+std::string TracedProgram::command(const std::string& line) {
+  const std::string text = line + "\n";
+  if (::write(in_, text.data(), text.size()) != static_cast<ssize_t>(text.size())) return "";
+  std::string answer;
+  char c;
+  pollfd p{out_, POLLIN, 0};
+  while (::poll(&p, 1, 30000) > 0 && ::read(out_, &c, 1) == 1 && c != '\n') answer += c;
+  return answer;
+}
+
+int TracedProgram::finish() {
+  if (record_pid_ <= 0) return exit_code_;
+  ::close(in_);
+  int status = 0;
+  ::waitpid(record_pid_, &status, 0);
+  ::close(out_);
+  record_pid_ = 0;
+  exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return exit_code_;
+}
+
+std::string TracedProgram::err() const {
+  std::ifstream f(dir_.file("stderr"));
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
 
 TraceSummary summarize(const std::string& trace_path) {
   TraceSummary s;

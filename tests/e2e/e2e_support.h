@@ -3,6 +3,8 @@
 // function name) through the reader library.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -37,6 +39,35 @@ class TempDir {
 
  private:
   std::string path_;
+};
+
+// A program under `callscope record` (its trace at `trace`, or in a
+// directory of its own), with CALLSCOPE_CTL_DIR=ctl_dir and `env`
+// ("NAME=value") set: its stdin and stdout are ours (one command per line,
+// one answer per line), record's and its stderr go to a file.
+class TracedProgram {
+ public:
+  TracedProgram(const std::vector<std::string>& command, const std::string& ctl_dir,
+                const std::vector<std::string>& env = {}, const std::string& trace = "");
+  ~TracedProgram();
+  TracedProgram(const TracedProgram&) = delete;
+  TracedProgram& operator=(const TracedProgram&) = delete;
+  // The traced program's pid, from the name of its socket; 0 if none came.
+  pid_t wait_for_socket();
+  // Sends one command on stdin and returns the program's one-line answer.
+  std::string command(const std::string& line);
+  // Closes the program's stdin (it exits) and returns record's exit code.
+  int finish();
+  const std::string& trace() const { return trace_; }
+  std::string err() const;  // what record and the program wrote on stderr
+
+ private:
+  TempDir dir_;
+  std::string trace_;
+  std::string ctl_dir_;
+  pid_t record_pid_ = 0;
+  int in_ = -1, out_ = -1;
+  int exit_code_ = -1;
 };
 
 struct ThreadSummary {

@@ -6,17 +6,12 @@
 // idle_wait from before the stop until after the start without making a
 // call. Frames open across the stop stay in the tree as one call each, and
 // the stopped time counts nowhere: not in outer's, main's or idle_wait's time.
-#include <fcntl.h>
-#include <poll.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <sstream>
-#include <thread>
 
 #include "e2e_support.h"
 
@@ -237,77 +232,16 @@ TEST_P(StopStartTest, StartOffThenStartFromTheProgram) {
   }
 }
 
-// The fixture in ctl mode under `callscope record`: stdin and stdout are ours.
-class TracedProgram {
- public:
-  TracedProgram(const std::string& program, const std::string& trace, const std::string& ctl_dir,
-                const std::vector<std::string>& env)
-      : ctl_dir_(ctl_dir) {
-    int in[2], out[2];
-    if (::pipe2(in, O_CLOEXEC) || ::pipe2(out, O_CLOEXEC)) std::abort();
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::dup2(in[0], 0);
-      ::dup2(out[1], 1);
-      ::setenv("CALLSCOPE_CTL_DIR", ctl_dir.c_str(), 1);
-      for (const std::string& e : env) ::putenv(const_cast<char*>(e.c_str()));
-      ::execl(CALLSCOPE_EXE, CALLSCOPE_EXE, "record", "-f", "-o", trace.c_str(), "--", program.c_str(), "ctl",
-              static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-    ::close(in[0]);
-    ::close(out[1]);
-    in_ = in[1];
-    out_ = out[0];
-  }
-  ~TracedProgram() { finish(); }
-
-  // The program's pid, from the name of its control socket; 0 if none came.
-  std::string wait_for_socket() {
-    for (int i = 0; i < 1000; ++i) {
-      RunResult ls = run({"ls", ctl_dir_});
-      std::istringstream in(ls.out);
-      std::string name;
-      while (in >> name)
-        if (name.size() > 5 && name.compare(name.size() - 5, 5, ".sock") == 0) return name.substr(0, name.size() - 5);
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return "";
-  }
-  std::string command(const std::string& line) {
-    const std::string text = line + "\n";
-    if (::write(in_, text.data(), text.size()) != static_cast<ssize_t>(text.size())) return "";
-    std::string answer;
-    char c;
-    pollfd p{out_, POLLIN, 0};
-    while (::poll(&p, 1, 30000) > 0 && ::read(out_, &c, 1) == 1 && c != '\n') answer += c;
-    return answer;
-  }
-  int finish() {
-    if (pid_ <= 0) return exit_code_;
-    ::close(in_);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    ::close(out_);
-    pid_ = 0;
-    exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    return exit_code_;
-  }
-
- private:
-  std::string ctl_dir_;
-  pid_t pid_ = 0;
-  int in_ = -1, out_ = -1;
-  int exit_code_ = -1;
-};
-
 TEST_P(StopStartTest, CtlStopStartFromOutside) {
   for (const std::string mode : {"record", "profile"}) {
     TempDir ctl_dir;
     const auto t0 = std::chrono::steady_clock::now();  // the program's frames all lie after it
-    TracedProgram program(fixture(GetParam(), "stopstart"), trace_, ctl_dir.path(), {"CALLSCOPE_MODE=" + mode});
-    const std::string pid = program.wait_for_socket();
-    ASSERT_FALSE(pid.empty()) << mode;
+    // The fixture in ctl mode: it takes commands on stdin.
+    TracedProgram program({fixture(GetParam(), "stopstart"), "ctl"}, ctl_dir.path(), {"CALLSCOPE_MODE=" + mode},
+                          trace_);
+    const pid_t program_pid = program.wait_for_socket();
+    ASSERT_GT(program_pid, 0) << mode;
+    const std::string pid = std::to_string(program_pid);
     auto ctl = [&](const std::string& command) {
       RunResult r = run({"env", "CALLSCOPE_CTL_DIR=" + ctl_dir.path(), CALLSCOPE_EXE, "ctl", pid, command});
       EXPECT_EQ(r.exit_code, 0) << mode << " " << command << ": " << r.err;
