@@ -82,12 +82,26 @@ struct ThreadOutcome {
 
 // Re-encodes one raw thread stream (raw_encoder.h says what that decides).
 // `end_hint`: when the process ended, for a thread that did not exit cleanly.
-Status encode_thread(RawThreadFile& file, uint64_t offset, uint64_t end_hint, EventEncoder& enc,
-                     ThreadOutcome& out) {
+Status encode_thread(RawThreadFile& file, uint64_t offset, uint64_t end_hint, std::span<const RawSwitch> switches,
+                     EventEncoder& enc, ThreadOutcome& out) {
   RawStreamEncoder stream(enc, offset, out.record);
   CALLSCOPE_CHECK(stream.add_file(file));
   out.record.torn_events = file.torn_events();
-  return stream.finish_thread(file.header(), end_hint);
+  return stream.finish_thread(file.header(), end_hint, switches);
+}
+
+// The end of the open calls of a thread alive when its process ended, in
+// the last snapshot: the stops and starts it never acted on (it made no
+// call from the first of them on, asleep) leave their paused time out, as
+// the runtime's snapshots do.
+uint64_t end_of_open_calls(const RawTree& t, const std::vector<RawSwitch>& switches, uint64_t end) {
+  if (t.switches_seen & 1) return end;  // stopped: its open calls were banked at the pause
+  auto first = std::find_if(switches.begin(), switches.end(), [&](const RawSwitch& w) { return w.seq > t.switches_seen; });
+  if (first == switches.end() || first->seq != t.switches_seen + 1) return end;
+  const uint64_t n = static_cast<uint64_t>(switches.end() - first);
+  for (uint64_t i = 0; i < n; ++i)
+    if (first[i].seq != first->seq + i) return end;  // a record missing: nothing to go by
+  return running_end(first->seq, first->seq + n - 1, end, [&](uint64_t k) { return first[k - first->seq].tick; });
 }
 
 void fill_exit(ProcessRecord& pr, ExitHow how, int32_t code, int32_t signal, uint32_t core) {
@@ -300,7 +314,7 @@ Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::
     const RawProcess& p = s.processes[pi];
     for (const std::string& path : p.thread_files) {
       if (LiveStream::Thread* lt = live ? live->thread_of(path) : nullptr) {
-        auto st = live->finish_thread(*lt, procs[pi].end_tick);
+        auto st = live->finish_thread(*lt, procs[pi].end_tick, p.switches);
         if (!st) return st.error().context("'" + path + "'");
         place(static_cast<uint32_t>(pi), path, lt->header, lt->record, lt->index, lt->events->blocks());
         placed[lt->index] = true;
@@ -314,7 +328,7 @@ Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::
       const uint32_t index = static_cast<uint32_t>(threads.size());
       EventEncoder enc(*writer, index);
       ThreadOutcome out;
-      auto st = encode_thread(**file, to_trace(p, 0), procs[pi].end_tick, enc, out);
+      auto st = encode_thread(**file, to_trace(p, 0), procs[pi].end_tick, p.switches, enc, out);
       if (!st) return st.error().context("'" + path + "'");
       const uint64_t missing = (*file)->missing_before() + (*file)->missing_after();
       if (missing)
@@ -422,7 +436,8 @@ Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::
         t.dropped_calls = 0;
         floor = p.clears.back().tick;
       }
-      const uint64_t end = t.end_tick ? t.end_tick : (procs[pi].end_tick > offset ? procs[pi].end_tick - offset : 0);
+      uint64_t end = t.end_tick ? t.end_tick : (procs[pi].end_tick > offset ? procs[pi].end_tick - offset : 0);
+      if (!t.end_tick && !t.open.empty()) end = end_of_open_calls(t, p.switches, end);
       d.tick = std::max(d.tick, end + offset);
       if (!t.open.empty()) add_open_time(t.nodes.data(), t.nodes.size(), t.open.data(),
                                          static_cast<uint32_t>(t.open.size()), end, floor);

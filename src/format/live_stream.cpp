@@ -225,7 +225,7 @@ Status LiveStream::poll() {
   return ok_status();
 }
 
-Status LiveStream::finish_thread(Thread& t, uint64_t end_hint) {
+Status LiveStream::finish_thread(Thread& t, uint64_t end_hint, std::span<const RawSwitch> switches) {
   t.events->set_covered(0);
   if (!t.map && t.done) {
     // A thread that ended while the program ran was let go (its mapping
@@ -234,12 +234,12 @@ Status LiveStream::finish_thread(Thread& t, uint64_t end_hint) {
     if (!f) {
       warnings_.push_back(f.error().message() + "; the last events of that thread are lost");
       t.record.torn_events = t.decoder.torn;
-      return t.stream->finish_thread(t.header, end_hint);
+      return t.stream->finish_thread(t.header, end_hint, switches);
     }
     CALLSCOPE_CHECK(t.stream->add_file(**f));
     t.record.torn_events = t.decoder.torn + (*f)->torn_events();
     t.header = (*f)->header();
-    return t.stream->finish_thread(t.header, end_hint);
+    return t.stream->finish_thread(t.header, end_hint, switches);
   }
   if (t.map) std::memcpy(&t.header, t.map, sizeof t.header);
   if (t.map && t.header.ring_segments == kRingSegments) {
@@ -254,7 +254,7 @@ Status LiveStream::finish_thread(Thread& t, uint64_t end_hint) {
     for (; t.consumed <= committed; ++t.consumed) CALLSCOPE_CHECK(encode_segment(t, t.consumed));
   }
   t.record.torn_events = t.decoder.torn;
-  return t.stream->finish_thread(t.header, end_hint);
+  return t.stream->finish_thread(t.header, end_hint, switches);
 }
 
 Result<std::unique_ptr<LiveStream>> LiveStream::recover(const RawSession& s, const std::string& out_path,

@@ -87,7 +87,7 @@ class LiveStream {
   const std::vector<std::string>& warnings() const { return warnings_; }
   // Encodes what is left in a thread's ring (the segments from `consumed` to
   // the one being written), then finishes its stream (raw_encoder.h).
-  Status finish_thread(Thread& t, uint64_t end_hint);
+  Status finish_thread(Thread& t, uint64_t end_hint, std::span<const RawSwitch> switches = {});
   uint64_t blocks_written() const { return blocks_; }
   uint64_t segments_taken() const { return segments_; }
 

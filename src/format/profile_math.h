@@ -58,4 +58,21 @@ __attribute__((no_instrument_function)) inline void add_open_time(RawProfNode* n
   }
 }
 
+// Where a snapshot at `now` ends the open calls of a thread that has not
+// acted on the stops and starts `first` (a stop) to `last`: it made no call
+// since the first, so its frames are those from before it, paused from each
+// stop to the next start (or to now) -- that time is taken out. `tick_of(k)`
+// is the tick of switch k. Shared by the runtime's snapshots and by the
+// last snapshot that finalization makes of a thread alive at the end.
+template <class TickOf>
+__attribute__((no_instrument_function)) inline uint64_t running_end(uint64_t first, uint64_t last, uint64_t now,
+                                                                    TickOf tick_of) {
+  uint64_t paused = 0;
+  for (uint64_t k = first; k <= last; k += 2) {
+    const uint64_t stop = tick_of(k), start = k + 1 <= last ? tick_of(k + 1) : now;
+    paused += start > stop ? start - stop : 0;
+  }
+  return now > paused ? now - paused : 0;
+}
+
 }  // namespace callscope::format

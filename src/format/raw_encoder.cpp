@@ -187,7 +187,31 @@ Status RawStreamEncoder::finish(uint64_t end_tick, uint64_t header_lost) {
   return out_.flush();
 }
 
-Status RawStreamEncoder::finish_thread(const RawThreadHeader& h, uint64_t end_hint) {
+// A thread that had acted on every switch up to h.switches_seen, while
+// running, made no call since (else it would have acted on the next): its
+// frames are exactly those of its last event, asleep through each stop and
+// start that followed. One that last acted on a stop may have returned from
+// calls while stopped, unrecorded: its stream stays ending in that pause.
+// A thread that exited acted on every switch before it ended.
+Status RawStreamEncoder::apply_unseen(const RawThreadHeader& h, std::span<const RawSwitch> switches) {
+  if ((h.flags & kRawThreadClosed) || (h.switches_seen & 1) || !started_) return ok_status();
+  for (const RawSwitch& w : switches) {
+    if (w.seq <= h.switches_seen) continue;
+    if (w.seq & 1) {
+      if (in_gap_) continue;  // inside a loss: its resync never came
+      CALLSCOPE_CHECK(add(RawEvent{RawKind::kPause, w.tick, 0, 0, 0}));
+    } else if (in_gap_ && gap_kind_ == EventKind::kPause) {
+      for (size_t i = 0; i < stack_.size(); ++i)
+        CALLSCOPE_CHECK(add(RawEvent{RawKind::kEntryInherited, stack_[i].raw_tick, stack_[i].addr, stack_[i].sp, 0}));
+      CALLSCOPE_CHECK(add(RawEvent{RawKind::kResume, w.tick, 0, 0, 0}));
+    }
+  }
+  return ok_status();
+}
+
+Status RawStreamEncoder::finish_thread(const RawThreadHeader& h, uint64_t end_hint,
+                                       std::span<const RawSwitch> switches) {
+  CALLSCOPE_CHECK(apply_unseen(h, switches));
   uint64_t end = 0;
   if (h.end_tick)
     end = h.end_tick + offset_;

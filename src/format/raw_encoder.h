@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -104,8 +105,10 @@ class RawStreamEncoder {
   Status finish(uint64_t end_tick, uint64_t header_lost);
   // finish() for a thread whose raw header is `h`: it ends when the thread
   // exited, else (frames open, or no event at all) at `end_hint`, when its
-  // process ended.
-  Status finish_thread(const RawThreadHeader& h, uint64_t end_hint);
+  // process ended. `switches` are its process's stops and starts: those the
+  // thread never acted on (it made no call from the first of them to its
+  // end, e.g. asleep until the process exited) pause its stream all the same.
+  Status finish_thread(const RawThreadHeader& h, uint64_t end_hint, std::span<const RawSwitch> switches = {});
 
   // For `finish` of a session whose recorder died after writing part of the
   // stream: continue from the frames open at the end of what was written.
@@ -120,6 +123,7 @@ class RawStreamEncoder {
   uint64_t clamp(uint64_t raw_tick);
   Status end_gap(uint64_t tick);
   Status close_all(uint64_t tick);
+  Status apply_unseen(const RawThreadHeader& h, std::span<const RawSwitch> switches);
 
   EventEncoder& out_;
   uint64_t offset_;

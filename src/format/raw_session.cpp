@@ -98,6 +98,11 @@ Status read_process(RawProcess& p, std::vector<std::string>& warnings) {
         if (take(buf, body, end, c)) p.clears.push_back(c);
         break;
       }
+      case RawMetaType::kSwitch: {
+        RawSwitch w;
+        if (take(buf, body, end, w)) p.switches.push_back(w);
+        break;
+      }
       case RawMetaType::kThreadName: {
         RawThreadName n;
         if (take(buf, body, end, n)) p.thread_names.push_back(n);
@@ -340,6 +345,7 @@ Result<RawTree> read_prof_file(const std::string& path) {
       t.end_tick = h.end_tick;
       t.dropped_calls = h.dropped_calls;
       t.clear_seq = h.clear_seq;
+      t.switches_seen = h.switches_seen;
       t.flags = h.flags;
       std::memcpy(t.name, h.name, sizeof t.name);
       uint64_t n = std::min<uint64_t>(h.node_count, (size - h.nodes_offset) / sizeof(RawProfNode));

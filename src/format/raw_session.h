@@ -42,6 +42,7 @@ struct RawProcess {
   std::vector<Mark> marks;
   std::vector<std::string> prof_files;    // t<tid>.prof, absolute paths, sorted
   std::vector<RawClear> clears;           // callscope_clear() calls, in order
+  std::vector<RawSwitch> switches;        // stops and starts, in order
   std::vector<RawThreadName> thread_names;  // names given while threads ran, in order
   std::string dumps_file;                 // empty when the process wrote no snapshot
 };
@@ -79,6 +80,7 @@ struct RawTree {
   std::vector<RawProfNode> nodes;
   std::vector<RawProfFrame> open;       // .prof only: frames open when it was last written
   uint64_t clear_seq = 0;               // .prof only: the last clear the thread applied
+  uint64_t switches_seen = 0;           // .prof only: the last stop or start it acted on
   uint64_t flags = 0;                   // .prof only: kRawThreadMain
   char name[16] = {};                   // .prof only: set when the thread exited
 };

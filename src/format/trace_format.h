@@ -131,8 +131,13 @@ struct RawThreadHeader {
   uint64_t drain_failed;  // recorder: nonzero once it cannot drain (writers then drop)
   uint64_t wait_ns;       // writer: time spent waiting for the recorder to free a segment
   uint64_t waits;         // writer: how many times it waited
+  // The stops and starts (RawSwitch::seq) the thread has acted on. One that
+  // made no call from a switch to the process's end never acted on it: the
+  // reader applies it (runtimes before kSwitch records wrote 0 here and no
+  // such record, so nothing is applied).
+  uint64_t switches_seen;
 };
-static_assert(sizeof(RawThreadHeader) == 120);
+static_assert(sizeof(RawThreadHeader) == 128);
 inline constexpr uint32_t kRingSegments = 16;
 inline constexpr uint32_t kSegmentBytes = 256 << 10;
 inline constexpr uint64_t kRawThreadMain = 1;
@@ -154,6 +159,7 @@ enum class RawMetaType : uint32_t {
   kMode = 9,           // RawMode: how the process was traced
   kClear = 10,         // RawClear: callscope_clear() (for threads that never applied it)
   kThreadName = 11,    // RawThreadName: a thread was named while it ran
+  kSwitch = 12,        // RawSwitch: a stop or a start (callscope_stop/start, ctl)
   kStream = 20,        // RawStream + path (recorder only): where the live trace is written
   kStreamThread = 21,  // RawStreamThread + path (recorder only): a thread file it streams
 };
@@ -264,6 +270,15 @@ struct RawThreadName {
 };
 static_assert(sizeof(RawThreadName) == 48);
 
+// A stop (odd seq) or a start (even seq), written when it happens: seq
+// counts them over the process's life, tick is when (relative to the
+// process base).
+struct RawSwitch {
+  uint64_t seq;
+  uint64_t tick;
+};
+static_assert(sizeof(RawSwitch) == 16);
+
 enum class TraceMode : uint32_t { kRecord = 0, kProfile = 1 };
 struct RawMode {
   uint32_t mode;      // TraceMode
@@ -303,7 +318,7 @@ struct RawProfHeader {
   uint64_t end_tick;         // 0 while running or when the thread never exited cleanly
   uint64_t flags;            // kRawThreadMain
   char name[16];             // set when the thread exits
-  uint64_t reserved;
+  uint64_t switches_seen;    // as RawThreadHeader::switches_seen
 };
 static_assert(sizeof(RawProfHeader) == 128);
 

@@ -155,7 +155,12 @@ CALLSCOPE_NOINSTR void switch_to(bool on) {
   const uint64_t w = g_control;
   if (((w & 1) != 0) != on) {
     const uint64_t k = g_switches + 1;
-    g_switch_ticks[k % kSwitchHistory] = now_tick();
+    const uint64_t tick = now_tick();
+    g_switch_ticks[k % kSwitchHistory] = tick;
+    // For the reader: a thread that makes no call from here to the end of
+    // the process never acts on this switch (RawThreadHeader::switches_seen).
+    const fmt::RawSwitch rec{k, tick};
+    write_meta(fmt::RawMetaType::kSwitch, &rec, sizeof rec, nullptr, 0, nullptr, 0);
     __atomic_store_n(&g_switches, k, __ATOMIC_RELEASE);
     __atomic_store_n(&g_control, (((w >> 1) + 1) << 1) | (on ? 1 : 0), __ATOMIC_SEQ_CST);
   }
@@ -171,12 +176,8 @@ CALLSCOPE_NOINSTR void switch_to(bool on) {
 CALLSCOPE_NOINSTR uint64_t open_calls_end(uint64_t seen, uint64_t now) {
   const uint64_t switches = switches_now();
   if (seen == ~uint64_t{0} || (seen & 1) || seen >= switches) return now;
-  uint64_t paused = 0;
-  for (uint64_t k = first_switch_to_act_on(seen, switches); k <= switches; k += 2) {
-    const uint64_t stop = switch_tick(k), start = k + 1 <= switches ? switch_tick(k + 1) : now;
-    paused += start > stop ? start - stop : 0;
-  }
-  return now > paused ? now - paused : 0;
+  return fmt::running_end(first_switch_to_act_on(seen, switches), switches, now,
+                          [](uint64_t k) { return switch_tick(k); });
 }
 
 }  // namespace

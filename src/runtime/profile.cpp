@@ -500,6 +500,7 @@ CALLSCOPE_NOINSTR bool open_prof_file(ThreadState* t) {
   h->start_tick = now_tick();
   h->flags = (h->pid == h->tid) ? fmt::kRawThreadMain : 0;
   h->clear_seq = __atomic_load_n(&g_clear_seq, __ATOMIC_ACQUIRE);
+  h->switches_seen = t->switches_seen;
   t->hash = static_cast<uint32_t*>(map_anon(uint64_t{kFirstHash} * 4));
   t->hash_mask = kFirstHash - 1;
   // The frames' keys (engine.h): anonymous, the sentinel's first. A fork
@@ -548,6 +549,10 @@ void engine_write_mode() {
   m.mode = static_cast<uint32_t>(g_profile_mode ? fmt::TraceMode::kProfile : fmt::TraceMode::kRecord);
   m.flags = g_mode_flags;
   write_meta(fmt::RawMetaType::kMode, &m, sizeof m, nullptr, 0, nullptr, 0);
+  if (g_switches) {  // --start-off: the stop before the first call
+    const fmt::RawSwitch rec{1, g_switch_ticks[1]};
+    write_meta(fmt::RawMetaType::kSwitch, &rec, sizeof rec, nullptr, 0, nullptr, 0);
+  }
 }
 
 bool engine_thread_init(ThreadState* t) {
@@ -712,7 +717,7 @@ void control_changed(ThreadState* t) {
         record_resume(t, tick);
     }
   }
-  __atomic_store_n(&t->switches_seen, switches, __ATOMIC_RELAXED);
+  set_switches_seen(t, switches);
   errno = saved_errno;
 }
 

@@ -130,6 +130,12 @@ CALLSCOPE_NOINSTR inline uint64_t first_switch_to_act_on(uint64_t seen, uint64_t
   if (now - seen > kMaxBehind) seen += (now - seen - kMaxBehind + 1) & ~uint64_t{1};
   return seen + 1;
 }
+// What the thread has acted on, also in its raw headers for the reader.
+CALLSCOPE_NOINSTR inline void set_switches_seen(ThreadState* t, uint64_t seen) {
+  __atomic_store_n(&t->switches_seen, seen, __ATOMIC_RELAXED);
+  if (t->header) t->header->switches_seen = seen;
+  if (t->prof) t->prof->switches_seen = seen;
+}
 // The last words of every chunk are kept for hooks of a signal handler that
 // interrupted a hook: those may not switch chunks (see reserve_slow), so they
 // need room of their own when the outer hook stopped at a full chunk.

@@ -220,6 +220,7 @@ CALLSCOPE_NOINSTR bool open_thread_file(ThreadState* t, uint64_t now) {
   hd->tid = t->tid;
   hd->start_tick = now;
   hd->flags = (hd->pid == hd->tid) ? fmt::kRawThreadMain : 0;
+  hd->switches_seen = t->switches_seen;  // a fork child's: what it acted on before the fork
   read_thread_name(hd->name);
   t->ring_segment = 0;
   if (!((g_recorder_pid && open_ring(t)) || map_next_chunk(t, 0))) {
@@ -284,7 +285,7 @@ bool thread_init(ThreadState* t) {
   t->control_seen = ~uint64_t{0};  // the first hook looks at g_control
   // A thread that begins while stopped starts paused (record_pause).
   const uint64_t switches = switches_now();
-  t->switches_seen = switches - (switches & 1);
+  set_switches_seen(t, switches - (switches & 1));
   // The key's destructor tells us when the thread exits (not for the thread
   // that calls exit(): process.cpp handles that one).
   ::pthread_setspecific(static_cast<pthread_key_t>(g_thread_key), t);

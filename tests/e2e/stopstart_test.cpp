@@ -232,6 +232,36 @@ TEST_P(StopStartTest, StartOffThenStartFromTheProgram) {
   }
 }
 
+// The second thread waits in idle_wait from before the stop until the
+// process exits: it never acts on the stop (nor on the start), yet its call
+// leaves the stopped time out -- the reader applies the stops and starts it
+// slept through. With "off" the program ends stopped: idle_wait's time is
+// up to the stop.
+TEST_P(StopStartTest, ThreadAsleepFromTheStopToTheEndCountsNoStoppedTime) {
+  for (const std::string on : {"on", "off"}) {
+    for (const std::string mode : {"record", "profile"}) {
+      const std::string how = mode + ", start " + on;
+      RunResult r = record({"CALLSCOPE_MODE=" + mode}, {"asleep", std::to_string(kN), std::to_string(kNapMs), on});
+      ASSERT_EQ(r.exit_code, 0) << how << ": " << r.err;
+      if (mode == "record") {
+        TraceSummary s = summarize(trace_);
+        ASSERT_EQ(s.threads.size(), 2u) << how;
+        for (const ThreadSummary& t : s.threads) {
+          EXPECT_EQ(t.pauses, 1u) << how;
+          EXPECT_EQ(t.resumes, on == "on" ? 1u : 0u) << how;
+          EXPECT_EQ(t.stray, 0u) << how;
+        }
+      }
+      auto rows = flat();
+      EXPECT_EQ(num(rows["work"], "calls"), kN) << how;
+      EXPECT_EQ(num(rows["idle_wait"], "calls"), 1u) << how;
+      EXPECT_EQ(num(rows["idle_wait"], "open_calls"), 1u) << how;
+      EXPECT_GT(num(rows["idle_wait"], "total_ns"), 0u) << how;
+      EXPECT_LT(num(rows["idle_wait"], "total_ns"), kNapNs / 2) << how;
+    }
+  }
+}
+
 TEST_P(StopStartTest, CtlStopStartFromOutside) {
   for (const std::string mode : {"record", "profile"}) {
     TempDir ctl_dir;

@@ -28,7 +28,7 @@ struct Out {
 // Feeds `in` (through add_fast where it applies, as the recorder does), then
 // finishes the thread with `header` (end tick, lost total) and reads back.
 Out encode(const std::vector<RawEvent>& in, RawThreadHeader header = {}, uint64_t end_hint = 0,
-           uint64_t lost_before = 0, uint64_t offset = 1000) {
+           uint64_t lost_before = 0, uint64_t offset = 1000, std::vector<RawSwitch> switches = {}) {
   test::TempDir dir;
   const std::string path = dir.file("t.trace");
   Out out;
@@ -43,7 +43,7 @@ Out encode(const std::vector<RawEvent>& in, RawThreadHeader header = {}, uint64_
         EXPECT_TRUE(s.add(e).ok());
       }
     }
-    EXPECT_TRUE(s.finish_thread(header, end_hint).ok());
+    EXPECT_TRUE(s.finish_thread(header, end_hint, switches).ok());
     ThreadRecord r = out.record;
     StringTable names;
     r.name = names.add("t");
@@ -115,6 +115,38 @@ TEST(format_raw_encoder, AStreamEndingInAPauseClosesItsFramesAtTheStop) {
 // The header counts dropped events that no kLost marks (the stream ended
 // while dropping): a loss at the last event, where the frames close -- not
 // at the process's end seconds later.
+// A thread asleep in B from before switch 3 (a stop) to its process's end:
+// it acted on switches 1 and 2 only. The stop and start it slept through
+// pause its stream; the frames go on through the pause and end with the
+// process.
+TEST(format_raw_encoder, SwitchesAThreadSleptThroughPauseItsStream) {
+  RawThreadHeader h{};
+  h.switches_seen = 2;
+  const std::vector<RawSwitch> sw = {{1, 5}, {2, 8}, {3, 30}, {4, 50}};
+  const Out o = encode({raw(R::kEntry, 10, A, SA), raw(R::kEntry, 20, B, SB)}, h, 1100, 0, 1000, sw);
+  EXPECT_EQ(kinds(o), (std::vector<K>{K::kEntry, K::kEntry, K::kPause, K::kResume, K::kExitTruncated,
+                                      K::kExitTruncated}));
+  EXPECT_EQ(o.events[2].tick, 1030u);
+  EXPECT_EQ(o.events[3].tick, 1050u);
+  EXPECT_EQ(o.events[4].tick, 1100u);
+  // The program ended stopped: the frames close at the stop.
+  const Out stopped = encode({raw(R::kEntry, 10, A, SA), raw(R::kEntry, 20, B, SB)}, h, 1100, 0, 1000,
+                             {{1, 5}, {2, 8}, {3, 30}});
+  EXPECT_EQ(kinds(stopped), (std::vector<K>{K::kEntry, K::kEntry, K::kPause, K::kExitTruncated, K::kExitTruncated}));
+  EXPECT_EQ(stopped.events[3].tick, 1030u);
+  // A thread that exited acted on every switch before it ended; one whose
+  // stream ends in its own pause may have returned from calls while stopped:
+  // neither is touched.
+  RawThreadHeader closed = h;
+  closed.flags = kRawThreadClosed;
+  EXPECT_EQ(kinds(encode({raw(R::kEntry, 10, A, SA)}, closed, 1100, 0, 1000, sw)),
+            (std::vector<K>{K::kEntry, K::kExitTruncated}));
+  RawThreadHeader paused{};
+  paused.switches_seen = 3;
+  EXPECT_EQ(kinds(encode({raw(R::kEntry, 10, A, SA), raw(R::kPause, 30)}, paused, 1100, 0, 1000, sw)),
+            (std::vector<K>{K::kEntry, K::kPause, K::kExitTruncated}));
+}
+
 TEST(format_raw_encoder, LossesOnlyTheHeaderCountsCutTheStreamAtItsLastEvent) {
   RawThreadHeader h{};
   h.lost_events = 9;
