@@ -17,6 +17,10 @@ inline void put_varint(std::vector<uint8_t>& out, uint64_t v) {
 // Reads one varint at p, advancing it; false when the bytes run out or the
 // value does not fit 64 bits.
 inline bool get_varint(const uint8_t*& p, const uint8_t* end, uint64_t& v) {
+  if (__builtin_expect(p != end && *p < 0x80, 1)) {  // most values fit in one byte
+    v = *p++;
+    return true;
+  }
   v = 0;
   for (unsigned shift = 0; shift < 64; shift += 7) {
     if (p == end) return false;

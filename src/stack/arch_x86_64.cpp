@@ -1,9 +1,11 @@
 // x86-64: an instruction-length decoder for the whole-code scan (call graph,
 // dynamic frames) and a capstone-based prologue reader. See arch.h.
 #include <capstone/capstone.h>
+#include <dlfcn.h>
 
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 #include "stack/arch.h"
 
@@ -342,12 +344,61 @@ namespace {
 
 // Capstone-based prologue reader: simulates rsp from `start` over the frame
 // set-up instructions, which compilers may interleave with other work.
+// Capstone is loaded when the first prologue is read, not when callscope
+// starts: its 80,000 relocations cost every command (report, replay ...) a
+// few milliseconds otherwise. The library is the one the build found
+// (pkg-config capstone), by its soname.
+struct Capstone {
+  decltype(&::cs_open) open = nullptr;
+  decltype(&::cs_option) option = nullptr;
+  decltype(&::cs_malloc) malloc = nullptr;
+  decltype(&::cs_free) free = nullptr;
+  decltype(&::cs_close) close = nullptr;
+  decltype(&::cs_disasm_iter) disasm_iter = nullptr;
+  decltype(&::cs_insn_group) insn_group = nullptr;
+  std::string error;
+};
+
+#define CALLSCOPE_STR2(x) #x
+#define CALLSCOPE_STR(x) CALLSCOPE_STR2(x)
+constexpr const char* kCapstoneSoname = "libcapstone.so." CALLSCOPE_STR(CS_API_MAJOR);
+
+const Capstone& load() {
+  static const Capstone c = [] {
+    Capstone r;
+    void* h = ::dlopen(kCapstoneSoname, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+      const char* why = ::dlerror();
+      r.error = std::string("cannot load ") + kCapstoneSoname + " (the disassembler `callscope stack` needs: "
+                "apt-get install libcapstone4): " + (why ? why : "unknown error");
+      return r;
+    }
+    auto sym = [&](auto& fn, const char* name) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(::dlsym(h, name));
+      if (!fn && r.error.empty()) r.error = std::string(kCapstoneSoname) + " has no " + name;
+    };
+    sym(r.open, "cs_open");
+    sym(r.option, "cs_option");
+    sym(r.malloc, "cs_malloc");
+    sym(r.free, "cs_free");
+    sym(r.close, "cs_close");
+    sym(r.disasm_iter, "cs_disasm_iter");
+    sym(r.insn_group, "cs_insn_group");
+    return r;
+  }();
+  return c;
+}
+
+const Capstone& cs() { return load(); }
+bool load_capstone() { return load().error.empty(); }
+const std::string& capstone_error() { return load().error; }
+
 class X86PrologueReader final : public PrologueReader {
  public:
-  explicit X86PrologueReader(csh handle) : handle_(handle), insn_(cs_malloc(handle)) {}
+  explicit X86PrologueReader(csh handle) : handle_(handle), insn_(cs().malloc(handle)) {}
   ~X86PrologueReader() override {
-    cs_free(insn_, 1);
-    cs_close(&handle_);
+    cs().free(insn_, 1);
+    cs().close(&handle_);
   }
 
   PrologueFrame read(const uint8_t* code, uint64_t size, uint64_t address, uint64_t start,
@@ -362,7 +413,7 @@ class X86PrologueReader final : public PrologueReader {
     const uint8_t* p = code + (start - address);
     size_t left = size - (start - address);
     uint64_t pc = start;
-    for (int i = 0; i < kMaxInstructions && cs_disasm_iter(handle_, &p, &left, &pc, insn_); ++i) {
+    for (int i = 0; i < kMaxInstructions && cs().disasm_iter(handle_, &p, &left, &pc, insn_); ++i) {
       const cs_x86& x = insn_->detail->x86;
       const bool two_ops = x.op_count == 2;
       const bool dst_rsp = x.op_count >= 1 && x.operands[0].type == X86_OP_REG &&
@@ -415,7 +466,7 @@ class X86PrologueReader final : public PrologueReader {
         default:
           // Conditional jumps end the straight-line prologue; anything else
           // that writes rsp is not understood, so stop there too.
-          if (cs_insn_group(handle_, insn_, CS_GRP_JUMP) || dst_rsp) stop = true;
+          if (cs().insn_group(handle_, insn_, CS_GRP_JUMP) || dst_rsp) stop = true;
           break;
       }
       if (cur > max) max = cur;
@@ -433,11 +484,12 @@ class X86PrologueReader final : public PrologueReader {
 }  // namespace
 
 Result<std::unique_ptr<PrologueReader>> PrologueReader::create() {
+  if (!load_capstone()) return Error(capstone_error());
   csh handle = 0;
-  if (cs_open(CS_ARCH_X86, CS_MODE_64, &handle) != CS_ERR_OK) {
+  if (cs().open(CS_ARCH_X86, CS_MODE_64, &handle) != CS_ERR_OK) {
     return Error("cannot initialise capstone for x86-64");
   }
-  cs_option(handle, CS_OPT_DETAIL, CS_OPT_ON);
+  cs().option(handle, CS_OPT_DETAIL, CS_OPT_ON);
   return std::unique_ptr<PrologueReader>(new X86PrologueReader(handle));
 }
 
