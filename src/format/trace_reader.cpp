@@ -337,15 +337,22 @@ Status TraceReader::for_each_event(uint32_t thread, const std::function<bool(con
 }
 
 Status TraceReader::for_each_event_batch(uint32_t thread, const std::function<bool(const TraceEvent*, size_t)>& f) {
-  return for_each_event_vector(thread, [&f](std::vector<TraceEvent>& batch, size_t n) { return f(batch.data(), n); });
+  struct Batch final : EventSink {
+    explicit Batch(const std::function<bool(const TraceEvent*, size_t)>& fn) : f(fn), events(kEventBatch) {}
+    TraceEvent* buffer() override { return events.data(); }
+    bool commit(size_t n) override { return f(events.data(), n); }
+    const std::function<bool(const TraceEvent*, size_t)>& f;
+    std::vector<TraceEvent> events;
+  } sink(f);
+  return for_each_event_into(thread, sink);
 }
 
-Status TraceReader::for_each_event_vector(uint32_t thread,
-                                          const std::function<bool(std::vector<TraceEvent>&, size_t)>& f) {
+Status TraceReader::for_each_event_into(uint32_t thread, EventSink& sink) {
   // A trace cut short (a recorder that died while streaming) has event
   // blocks but no thread records yet: its threads are read by index.
   if (thread >= threads_.size() && !unlisted_threads_) return Error("no thread " + std::to_string(thread) + " in the trace");
-  std::vector<TraceEvent> batch(kEventBatch);
+  TraceEvent* batch = sink.buffer();
+  if (!batch) return ok_status();
   size_t filled = 0;
   std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
   std::vector<uint8_t> raw;
@@ -401,7 +408,8 @@ Status TraceReader::for_each_event_vector(uint32_t thread,
     }
     tick = b.header.first_tick;
     for (uint32_t i = 0; i < h.n_events; ++i) {
-      TraceEvent e{};
+      TraceEvent& e = batch[filled];
+      e = TraceEvent{};
       e.kind = static_cast<EventKind>(kinds[i]);
       uint64_t v;
       if (!get_varint(dt, dt_end, v)) { bad = true; break; }
@@ -452,16 +460,14 @@ Status TraceReader::for_each_event_vector(uint32_t thread,
           bad = true;
       }
       if (bad) break;
-      batch[filled++] = e;
-      if (filled == kEventBatch) {
-        if (!f(batch, filled)) return ok_status();
-        if (batch.size() < kEventBatch) batch.resize(kEventBatch);  // the callback took ours
+      if (++filled == kEventBatch) {
+        if (!sink.commit(filled) || !(batch = sink.buffer())) return ok_status();
         filled = 0;
       }
     }
     if (bad) problem(b, "damaged event columns; the rest of the block is skipped");
   }
-  if (filled) f(batch, filled);
+  if (filled) sink.commit(filled);
   return ok_status();
 }
 

@@ -118,9 +118,18 @@ class TraceReader {
   // touch every event, one indirect call per batch instead of per event.
   static constexpr size_t kEventBatch = 4096;
   Status for_each_event_batch(uint32_t thread, const std::function<bool(const TraceEvent*, size_t)>& f);
-  // The same, handing over the batch itself (its first n events): the
-  // callback may swap it for a vector of its own instead of copying it.
-  Status for_each_event_vector(uint32_t thread, const std::function<bool(std::vector<TraceEvent>&, size_t)>& f);
+  // The same, decoded straight into buffers the caller hands out (a
+  // pipeline whose consumer runs on another thread copies nothing).
+  struct EventSink {
+    // Room for kEventBatch events; nullptr stops.
+    virtual TraceEvent* buffer() = 0;
+    // The first n events of the last buffer are ready; false stops.
+    virtual bool commit(size_t n) = 0;
+
+   protected:
+    ~EventSink() = default;
+  };
+  Status for_each_event_into(uint32_t thread, EventSink& sink);
 
  private:
   TraceReader() = default;
