@@ -310,7 +310,9 @@ size_t op_status(char* buf, size_t cap) {
   const uint32_t reg = g_reg_count, started = g_threads_started;
   ::pthread_mutex_unlock(&g_reg_lock);
   out.add("mode: ").add(g_profile_mode ? "profile" : "record").add(g_mode_flags & fmt::kRawModeFiltered ? " (filtered)" : "").add("\n");
-  out.add("profiling: ").add(control_word() & 1 ? "on" : "off").add("\n");
+  // Say what start and stop turn on and off: call trees kept in process, or
+  // events recorded.
+  out.add(g_profile_mode ? "profiling: " : "recording: ").add(control_word() & 1 ? "on" : "off").add("\n");
   out.add("pid: ").num(static_cast<uint64_t>(::getpid())).add("\n");
   out.add("threads: ").num(started).add("\n");
   out.add("live_threads: ").num(live).add("\n");
