@@ -7,6 +7,8 @@
 // "error: ..." on failure. Both ends check the other's credentials: the
 // runtime serves only its own uid, and we talk only to the process we were
 // asked about (the socket's listener must be PID, running as our uid).
+#include <dirent.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -22,13 +24,16 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "cli/command.h"
-#include "cli/record_support.h"
+#include "cli/ctl_socket.h"
 
 namespace callscope::cli {
 namespace {
@@ -56,48 +61,128 @@ std::string check_command(const std::string& s) {
 
 bool process_exists(pid_t pid) { return ::kill(pid, 0) == 0 || errno == EPERM; }
 
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int release() { return std::exchange(fd_, -1); }
+std::string read_proc(pid_t pid, const char* what) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/" + what, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
 
- private:
-  int fd_;
+std::vector<std::string> nul_separated(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, '\0')) out.push_back(item);
+  return out;
+}
+
+// Whether PID runs `callscope record` (by its command line).
+bool is_recorder(pid_t pid) {
+  const auto args = nul_separated(read_proc(pid, "cmdline"));
+  if (args.size() < 2) return false;
+  const std::string exe = args[0].substr(args[0].rfind('/') + 1);
+  return exe.rfind("callscope", 0) == 0 && std::find(args.begin() + 1, args.end(), "record") != args.end();
+}
+
+// The children of `recorder` that it started to trace: record sets
+// CALLSCOPE_RECORDER_PID to its own pid in their environment.
+std::vector<pid_t> traced_children(pid_t recorder) {
+  std::vector<pid_t> out;
+  const std::string mark = "CALLSCOPE_RECORDER_PID=" + std::to_string(recorder);
+  std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir("/proc"), ::closedir);
+  if (!d) return out;
+  while (dirent* e = ::readdir(d.get())) {
+    if (!std::isdigit(static_cast<unsigned char>(e->d_name[0]))) continue;
+    const pid_t child = static_cast<pid_t>(std::atol(e->d_name));
+    // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+    const std::string stat = read_proc(child, "stat");
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close + 1));
+    std::string state;
+    long ppid = 0;
+    if (!(rest >> state >> ppid) || ppid != recorder) continue;
+    const auto env = nul_separated(read_proc(child, "environ"));
+    if (std::find(env.begin(), env.end(), mark) != env.end()) out.push_back(child);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string join(const std::vector<std::string>& items, const char* last_sep) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i) out += i + 1 == items.size() ? last_sep : ", ";
+    out += items[i];
+  }
+  return out;
+}
+
+// "no control socket at A or B" (one or several places looked at).
+std::string where_looked(const SocketSearch& s) {
+  std::string out = "no control socket at " + join(s.looked, " or ");
+  for (const std::string& u : s.unsafe) out += "; not used: " + u;
+  return out;
+}
+
+// The process to talk to, and its socket: PID itself, or, when PID is
+// `callscope record`, the program it traces (said on stderr).
+struct Target {
+  pid_t pid;
+  SocketSearch socket;
 };
 
-// Connects to PID's control socket, having made sure it is PID's.
-Result<int> connect_to(pid_t pid, const std::string& path) {
+Result<Target> find_target(pid_t pid) {
   const std::string p = std::to_string(pid);
-  struct stat st;
-  if (::lstat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT)
-      return Error("process " + p + " is not traced by callscope (no control socket at " + path +
-                   "; if the program was started with CALLSCOPE_CTL_DIR, set it here too)");
-    return system_error("cannot use " + path, errno);
+  SocketSearch s = find_socket(pid);
+  if (s.found) return Target{pid, std::move(s)};
+  const std::vector<pid_t> children = traced_children(pid);
+  if (children.empty() && !is_recorder(pid))
+    return Error("process " + p + " is not traced by callscope (" + where_looked(s) +
+                 (s.explicit_dir ? "; if the program was started with another CALLSCOPE_CTL_DIR, set that one here"
+                                 : "; if the program was started with CALLSCOPE_CTL_DIR, set it here too") +
+                 ")");
+  const std::string who = "process " + p + " is `callscope record`";
+  if (children.empty())
+    return Error(who + ", and the program it traces has ended (record is writing the trace); nothing to control");
+  std::vector<Target> served;
+  std::vector<std::string> names;
+  for (pid_t c : children) {
+    names.push_back(std::to_string(c));
+    SocketSearch cs = find_socket(c);
+    if (cs.found) served.push_back(Target{c, std::move(cs)});
   }
+  if (served.size() == 1) {
+    std::fprintf(stderr, "callscope ctl: %s; acting on the program it traces, process %d\n", who.c_str(),
+                 static_cast<int>(served.front().pid));
+    return std::move(served.front());
+  }
+  if (served.empty())
+    return Error(who + "; the program it traces (process " + join(names, " and ") +
+                 ") has no control socket: its socket is disabled (its stderr says why) or it uses another "
+                 "CALLSCOPE_CTL_DIR");
+  std::vector<std::string> served_names;
+  for (const Target& t : served) served_names.push_back(std::to_string(t.pid));
+  return Error(who + ", tracing processes " + join(served_names, " and ") + ": give one of those pids");
+}
+
+// Connects to the target's socket, having made sure it is the target's.
+Result<int> connect_to(const Target& t) {
+  const std::string p = std::to_string(t.pid);
+  const std::string& path = t.socket.path;
+  struct stat st;
+  if (::fstatat(t.socket.dir_fd.get(), t.socket.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+    return system_error("cannot use " + path, errno);
   if (!S_ISSOCK(st.st_mode)) return Error(path + " is not a socket");
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (path.size() >= sizeof addr.sun_path)
-    return Error("socket path " + path + " is too long (at most " + std::to_string(sizeof addr.sun_path - 1) +
-                 " bytes)");
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return system_error("socket", errno);
-  Fd guard(fd);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+  const int fd = connect_socket(t.socket);
+  if (fd < 0) {
     const int e = errno;
     if (e == ECONNREFUSED) {
       // Nobody listens: the socket outlived its process (killed, crashed,
       // or exec'd into a program without the runtime).
-      if (!process_exists(pid)) {
-        ::unlink(path.c_str());
-        return Error("process " + p + " is gone; removing stale socket " + path);
+      if (!process_exists(t.pid)) {
+        if (remove_socket(t.socket)) return Error("process " + p + " is gone; removing stale socket " + path);
+        return Error("process " + p + " is gone; it left a stale socket at " + path);
       }
       return Error("process " + p + " does not listen on " + path +
                    " (a stale socket left by an earlier process " + p +
@@ -109,8 +194,9 @@ Result<int> connect_to(pid_t pid, const std::string& path) {
     if (e == EAGAIN) return Error("process " + p + " is busy (its control socket's queue is full); try again");
     return system_error("cannot connect to " + path, e);
   }
-  // The listener must be PID itself, running as us: a socket planted under
-  // PID's name by someone else gets no request from us.
+  Fd guard(fd);
+  // The listener must be the target itself, running as us: a socket planted
+  // under its name by someone else gets no request from us.
   ucred cred{};
   socklen_t len = sizeof cred;
   if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
@@ -118,7 +204,7 @@ Result<int> connect_to(pid_t pid, const std::string& path) {
   if (cred.uid != ::geteuid())
     return Error("refusing to talk to " + path + ": it is served by uid " + std::to_string(cred.uid) +
                  ", not by us (uid " + std::to_string(::geteuid()) + ")");
-  if (cred.pid != pid)
+  if (cred.pid != t.pid)
     return Error("refusing to talk to " + path + ": it is served by process " + std::to_string(cred.pid) +
                  ", not by process " + p);
   return guard.release();
@@ -168,20 +254,27 @@ struct CtlOptions {
 
 Result<int> run_ctl(const CtlOptions& o) {
   const pid_t pid = static_cast<pid_t>(std::stol(o.pid));  // checked by check_pid
-  const std::string path = socket_dir() + "/" + o.pid + ".sock";
-  struct stat st;
   if (!process_exists(pid)) {
-    if (::lstat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) {
-      ::unlink(path.c_str());
-      return Error("no process " + o.pid + " (it is gone; removing stale socket " + path + ")");
+    const SocketSearch s = find_socket(pid);
+    if (s.found) {
+      if (remove_socket(s)) return Error("no process " + o.pid + " (it is gone; removing stale socket " + s.path + ")");
+      return Error("no process " + o.pid + " (it is gone, and left " + s.path + ", which we do not remove: " +
+                   (s.unsafe.empty() ? std::string("not a socket of ours") : s.unsafe.back()) + ")");
     }
     return Error("no process " + o.pid);
   }
-  if (::kill(pid, 0) != 0 && errno == EPERM && ::lstat(path.c_str(), &st) != 0)
+  if (::kill(pid, 0) != 0 && errno == EPERM && !find_socket(pid).found)
     return Error("process " + o.pid + " belongs to another user: only its owner can control it");
-  CALLSCOPE_TRY(const int fd, connect_to(pid, path));
+  CALLSCOPE_TRY(Target target, find_target(pid));
+  // A socket in a directory another user could steer: the program made it
+  // before the directory was opened up, or someone else planted it (the
+  // peer check in connect_to refuses that).
+  if (!target.socket.safe)
+    for (const std::string& u : target.socket.unsafe)
+      std::fprintf(stderr, "callscope ctl: warning: %s\n", u.c_str());
+  CALLSCOPE_TRY(const int fd, connect_to(target));
   Fd guard(fd);
-  CALLSCOPE_TRY(std::string reply, exchange(fd, pid, o.command, o.timeout_s));
+  CALLSCOPE_TRY(std::string reply, exchange(fd, target.pid, o.command, o.timeout_s));
   static constexpr std::string_view kError = "error: ";
   if (reply.compare(0, kError.size(), kError) == 0) {
     std::string msg = reply.substr(kError.size());
@@ -213,11 +306,17 @@ Command ctl_command() {
                 "  clear   profile mode: zero every count and time (call paths are kept)\n"
                 "  dump    profile mode: write a snapshot of every thread's call tree into\n"
                 "          the trace; prints 'ok dump K' ('callscope report --dump K' shows it)\n"
-                "  status  mode, profiling on/off, threads, calls, nodes, buffer use, dumps\n"
+                "  status  mode, profiling (or recording) on/off, threads, calls, nodes,\n"
+                "          buffer use, dumps\n"
+                "PID is the traced program's; given the pid of `callscope record`, ctl acts\n"
+                "on the program it traces and says so.\n"
                 "The program serves the socket $CALLSCOPE_CTL_DIR/PID.sock, by default\n"
-                "/tmp/callscope-UID/PID.sock (UID: your effective uid); the directory is\n"
-                "yours alone (0700) and only your uid is served. Run ctl with the same\n"
-                "CALLSCOPE_CTL_DIR as the program. Exit status: 0 ok, 1 error. See docs/ctl.md.\n"
+                "/tmp/callscope-UID/PID.sock (UID: your effective uid), or, when another\n"
+                "user took that directory, $XDG_RUNTIME_DIR/callscope or $HOME/.callscope-ctl\n"
+                "(the program says so). The directory is yours alone (0700), every parent of\n"
+                "it belongs to root or you and is not writable by others, and only your uid\n"
+                "is served. Run ctl with the same CALLSCOPE_CTL_DIR as the program.\n"
+                "Exit status: 0 ok, 1 error. See docs/ctl.md.\n"
                 "Example: callscope ctl 4242 dump --timeout 60");
             return [o]() -> Result<int> { return run_ctl(*o); };
           }};

@@ -225,15 +225,4 @@ void print_summary(const char* command, const fmt::FinalizeSummary& sum, const s
                  static_cast<unsigned long long>(sum.torn), sum.torn == 1 ? "" : "s");
 }
 
-std::string socket_dir() {
-  if (const char* env = std::getenv("CALLSCOPE_CTL_DIR"); env && *env) return env;
-  return "/tmp/callscope-" + std::to_string(::geteuid());
-}
-
-void remove_stale_socket(pid_t pid) {
-  const std::string path = socket_dir() + "/" + std::to_string(pid) + ".sock";
-  struct stat st;
-  if (::lstat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode) && st.st_uid == ::geteuid()) ::unlink(path.c_str());
-}
-
 }  // namespace callscope::cli

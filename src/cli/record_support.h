@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/ctl_socket.h"  // remove_stale_socket
 #include "common/result.h"
 #include "format/finalize.h"
 #include "format/trace_format.h"
@@ -31,13 +32,6 @@ std::string default_raw_dir(const std::string& output);
 Result<std::string> make_session_dir(const std::string& raw_dir, const std::string& output);
 void remove_tree(const std::string& dir);
 
-// Where the runtime of a traced process serves `callscope ctl` (the same
-// rule as src/runtime/control.cpp): $CALLSCOPE_CTL_DIR, else
-// /tmp/callscope-<euid>; the socket is <dir>/<pid>.sock.
-std::string socket_dir();
-// Removes the socket of a process that has ended (one killed by a signal
-// could not remove its own).
-void remove_stale_socket(pid_t pid);
 
 // The recorder's records in <session>/recorder.meta.
 class SessionLog {

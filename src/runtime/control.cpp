@@ -1,10 +1,13 @@
 // The control socket: a thread of the runtime that serves `callscope ctl`
 // requests on <dir>/<pid>.sock and writes the CALLSCOPE_INTERVAL snapshots.
 //
-// Security rests on two checks: the directory is ours alone (a real
-// directory, owned by our euid, mode 0700, else we serve nothing), and every
-// peer is asked for its uid (SO_PEERCRED), which must equal our euid. The
-// socket file itself is 0600 besides.
+// Security rests on two checks: the directory is ours alone and nobody else
+// can steer the way to it (src/format/ctl_dir.h: a real directory, owned by
+// our euid, mode 0700, every parent owned by root or us and not writable by
+// others; else we serve nothing), and every peer is asked for its uid
+// (SO_PEERCRED), which must equal our euid. The socket file itself is 0600
+// besides. The socket is made and removed relative to the directory's
+// descriptor, never by path.
 //
 // The thread is started at process initialization and again in a fork child
 // (threads do not survive fork). It runs with every signal blocked, so the
@@ -25,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "format/ctl_dir.h"
 #include "runtime/control.h"
 #include "runtime/path_buf.h"
 #include "runtime/runtime.h"
@@ -41,13 +45,24 @@ constexpr uint64_t kStopWaitNs = 10'000'000'000;
 constexpr size_t kMaxRequest = 64;  // bytes of a request line, newline included
 
 int g_listen_fd = -1;
-PathBuf g_socket_path;  // empty when this process has no socket
+// The socket directory, opened and checked (src/format/ctl_dir.h), its path
+// (for messages only) and identity; the socket's name in it (empty when this
+// process has no socket) and identity.
+int g_dir_fd = -1;
+char g_dir[ctldir::kPathMax];
+dev_t g_dir_dev = 0;
+ino_t g_dir_ino = 0;
+char g_sock_name[32];
+dev_t g_sock_dev = 0;
+ino_t g_sock_ino = 0;
 // Scratch for control_start, which runs once at a time (initialization, or
 // the only thread of a fork child): kept off the stack of whichever program
 // thread happens to initialize the runtime.
-PathBuf g_dir;
-PathBuf g_why;
-int g_owner_pid = 0;    // the process that made g_listen_fd and g_socket_path
+ctldir::Candidates g_candidates;
+ctldir::Scratch g_scratch;
+char g_why[3 * ctldir::kPathMax];
+char g_note[4 * ctldir::kPathMax];
+int g_owner_pid = 0;    // the process that made g_listen_fd, g_dir_fd and the socket
 bool g_thread_running = false;
 // control_stop sets g_stopping, then waits until g_busy is 0; the thread sets
 // g_busy, then checks g_stopping, before every operation. Sequentially
@@ -56,36 +71,9 @@ bool g_thread_running = false;
 int g_stopping = 0;
 int g_busy = 0;
 
-// strerror may allocate (message catalogs); these are the errors that
-// setting up a socket can meet.
-CALLSCOPE_NOINSTR void add_error(PathBuf& b, int e) {
-  const char* s = nullptr;
-  switch (e) {
-    case EACCES: s = "permission denied"; break;
-    case EPERM: s = "operation not permitted"; break;
-    case ENOENT: s = "no such file or directory"; break;
-    case ENOTDIR: s = "a path component is not a directory"; break;
-    case EROFS: s = "read-only file system"; break;
-    case ENOSPC: s = "no space left on device"; break;
-    case EMFILE:
-    case ENFILE: s = "too many open files"; break;
-    case EADDRINUSE: s = "address in use"; break;
-    case ENAMETOOLONG: s = "file name too long"; break;
-    case ELOOP: s = "too many symbolic links"; break;
-    case ENOMEM: s = "out of memory"; break;
-    case EAGAIN: s = "resource temporarily unavailable"; break;
-    default: break;
-  }
-  if (s)
-    b.add(s);
-  else
-    b.add("errno ").add_uint(static_cast<uint64_t>(e));
-}
-
-CALLSCOPE_NOINSTR void add_octal(PathBuf& b, unsigned mode) {
-  char s[5] = {'0', static_cast<char>('0' + ((mode >> 6) & 7)), static_cast<char>('0' + ((mode >> 3) & 7)),
-               static_cast<char>('0' + (mode & 7)), '\0'};
-  b.add(s);
+CALLSCOPE_NOINSTR void close_dir() {
+  if (g_dir_fd >= 0) ::close(g_dir_fd);
+  g_dir_fd = -1;
 }
 
 CALLSCOPE_NOINSTR void write_all(int fd, const char* s, size_t n) {
@@ -98,95 +86,72 @@ CALLSCOPE_NOINSTR void write_all(int fd, const char* s, size_t n) {
   }
 }
 
-CALLSCOPE_NOINSTR void say_disabled(const PathBuf& why) {
-  static const char kPrefix[] = "callscope: control socket disabled: ";
-  iovec iov[3] = {{const_cast<char*>(kPrefix), sizeof kPrefix - 1},
-                  {const_cast<char*>(why.c_str()), why.size()},
+CALLSCOPE_NOINSTR void say(const char* prefix, const char* what) {
+  iovec iov[3] = {{const_cast<char*>(prefix), strlen(prefix)},
+                  {const_cast<char*>(what), strlen(what)},
                   {const_cast<char*>("\n"), 1}};
   ssize_t ignored = ::writev(2, iov, 3);
   (void)ignored;
 }
 
-// The socket directory, made if missing; false (with the reason in `why`)
-// when it is not ours alone.
-CALLSCOPE_NOINSTR bool prepare_dir(PathBuf& dir, PathBuf& why) {
+CALLSCOPE_NOINSTR void say_disabled(const char* why) { say("callscope: control socket disabled: ", why); }
+
+// Opens the socket directory (made if missing) into g_dir_fd, its path in
+// g_dir; false (with the reason in g_why) when no candidate is ours alone.
+// When the first choice is refused and a later one is taken (another user
+// made /tmp/callscope-UID first), says so.
+CALLSCOPE_NOINSTR bool prepare_dir() {
   const uid_t euid = ::geteuid();
-  const char* env = ::getenv("CALLSCOPE_CTL_DIR");
-  if (env && env[0])
-    dir.add(env);
-  else
-    dir.add("/tmp/callscope-").add_uint(euid);
-  struct stat st;
-  if (::lstat(dir.c_str(), &st) != 0) {
-    if (errno != ENOENT) {
-      why.add("cannot use ").add(dir.c_str()).add(": ");
-      add_error(why, errno);
-      return false;
+  ctldir::candidates(g_candidates, euid);
+  ctldir::Text why(g_why, sizeof g_why);
+  for (int i = 0; i < g_candidates.count; ++i) {
+    const char* dir = g_candidates.path[i];
+    if (i > 0) why.add("; ");
+    const size_t before = why.size();
+    const int fd = ctldir::open_private_dir(dir, true, euid, g_scratch, why);
+    if (fd < 0) continue;
+    g_dir_fd = fd;
+    ctldir::Text(g_dir, sizeof g_dir).add(dir);
+    if (i > 0) {
+      // g_why holds the refusals of the earlier candidates.
+      g_why[before >= 2 ? before - 2 : before] = '\0';
+      ctldir::Text note(g_note, sizeof g_note);
+      note.add(dir).add(" instead: ").add(g_why);
+      say("callscope: control socket in ", g_note);
     }
-    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
-      why.add("cannot create ").add(dir.c_str()).add(": ");
-      add_error(why, errno);
-      return false;
-    }
-    if (::lstat(dir.c_str(), &st) != 0) {
-      why.add("cannot use ").add(dir.c_str()).add(": ");
-      add_error(why, errno);
-      return false;
-    }
+    return true;
   }
-  why.add(dir.c_str());
-  if (S_ISLNK(st.st_mode)) {
-    why.add(" is a symbolic link");
-    return false;
+  if (!g_candidates.explicit_dir && g_candidates.count > 0) {
+    ctldir::Text note(g_note, sizeof g_note);
+    note.add(g_why).add(" (set CALLSCOPE_CTL_DIR to a directory of your own, for the program and for ctl)");
+    memcpy(g_why, g_note, note.size() + 1);
   }
-  if (!S_ISDIR(st.st_mode)) {
-    why.add(" is not a directory");
-    return false;
-  }
-  if (st.st_uid != euid) {
-    why.add(" is owned by uid ").add_uint(st.st_uid).add(", not by us (uid ").add_uint(euid).add(")");
-    return false;
-  }
-  if (st.st_mode & 077) {
-    why.add(" is open to other users (mode ");
-    add_octal(why, st.st_mode & 0777);
-    why.add("; it must be 0700)");
-    return false;
-  }
-  why.clear();
-  return true;
+  return false;
 }
 
 // Makes <dir>/<pid>.sock and listens on it; -1 (having said why) on failure.
+// Every operation is relative to g_dir_fd, never by path: bind through
+// /proc/self/fd/N/, which names the directory we opened and checked.
 CALLSCOPE_NOINSTR int open_socket(int pid) {
-  PathBuf& dir = g_dir;
-  PathBuf& why = g_why;
-  dir.clear();
-  why.clear();
-  if (!prepare_dir(dir, why)) {
-    say_disabled(why);
+  g_why[0] = '\0';
+  if (!prepare_dir()) {
+    say_disabled(g_why);
     return -1;
   }
-  g_socket_path.clear();
-  g_socket_path.add(dir.c_str()).add("/").add_uint(static_cast<uint64_t>(pid)).add(".sock");
+  ctldir::Text name(g_sock_name, sizeof g_sock_name);
+  name.add_uint(static_cast<uint64_t>(pid)).add(".sock");
+  ctldir::Text why(g_why, sizeof g_why);
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
-  if (g_socket_path.size() >= sizeof addr.sun_path) {
-    why.add("socket path ").add(g_socket_path.c_str()).add(" is too long (at most ");
-    why.add_uint(sizeof addr.sun_path - 1).add(" bytes)");
-    say_disabled(why);
-    g_socket_path.clear();
-    return -1;
-  }
-  memcpy(addr.sun_path, g_socket_path.c_str(), g_socket_path.size() + 1);
+  ctldir::Text bind_path(addr.sun_path, sizeof addr.sun_path);
+  ctldir::fd_path(bind_path, g_dir_fd, g_sock_name);
   // Non-blocking: a client that gives up between poll and accept must not
   // leave accept waiting.
   const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) {
-    why.add("cannot create a socket: ");
-    add_error(why, errno);
-    say_disabled(why);
-    g_socket_path.clear();
+    why.add("cannot create a socket: ").add_error(errno);
+    say_disabled(g_why);
+    close_dir();
     return -1;
   }
   // bind() makes the file with the socket inode's mode less the umask; the
@@ -194,18 +159,40 @@ CALLSCOPE_NOINSTR int open_socket(int pid) {
   ::fchmod(fd, 0600);
   // A socket of an earlier process with our pid: one that died without
   // removing it, or our own image before an exec.
-  ::unlink(g_socket_path.c_str());
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::chmod(g_socket_path.c_str(), 0600) != 0 ||
-      ::listen(fd, 16) != 0) {
-    why.add("cannot listen on ").add(g_socket_path.c_str()).add(": ");
-    add_error(why, errno);
-    say_disabled(why);
-    ::unlink(g_socket_path.c_str());
+  ::unlinkat(g_dir_fd, g_sock_name, 0);
+  struct stat st;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::fchmodat(g_dir_fd, g_sock_name, 0600, 0) != 0 || ::listen(fd, 16) != 0 ||
+      ::fstatat(g_dir_fd, g_sock_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    why.add("cannot listen on ").add(g_dir).add("/").add(g_sock_name).add(": ").add_error(errno);
+    say_disabled(g_why);
+    ::unlinkat(g_dir_fd, g_sock_name, 0);
     ::close(fd);
-    g_socket_path.clear();
+    close_dir();
     return -1;
   }
+  g_sock_dev = st.st_dev;
+  g_sock_ino = st.st_ino;
+  if (::fstat(g_dir_fd, &st) == 0) {
+    g_dir_dev = st.st_dev;
+    g_dir_ino = st.st_ino;
+  }
   return fd;
+}
+
+// Removes our socket, relative to the directory we checked: never through
+// a path another user could have changed since. Only the very file we made
+// is removed: a program may have closed our descriptor (and the number may
+// name another directory now), or a process with our pid in another pid
+// namespace may have replaced the socket with its own.
+CALLSCOPE_NOINSTR void remove_socket() {
+  if (g_dir_fd < 0 || !g_sock_name[0]) return;
+  struct stat st;
+  if (::fstat(g_dir_fd, &st) == 0 && st.st_dev == g_dir_dev && st.st_ino == g_dir_ino &&
+      ::fstatat(g_dir_fd, g_sock_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISSOCK(st.st_mode) &&
+      st.st_dev == g_sock_dev && st.st_ino == g_sock_ino)
+    ::unlinkat(g_dir_fd, g_sock_name, 0);
+  g_sock_name[0] = '\0';
 }
 
 // ---- the thread ------------------------------------------------------------
@@ -381,7 +368,8 @@ void control_start() {
   // it), and its thread, whatever it was doing, does not exist here.
   if (g_listen_fd >= 0) ::close(g_listen_fd);
   g_listen_fd = -1;
-  g_socket_path.clear();
+  close_dir();
+  g_sock_name[0] = '\0';
   g_thread_running = false;
   g_stopping = 0;
   g_busy = 0;
@@ -407,15 +395,13 @@ void control_start() {
     ::pthread_setname_np(thread, "callscope-ctl");
   } else {
     g_thread_running = false;
-    g_why.clear();
-    g_why.add("cannot start the control thread");
-    say_disabled(g_why);
+    say_disabled("cannot start the control thread");
     if (g_listen_fd >= 0) {
-      ::unlink(g_socket_path.c_str());
+      remove_socket();
       ::close(g_listen_fd);
       g_listen_fd = -1;
-      g_socket_path.clear();
     }
+    close_dir();
   }
   ::pthread_attr_destroy(&attr);
   ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
@@ -431,10 +417,7 @@ void control_stop() {
     return;
   }
   __atomic_store_n(&g_stopping, 1, __ATOMIC_SEQ_CST);
-  if (g_socket_path.size() > 0) {
-    ::unlink(g_socket_path.c_str());
-    g_socket_path.clear();
-  }
+  remove_socket();
   // Wake the thread from poll (it sees POLLHUP). The descriptor stays open:
   // closing it under the thread's poll could hand its number to a file of
   // the program's, which the thread would then accept on.

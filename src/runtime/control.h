@@ -26,8 +26,9 @@ void op_clear();
 // 0 when none was written (not in profile mode, or an I/O error).
 uint32_t op_dump(uint32_t reason);
 // "key: value" lines, one per line, NUL-terminated; returns the length.
-// Keys: mode, profiling, pid, threads, live_threads, calls, nodes,
-// buffer_bytes, buffer_use, dumps, lost_events.
+// Keys: mode, profiling (profile mode) or recording (record mode), pid,
+// threads, live_threads, calls, nodes, buffer_bytes, buffer_use, dumps,
+// lost_events (docs/ctl.md lists them all).
 size_t op_status(char* buf, size_t cap);
 // CALLSCOPE_INTERVAL in ns, 0 when not set.
 uint64_t dump_interval_ns();

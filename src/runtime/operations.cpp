@@ -14,7 +14,6 @@
 #include "format/profile_math.h"
 #include "runtime/control.h"
 #include "runtime/engine_state.h"
-#include "runtime/path_buf.h"
 #include "runtime/runtime.h"
 
 namespace callscope::rt {
@@ -202,11 +201,7 @@ uint32_t op_dump(uint32_t reason) {
   const int saved_errno = errno;
   ::pthread_mutex_lock(&g_dump_lock);
   uint32_t seq = 0;
-  if (g_dump_fd < 0) {
-    PathBuf path;
-    path.add(process_dir()).add("/dumps");
-    g_dump_fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-  }
+  if (g_dump_fd < 0) g_dump_fd = process_dir_open("dumps", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   const uint32_t threads = __atomic_load_n(&g_reg_count, __ATOMIC_ACQUIRE);
   // Node counts first: the snapshot's size is fixed before anything is written.
   uint64_t* counts = static_cast<uint64_t*>(map_anon(uint64_t{threads} * 16 + 8));
@@ -316,7 +311,9 @@ size_t op_status(char* buf, size_t cap) {
   const uint32_t reg = g_reg_count, started = g_threads_started;
   ::pthread_mutex_unlock(&g_reg_lock);
   out.add("mode: ").add(g_profile_mode ? "profile" : "record").add(g_mode_flags & fmt::kRawModeFiltered ? " (filtered)" : "").add("\n");
-  out.add("profiling: ").add(control_word() & 1 ? "on" : "off").add("\n");
+  // Say what start and stop turn on and off: call trees kept in process, or
+  // events recorded.
+  out.add(g_profile_mode ? "profiling: " : "recording: ").add(control_word() & 1 ? "on" : "off").add("\n");
   out.add("pid: ").num(static_cast<uint64_t>(::getpid())).add("\n");
   out.add("threads: ").num(started).add("\n");
   out.add("live_threads: ").num(live).add("\n");

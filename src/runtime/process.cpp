@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "format/ctl_dir.h"
 #include "runtime/control.h"
 #include "runtime/path_buf.h"
 #include "runtime/runtime.h"
@@ -40,8 +41,18 @@ namespace {
 enum InitState : int { kNotStarted = 0, kInProgress = 1, kReady = 2, kFailed = 3 };
 int g_init_state = kNotStarted;
 
-PathBuf g_session_dir;
-PathBuf g_process_dir;
+// The session directory and this process's directory in it: their paths
+// (for messages, and to find them again), descriptors and identities. Files
+// are made relative to the descriptors, never by path: after the checks of
+// open_session_dir, nobody else can redirect them.
+struct KnownDir {
+  PathBuf path;
+  int fd = -1;
+  dev_t dev = 0;
+  ino_t ino = 0;
+};
+KnownDir g_session;
+KnownDir g_process;
 int g_meta_fd = -1;
 uint32_t g_incarnation = 0;
 int g_meta_pid = 0;  // the process g_meta_fd describes (a vfork child shares our memory, not our record)
@@ -176,26 +187,163 @@ CALLSCOPE_NOINSTR void rescan_modules() {
 
 // ---- process directory and start record ----------------------------------
 
-CALLSCOPE_NOINSTR bool make_process_dir(uint32_t pid) {
-  for (uint32_t n = 0; n < 100000; ++n) {
-    g_process_dir.clear();
-    g_process_dir.add(g_session_dir.c_str()).add("/").add_uint(pid).add(".").add_uint(n);
-    if (::mkdir(g_process_dir.c_str(), 0700) == 0) {
-      g_incarnation = n;
+// ---- the session directory -------------------------------------------------
+
+// Notes the identity of d.fd; false (d.fd closed) when there is none.
+CALLSCOPE_NOINSTR bool remember(KnownDir& d) {
+  struct stat st;
+  if (d.fd >= 0 && ::fstat(d.fd, &st) == 0) {
+    d.dev = st.st_dev;
+    d.ino = st.st_ino;
+    return true;
+  }
+  if (d.fd >= 0) ::close(d.fd);
+  d.fd = -1;
+  return false;
+}
+
+// A descriptor of `d`: its own, or, when the program has closed that one
+// (daemons close every file at start) and the number may name something
+// else now, a new one found again by path (*fresh: the caller closes it),
+// taken only if it is the very directory we made; -1 otherwise.
+CALLSCOPE_NOINSTR int known_dir_fd(const KnownDir& d, bool* fresh) {
+  *fresh = false;
+  struct stat st;
+  if (d.fd >= 0 && ::fstat(d.fd, &st) == 0 && st.st_dev == d.dev && st.st_ino == d.ino) return d.fd;
+  const int fd = ::open(d.path.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return -1;
+  if (::fstat(fd, &st) == 0 && st.st_dev == d.dev && st.st_ino == d.ino) {
+    *fresh = true;
+    return fd;
+  }
+  ::close(fd);
+  errno = ENOENT;
+  return -1;
+}
+
+// Messages of the session directory's checks: with their error names
+// (strerror may allocate).
+char g_msg[3 * 4096];
+char g_why[2 * 4096];
+
+CALLSCOPE_NOINSTR void say(const ctldir::Text& msg) {
+  ssize_t ignored = ::write(2, msg.c_str(), msg.size());
+  (void)ignored;
+}
+
+// Opens `dir` (made already) as a session directory: a real directory, not
+// a symbolic link, owned by our euid, with no access for others. The checks
+// are made on the descriptor, so what was checked is what we use. -1 with
+// the reason in `why` otherwise.
+CALLSCOPE_NOINSTR int open_session_dir(const char* dir, ctldir::Text& why) {
+  const int fd = ::open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0 || ::fstat(fd, &st) != 0) {
+    const int e = errno;
+    struct stat lst;
+    if (::lstat(dir, &lst) == 0 && S_ISLNK(lst.st_mode))
+      why.add("it is a symbolic link");
+    else if (e == ENOTDIR)
+      why.add("it is not a directory");
+    else
+      why.add("cannot open it: ").add_error(e);
+    if (fd >= 0) ::close(fd);
+    return -1;
+  }
+  if (st.st_uid != ::geteuid()) {
+    why.add("it is owned by uid ").add_uint(st.st_uid).add(", not by us (uid ").add_uint(::geteuid()).add(")");
+  } else if (st.st_mode & 077) {
+    why.add("it is open to other users (mode ").add_mode(st.st_mode & 0777).add("; it must be 0700)");
+  } else {
+    return fd;
+  }
+  ::close(fd);
+  return -1;
+}
+
+// Without `record`: callscope-<pid>.raw in the working directory (absolute,
+// so the message at exit holds wherever the program goes). Made with mkdir,
+// which never follows a symbolic link; one that exists is taken only when it
+// passes open_session_dir (our own image before an exec left it), else we
+// say why and make callscope-<pid>.<n>.raw instead.
+CALLSCOPE_NOINSTR bool make_default_session_dir() {
+  static char cwd[4096];
+  const bool have_cwd = ::getcwd(cwd, sizeof cwd) != nullptr;
+  ctldir::Text refused(g_why, sizeof g_why);
+  for (uint32_t n = 0; n < 1000; ++n) {
+    g_session.path.clear();
+    if (have_cwd) g_session.path.add(cwd).add(cwd[1] ? "/" : "");
+    g_session.path.add("callscope-").add_uint(static_cast<uint64_t>(::getpid()));
+    if (n) g_session.path.add(".").add_uint(n);
+    g_session.path.add(".raw");
+    ctldir::Text msg(g_msg, sizeof g_msg);
+    if (::mkdir(g_session.path.c_str(), 0700) != 0 && errno != EEXIST) {
+      msg.add("callscope: not recording: cannot create ").add(g_session.path.c_str()).add(": ").add_error(errno);
+      msg.add("; run the program in a directory you can write to\n");
+      say(msg);
+      return false;
+    }
+    msg.add(g_session.path.c_str()).add(": ");
+    g_session.fd = open_session_dir(g_session.path.c_str(), msg);
+    if (remember(g_session)) {
+      if (n) {
+        msg.clear();
+        msg.add("callscope: not using ").add(g_why).add("; writing to ").add(g_session.path.c_str()).add(" instead\n");
+        say(msg);
+      }
       return true;
     }
-    if (errno != EEXIST) return false;
+    if (n < 3) refused.add(n ? "; " : "").add(g_msg);  // the first ones say enough
   }
+  ctldir::Text msg(g_msg, sizeof g_msg);
+  msg.add("callscope: not recording: no session directory of our own could be made (").add(g_why).add(")\n");
+  say(msg);
   return false;
+}
+
+// With `record` (CALLSCOPE_DIR): the directory record made for us.
+CALLSCOPE_NOINSTR bool open_given_session_dir(const char* dir) {
+  g_session.path.add(dir);
+  ::mkdir(g_session.path.c_str(), 0700);  // usually made by `record` already
+  ctldir::Text why(g_why, sizeof g_why);
+  g_session.fd = open_session_dir(g_session.path.c_str(), why);
+  if (remember(g_session)) return true;
+  ctldir::Text msg(g_msg, sizeof g_msg);
+  msg.add("callscope: not recording: CALLSCOPE_DIR ").add(dir).add(": ").add(g_why).add("\n");
+  say(msg);
+  return false;
+}
+
+CALLSCOPE_NOINSTR bool make_process_dir(uint32_t pid) {
+  if (g_process.fd >= 0) ::close(g_process.fd);  // a fork child's copy of its parent's
+  g_process.fd = -1;
+  bool fresh = false;
+  const int session = known_dir_fd(g_session, &fresh);
+  if (session < 0) return false;
+  PathBuf name;
+  bool made = false;
+  for (uint32_t n = 0; n < 100000 && !made; ++n) {
+    name.clear();
+    name.add_uint(pid).add(".").add_uint(n);
+    if (::mkdirat(session, name.c_str(), 0700) == 0) {
+      made = true;
+      g_incarnation = n;
+      g_process.path.clear();
+      g_process.path.add(g_session.path.c_str()).add("/").add(name.c_str());
+      g_process.fd = ::openat(session, name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    } else if (errno != EEXIST) {
+      break;
+    }
+  }
+  if (fresh) ::close(session);
+  return remember(g_process);
 }
 
 CALLSCOPE_NOINSTR bool start_process_record(uint32_t parent_n, uint32_t flags) {
   const uint32_t pid = static_cast<uint32_t>(::getpid());
   if (!make_process_dir(pid)) return false;
   g_meta_pid = static_cast<int>(pid);
-  PathBuf meta;
-  meta.add(g_process_dir.c_str()).add("/meta");
-  g_meta_fd = ::open(meta.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);
+  g_meta_fd = process_dir_open("meta", O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);
   if (g_meta_fd < 0) return false;
   fmt::RawFileHeader fh{};
   memcpy(fh.magic, fmt::kRawMetaMagic, sizeof fh.magic);
@@ -259,8 +407,8 @@ CALLSCOPE_NOINSTR void on_process_exit(int status, void*) {
   record_exit(status);
   if (g_default_dir) {
     PathBuf msg;
-    msg.add("callscope: events written to ").add(g_session_dir.c_str());
-    msg.add("; run 'callscope finish ").add(g_session_dir.c_str()).add("' to make a trace\n");
+    msg.add("callscope: events written to ").add(g_session.path.c_str());
+    msg.add("; run 'callscope finish ").add(g_session.path.c_str()).add("' to make a trace\n");
     ssize_t ignored = ::write(2, msg.c_str(), msg.size());
     (void)ignored;
   }
@@ -293,12 +441,10 @@ CALLSCOPE_NOINSTR bool do_init() {
     g_drop_when_behind = true;
   const char* dir = ::getenv("CALLSCOPE_DIR");
   if (dir && dir[0]) {
-    g_session_dir.add(dir);
-    ::mkdir(g_session_dir.c_str(), 0700);  // usually made by `record` already
+    if (!open_given_session_dir(dir)) return false;
   } else {
     g_default_dir = true;
-    g_session_dir.add("callscope-").add_uint(static_cast<uint64_t>(::getpid())).add(".raw");
-    if (::mkdir(g_session_dir.c_str(), 0700) != 0 && errno != EEXIST) return false;
+    if (!make_default_session_dir()) return false;
   }
   engine_configure();
   // Now, not in the wrapper: a vfork child must not resolve symbols (dlsym
@@ -359,7 +505,18 @@ bool process_ensure_init() {
   return s == kReady;
 }
 
-const char* process_dir() { return g_process_dir.c_str(); }
+int process_dir_open(const char* name, int flags, unsigned mode) {
+  bool fresh = false;
+  const int dir = known_dir_fd(g_process, &fresh);
+  if (dir < 0) return -1;
+  const int fd = ::openat(dir, name, flags, mode);
+  if (fresh) {
+    const int e = errno;
+    ::close(dir);
+    errno = e;
+  }
+  return fd;
+}
 
 // One record, one write(2) on an O_APPEND descriptor: records of different
 // threads never interleave.

@@ -451,14 +451,14 @@ CALLSCOPE_NOINSTR void engine_resume(ThreadState* t, uint64_t start) {
 }
 
 CALLSCOPE_NOINSTR bool open_prof_file(ThreadState* t) {
-  PathBuf path;
+  PathBuf name;
   int fd = -1;
   for (unsigned attempt = 0; attempt < 100 && fd < 0; ++attempt) {
-    path.clear();
-    path.add(process_dir()).add("/t").add_uint(t->tid);
-    if (attempt) path.add(".").add_uint(attempt);
-    path.add(".prof");
-    fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    name.clear();
+    name.add("t").add_uint(t->tid);
+    if (attempt) name.add(".").add_uint(attempt);
+    name.add(".prof");
+    fd = process_dir_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0 && errno != EEXIST) return false;
   }
   if (fd < 0) return false;

@@ -291,7 +291,10 @@ void control_catch_up(ThreadState* t);
 
 // Process lifecycle (process.cpp).
 bool process_ensure_init();
-const char* process_dir();
+// Opens NAME (as openat) in the current process's directory of the session,
+// relative to the directory the runtime made and checked, never through a
+// path another user could change; -1 with errno on failure.
+int process_dir_open(const char* name, int flags, unsigned mode);
 void write_meta(fmt::RawMetaType type, const void* body, uint32_t body_size, const void* extra1,
                 uint32_t extra1_size, const void* extra2, uint32_t extra2_size);
 extern unsigned long g_thread_key;  // pthread_key_t

@@ -186,14 +186,14 @@ CALLSCOPE_NOINSTR void read_thread_name(char (&name)[16]) {
 // Creates the thread's event file in the current process directory, maps its
 // header page and its first chunk.
 CALLSCOPE_NOINSTR bool open_thread_file(ThreadState* t, uint64_t now) {
-  PathBuf path;
+  PathBuf name;
   int fd = -1;
   for (unsigned attempt = 0; attempt < 100 && fd < 0; ++attempt) {
-    path.clear();
-    path.add(process_dir()).add("/t").add_uint(t->tid);
-    if (attempt) path.add(".").add_uint(attempt);  // a tid reused within the process
-    path.add(".ev");
-    fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    name.clear();
+    name.add("t").add_uint(t->tid);
+    if (attempt) name.add(".").add_uint(attempt);  // a tid reused within the process
+    name.add(".ev");
+    fd = process_dir_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0 && errno != EEXIST) return false;
   }
   if (fd < 0) return false;

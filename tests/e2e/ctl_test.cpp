@@ -38,13 +38,6 @@ std::string server_fixture() {
   return vs.empty() ? "" : fixture(vs.front(), "server");
 }
 
-// `callscope ctl ARGS...` with CALLSCOPE_CTL_DIR=dir.
-RunResult ctl(const std::string& dir, const std::vector<std::string>& args) {
-  std::vector<std::string> argv{"env", "CALLSCOPE_CTL_DIR=" + dir, CALLSCOPE_EXE, "ctl"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return run(argv);
-}
-
 // A pid that no process has: a child that has exited and been reaped.
 pid_t dead_pid() {
   const pid_t pid = ::fork();

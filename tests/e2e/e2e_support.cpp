@@ -20,7 +20,8 @@
 
 namespace callscope::e2e {
 
-RunResult run(const std::vector<std::string>& argv, const std::string& stdin_text) {
+RunResult run(const std::vector<std::string>& argv, const std::string& stdin_text,
+              const std::function<void()>& in_child) {
   int out[2], err[2], in[2];
   if (::pipe2(out, O_CLOEXEC) || ::pipe2(err, O_CLOEXEC) || ::pipe2(in, O_CLOEXEC)) std::abort();
   const pid_t pid = ::fork();
@@ -28,6 +29,7 @@ RunResult run(const std::vector<std::string>& argv, const std::string& stdin_tex
     ::dup2(in[0], 0);
     ::dup2(out[1], 1);
     ::dup2(err[1], 2);
+    if (in_child) in_child();
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
@@ -69,6 +71,12 @@ RunResult run(const std::vector<std::string>& argv, const std::string& stdin_tex
 
 RunResult callscope(const std::vector<std::string>& args) {
   std::vector<std::string> argv{CALLSCOPE_EXE};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run(argv);
+}
+
+RunResult ctl(const std::string& ctl_dir, const std::vector<std::string>& args) {
+  std::vector<std::string> argv{"env", "CALLSCOPE_CTL_DIR=" + ctl_dir, CALLSCOPE_EXE, "ctl"};
   argv.insert(argv.end(), args.begin(), args.end());
   return run(argv);
 }

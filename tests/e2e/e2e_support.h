@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -22,8 +23,14 @@ struct RunResult {
   std::string err;
 };
 
-RunResult run(const std::vector<std::string>& argv, const std::string& stdin_text = "");
+// `in_child`, when given, runs in the child just before exec (to set up what
+// only the child's pid can name).
+RunResult run(const std::vector<std::string>& argv, const std::string& stdin_text = "",
+              const std::function<void()>& in_child = {});
 RunResult callscope(const std::vector<std::string>& args);
+
+// `callscope ctl ARGS...` with CALLSCOPE_CTL_DIR=ctl_dir.
+RunResult ctl(const std::string& ctl_dir, const std::vector<std::string>& args);
 
 std::vector<std::string> variants();                  // "gcc-O0", ...
 std::string fixture(const std::string& variant, const std::string& name);
@@ -59,6 +66,7 @@ class TracedProgram {
   // Closes the program's stdin (it exits) and returns record's exit code.
   int finish();
   const std::string& trace() const { return trace_; }
+  pid_t record_pid() const { return record_pid_; }  // `callscope record`'s, not the program's
   std::string err() const;  // what record and the program wrote on stderr
 
  private:
