@@ -21,6 +21,10 @@ namespace {
 constexpr uint64_t kN = 1000, kM = 500, kK = 700;
 constexpr uint64_t kNapMs = 300;
 constexpr uint64_t kNapNs = kNapMs * 1'000'000;
+// A function whose time counted the nap would show at least kNapNs; one
+// that leaves it out shows its own work, which a loaded machine can stretch
+// to a good part of the nap: the line between them is close to the nap.
+constexpr uint64_t kCountedNap = kNapNs * 9 / 10;
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
@@ -128,7 +132,7 @@ void expect_api_figures(const std::map<std::string, std::map<std::string, std::s
   // The nap is inside outer and main, and inside idle_wait's wait: none of
   // them may count it.
   for (const char* f : {"main", "outer", "idle_wait"}) {
-    EXPECT_LT(num(rows.at(f), "total_ns"), kNapNs / 2) << how << ": " << f;
+    EXPECT_LT(num(rows.at(f), "total_ns"), kCountedNap) << how << ": " << f;
     EXPECT_LE(num(rows.at(f), "self_ns"), num(rows.at(f), "total_ns")) << how << ": " << f;
   }
   auto at = [&](const std::string& path) {
@@ -176,7 +180,7 @@ TEST_P(StopStartTest, ApiStopStartInFilteredRecording) {
   EXPECT_EQ(num(rows["work"], "calls"), kN + kK);
   EXPECT_EQ(paths["main/outer/works/work"], kN + kK);
   EXPECT_EQ(paths["idle_wait"], 1u);
-  for (const char* f : {"main", "outer", "idle_wait"}) EXPECT_LT(num(rows[f], "total_ns"), kNapNs / 2) << f;
+  for (const char* f : {"main", "outer", "idle_wait"}) EXPECT_LT(num(rows[f], "total_ns"), kCountedNap) << f;
 }
 
 TEST_P(StopStartTest, ApiStopStartInProfileMode) {
@@ -196,7 +200,7 @@ TEST_P(StopStartTest, ApiStopStartInProfileMode) {
   EXPECT_EQ(num(d1["idle_wait"], "open_calls"), 1u);
   for (const char* f : {"main", "outer"}) EXPECT_EQ(num(d1[f], "calls"), 0u) << f << " is stopped";
   for (const char* f : {"main", "outer", "idle_wait"}) {
-    EXPECT_LT(num(d1[f], "total_ns"), kNapNs / 2) << f;
+    EXPECT_LT(num(d1[f], "total_ns"), kCountedNap) << f;
   }
   EXPECT_GT(num(d1["outer"], "total_ns"), 0u);
   auto p1 = tree({"--dump", "1"});
@@ -227,7 +231,7 @@ TEST_P(StopStartTest, StartOffThenStartFromTheProgram) {
     EXPECT_EQ(rows.count("nap"), 0u) << mode;
     for (const char* f : {"main", "outer", "idle_wait"}) {
       EXPECT_GT(num(rows[f], "total_ns"), 0u) << mode << ": " << f;
-      EXPECT_LT(num(rows[f], "total_ns"), kNapNs / 2) << mode << ": " << f;
+      EXPECT_LT(num(rows[f], "total_ns"), kCountedNap) << mode << ": " << f;
     }
   }
 }
@@ -257,7 +261,7 @@ TEST_P(StopStartTest, ThreadAsleepFromTheStopToTheEndCountsNoStoppedTime) {
       EXPECT_EQ(num(rows["idle_wait"], "calls"), 1u) << how;
       EXPECT_EQ(num(rows["idle_wait"], "open_calls"), 1u) << how;
       EXPECT_GT(num(rows["idle_wait"], "total_ns"), 0u) << how;
-      EXPECT_LT(num(rows["idle_wait"], "total_ns"), kNapNs / 2) << how;
+      EXPECT_LT(num(rows["idle_wait"], "total_ns"), kCountedNap) << how;
     }
   }
 }
