@@ -170,7 +170,6 @@ Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::
     if (!r) return r.error();
     recovered = std::move(*r);
     live = recovered.get();
-    sum.warnings.insert(sum.warnings.end(), live->warnings().begin(), live->warnings().end());
   }
   const Calibration cal = calibrate(s);
 
@@ -316,10 +315,7 @@ Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::
       ThreadOutcome out;
       auto st = encode_thread(**file, to_trace(p, 0), procs[pi].end_tick, enc, out);
       if (!st) return st.error().context("'" + path + "'");
-      const uint64_t missing = (*file)->missing_before() + (*file)->missing_after();
-      if (missing)
-        sum.warnings.push_back("'" + path + "': " + std::to_string(missing) + " ring segments could not be read (about " +
-                               std::to_string((*file)->events_estimate(missing)) + " events, marked lost in the trace)");
+      if (std::string d = (*file)->damage(); !d.empty()) sum.warnings.push_back(d);
       if ((*file)->bad_words())
         sum.warnings.push_back("'" + path + "': " + std::to_string((*file)->bad_words()) + " damaged words skipped");
       place(static_cast<uint32_t>(pi), path, (*file)->header(), out.record, index, enc.blocks());
@@ -331,6 +327,8 @@ Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::
     CALLSCOPE_CHECK(live->finish_thread(*lt, 0));
     place(0, lt->path, lt->header, lt->record, i, lt->events->blocks());
   }
+  // What the live stream found missing or damaged (also a dead recorder's).
+  if (live) sum.warnings.insert(sum.warnings.end(), live->warnings().begin(), live->warnings().end());
 
   for (ProcessRecord& pr : procs) {
     if (pr.end_tick == 0) {  // unknown end: the last event of its threads
