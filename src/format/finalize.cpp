@@ -166,7 +166,7 @@ Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::
   // A session whose recorder died while streaming: go on from its trace.
   std::unique_ptr<LiveStream> recovered;
   if (!live && s.stream) {
-    auto r = LiveStream::recover(s, out_path, options.zstd_level);
+    auto r = LiveStream::recover(s, out_path, options.zstd_level, options.claim);
     if (!r) return r.error();
     recovered = std::move(*r);
     live = recovered.get();
@@ -190,7 +190,7 @@ Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::
     writer = live->take_writer();
     CALLSCOPE_CHECK(writer->rewrite_header(fh));
   } else {
-    CALLSCOPE_TRY(writer, TraceWriter::create(out_path, fh, options.zstd_level));
+    CALLSCOPE_TRY(writer, TraceWriter::create(out_path, fh, options.zstd_level, options.claim));
   }
   auto to_trace = [&](const RawProcess& p, uint64_t raw_tick) {
     return raw_tick + (p.has_start ? p.start.base_tick - cal.origin : 0);
@@ -520,7 +520,7 @@ Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::
   EndRecord end{sum.events, writer->blocks_written() + 1};
   CALLSCOPE_CHECK(writer->finish(end));
   // The dead recorder's unfinished trace is in this one now.
-  if (recovered) ::unlink(s.stream_path.c_str());
+  if (recovered && !options.keep_inputs) ::unlink(s.stream_path.c_str());
   sum.processes = static_cast<uint32_t>(procs.size());
   sum.threads = static_cast<uint32_t>(threads.size());
   sum.file_bytes = writer->bytes_written();

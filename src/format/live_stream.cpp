@@ -40,18 +40,20 @@ LiveStream::~LiveStream() {
 }
 
 Result<std::unique_ptr<LiveStream>> LiveStream::create(const std::string& session, const std::string& out_path,
-                                                       ClockKind clock, uint64_t origin, int zstd_level, int meta_fd) {
+                                                       ClockKind clock, uint64_t origin, int zstd_level, int meta_fd,
+                                                       OutputClaim* claim) {
   std::unique_ptr<LiveStream> s(new LiveStream());
   s->session_ = session;
   s->clock_ = clock;
   s->origin_ = origin;
   s->meta_fd_ = meta_fd;
-  CALLSCOPE_TRY(s->writer_, TraceWriter::create(out_path, initial_header(clock), zstd_level));
+  CALLSCOPE_TRY(s->writer_, TraceWriter::create(out_path, initial_header(clock), zstd_level, claim));
   CALLSCOPE_CHECK(s->writer_->flush());
   char abs[PATH_MAX];
   const std::string tmp = ::realpath(s->writer_->temporary_path().c_str(), abs) ? abs : s->writer_->temporary_path();
   RawStream rs{origin, static_cast<uint32_t>(clock), static_cast<uint32_t>(tmp.size())};
   append_meta_record(meta_fd, RawMetaType::kStream, &rs, sizeof rs, tmp);
+  s->writer_->keep_temporary();
   return s;
 }
 
@@ -257,13 +259,13 @@ Status LiveStream::finish_thread(Thread& t, uint64_t end_hint) {
 }
 
 Result<std::unique_ptr<LiveStream>> LiveStream::recover(const RawSession& s, const std::string& out_path,
-                                                        int zstd_level) {
+                                                        int zstd_level, OutputClaim* claim) {
   std::unique_ptr<LiveStream> live(new LiveStream());
   live->session_ = s.dir;
   live->clock_ = static_cast<ClockKind>(s.stream->clock);
   live->origin_ = s.stream->origin;
   live->failed_ = true;  // never polled: the program has ended
-  CALLSCOPE_TRY(live->writer_, TraceWriter::create(out_path, initial_header(live->clock_), zstd_level));
+  CALLSCOPE_TRY(live->writer_, TraceWriter::create(out_path, initial_header(live->clock_), zstd_level, claim));
   std::unique_ptr<TraceReader> old;
   if (auto r = TraceReader::open(s.stream_path); r) {
     old = std::move(*r);
