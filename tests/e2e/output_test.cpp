@@ -81,16 +81,20 @@ TEST(OutputClaim, ASecondWriterOfTheSameOutputIsRefusedAtOnce) {
   const std::string out = dir.file("x.trace");
   const std::string prog = fixture(one_variant(), "steady");
   const std::string second = "'" + kExe + "' record -o '" + out + "' -- '" + prog + "' 1 10 2>&1; echo rc2=$?; '" + kExe +
-                             "' record --force -o '" + out + "' -- '" + prog + "' 1 10 2>&1; echo rc3=$?; ";
-  const std::string script = "'" + kExe + "' record -o '" + out + "' -- /bin/sleep 1 2>/dev/null & rec=$!; n=0; "
+                             "' record --force -o '" + out + "' -- '" + prog + "' 1 10 2>&1; echo rc3=$?; '" + kExe +
+                             "' finish --force -o '" + out + "' callscope-*.raw 2>&1; echo rc4=$?; ";
+  // A raw session for finish to make a trace of: the runtime without record.
+  const std::string script = "cd '" + dir.path() + "' && LD_PRELOAD='" + std::string(RUNTIME_PATH) +
+                             "' /bin/true 2>/dev/null; '" + kExe + "' record -o '" + out +
+                             "' -- /bin/sleep 1 2>/dev/null & rec=$!; n=0; "
                              "while [ ! -e '" + out + "' ] && [ $n -lt 500 ]; do sleep 0.01; n=$((n+1)); done; " +
                              second + "wait $rec; echo rc1=$?";
   RunResult r = run({"/bin/sh", "-c", script});
   const std::string busy = "'" + out + "' is being written by another callscope";
-  for (const char* rc : {"rc2=1", "rc3=1"}) EXPECT_NE(r.out.find(rc), std::string::npos) << rc << "\n" << r.out;
+  for (const char* rc : {"rc2=1", "rc3=1", "rc4=1"}) EXPECT_NE(r.out.find(rc), std::string::npos) << rc << "\n" << r.out;
   size_t n = 0;
   for (size_t at = r.out.find(busy); at != std::string::npos; at = r.out.find(busy, at + 1)) ++n;
-  EXPECT_EQ(n, 2u) << r.out;
+  EXPECT_EQ(n, 3u) << r.out;
   EXPECT_NE(r.out.find("rc1=0"), std::string::npos) << r.out;
   RunResult info = callscope({"info", out});
   EXPECT_EQ(info.exit_code, 0) << info.err;
