@@ -3,7 +3,13 @@
 //
 // The program keeps its stdin, stdout and stderr; Ctrl-C and Ctrl-\ reach it
 // (not us) through the terminal; SIGTERM and SIGHUP sent to us are passed on.
-// We exit as it did: with its exit code, or by the same signal.
+// Once it has ended, a signal while we write the trace finishes the trace
+// (a second one stops us, saying how to finish it: WritingSignals). We exit
+// as it did: with its exit code, or by the same signal.
+//
+// The output path is claimed for the whole run (common/output_claim.h): a
+// file created there meanwhile is never replaced, and a second record of
+// the same output is refused at its start.
 //
 // The settings of the runtime (mode, filters, ...) come from flags, CALLSCOPE_*
 // variables and a TOML file (common/config.h); the program gets them resolved
@@ -19,6 +25,7 @@
 #include <cerrno>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <climits>
 #include <cstring>
 #include <string>
@@ -29,6 +36,7 @@
 #include "cli/drainer.h"
 #include "cli/record_support.h"
 #include "common/config.h"
+#include "common/output_claim.h"
 #include "format/finalize.h"
 #include "format/live_stream.h"
 #include "format/trace_format.h"
@@ -115,8 +123,8 @@ fmt::RawChildStatus status_of(pid_t pid, int status, bool is_main) {
 
 Result<int> run_record(const RecordOptions& o) {
   if (o.command.empty()) return Error("no program given: callscope record [-o FILE] -- PROGRAM [ARGS...]");
-  CALLSCOPE_CHECK(check_output_path(o.output, o.force));
   CALLSCOPE_TRY(std::string program, find_program(o.command.front()));
+  CALLSCOPE_TRY(std::unique_ptr<OutputClaim> claim, OutputClaim::take(o.output, o.force));
   CALLSCOPE_TRY(std::string runtime, find_runtime());
   if (instrumentation_of(program) == Instrumentation::kNone)
     std::fprintf(stderr,
@@ -140,7 +148,7 @@ Result<int> run_record(const RecordOptions& o) {
   if (o.drop_when_behind) env.emplace_back("CALLSCOPE_DROP_WHEN_BEHIND", "1");
   const fmt::ClockPair origin = fmt::sample_clocks();
   auto live = fmt::LiveStream::create(session, o.output, monotonic ? fmt::ClockKind::kMonotonic : fmt::ClockKind::kTsc,
-                                      monotonic ? origin.mono_ns : origin.tsc, o.level, log.fd());
+                                      monotonic ? origin.mono_ns : origin.tsc, o.level, log.fd(), claim.get());
   if (!live) {
     remove_tree(session);
     return live.error().context("cannot start the trace");
@@ -169,6 +177,7 @@ Result<int> run_record(const RecordOptions& o) {
   ::sigaction(SIGQUIT, &ignore, nullptr);
   if (!child) {
     restore();
+    ::unlink((*live)->writer().temporary_path().c_str());
     remove_tree(session);
     return child.error();
   }
@@ -191,30 +200,47 @@ Result<int> run_record(const RecordOptions& o) {
   }
   g_child = 0;
   const auto run_end = std::chrono::steady_clock::now();
+  // From here on a signal finishes the trace, or (a second one) stops us
+  // with the session and the unfinished trace left for `finish`.
+  const std::string unfinished = (*live)->writer().temporary_path();
+  std::optional<WritingSignals> writing;
+  writing.emplace(session, o.output, unfinished, claim.get());
   drainer->stop();
   if (!drainer->failure().empty())
     std::fprintf(stderr, "callscope record: warning: %s; the program's threads dropped events from then on\n",
                  drainer->failure().c_str());
   drainer.reset();
-  restore();
   log.write_calibration();
   log.close();
 
   fmt::FinalizeOptions fo;
   fo.zstd_level = o.level;
+  fo.claim = claim.get();
   auto sum = fmt::finalize_session(session, o.output, fo, live->get());
   if (!sum) {
     std::fprintf(stderr, "callscope record: %s\n", sum.error().context("cannot write the trace").message().c_str());
-    std::fprintf(stderr, "callscope record: the raw events are kept in '%s'; retry with 'callscope finish %s -o %s'\n",
-                 session.c_str(), session.c_str(), o.output.c_str());
+    if (claim->conflict()) {
+      // The trace is complete, under its temporary name (the error says where).
+      if (!o.keep_raw) remove_tree(session);
+    } else {
+      std::fprintf(stderr,
+                   "callscope record: nothing is lost: the raw events are kept in '%s' and the unfinished trace "
+                   "in '%s'; retry with 'callscope finish %s -o %s'\n",
+                   session.c_str(), unfinished.c_str(), session.c_str(), o.output.c_str());
+    }
     return 1;
   }
+  // The trace is complete: until we exit, the run's dispositions again
+  // (SIGINT and SIGQUIT ignored, SIGTERM and SIGHUP for a program that has
+  // ended: nothing).
+  writing.reset();
   print_summary("record", *sum, o.output);
   const auto written = std::chrono::steady_clock::now();
   std::fprintf(stderr, "callscope record: the program ran %.3f s; the trace took %.3f s to write\n",
                std::chrono::duration<double>(run_end - run_start).count(),
                std::chrono::duration<double>(written - run_end).count());
   if (!o.keep_raw) remove_tree(session);
+  restore();
 
   // Exit as the program did.
   if (WIFSIGNALED(main_status)) {
@@ -240,7 +266,9 @@ Command record_command() {
             auto o = std::make_shared<RecordOptions>();
             // -o,--output and the runtime's settings, with --config FILE.
             auto settings = std::make_shared<config::Flags>(app, config::record_keys());
-            app.add_flag("-f,--force", o->force, "Overwrite the output file if it exists");
+            app.add_flag("-f,--force", o->force,
+                         "Overwrite the output file if it exists (a regular file, and not one another callscope "
+                         "is writing)");
             app.add_flag("--keep-raw", o->keep_raw, "Keep the raw session directory after writing the trace");
             app.add_flag("--drop-when-behind", o->drop_when_behind,
                          "When the recorder cannot keep up, drop events (the trace marks where) instead of "
@@ -258,6 +286,10 @@ Command record_command() {
                 "Forked children and exec'd programs are recorded too; record waits for\n"
                 "every descendant to end. The runtime library is found next to callscope\n"
                 "(../lib/libcallscope-rt.so) or at $CALLSCOPE_RUNTIME.\n"
+                "The output is claimed at the start (an empty file, locked): a file written\n"
+                "there during the run is never replaced, and a second record of the same\n"
+                "output is refused. Once the program has ended, a signal finishes the trace;\n"
+                "a second one stops record, which says how to finish it (callscope finish).\n"
                 "Usage: callscope record [OPTIONS] [--] PROGRAM [ARGS...]\n"
                 "Example: callscope record -o app.trace -- ./app arg1 arg2\n"
                 "         callscope record --mode profile --exclude 'std::*' -- ./app\n" +

@@ -1,18 +1,22 @@
 #include "cli/record_support.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <signal.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 
 #include "format/raw_session.h"
 
@@ -37,19 +41,6 @@ std::string self_dir() {
 }
 
 }  // namespace
-
-Status check_output_path(const std::string& path, bool force) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0) {
-    if (S_ISDIR(st.st_mode)) return Error("output '" + path + "' is a directory");
-    if (!force) return Error("output '" + path + "' exists; use --force to overwrite it, or -o to choose another name");
-  }
-  const std::string dir = dir_of(path);
-  if (::stat(dir.c_str(), &st) != 0) return system_error("cannot write '" + path + "': directory '" + dir + "'", errno);
-  if (!S_ISDIR(st.st_mode)) return Error("cannot write '" + path + "': '" + dir + "' is not a directory");
-  if (::access(dir.c_str(), W_OK) != 0) return system_error("cannot write '" + path + "'", errno);
-  return ok_status();
-}
 
 Result<std::string> find_program(const std::string& name) {
   auto usable = [](const std::string& p) -> int {
@@ -154,6 +145,62 @@ void remove_tree(const std::string& dir) {
       FTW_DEPTH | FTW_PHYS);
 }
 
+std::vector<SessionWriter> session_writers(const fmt::RawSession& session) {
+  std::vector<SessionWriter> out;
+  char real[PATH_MAX];
+  if (!::realpath(session.dir.c_str(), real)) return out;
+  const std::string prefix = std::string(real) + "/";
+  // The processes of the session, and their parents: the recorder (or
+  // whoever started the program) may be streaming it.
+  std::vector<std::pair<pid_t, bool>> pids;  // (pid, a process of the session)
+  for (const fmt::RawProcess& p : session.processes) {
+    pids.emplace_back(static_cast<pid_t>(p.pid), true);
+    if (p.has_start && p.start.ppid > 1) pids.emplace_back(static_cast<pid_t>(p.start.ppid), false);
+  }
+  std::sort(pids.begin(), pids.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first < b.first : a.second > b.second;
+  });
+  pid_t last = 0;
+  for (const auto& [pid, own] : pids) {
+    if (pid == last || pid == ::getpid()) continue;
+    last = pid;
+    if (::kill(pid, 0) != 0 && errno == ESRCH) continue;
+    const std::string proc = "/proc/" + std::to_string(pid);
+    SessionWriter w;
+    w.pid = pid;
+    if (FILE* f = std::fopen((proc + "/comm").c_str(), "re")) {
+      char name[64] = {};
+      if (std::fgets(name, sizeof name, f)) w.name = name;
+      std::fclose(f);
+      while (!w.name.empty() && w.name.back() == '\n') w.name.pop_back();
+    }
+    DIR* d = ::opendir((proc + "/fd").c_str());
+    if (!d) {
+      if (errno == ENOENT) continue;  // ended meanwhile
+      if (own) {
+        w.certain = false;
+        out.push_back(w);
+      }
+      continue;
+    }
+    bool writes = false;
+    while (dirent* e = ::readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      char target[PATH_MAX];
+      const ssize_t n = ::readlinkat(::dirfd(d), e->d_name, target, sizeof target - 1);
+      if (n <= 0) continue;
+      target[n] = '\0';
+      if (std::strncmp(target, prefix.c_str(), prefix.size()) == 0) {
+        writes = true;
+        break;
+      }
+    }
+    ::closedir(d);
+    if (writes) out.push_back(w);
+  }
+  return out;
+}
+
 Status SessionLog::open() {
   const std::string path = session_ + "/recorder.meta";
   fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);
@@ -197,6 +244,75 @@ void SessionLog::close() {
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
 }
+
+namespace {
+
+// What the handler says and does: set up before it is installed, read only
+// by it (async-signal-safe calls only).
+std::string g_stop_note;
+const OutputClaim* g_claim = nullptr;
+volatile sig_atomic_t g_writing_signals = 0;
+constexpr int kWritingSignals[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP};
+struct sigaction g_old_actions[4];
+
+void say(const char* s) {
+  size_t n = std::strlen(s);
+  while (n > 0) {
+    const ssize_t w = ::write(2, s, n);
+    if (w <= 0) return;
+    s += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
+void on_writing_signal(int sig) {
+  const int saved_errno = errno;
+  const char* name = sigabbrev_np(sig);
+  const sig_atomic_t seen = g_writing_signals;
+  g_writing_signals = seen + 1;
+  if (seen == 0) {
+    say("callscope record: SIG");
+    say(name ? name : "?");
+    say(" while writing the trace (the program has ended): finishing it, a moment; send it again to stop "
+        "at once (nothing is lost: 'callscope finish' makes the trace later)\n");
+    errno = saved_errno;
+    return;
+  }
+  say(g_stop_note.c_str());
+  if (g_claim) g_claim->release_from_signal();
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  ::sigaction(sig, &dfl, nullptr);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, sig);
+  ::pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+  ::raise(sig);
+  ::_exit(128 + sig);
+}
+
+}  // namespace
+
+WritingSignals::WritingSignals(const std::string& session, const std::string& output, const std::string& unfinished,
+                               const OutputClaim* claim) {
+  g_stop_note = "callscope record: stopped before the trace was complete; nothing is lost: run 'callscope finish " +
+                session + " -o " + output + "' to make it (it reads the raw session " + session +
+                " and the unfinished trace " + unfinished + ")\n";
+  g_claim = claim;
+  g_writing_signals = 0;
+  struct sigaction sa {};
+  sa.sa_handler = on_writing_signal;
+  sigemptyset(&sa.sa_mask);
+  for (int s : kWritingSignals) sigaddset(&sa.sa_mask, s);  // one handler at a time
+  for (size_t i = 0; i < std::size(kWritingSignals); ++i) ::sigaction(kWritingSignals[i], &sa, &g_old_actions[i]);
+}
+
+WritingSignals::~WritingSignals() {
+  for (size_t i = 0; i < std::size(kWritingSignals); ++i) ::sigaction(kWritingSignals[i], &g_old_actions[i], nullptr);
+  g_claim = nullptr;
+}
+
+int WritingSignals::received() const { return g_writing_signals; }
 
 void print_summary(const char* command, const fmt::FinalizeSummary& sum, const std::string& output) {
   for (const std::string& w : sum.warnings) std::fprintf(stderr, "callscope %s: warning: %s\n", command, w.c_str());

@@ -8,14 +8,14 @@
 #include <vector>
 
 #include "cli/ctl_socket.h"  // remove_stale_socket
+#include "common/output_claim.h"
 #include "common/result.h"
 #include "format/finalize.h"
+#include "format/raw_session.h"
 #include "format/trace_format.h"
 
 namespace callscope::cli {
 
-// An output path is usable: absent (or --force), and its directory writable.
-Status check_output_path(const std::string& path, bool force);
 // PROGRAM as execvp would find it, or a clear error.
 Result<std::string> find_program(const std::string& name);
 // libcallscope-rt.so: $CALLSCOPE_RUNTIME, else ../lib/ or ./ next to callscope.
@@ -33,6 +33,17 @@ Result<std::string> make_session_dir(const std::string& raw_dir, const std::stri
 void remove_tree(const std::string& dir);
 
 
+// A process that still writes into a raw session: one of its processes (or
+// the recorder streaming it) with a file of the session open. `certain` is
+// false for a process of the session that is not ours (its files cannot be
+// seen): it may be the program, or a process that reused its pid.
+struct SessionWriter {
+  pid_t pid = 0;
+  std::string name;  // /proc/PID/comm
+  bool certain = true;
+};
+std::vector<SessionWriter> session_writers(const format::RawSession& session);
+
 // The recorder's records in <session>/recorder.meta.
 class SessionLog {
  public:
@@ -49,6 +60,25 @@ class SessionLog {
   void write(format::RawMetaType type, const void* body, size_t size, const std::string& extra = {});
   std::string session_;
   int fd_ = -1;
+};
+
+// While `record` writes the trace, once the program has ended: SIGINT,
+// SIGQUIT, SIGTERM and SIGHUP have no program to go to any more, and must
+// not kill record half-way. The first one gets a note and the trace is
+// finished; a second one stops record at once (it then dies by that signal),
+// after saying how to make the trace from what is left -- nothing is lost:
+// the raw session and the unfinished trace stay -- and removing the empty
+// file that claimed the output. One at a time; the old dispositions come
+// back on destruction.
+class WritingSignals {
+ public:
+  WritingSignals(const std::string& session, const std::string& output, const std::string& unfinished,
+                 const OutputClaim* claim);
+  ~WritingSignals();
+  WritingSignals(const WritingSignals&) = delete;
+  WritingSignals& operator=(const WritingSignals&) = delete;
+  // How many of those signals came.
+  int received() const;
 };
 
 void print_summary(const char* command, const format::FinalizeSummary& sum, const std::string& output);

@@ -180,11 +180,10 @@ Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::
   // A session whose recorder died while streaming: go on from its trace.
   std::unique_ptr<LiveStream> recovered;
   if (!live && s.stream) {
-    auto r = LiveStream::recover(s, out_path, options.zstd_level);
+    auto r = LiveStream::recover(s, out_path, options.zstd_level, options.claim);
     if (!r) return r.error();
     recovered = std::move(*r);
     live = recovered.get();
-    sum.warnings.insert(sum.warnings.end(), live->warnings().begin(), live->warnings().end());
   }
   const Calibration cal = calibrate(s);
 
@@ -205,7 +204,7 @@ Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::
     writer = live->take_writer();
     CALLSCOPE_CHECK(writer->rewrite_header(fh));
   } else {
-    CALLSCOPE_TRY(writer, TraceWriter::create(out_path, fh, options.zstd_level));
+    CALLSCOPE_TRY(writer, TraceWriter::create(out_path, fh, options.zstd_level, options.claim));
   }
   auto to_trace = [&](const RawProcess& p, uint64_t raw_tick) {
     return raw_tick + (p.has_start ? p.start.base_tick - cal.origin : 0);
@@ -330,10 +329,7 @@ Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::
       ThreadOutcome out;
       auto st = encode_thread(**file, to_trace(p, 0), procs[pi].end_tick, p.switches, enc, out);
       if (!st) return st.error().context("'" + path + "'");
-      const uint64_t missing = (*file)->missing_before() + (*file)->missing_after();
-      if (missing)
-        sum.warnings.push_back("'" + path + "': " + std::to_string(missing) + " ring segments could not be read (about " +
-                               std::to_string((*file)->events_estimate(missing)) + " events, marked lost in the trace)");
+      if (std::string d = (*file)->damage(); !d.empty()) sum.warnings.push_back(d);
       if ((*file)->bad_words())
         sum.warnings.push_back("'" + path + "': " + std::to_string((*file)->bad_words()) + " damaged words skipped");
       place(static_cast<uint32_t>(pi), path, (*file)->header(), out.record, index, enc.blocks());
@@ -345,6 +341,8 @@ Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::
     CALLSCOPE_CHECK(live->finish_thread(*lt, 0));
     place(0, lt->path, lt->header, lt->record, i, lt->events->blocks());
   }
+  // What the live stream found missing or damaged (also a dead recorder's).
+  if (live) sum.warnings.insert(sum.warnings.end(), live->warnings().begin(), live->warnings().end());
 
   for (ProcessRecord& pr : procs) {
     if (pr.end_tick == 0) {  // unknown end: the last event of its threads
@@ -537,7 +535,7 @@ Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::
   EndRecord end{sum.events, writer->blocks_written() + 1};
   CALLSCOPE_CHECK(writer->finish(end));
   // The dead recorder's unfinished trace is in this one now.
-  if (recovered) ::unlink(s.stream_path.c_str());
+  if (recovered && !options.keep_inputs) ::unlink(s.stream_path.c_str());
   sum.processes = static_cast<uint32_t>(procs.size());
   sum.threads = static_cast<uint32_t>(threads.size());
   sum.file_bytes = writer->bytes_written();

@@ -8,12 +8,19 @@
 #include <string>
 #include <vector>
 
+#include "common/output_claim.h"
 #include "common/result.h"
 
 namespace callscope::format {
 
 struct FinalizeOptions {
   int zstd_level = 3;
+  // The output path, claimed by the caller for the whole run (it outlives
+  // the call); null: the file is renamed over whatever is there.
+  OutputClaim* claim = nullptr;
+  // Leave the session as it is: the unfinished trace of a dead recorder is
+  // not removed once read (`finish --force` of a session still written).
+  bool keep_inputs = false;
 };
 
 struct FinalizeSummary {

@@ -40,18 +40,20 @@ LiveStream::~LiveStream() {
 }
 
 Result<std::unique_ptr<LiveStream>> LiveStream::create(const std::string& session, const std::string& out_path,
-                                                       ClockKind clock, uint64_t origin, int zstd_level, int meta_fd) {
+                                                       ClockKind clock, uint64_t origin, int zstd_level, int meta_fd,
+                                                       OutputClaim* claim) {
   std::unique_ptr<LiveStream> s(new LiveStream());
   s->session_ = session;
   s->clock_ = clock;
   s->origin_ = origin;
   s->meta_fd_ = meta_fd;
-  CALLSCOPE_TRY(s->writer_, TraceWriter::create(out_path, initial_header(clock), zstd_level));
+  CALLSCOPE_TRY(s->writer_, TraceWriter::create(out_path, initial_header(clock), zstd_level, claim));
   CALLSCOPE_CHECK(s->writer_->flush());
   char abs[PATH_MAX];
   const std::string tmp = ::realpath(s->writer_->temporary_path().c_str(), abs) ? abs : s->writer_->temporary_path();
   RawStream rs{origin, static_cast<uint32_t>(clock), static_cast<uint32_t>(tmp.size())};
   append_meta_record(meta_fd, RawMetaType::kStream, &rs, sizeof rs, tmp);
+  s->writer_->keep_temporary();
   return s;
 }
 
@@ -226,45 +228,44 @@ Status LiveStream::poll() {
 }
 
 Status LiveStream::finish_thread(Thread& t, uint64_t end_hint, std::span<const RawSwitch> switches) {
-  t.events->set_covered(0);
-  if (!t.map && t.done) {
-    // A thread that ended while the program ran was let go (its mapping
-    // and descriptor); what its ring still holds is read from the file.
-    auto f = RawThreadFile::open(t.path, t.consumed);
-    if (!f) {
-      warnings_.push_back(f.error().message() + "; the last events of that thread are lost");
-      t.record.torn_events = t.decoder.torn;
-      return t.stream->finish_thread(t.header, end_hint, switches);
-    }
-    CALLSCOPE_CHECK(t.stream->add_file(**f));
-    t.record.torn_events = t.decoder.torn + (*f)->torn_events();
-    t.header = (*f)->header();
+  // What is left in the ring (from the segment after the last one encoded
+  // to the one being written) is read from the file: the same pages, and
+  // the reader knows what is missing -- slots reused since (only after a
+  // recorder died without writing their block), segments given back whose
+  // block is gone, a file cut short -- and each is marked lost.
+  if (t.map) {
+    std::memcpy(&t.header, t.map, sizeof t.header);
+    ::munmap(t.map, t.map_bytes);
+    t.map = nullptr;
+  }
+  if (t.fd >= 0) ::close(t.fd);
+  t.fd = -1;
+  auto f = RawThreadFile::open(t.path, t.consumed);
+  if (!f) {
+    warnings_.push_back(f.error().message() + "; the last events of that thread are lost");
+    t.record.torn_events = t.decoder.torn;
+    t.events->set_covered(0);
     return t.stream->finish_thread(t.header, end_hint, switches);
   }
-  if (t.map) std::memcpy(&t.header, t.map, sizeof t.header);
-  if (t.map && t.header.ring_segments == kRingSegments) {
-    const uint64_t committed = t.header.committed;
-    // Segments whose slot was reused since (only after a recorder died
-    // without writing their block) are lost.
-    const uint64_t oldest = committed + 1 > kRingSegments ? committed + 1 - kRingSegments : 0;
-    if (t.consumed < oldest) {
-      t.stream->begin_with_loss(ring_events_estimate(oldest - t.consumed, kSegmentBytes));
-      t.consumed = oldest;
-    }
-    for (; t.consumed <= committed; ++t.consumed) CALLSCOPE_CHECK(encode_segment(t, t.consumed));
-  }
-  t.record.torn_events = t.decoder.torn;
+  CALLSCOPE_CHECK(t.stream->add_file(**f));
+  if (std::string d = (*f)->damage(); !d.empty()) warnings_.push_back(d);
+  t.record.torn_events = t.decoder.torn + (*f)->torn_events();
+  t.header = (*f)->header();
+  // The last block covers the ring up to the segment being written: if we
+  // die before the trace is complete, `finish` takes nothing twice.
+  const uint64_t through = t.header.ring_segments ? t.header.committed + 1 : 0;
+  t.events->set_covered(static_cast<uint32_t>(std::max<uint64_t>(through, t.consumed)));
   return t.stream->finish_thread(t.header, end_hint, switches);
 }
 
 Result<std::unique_ptr<LiveStream>> LiveStream::recover(const RawSession& s, const std::string& out_path,
-                                                        int zstd_level) {
+                                                        int zstd_level, OutputClaim* claim) {
   std::unique_ptr<LiveStream> live(new LiveStream());
   live->session_ = s.dir;
   live->clock_ = static_cast<ClockKind>(s.stream->clock);
   live->origin_ = s.stream->origin;
   live->failed_ = true;  // never polled: the program has ended
-  CALLSCOPE_TRY(live->writer_, TraceWriter::create(out_path, initial_header(live->clock_), zstd_level));
+  CALLSCOPE_TRY(live->writer_, TraceWriter::create(out_path, initial_header(live->clock_), zstd_level, claim));
   std::unique_ptr<TraceReader> old;
   if (auto r = TraceReader::open(s.stream_path); r) {
     old = std::move(*r);
@@ -285,18 +286,8 @@ Result<std::unique_ptr<LiveStream>> LiveStream::recover(const RawSession& s, con
     if (auto off = live->offset_of(path.substr(0, path.find_last_of('/'))); off) offset = *off;
     t->events = std::make_unique<EventEncoder>(*live->writer_, index);
     t->stream = std::make_unique<RawStreamEncoder>(*t->events, offset, t->record);
-    // The ring, read-only: nobody writes it any more.
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    struct stat st {};
-    if (fd >= 0 && ::fstat(fd, &st) == 0 && static_cast<uint64_t>(st.st_size) >= kRawThreadHeaderSize + kRingBytes) {
-      void* m = ::mmap(nullptr, kRawThreadHeaderSize + kRingBytes, PROT_READ, MAP_SHARED, fd, 0);
-      if (m != MAP_FAILED) {
-        t->map = static_cast<uint8_t*>(m);
-        t->map_bytes = kRawThreadHeaderSize + kRingBytes;
-      }
-    }
-    if (fd >= 0) ::close(fd);
-    if (!t->map) live->warnings_.push_back("'" + path + "': cannot read its ring; its last events are lost");
+    // Its ring is read in finish_thread (RawThreadFile: what is missing is
+    // marked lost there).
     // What the dead recorder wrote of this thread, event for event, and the
     // segments its blocks cover.
     uint64_t covered = 0;
@@ -324,7 +315,7 @@ Result<std::unique_ptr<LiveStream>> LiveStream::recover(const RawSession& s, con
       if (!st2) live->warnings_.push_back(st2.error().message());
       if (!fed) return fed.error().context("cannot copy the events of thread " + std::to_string(index));
     }
-    t->stream->resume_from(std::move(stack), last, any);
+    t->stream->resume_from(std::move(stack), last, any, t->record.lost_events);
     t->consumed = t->released = covered;
     live->by_path_[path] = t.get();
     live->threads_.push_back(std::move(t));

@@ -41,14 +41,17 @@ class LiveStream {
   // Starts the trace for `out_path` (written as a temporary file beside it)
   // for the raw session `session`; ticks count from `origin` of `clock`
   // (sampled before the program started). Writes a kStream record to the
-  // session's recorder.meta through `meta_fd`.
+  // session's recorder.meta through `meta_fd`. The temporary file is part of
+  // the session from then on: it is never removed unfinished (`finish` reads
+  // it back). `claim` (outliving the stream) decides the final rename.
   static Result<std::unique_ptr<LiveStream>> create(const std::string& session, const std::string& out_path,
-                                                    ClockKind clock, uint64_t origin, int zstd_level, int meta_fd);
+                                                    ClockKind clock, uint64_t origin, int zstd_level, int meta_fd,
+                                                    OutputClaim* claim = nullptr);
   // For `finish`: the trace a dead recorder was writing (`s.stream_path`) is
   // read back into a new trace at `out_path`, and its threads go on from the
   // segments its blocks did not cover.
   static Result<std::unique_ptr<LiveStream>> recover(const RawSession& s, const std::string& out_path,
-                                                     int zstd_level);
+                                                     int zstd_level, OutputClaim* claim = nullptr);
   ~LiveStream();
   LiveStream(const LiveStream&) = delete;
   LiveStream& operator=(const LiveStream&) = delete;

@@ -54,12 +54,16 @@ Status RawStreamEncoder::end_gap(uint64_t tick) {
 
 Status RawStreamEncoder::add(const RawEvent& e) {
   if (pending_loss_ && e.kind != RawKind::kSpBase) {
+    // The loss began after the last event read (at the next one when it
+    // begins the stream) and ends here; the frames go on through it.
+    const bool mid_stream = started_;
+    const uint64_t from = last_;
     const uint64_t tick = clamp(e.tick);
     const uint64_t n = pending_loss_;
     pending_loss_ = 0;
     stream_lost_ += n;
     rec_.lost_events += n;
-    CALLSCOPE_CHECK(emit(EventKind::kLost, tick, 0, 0, n));
+    CALLSCOPE_CHECK(emit(EventKind::kLost, mid_stream ? from : tick, 0, 0, n));
     CALLSCOPE_CHECK(emit(EventKind::kResume, tick, 0, 0, 0));
   }
   if (in_gap_) {
@@ -133,10 +137,25 @@ Status RawStreamEncoder::add(const RawEvent& e) {
 Status RawStreamEncoder::add_file(RawThreadFile& file) {
   if (file.missing_before()) begin_with_loss(file.events_estimate(file.missing_before()));
   RawEvent e;
-  while (file.next(e))
-    if (!add_fast(e)) CALLSCOPE_CHECK(add(e));
-  if (file.missing_after()) CALLSCOPE_CHECK(cut(file.events_estimate(file.missing_after())));
+  uint64_t gap = 0;
+  do {
+    if (gap) lose_here(gap);
+    while (file.next(e))
+      if (!add_fast(e)) CALLSCOPE_CHECK(add(e));
+  } while (file.take_gap(gap));
+  const uint64_t cut_short = file.events_estimate(file.missing_after()) + file.missing_bytes_events();
+  if (cut_short) CALLSCOPE_CHECK(cut(cut_short));
   return ok_status();
+}
+
+void RawStreamEncoder::lose_here(uint64_t lost_events) {
+  if (in_gap_) {  // inside a gap of the runtime's: one gap
+    gap_lost_ += lost_events;
+    stream_lost_ += lost_events;
+    rec_.lost_events += lost_events;
+    return;
+  }
+  pending_loss_ += lost_events;
 }
 
 Status RawStreamEncoder::cut(uint64_t lost_events) {
@@ -158,6 +177,12 @@ Status RawStreamEncoder::cut(uint64_t lost_events) {
 }
 
 Status RawStreamEncoder::finish(uint64_t end_tick, uint64_t header_lost) {
+  if (pending_loss_) {
+    // Lost after the last event, and nothing read after: a stream cut short.
+    const uint64_t n = pending_loss_;
+    pending_loss_ = 0;
+    CALLSCOPE_CHECK(cut(n));
+  }
   if (in_gap_) {
     // Cut inside a gap: a pause ends with the thread (its frames close at
     // the stop); a loss stays a loss, with the dropped events the header
@@ -223,10 +248,12 @@ Status RawStreamEncoder::finish_thread(const RawThreadHeader& h, uint64_t end_hi
   return finish(end, h.lost_events);
 }
 
-void RawStreamEncoder::resume_from(std::vector<OpenFrame> stack, uint64_t last_tick, bool started) {
+void RawStreamEncoder::resume_from(std::vector<OpenFrame> stack, uint64_t last_tick, bool started,
+                                   uint64_t lost_events) {
   stack_.assign(std::move(stack));
   last_ = last_tick;
   started_ = started;
+  stream_lost_ = lost_events;
 }
 
 }  // namespace callscope::format

@@ -90,11 +90,14 @@ class RawStreamEncoder {
     return true;
   }
   // Every event `file` still holds, its missing segments marked lost where
-  // they are missing (before its first event, or at its end).
+  // they are missing (before its first event, between two segments, or at
+  // its end).
   Status add_file(RawThreadFile& file);
-  // The stream begins after about `lost_events` events no one can read: a
-  // loss is marked at its first event.
-  void begin_with_loss(uint64_t lost_events) { pending_loss_ += lost_events; }
+  // The stream goes on after about `lost_events` events no one can read: a
+  // loss is marked from the last event read (at the first one when nothing
+  // was read yet) to the next, and the frames open go on through it.
+  void begin_with_loss(uint64_t lost_events) { lose_here(lost_events); }
+  void lose_here(uint64_t lost_events);
   // Events of the thread went missing here (a stretch of its raw file that
   // no one can read): the stream is cut at the last tick recorded.
   Status cut(uint64_t lost_events);
@@ -112,7 +115,8 @@ class RawStreamEncoder {
 
   // For `finish` of a session whose recorder died after writing part of the
   // stream: continue from the frames open at the end of what was written.
-  void resume_from(std::vector<OpenFrame> stack, uint64_t last_tick, bool started);
+  // `lost_events`: what the kLost events of that part account for.
+  void resume_from(std::vector<OpenFrame> stack, uint64_t last_tick, bool started, uint64_t lost_events = 0);
 
   uint64_t last_tick() const { return last_; }
   bool started() const { return started_; }
@@ -139,7 +143,7 @@ class RawStreamEncoder {
   uint64_t gap_lost_ = 0;
   std::vector<OpenFrame> resync_;
   uint64_t stream_lost_ = 0;  // events the kLost records of the stream account for
-  uint64_t pending_loss_ = 0;  // begin_with_loss: marked before the next event
+  uint64_t pending_loss_ = 0;  // lose_here: marked before the next event
 };
 
 }  // namespace callscope::format

@@ -277,7 +277,10 @@ Result<std::unique_ptr<RawThreadFile>> RawThreadFile::open(const std::string& pa
   if (h.ring_segments == 0) {
     if (size > kRawThreadHeaderSize)
       f->spans_.push_back({reinterpret_cast<const uint64_t*>(static_cast<const uint8_t*>(m) + kRawThreadHeaderSize),
-                           (size - kRawThreadHeaderSize) / 8});
+                           (size - kRawThreadHeaderSize) / 8, 0});
+    // The runtime records how far its chunks reach: a file shorter than
+    // that was cut short, and its last events are gone.
+    if (h.file_bytes > size) f->missing_bytes_ = h.file_bytes - size;
   } else {
     // Ring mode: the segments from first_segment (those before it are in
     // the trace `record` streamed) to the one being written. A segment whose
@@ -289,17 +292,59 @@ Result<std::unique_ptr<RawThreadFile>> RawThreadFile::open(const std::string& pa
     if (first_segment < oldest_in_ring) f->missing_before_ = oldest_in_ring - first_segment;
     const auto* ring = reinterpret_cast<const uint8_t*>(m) + kRawThreadHeaderSize;
     const uint64_t ring_room = size - kRawThreadHeaderSize;
+    uint64_t gap = 0;  // complete segments holding nothing, since the last span
     for (uint64_t i = std::max(first_segment, oldest_in_ring); i <= h.committed; ++i) {
       const uint64_t at = (i % h.ring_segments) * seg;
       if (at + seg > ring_room) {
         f->missing_after_ = h.committed + 1 - i;  // the file was cut short here
         break;
       }
-      f->spans_.push_back({reinterpret_cast<const uint64_t*>(ring + at), seg / 8});
+      const auto* words = reinterpret_cast<const uint64_t*>(ring + at);
+      // A writer leaves a segment only when it is full: a complete one that
+      // holds nothing was given back (zeroed) by a recorder whose block of
+      // it is gone, or lost its pages. The segment being written may be empty.
+      if (i < h.committed && std::all_of(words, words + seg / 8, [](uint64_t w) { return w == 0; })) {
+        ++gap;
+        continue;
+      }
+      if (f->spans_.empty()) {
+        f->missing_before_ += gap;
+      } else {
+        f->missing_inside_ += gap;
+      }
+      f->spans_.push_back({words, seg / 8, f->spans_.empty() ? 0 : gap});
+      gap = 0;
     }
   }
   ::madvise(m, size, MADV_SEQUENTIAL);
   return f;
+}
+
+bool RawThreadFile::take_gap(uint64_t& lost_events) {
+  if (span_ >= spans_.size() || spans_[span_].missing_before == 0) return false;
+  lost_events = events_estimate(spans_[span_].missing_before);
+  return next_span();
+}
+
+std::string RawThreadFile::damage() const {
+  std::string parts;
+  auto add = [&](uint64_t n, const char* where) {
+    if (!n) return;
+    if (!parts.empty()) parts += ", ";
+    parts += std::to_string(n) + " ring segment" + (n == 1 ? "" : "s") + " " + where;
+  };
+  add(missing_before_, "before the first one left (their slots were reused)");
+  add(missing_inside_, "in the middle (given back or never written, and not in the trace)");
+  add(missing_after_, "at the end (the file was cut short)");
+  uint64_t events = events_estimate(missing_before_ + missing_inside_ + missing_after_);
+  if (missing_bytes_) {
+    if (!parts.empty()) parts += ", ";
+    parts += std::to_string(missing_bytes_) + " bytes of events at the end (the file was cut short)";
+    events += missing_bytes_events();
+  }
+  if (parts.empty()) return "";
+  return "'" + path_ + "': missing " + parts + ": about " + std::to_string(events) +
+         " events, marked lost in the trace";
 }
 
 bool RawThreadFile::next_span() {

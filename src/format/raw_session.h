@@ -144,12 +144,25 @@ class RawThreadFile {
   uint64_t torn_events() const { return dec_.torn; }      // half-written (crash point)
   uint64_t bad_words() const { return dec_.bad_words; }   // words with an unknown kind
   // Ring mode: segments no longer in the ring before the first one read
-  // (taken by a recorder that left no trace of them), and segments missing
-  // at the end (a file cut short).
+  // (taken by a recorder that left no trace of them), segments missing
+  // between two read (complete segments holding nothing: given back by a
+  // recorder whose block of them is gone, or never written), and segments
+  // missing at the end (a file cut short).
   uint64_t missing_before() const { return missing_before_; }
+  uint64_t missing_inside() const { return missing_inside_; }
   uint64_t missing_after() const { return missing_after_; }
   // About how many events `segments` held (an entry takes two words, an exit one).
   uint64_t events_estimate(uint64_t segments) const { return ring_events_estimate(segments, header_.segment_bytes); }
+  // Grow mode: bytes of event chunks the header says the file held, beyond
+  // its end (a file cut short); and about how many events they held.
+  uint64_t missing_bytes() const { return missing_bytes_; }
+  uint64_t missing_bytes_events() const { return missing_bytes_ / 8 * 2 / 3; }
+  // After next() returned false: whether segments are missing before the
+  // next span of the stream (then `lost_events` is about how many events
+  // they held, and next() goes on after them), or the stream is at its end.
+  bool take_gap(uint64_t& lost_events);
+  // What is missing, in words ("" when nothing): for a warning.
+  std::string damage() const;
 
  private:
   RawThreadFile() = default;
@@ -160,6 +173,7 @@ class RawThreadFile {
   struct Span {
     const uint64_t* words;
     size_t n;
+    uint64_t missing_before;  // segments missing between the previous span and this one
   };
   std::vector<Span> spans_;
   size_t span_ = 0;
@@ -169,7 +183,9 @@ class RawThreadFile {
   void* map_ = nullptr;
   size_t map_size_ = 0;
   uint64_t missing_before_ = 0;
+  uint64_t missing_inside_ = 0;
   uint64_t missing_after_ = 0;
+  uint64_t missing_bytes_ = 0;
   bool next_span();
   RawDecoder dec_;
 };
@@ -228,10 +244,12 @@ inline bool RawDecoder::next(const uint64_t* words, size_t n, size_t& i, RawEven
 }
 
 inline bool RawThreadFile::next(RawEvent& e) {
-  do {
+  for (;;) {
     if (dec_.next(words_, n_words_, i_, e)) return true;
-  } while (next_span());
-  return false;
+    // At a gap, stop: the caller marks it (take_gap).
+    if (span_ < spans_.size() && spans_[span_].missing_before) return false;
+    if (!next_span()) return false;
+  }
 }
 
 }  // namespace callscope::format

@@ -131,13 +131,17 @@ struct RawThreadHeader {
   uint64_t drain_failed;  // recorder: nonzero once it cannot drain (writers then drop)
   uint64_t wait_ns;       // writer: time spent waiting for the recorder to free a segment
   uint64_t waits;         // writer: how many times it waited
+  // Grow mode: the file holds event chunks up to this offset (bytes), set
+  // as each chunk is added; a file shorter than that was cut short. 0:
+  // unknown (a runtime before this field).
+  uint64_t file_bytes;
   // The stops and starts (RawSwitch::seq) the thread has acted on. One that
   // made no call from a switch to the process's end never acted on it: the
   // reader applies it (runtimes before kSwitch records wrote 0 here and no
   // such record, so nothing is applied).
   uint64_t switches_seen;
 };
-static_assert(sizeof(RawThreadHeader) == 128);
+static_assert(sizeof(RawThreadHeader) == 136);
 inline constexpr uint32_t kRingSegments = 16;
 inline constexpr uint32_t kSegmentBytes = 256 << 10;
 inline constexpr uint64_t kRawThreadMain = 1;

@@ -17,9 +17,10 @@ StrRef StringTable::add(std::string_view s) {
 }
 
 Result<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::string& path, const FileHeader& header,
-                                                         int zstd_level) {
+                                                         int zstd_level, OutputClaim* claim) {
   std::unique_ptr<TraceWriter> w(new TraceWriter());
   w->path_ = path;
+  w->claim_ = claim;
   w->tmp_path_ = path + ".tmp." + std::to_string(::getpid());
   w->file_ = std::fopen(w->tmp_path_.c_str(), "wbx");
   if (!w->file_) return system_error("cannot create '" + w->tmp_path_ + "'", errno);
@@ -32,7 +33,7 @@ Result<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::string& path
 
 TraceWriter::~TraceWriter() {
   if (file_) std::fclose(file_);
-  if (!finished_) ::unlink(tmp_path_.c_str());
+  if (!finished_ && !keep_temporary_) ::unlink(tmp_path_.c_str());
   if (cctx_) ZSTD_freeCCtx(cctx_);
 }
 
@@ -72,6 +73,10 @@ Status TraceWriter::finish(const EndRecord& end) {
     return system_error("cannot write '" + tmp_path_ + "'", errno);
   std::fclose(file_);
   file_ = nullptr;
+  if (claim_) {
+    finished_ = true;  // complete: kept at the temporary path if the claim refuses the rename
+    return claim_->publish(tmp_path_);
+  }
   if (::rename(tmp_path_.c_str(), path_.c_str()) != 0)
     return system_error("cannot rename '" + tmp_path_ + "' to '" + path_ + "'", errno);
   finished_ = true;

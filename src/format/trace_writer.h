@@ -2,7 +2,8 @@
 // and event blocks of delta-encoded, zstd-compressed columns.
 //
 // The file is written as <path>.tmp.<pid> and renamed into place by finish():
-// a reader never sees half a trace under the final name.
+// a reader never sees half a trace under the final name. With an
+// OutputClaim (record, finish), only over the file claimed at the start.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/output_claim.h"
 #include "common/result.h"
 #include "format/trace_format.h"
 
@@ -32,8 +34,9 @@ class StringTable {
 
 class TraceWriter {
  public:
+  // `claim`, when given, outlives the writer and decides the rename.
   static Result<std::unique_ptr<TraceWriter>> create(const std::string& path, const FileHeader& header,
-                                                     int zstd_level);
+                                                     int zstd_level, OutputClaim* claim = nullptr);
   ~TraceWriter();
   TraceWriter(const TraceWriter&) = delete;
   TraceWriter& operator=(const TraceWriter&) = delete;
@@ -50,8 +53,12 @@ class TraceWriter {
   }
   Status write_block(BlockType type, uint32_t aux0, uint32_t count, uint64_t first_tick,
                      const std::vector<uint8_t>& raw, uint32_t aux1 = 0);
-  // Writes the end block, flushes, and renames the file into place.
+  // Writes the end block, flushes, and renames the file into place. When the
+  // claim refuses the rename, the complete file stays at temporary_path().
   Status finish(const EndRecord& end);
+  // The temporary file is not removed when the writer is destroyed
+  // unfinished: record's raw session names it, and `finish` reads it back.
+  void keep_temporary() { keep_temporary_ = true; }
   // Hands what was written so far to the kernel: it then outlives this
   // process (record streams blocks while the program runs, and gives the
   // raw segments back only once their block is flushed).
@@ -68,6 +75,8 @@ class TraceWriter {
   std::string path_;
   std::string tmp_path_;
   FILE* file_ = nullptr;
+  OutputClaim* claim_ = nullptr;
+  bool keep_temporary_ = false;
   ZSTD_CCtx_s* cctx_ = nullptr;
   std::vector<uint8_t> compressed_;
   uint64_t offset_ = 0;

@@ -58,6 +58,7 @@ CALLSCOPE_NOINSTR bool map_next_chunk(ThreadState* t, uint64_t min_bytes) {
   t->chunk = static_cast<uint64_t*>(m);
   t->chunk_bytes = bytes;
   t->file_end += bytes;
+  t->header->file_bytes = t->file_end;  // a reader knows a file cut short by this
   // Nested reserves fail while end is null; then pos moves, then end opens.
   t->end = nullptr;
   signal_fence();
