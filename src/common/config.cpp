@@ -9,9 +9,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <limits>
-#include <sstream>
 
 // toml++ is linked as Debian's shared library, which is built with
 // exceptions: toml::parse throws toml::parse_error. It is caught right at the
@@ -19,6 +17,8 @@
 #include <toml++/toml.h>
 
 #include <CLI/CLI.hpp>
+
+#include "common/files.h"
 
 extern char** environ;
 
@@ -535,12 +535,11 @@ Result<Config> parse_toml(std::string_view text, const std::string& path) {
 }
 
 Result<Config> load_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return system_error("cannot read config file '" + path + "'", errno);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return system_error("cannot read config file '" + path + "'", errno);
-  return parse_toml(text.str(), path);
+  // Through read_file_bytes: a FIFO or a directory given as the config file
+  // is refused, never waited on or read as empty.
+  auto bytes = read_file_bytes(path);
+  if (!bytes) return bytes.error().context("cannot read config file '" + path + "'");
+  return parse_toml(std::string_view(reinterpret_cast<const char*>(bytes->data()), bytes->size()), path);
 }
 
 // ---- the environment ---------------------------------------------------------------

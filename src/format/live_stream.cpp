@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/files.h"
 #include "format/trace_reader.h"
 
 namespace callscope::format {
@@ -286,16 +287,15 @@ Result<std::unique_ptr<LiveStream>> LiveStream::recover(const RawSession& s, con
     t->events = std::make_unique<EventEncoder>(*live->writer_, index);
     t->stream = std::make_unique<RawStreamEncoder>(*t->events, offset, t->record);
     // The ring, read-only: nobody writes it any more.
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    struct stat st {};
-    if (fd >= 0 && ::fstat(fd, &st) == 0 && static_cast<uint64_t>(st.st_size) >= kRawThreadHeaderSize + kRingBytes) {
-      void* m = ::mmap(nullptr, kRawThreadHeaderSize + kRingBytes, PROT_READ, MAP_SHARED, fd, 0);
+    auto file = open_regular_file(path);  // never waits on a FIFO put in its place
+    if (file && file->size >= kRawThreadHeaderSize + kRingBytes) {
+      void* m = ::mmap(nullptr, kRawThreadHeaderSize + kRingBytes, PROT_READ, MAP_SHARED, file->fd, 0);
       if (m != MAP_FAILED) {
         t->map = static_cast<uint8_t*>(m);
         t->map_bytes = kRawThreadHeaderSize + kRingBytes;
       }
     }
-    if (fd >= 0) ::close(fd);
+    if (file) ::close(file->fd);
     if (!t->map) live->warnings_.push_back("'" + path + "': cannot read its ring; its last events are lost");
     // What the dead recorder wrote of this thread, event for event, and the
     // segments its blocks cover.
