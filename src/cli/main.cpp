@@ -81,7 +81,9 @@ int main(int argc, char** argv) {
     }
     auto result = run();
     if (!result) {
-      std::fprintf(stderr, "callscope %s: %s\n", cmd->name, result.error().message().c_str());
+      // Messages may quote what was read (a section name, a line of an
+      // --edges file, a thread name): never raw on a terminal.
+      std::fprintf(stderr, "callscope %s: %s\n", cmd->name, callscope::terminal_safe(result.error().message()).c_str());
       return kFailure;
     }
     return result.value();

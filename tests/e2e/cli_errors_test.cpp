@@ -193,6 +193,59 @@ TEST(CliErrors, DamagedTraceHeaders) {
   }
 }
 
+// Names from the program (its thread names, its command line, the name of
+// its binary) and lines of an --edges file never reach the terminal raw: a
+// thread named "\e]0;PWN\a\e[2J" retitled and cleared the terminal of
+// whoever ran `info`.
+TEST(CliErrors, TerminalEscapesInNamesAreShownEscaped) {
+  TempDir dir;
+  const std::string evil = "x\x1b]0;PWN\x07\x1b[2J";  // 12 bytes: the main thread's whole name
+  const std::string shown = "x\\x1b]0;PWN\\x07\\x1b[2J";
+  const std::string link = dir.file(evil);
+  ASSERT_EQ(::symlink(any_fixture("recursion").c_str(), link.c_str()), 0);
+  const std::string trace = dir.file("t.trace");
+  RunResult rec = callscope({"record", "-o", trace, "--", link, "20", "arg\x1b[31m\x9b"});
+  ASSERT_EQ(rec.exit_code, 0) << rec.err;
+  auto raw_control = [](const std::string& s) {
+    for (unsigned char c : s)
+      if ((c < 0x20 && c != '\n') || c == 0x7f || c == 0x9b) return true;
+    return false;
+  };
+  const std::vector<std::vector<std::string>> views = {
+      {"info", trace},   {"report", trace},          {"report", "--tree", trace}, {"report", "--threads", trace},
+      {"replay", trace}, {"dump", "--stats", trace}, {"dump", "-n", "5", trace}};
+  for (const auto& v : views) {
+    RunResult r = callscope(v);
+    EXPECT_EQ(r.exit_code, 0) << v[0] << ": " << r.err;
+    EXPECT_FALSE(raw_control(r.out)) << v[0] << " " << v[1] << " printed a control character:\n" << r.out;
+    EXPECT_FALSE(raw_control(r.err)) << v[0] << ": " << r.err;
+  }
+  RunResult info = callscope({"info", trace});
+  EXPECT_TRUE(contains(info.out, "program:    " + dir.path() + "/" + shown + " 20 arg\\x1b[31m\\x9b")) << info.out;
+  EXPECT_TRUE(contains(info.out, " " + shown + " ")) << "the thread name\n" << info.out;
+  RunResult replay = callscope({"replay", trace});
+  EXPECT_TRUE(contains(replay.out, "\"" + shown + "\"")) << replay.out;
+
+  // JSON stays valid JSON, with the name as JSON escapes it; CSV is quoted.
+  RunResult json = callscope({"report", "--threads", "--format", "json", trace});
+  EXPECT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_TRUE(contains(json.out, "x\\u001b]0;PWN\\u0007\\u001b[2J")) << json.out;
+  RunResult ijson = callscope({"info", "--format", "json", trace});
+  EXPECT_EQ(ijson.exit_code, 0) << "a byte that is not UTF-8 made the JSON writer throw\n" << ijson.err;
+  EXPECT_TRUE(contains(ijson.out, "arg\\u001b[31m\xef\xbf\xbd")) << ijson.out;  // U+FFFD for the lone 0x9b
+
+  // stack: the module is named after the binary; an --edges line quoted in an error.
+  RunResult st = callscope({"stack", link, "recurse"});
+  EXPECT_EQ(st.exit_code, 0) << st.err;
+  EXPECT_FALSE(raw_control(st.out)) << st.out;
+  EXPECT_TRUE(contains(st.out, shown + "!recurse")) << st.out;
+  std::ofstream(dir.file("edges.txt")) << "main -> recurse\n\x1b]0;PWN\x07\x1b[2J\n";
+  RunResult edges = callscope({"stack", "--worst", link, "--edges", dir.file("edges.txt")});
+  EXPECT_EQ(edges.exit_code, 1);
+  EXPECT_TRUE(contains(edges.err, "edges.txt:2: expected 'caller -> callee', got '\\x1b]0;PWN\\x07\\x1b[2J'")) << edges.err;
+  EXPECT_FALSE(raw_control(edges.err)) << edges.err;
+}
+
 // A trace cut short or damaged: info and dump say what is wrong and where,
 // show what is intact, and exit 1.
 TEST(CliErrors, TruncatedAndDamagedTraces) {
