@@ -41,7 +41,7 @@ Command dump_command() {
               symbolize::Symbolizer sym(**trace, {!o->no_demangle});
               auto st = o->stats ? views::print_stats(**trace, sym, d, stdout) : views::print_dump(**trace, sym, d, stdout);
               if (!st) return st.error();
-              for (const std::string& w : sym.warnings()) std::fprintf(stderr, "callscope dump: warning: %s\n", w.c_str());
+              for (const std::string& w : sym.warnings()) print_warning("dump", w);
               for (const std::string& p : (*trace)->problems())
                 std::fprintf(stderr, "callscope dump: damaged trace: %s\n", p.c_str());
               return (*trace)->problems().empty() ? 0 : 1;

@@ -26,12 +26,12 @@ Command info_command() {
               if (!trace) return trace.error();
               (*trace)->verify_payloads();
               if (o->format == "json")
-                std::printf("%s\n", views::info_json(**trace).dump(2).c_str());
+                std::printf("%s\n", views::json_text(views::info_json(**trace)).c_str());
               else
                 views::print_info_text(**trace, stdout);
               std::fflush(stdout);
               if (const std::string w = views::loss_warning(**trace); !w.empty())
-                std::fprintf(stderr, "callscope info: warning: %s\n", w.c_str());
+                print_warning("info", w);
               // A damaged trace is described as far as it can be read, and
               // the exit status says it was damaged.
               return (*trace)->problems().empty() ? 0 : 1;

@@ -77,9 +77,9 @@ Command replay_command() {
               auto st = views::print_replay(**trace, sym, r, stdout);
               std::fflush(stdout);
               for (const std::string& w : sym.warnings())
-                std::fprintf(stderr, "callscope replay: warning: %s\n", w.c_str());
+                print_warning("replay", w);
               if (const std::string w = views::loss_warning(**trace); !w.empty())
-                std::fprintf(stderr, "callscope replay: warning: %s\n", w.c_str());
+                print_warning("replay", w);
               if (!st) return st.error();
               for (const std::string& p : (*trace)->problems())
                 std::fprintf(stderr, "callscope replay: damaged trace: %s\n", p.c_str());

@@ -117,7 +117,7 @@ Result<DiffSide> diff_side(const std::string& spec, const std::string& trace_pat
   } else {
     side.label = path + (t.is_profile() ? " (final state)" : "");
   }
-  for (const std::string& w : sym.warnings()) std::fprintf(stderr, "callscope report: warning: %s\n", w.c_str());
+  for (const std::string& w : sym.warnings()) print_warning("report", w);
   return side;
 }
 
@@ -164,7 +164,7 @@ Result<int> run(const Opts& o) {
   if (o.stack) {
     CALLSCOPE_TRY(analysis::StackDepths depths, analysis::measure_stack(t, threads));
     views::print_stack_depths(t, depths, sym, *format, o.top, stdout);
-    for (const std::string& w : sym.warnings()) std::fprintf(stderr, "callscope report: warning: %s\n", w.c_str());
+    for (const std::string& w : sym.warnings()) print_warning("report", w);
     for (const std::string& p : t.problems()) std::fprintf(stderr, "callscope report: damaged trace: %s\n", p.c_str());
     return t.problems().empty() ? 0 : 1;
   }
@@ -185,9 +185,9 @@ Result<int> run(const Opts& o) {
     st = views::print_flat_profile(t, profile, r, stdout);
   if (!st) return st.error();
 
-  for (const std::string& w : sym.warnings()) std::fprintf(stderr, "callscope report: warning: %s\n", w.c_str());
+  for (const std::string& w : sym.warnings()) print_warning("report", w);
   if (const std::string w = views::loss_warning(t); !w.empty())
-    std::fprintf(stderr, "callscope report: warning: %s\n", w.c_str());
+    print_warning("report", w);
   for (const std::string& p : t.problems()) std::fprintf(stderr, "callscope report: damaged trace: %s\n", p.c_str());
   return t.problems().empty() ? 0 : 1;
 }
@@ -264,7 +264,7 @@ Command report_command() {
             return [o, settings]() -> Result<int> {
               std::vector<std::string> warnings;
               CALLSCOPE_TRY(config::Config c, settings->resolve(&warnings));
-              for (const auto& w : warnings) std::fprintf(stderr, "callscope report: warning: %s\n", w.c_str());
+              for (const auto& w : warnings) print_warning("report", w);
               o->name_width = c.name_width.value_or(0);
               return run(*o);
             };

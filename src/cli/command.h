@@ -4,8 +4,11 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdio>
 #include <functional>
+#include <string>
 
+#include "common/output_format.h"
 #include "common/result.h"
 
 namespace callscope::cli {
@@ -21,6 +24,13 @@ struct Command {
   // returns the runner, which reads the parsed values.
   std::function<Runner(CLI::App& app)> setup;
 };
+
+// "callscope <command>: warning: <text>" on stderr. The text may quote a
+// trace or a binary (module paths, names): printed terminal_safe, as main
+// prints errors.
+inline void print_warning(const char* command, const std::string& text) {
+  std::fprintf(stderr, "callscope %s: warning: %s\n", command, terminal_safe(text).c_str());
+}
 
 Command record_command();
 Command finish_command();

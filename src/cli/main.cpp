@@ -34,6 +34,9 @@ int main(int argc, char** argv) {
       "  gcc -g -finstrument-functions app.c -o app\n"
       "  callscope record -o app.trace -- ./app\n"
       "  callscope info app.trace\n"
+      "Traces, binaries and config files are read from regular files only (a FIFO or a\n"
+      "device is refused at once). Text output shows control characters in names from\n"
+      "a trace or a binary as escapes (\\x1b); CSV and JSON keep them in their own quoting.\n"
       "Run 'callscope COMMAND --help' for a command's options.");
 
   std::map<const CLI::App*, std::pair<const Command*, Runner>> runners;
@@ -81,7 +84,9 @@ int main(int argc, char** argv) {
     }
     auto result = run();
     if (!result) {
-      std::fprintf(stderr, "callscope %s: %s\n", cmd->name, result.error().message().c_str());
+      // Messages may quote what was read (a section name, a line of an
+      // --edges file, a thread name): never raw on a terminal.
+      std::fprintf(stderr, "callscope %s: %s\n", cmd->name, callscope::terminal_safe(result.error().message()).c_str());
       return kFailure;
     }
     return result.value();

@@ -9,9 +9,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <limits>
-#include <sstream>
 
 // toml++ is linked as Debian's shared library, which is built with
 // exceptions: toml::parse throws toml::parse_error. It is caught right at the
@@ -19,6 +17,8 @@
 #include <toml++/toml.h>
 
 #include <CLI/CLI.hpp>
+
+#include "common/files.h"
 
 extern char** environ;
 
@@ -492,7 +492,10 @@ Result<Config> parse_toml(std::string_view text, const std::string& path) {
     const auto& begin = e.source().begin;
     std::string what(e.description());  // "Error while parsing value: ..."
     if (!what.empty()) what[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(what[0])));
-    const auto [key, value] = key_on_line(text, begin.line);
+    // Not a structured binding: clang before 16 cannot capture one in a lambda.
+    const std::pair<std::string, std::string> key_value = key_on_line(text, begin.line);
+    const std::string& key = key_value.first;
+    const std::string& value = key_value.second;
     // The likely slip: a duration or a name written without quotes.
     const auto it = std::find_if(std::begin(kKeys), std::end(kKeys), [&](const KeyInfo& k) { return key == k.toml; });
     if (it != std::end(kKeys) && !value.empty() && value[0] != '"' && value[0] != '\'' && value[0] != '[' &&
@@ -505,7 +508,9 @@ Result<Config> parse_toml(std::string_view text, const std::string& path) {
   c.file = path;
   std::vector<Key> keys;
   for (const KeyInfo& k : kKeys) keys.push_back(k.key);
-  for (auto&& [name, node] : doc) {
+  for (auto&& entry : doc) {
+    const toml::key& name = entry.first;  // not structured bindings: see above
+    toml::node& node = entry.second;
     const auto it = std::find_if(std::begin(kKeys), std::end(kKeys),
                                  [&](const KeyInfo& k) { return name.str() == k.toml; });
     const uint32_t line = node.source().begin.line ? node.source().begin.line : name.source().begin.line;
@@ -530,12 +535,11 @@ Result<Config> parse_toml(std::string_view text, const std::string& path) {
 }
 
 Result<Config> load_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return system_error("cannot read config file '" + path + "'", errno);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return system_error("cannot read config file '" + path + "'", errno);
-  return parse_toml(text.str(), path);
+  // Through read_file_bytes: a FIFO or a directory given as the config file
+  // is refused, never waited on or read as empty.
+  auto bytes = read_file_bytes(path);
+  if (!bytes) return bytes.error().context("cannot read config file '" + path + "'");
+  return parse_toml(std::string_view(reinterpret_cast<const char*>(bytes->data()), bytes->size()), path);
 }
 
 // ---- the environment ---------------------------------------------------------------

@@ -3,11 +3,25 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/result.h"
 
 namespace callscope {
+
+// A regular file opened read-only; the caller closes fd.
+struct OpenedFile {
+  int fd = -1;
+  uint64_t size = 0;  // bytes, when it was opened
+};
+
+// Opens `path` for reading and refuses what is not a regular file -- a FIFO,
+// a device, a socket, a directory -- with a message naming what it is. The
+// open never waits (a FIFO without a writer would block it forever): every
+// reader of traces, raw sessions, binaries and config files goes through
+// here. `directory_hint` is added to the message for a directory.
+Result<OpenedFile> open_regular_file(const std::string& path, std::string_view directory_hint = {});
 
 Result<std::vector<uint8_t>> read_file_bytes(const std::string& path);
 Status write_file_bytes(const std::string& path, const void* data, size_t size);

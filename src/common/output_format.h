@@ -18,4 +18,13 @@ Result<OutputFormat> parse_output_format(std::string_view name);
 // break, as C++ names do ("f<a, b>").
 std::string csv_field(const std::string& s);
 
+// Text from a trace or a binary (thread names, command lines, paths, symbol
+// and section names, marks), made safe to print on a terminal: control
+// characters (C0, DEL, and C1 as UTF-8 U+0080..U+009F) and bytes that are not
+// UTF-8 are written as C escapes (\t, \n, \r, else \xNN). Such a
+// name cannot move the cursor, retitle or clear the terminal; valid UTF-8
+// otherwise passes unchanged, and the result is unchanged by a second pass.
+// CSV and JSON keep their own quoting instead.
+std::string terminal_safe(std::string_view s);
+
 }  // namespace callscope

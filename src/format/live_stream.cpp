@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/files.h"
 #include "format/trace_reader.h"
 
 namespace callscope::format {

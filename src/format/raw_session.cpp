@@ -253,11 +253,9 @@ Result<RawProcessStart> read_process_start(const std::string& process_dir) {
 Result<std::unique_ptr<RawThreadFile>> RawThreadFile::open(const std::string& path, uint64_t first_segment) {
   std::unique_ptr<RawThreadFile> f(new RawThreadFile());
   f->path_ = path;
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return system_error("cannot open '" + path + "'", errno);
-  struct stat st {};
-  ::fstat(fd, &st);
-  const size_t size = static_cast<size_t>(st.st_size);
+  CALLSCOPE_TRY(const OpenedFile file, open_regular_file(path));
+  const int fd = file.fd;
+  const size_t size = static_cast<size_t>(file.size);
   if (size < sizeof(RawThreadHeader)) {
     ::close(fd);
     return Error("'" + path + "': too short for a thread header (" + std::to_string(size) + " bytes)");
@@ -365,15 +363,9 @@ RawThreadFile::~RawThreadFile() {
 namespace callscope::format {
 
 Result<RawTree> read_prof_file(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return system_error("cannot open '" + path + "'", errno);
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    const int e = errno;
-    ::close(fd);
-    return system_error("cannot read '" + path + "'", e);
-  }
-  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  CALLSCOPE_TRY(const OpenedFile file, open_regular_file(path));
+  const int fd = file.fd;
+  const uint64_t size = file.size;
   void* m = size ? ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
   ::close(fd);
   if (m == MAP_FAILED) return Error("'" + path + "' is empty or cannot be mapped");
@@ -411,11 +403,15 @@ Result<RawTree> read_prof_file(const std::string& path) {
 
 Status read_dumps(const std::string& path, std::vector<std::string>& warnings,
                   const std::function<Status(RawSnapshot&)>& f) {
-  FILE* in = std::fopen(path.c_str(), "rb");
-  if (!in) return system_error("cannot open '" + path + "'", errno);
+  CALLSCOPE_TRY(const OpenedFile file, open_regular_file(path));
+  FILE* in = ::fdopen(file.fd, "rb");
+  if (!in) {
+    const int e = errno;
+    ::close(file.fd);
+    return system_error("cannot open '" + path + "'", e);
+  }
   std::unique_ptr<FILE, int (*)(FILE*)> guard(in, std::fclose);
-  struct stat st;
-  const uint64_t file_size = ::fstat(::fileno(in), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+  const uint64_t file_size = file.size;
   uint64_t offset = 0;
   for (;;) {
     RawSnapshot s;

@@ -32,6 +32,11 @@
 //                      A kProfNodeOpen node (raw snapshots and kProfile blocks)
 //                      counts its call in progress in calls, min, max and first
 //                      (1.1: only its time, in total and self).
+//   raw 2, final 1.3 — FileHeader::check, a header_check() of the header
+//                      bytes before it (a 1.0-1.2 header has 0 there: the
+//                      last bytes of reserved). Readers check every header
+//                      field's range, in traces of every version, and the
+//                      check from 1.3 on (see "File header" below).
 #pragma once
 
 #include <stddef.h>
@@ -429,21 +434,37 @@ static_assert(sizeof(RawRecorderInfo) == 16);
 
 inline constexpr char kTraceMagic[8] = {'C', 'A', 'L', 'L', 'S', 'C', 'P', '\x1a'};
 inline constexpr uint16_t kTraceVersionMajor = 1;
-inline constexpr uint16_t kTraceVersionMinor = 2;
+inline constexpr uint16_t kTraceVersionMinor = 3;
+// The first minor version whose header carries a check.
+inline constexpr uint16_t kTraceMinorHeaderCheck = 3;
 
+// File header. Everything is read from it before a single block: a damaged
+// header would misread the whole trace (a ticks_per_ns of 1e-300 makes every
+// duration 1e300 ns). Readers refuse a header whose fields are out of range
+// -- header_size other than 64 (a later minor version: 64 to 4096, a
+// multiple of 8), an unknown clock, ticks_per_ns not 1.0 for kMonotonic nor
+// within [kMinTicksPerNs, kMaxTicksPerNs] for kTsc, flags or reserved bytes
+// set, an origin past 2^63 ns -- and, from 1.3 on, a header whose check does
+// not match: together they catch every single damaged byte of the 64.
 struct FileHeader {
   char magic[8];
   uint16_t version_major;
   uint16_t version_minor;
   uint32_t header_size;      // sizeof(FileHeader)
   uint32_t clock;            // ClockKind
-  uint32_t flags;
+  uint32_t flags;            // none defined: 0
   double ticks_per_ns;       // trace ticks per nanosecond (1.0 for kMonotonic)
   uint64_t origin_mono_ns;   // CLOCK_MONOTONIC at trace tick 0
-  uint64_t origin_realtime_ns;
-  uint64_t reserved[2];
+  uint64_t origin_realtime_ns;  // CLOCK_REALTIME at the start, 0 when unknown
+  uint64_t reserved;
+  uint32_t reserved2;
+  uint32_t check;            // 1.3: header_check() of the bytes before this field
 };
 static_assert(sizeof(FileHeader) == 64);
+static_assert(offsetof(FileHeader, check) == 60);
+// A TSC from 10 MHz to 100 GHz: a rate outside is damage, not a clock.
+inline constexpr double kMinTicksPerNs = 0.01;
+inline constexpr double kMaxTicksPerNs = 100.0;
 
 inline constexpr uint32_t kBlockMagic = 0x4b4c4243;  // "CBLK" little-endian
 
@@ -486,6 +507,11 @@ inline uint32_t header_check(const void* data, size_t size) {
   uint32_t h = 2166136261u;
   for (size_t i = 0; i < size; ++i) h = (h ^ p[i]) * 16777619u;
   return h;
+}
+
+// Sets the check of a file header (1.3 on); writers call it last.
+inline void seal_file_header(FileHeader& h) {
+  h.check = header_check(&h, offsetof(FileHeader, check));
 }
 
 // Records of metadata blocks: the payload is

@@ -8,8 +8,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
+#include "common/files.h"
 #include "format/varint.h"
 
 namespace callscope::format {
@@ -49,6 +51,44 @@ Result<std::vector<std::pair<R, const uint8_t*>>> parse_records(const std::vecto
   return out;
 }
 
+std::string number(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+// The range of every field of a file header (docs/trace-format.md, "File
+// header"); the message says which field is wrong. Magic and major version
+// are checked before.
+Status check_file_header(const FileHeader& h, uint64_t file_size) {
+  const bool known_minor = h.version_minor <= kTraceVersionMinor;
+  if (known_minor ? h.header_size != sizeof(FileHeader)
+                  : h.header_size < sizeof(FileHeader) || h.header_size > 4096 || h.header_size % 8 != 0)
+    return Error("header_size is " + std::to_string(h.header_size) + ", not " + std::to_string(sizeof(FileHeader)));
+  if (h.header_size > file_size)
+    return Error("header_size " + std::to_string(h.header_size) + " is past the end of the file (" +
+                 std::to_string(file_size) + " bytes)");
+  if (h.clock != static_cast<uint32_t>(ClockKind::kTsc) && h.clock != static_cast<uint32_t>(ClockKind::kMonotonic))
+    return Error("unknown clock kind " + std::to_string(h.clock) + " (1: TSC, 2: CLOCK_MONOTONIC)");
+  if (h.clock == static_cast<uint32_t>(ClockKind::kMonotonic) && h.ticks_per_ns != 1.0)
+    return Error("ticks_per_ns is " + number(h.ticks_per_ns) + " for CLOCK_MONOTONIC, whose ticks are ns (1)");
+  if (!(h.ticks_per_ns >= kMinTicksPerNs && h.ticks_per_ns <= kMaxTicksPerNs))  // NaN and inf too
+    return Error("ticks_per_ns is " + number(h.ticks_per_ns) + ", not a TSC rate (" + number(kMinTicksPerNs) +
+                 " to " + number(kMaxTicksPerNs) + " ticks per ns)");
+  constexpr uint64_t kMaxNs = uint64_t{1} << 63;  // clock_gettime's time_t: no clock reads past it
+  if (h.origin_mono_ns >= kMaxNs || h.origin_realtime_ns >= kMaxNs)
+    return Error("origin time out of range (" + std::to_string(h.origin_mono_ns) + ", " +
+                 std::to_string(h.origin_realtime_ns) + " ns)");
+  if (known_minor && h.flags != 0) return Error("unknown flags " + std::to_string(h.flags));
+  if (known_minor && (h.reserved != 0 || h.reserved2 != 0)) return Error("reserved bytes are not zero");
+  if (h.version_minor < kTraceMinorHeaderCheck) {
+    if (h.check != 0) return Error("reserved bytes are not zero");
+  } else if (h.check != header_check(&h, offsetof(FileHeader, check))) {
+    return Error("its check does not match its bytes");
+  }
+  return ok_status();
+}
+
 std::string str(const uint8_t* strings, size_t size, StrRef r) {
   if (r.offset > size || r.length > size - r.offset) return "";
   return std::string(reinterpret_cast<const char*>(strings) + r.offset, r.length);
@@ -71,15 +111,9 @@ std::vector<std::string> split_nul(const std::string& s) {
 Result<std::unique_ptr<TraceReader>> TraceReader::open(const std::string& path) {
   std::unique_ptr<TraceReader> r(new TraceReader());
   r->path_ = path;
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return system_error("cannot open '" + path + "'", errno);
-  struct stat st {};
-  ::fstat(fd, &st);
-  if (S_ISDIR(st.st_mode)) {
-    ::close(fd);
-    return Error("'" + path + "' is a directory, not a trace (a raw session? try 'callscope finish')");
-  }
-  r->size_ = static_cast<uint64_t>(st.st_size);
+  CALLSCOPE_TRY(const OpenedFile file, open_regular_file(path, "a raw session? try 'callscope finish DIR'"));
+  const int fd = file.fd;
+  r->size_ = file.size;
   if (r->size_ < sizeof(FileHeader)) {
     ::close(fd);
     return Error("'" + path + "' is not a callscope trace (" + std::to_string(r->size_) +
@@ -97,9 +131,10 @@ Result<std::unique_ptr<TraceReader>> TraceReader::open(const std::string& path) 
     return Error("'" + path + "' is trace format " + std::to_string(r->header_.version_major) + "." +
                  std::to_string(r->header_.version_minor) + "; this callscope reads " +
                  std::to_string(kTraceVersionMajor) + ".x");
-  if (!(r->header_.ticks_per_ns > 0) || r->header_.header_size < sizeof(FileHeader) ||
-      r->header_.header_size > r->size_)
-    return Error("'" + path + "': damaged trace header");
+  if (Status st = check_file_header(r->header_, r->size_); !st)
+    return Error("'" + path + "': damaged trace header (the first " + std::to_string(sizeof(FileHeader)) +
+                 " bytes): " + st.error().message() +
+                 "; the file was changed after callscope wrote it: read an intact copy, or record again");
   CALLSCOPE_CHECK(r->index_blocks());
   CALLSCOPE_CHECK(r->read_metadata());
   return r;

@@ -10,6 +10,17 @@
 
 namespace callscope::format {
 
+namespace {
+
+// The header as written: with its check (1.3 on; a test writing an older
+// version gets the bytes it gave).
+FileHeader sealed(FileHeader h) {
+  if (h.version_minor >= kTraceMinorHeaderCheck) seal_file_header(h);
+  return h;
+}
+
+}  // namespace
+
 StrRef StringTable::add(std::string_view s) {
   StrRef r{static_cast<uint32_t>(bytes_.size()), static_cast<uint32_t>(s.size())};
   bytes_.insert(bytes_.end(), s.begin(), s.end());
@@ -27,7 +38,8 @@ Result<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::string& path
   w->cctx_ = ZSTD_createCCtx();
   ZSTD_CCtx_setParameter(w->cctx_, ZSTD_c_compressionLevel, zstd_level);
   ZSTD_CCtx_setParameter(w->cctx_, ZSTD_c_checksumFlag, 1);
-  CALLSCOPE_CHECK(w->write_bytes(&header, sizeof header));
+  const FileHeader h = sealed(header);
+  CALLSCOPE_CHECK(w->write_bytes(&h, sizeof h));
   return w;
 }
 
@@ -90,7 +102,8 @@ Status TraceWriter::flush() {
 
 Status TraceWriter::rewrite_header(const FileHeader& header) {
   CALLSCOPE_CHECK(flush());
-  if (::pwrite(::fileno(file_), &header, sizeof header, 0) != static_cast<ssize_t>(sizeof header))
+  const FileHeader h = sealed(header);
+  if (::pwrite(::fileno(file_), &h, sizeof h, 0) != static_cast<ssize_t>(sizeof h))
     return system_error("cannot write '" + tmp_path_ + "'", errno);
   return ok_status();
 }

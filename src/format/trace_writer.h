@@ -34,6 +34,8 @@ class StringTable {
 
 class TraceWriter {
  public:
+  // The header is written with its check set (seal_file_header), here and
+  // by rewrite_header.
   // `claim`, when given, outlives the writer and decides the rename.
   static Result<std::unique_ptr<TraceWriter>> create(const std::string& path, const FileHeader& header,
                                                      int zstd_level, OutputClaim* claim = nullptr);

@@ -13,6 +13,8 @@
 #include <cstring>
 #include <utility>
 
+#include "common/files.h"
+
 namespace callscope::stack {
 namespace {
 
@@ -59,12 +61,9 @@ Result<ElfImage> ElfImage::open(const std::string& path) {
 
 Status ElfImage::load(const std::string& path) {
   elf_version(EV_CURRENT);
-  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd_ < 0) return system_error("cannot open", errno);
-  struct stat sb {};
-  if (::fstat(fd_, &sb) != 0) return system_error("cannot stat", errno);
-  if (!S_ISREG(sb.st_mode)) return Error("not a regular file");
-  const uint64_t file_size = static_cast<uint64_t>(sb.st_size);
+  CALLSCOPE_TRY(const OpenedFile file, open_regular_file(path));  // a FIFO would block a plain open
+  fd_ = file.fd;
+  const uint64_t file_size = file.size;
 
   // Check the magic ourselves: libelf calls anything "ELF_K_NONE" and its
   // message for a text file is unhelpful.

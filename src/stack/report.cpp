@@ -87,7 +87,7 @@ std::string render_frames(const StackModel& m, std::vector<uint32_t> selected, s
   for (uint32_t i : selected) {
     const FunctionInfo& f = m.functions[i];
     std::snprintf(line, sizeof line, "%8u bytes  %-10s  ", f.frame_bytes, hex(f.address).c_str());
-    out += line + qualified(m, i) + (f.dynamic ? "  dynamic" : "") + "\n";
+    out += line + terminal_safe(qualified(m, i)) + (f.dynamic ? "  dynamic" : "") + "\n";
   }
   return out;
 }
@@ -142,15 +142,15 @@ std::string render_worst(const StackModel& m, const WorstCase& w, std::vector<ui
     std::snprintf(line, sizeof line, "%8llu bytes  %-10s  ", static_cast<unsigned long long>(d.bytes),
                   hex(f.address).c_str());
     const std::string flags = flags_of(d);
-    out += line + qualified(m, e) + (flags.empty() ? "" : "  [" + flags + "]") + "\n";
+    out += line + terminal_safe(qualified(m, e)) + (flags.empty() ? "" : "  [" + flags + "]") + "\n";
     for (size_t k = 0; k < path.size(); ++k) {
       const FunctionInfo& p = m.functions[path[k]];
       std::snprintf(line, sizeof line, "      %8u  ", p.frame_bytes);
       const bool tail = k + 1 < path.size() && w.depths[path[k]].next_is_tail;
-      out += line + p.name + (p.dynamic ? "  dynamic" : "") + (tail ? "  (tail call to next)" : "") + "\n";
+      out += line + terminal_safe(p.name) + (p.dynamic ? "  dynamic" : "") + (tail ? "  (tail call to next)" : "") + "\n";
     }
     if (!cycle.nodes.empty()) {
-      out += "      recursion: " + cycle_text(m, cycle) + "  (" + std::to_string(cycle.bytes_per_trip) +
+      out += "      recursion: " + terminal_safe(cycle_text(m, cycle)) + "  (" + std::to_string(cycle.bytes_per_trip) +
              " bytes per trip)\n";
     }
   }

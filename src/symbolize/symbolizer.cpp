@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <map>
 
+#include "common/files.h"
+
 namespace callscope::symbolize {
 namespace {
 
@@ -139,9 +141,19 @@ Symbolizer::Process& Symbolizer::process(uint32_t index) {
       p.mods.push_back(mod);
       continue;
     }
-    Dwfl_Module* dm = dwfl_report_elf(p.layer_for(mod.low, mod.high), mod.name.c_str(), m.path.c_str(), -1,
+    // Opened here, not by libdwfl: a path that is now a FIFO or a device
+    // is refused instead of blocking the open.
+    auto file = open_regular_file(m.path);
+    if (!file) {
+      warnings_.push_back(file.error().message() + ": the addresses of that module are shown as offsets");
+      p.mods.push_back(mod);
+      continue;
+    }
+    // libdwfl owns the descriptor once it accepts it; not when it fails.
+    Dwfl_Module* dm = dwfl_report_elf(p.layer_for(mod.low, mod.high), mod.name.c_str(), m.path.c_str(), file->fd,
                                       m.record.load_bias, false);
     if (!dm) {
+      ::close(file->fd);
       warnings_.push_back("module '" + m.path + "': " + dwfl_errmsg(-1));
       p.mods.push_back(mod);
       continue;

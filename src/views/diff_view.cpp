@@ -64,13 +64,13 @@ void print_diff(const std::vector<analysis::DiffRow>& all, const std::string& la
                                   {"total_b_ns", std::llround(r->b.total_ns)},
                                   {"self_a_ns", std::llround(r->a.self_ns)},
                                   {"self_b_ns", std::llround(r->b.self_ns)}});
-      std::fprintf(out, "%s\n", j.dump(2).c_str());
+      std::fprintf(out, "%s\n", json_text(j).c_str());
       return;
     }
     case OutputFormat::kText:
       break;
   }
-  std::fprintf(out, "A: %s\nB: %s\n", label_a.c_str(), label_b.c_str());
+  std::fprintf(out, "A: %s\nB: %s\n", terminal_safe(label_a).c_str(), terminal_safe(label_b).c_str());
   std::fprintf(out, "%10s %10s %9s  %9s %9s %10s %8s  %9s %9s %10s  %-10s %s\n", "CALLS A", "CALLS B", "CHANGE",
                "TOTAL A", "TOTAL B", "CHANGE", "%", "SELF A", "SELF B", "CHANGE", "MODULE", "FUNCTION");
   for (const auto* r : rows) {
@@ -80,8 +80,8 @@ void print_diff(const std::vector<analysis::DiffRow>& all, const std::string& la
                  format_duration_ns(r->a.total_ns).c_str(), format_duration_ns(r->b.total_ns).c_str(),
                  signed_duration(r->b.total_ns - r->a.total_ns).c_str(), percent(r->a.total_ns, r->b.total_ns).c_str(),
                  format_duration_ns(r->a.self_ns).c_str(), format_duration_ns(r->b.self_ns).c_str(),
-                 signed_duration(r->b.self_ns - r->a.self_ns).c_str(), r->module.c_str(),
-                 fit_name(r->name, o.name_width).c_str());
+                 signed_duration(r->b.self_ns - r->a.self_ns).c_str(), terminal_safe(r->module).c_str(),
+                 fit_name(terminal_safe(r->name), o.name_width).c_str());
   }
   if (rows.empty()) std::fprintf(out, "(no function changed)\n");
 }

@@ -56,7 +56,8 @@ Status print_dump(fmt::TraceReader& t, symbolize::Symbolizer& sym, const DumpOpt
     const auto& th = t.threads()[ti];
     const uint32_t proc = th.record.process_index;
     const uint32_t pid = proc < t.processes().size() ? t.processes()[proc].record.pid : 0;
-    std::fprintf(out, "thread %u: pid %u tid %u \"%s\", %llu events\n", ti, pid, th.record.tid, th.name.c_str(),
+    std::fprintf(out, "thread %u: pid %u tid %u \"%s\", %llu events\n", ti, pid, th.record.tid,
+                 terminal_safe(th.name).c_str(),
                  static_cast<unsigned long long>(th.record.events));
     uint64_t n = 0;
     CALLSCOPE_CHECK(t.for_each_event(ti, [&](const fmt::TraceEvent& e) {
@@ -74,7 +75,7 @@ Status print_dump(fmt::TraceReader& t, symbolize::Symbolizer& sym, const DumpOpt
         case fmt::EventKind::kResume:
           break;
         default:
-          std::fprintf(out, " %s", name_of(sym, o, proc, e.addr, e.tick).c_str());
+          std::fprintf(out, " %s", terminal_safe(name_of(sym, o, proc, e.addr, e.tick)).c_str());
           if (fmt::is_entry(e.kind)) std::fprintf(out, " sp=%s", e.sp ? format_hex(e.sp).c_str() : "?");
       }
       std::fputc('\n', out);
@@ -136,7 +137,7 @@ Status print_stats(fmt::TraceReader& t, symbolize::Symbolizer& sym, const DumpOp
   std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
   std::fprintf(out, "\n%12s  %s\n", "CALLS", "FUNCTION");
   for (const auto& [name, calls] : rows)
-    std::fprintf(out, "%12llu  %s\n", static_cast<unsigned long long>(calls), name.c_str());
+    std::fprintf(out, "%12llu  %s\n", static_cast<unsigned long long>(calls), terminal_safe(name).c_str());
   return ok_status();
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 
@@ -29,5 +30,13 @@ std::string format_realtime(uint64_t ns_since_epoch);  // "2026-11-20 23:40:01 U
 std::string loss_warning(const format::TraceReader& trace);
 
 std::string fit_name(const std::string& name, size_t width);
+
+// A JSON document as text. Names come from traces and binaries and need not
+// be UTF-8: such bytes become U+FFFD, where nlohmann::json would throw.
+// (Text views use terminal_safe(), CSV csv_field().)
+template <class Json>
+std::string json_text(const Json& j, int indent = 2) {
+  return j.dump(indent, ' ', false, Json::error_handler_t::replace);
+}
 
 }  // namespace callscope::views

@@ -14,7 +14,8 @@ std::string join(const std::vector<std::string>& argv) {
   for (const std::string& a : argv) {
     if (!s.empty()) s += ' ';
     const bool quote = a.empty() || a.find_first_of(" \t'\"\\$") != std::string::npos;
-    s += quote ? "'" + a + "'" : a;
+    const std::string shown = terminal_safe(a);
+    s += quote ? "'" + shown + "'" : shown;
   }
   return s;
 }
@@ -59,12 +60,12 @@ void print_info_text(const fmt::TraceReader& t, FILE* out) {
   const auto& h = t.header();
   const auto& info = t.info();
   const Totals x = totals(t);
-  std::fprintf(out, "trace:      %s (%s, format %u.%u%s)\n", t.path().c_str(), format_bytes(t.file_size()).c_str(),
+  std::fprintf(out, "trace:      %s (%s, format %u.%u%s)\n", terminal_safe(t.path()).c_str(), format_bytes(t.file_size()).c_str(),
                h.version_major, h.version_minor, t.complete() ? "" : ", INCOMPLETE");
   std::fprintf(out, "program:    %s\n", join(info.argv).c_str());
-  if (!info.cwd.empty()) std::fprintf(out, "directory:  %s\n", info.cwd.c_str());
+  if (!info.cwd.empty()) std::fprintf(out, "directory:  %s\n", terminal_safe(info.cwd).c_str());
   std::fprintf(out, "recorded:   %s by %s\n", format_realtime(h.origin_realtime_ns).c_str(),
-               info.tool_version.empty() ? "callscope" : info.tool_version.c_str());
+               info.tool_version.empty() ? "callscope" : terminal_safe(info.tool_version).c_str());
   std::fprintf(out, "duration:   %s\n", format_duration_ns(t.ticks_to_ns(info.record.duration_ticks)).c_str());
   if (h.clock == static_cast<uint32_t>(fmt::ClockKind::kTsc))
     std::fprintf(out, "clock:      TSC at %.4f GHz (calibrated against CLOCK_MONOTONIC)\n", h.ticks_per_ns);
@@ -97,7 +98,7 @@ void print_info_text(const fmt::TraceReader& t, FILE* out) {
       }
     std::string ended = describe_exit(static_cast<fmt::ExitHow>(p.record.how), p.record.code, p.record.signal,
                                       p.record.core_dumped);
-    std::string exe = p.exe;
+    std::string exe = terminal_safe(p.exe);
     if (p.record.parent_index >= 0) exe += "  (forked from " + std::to_string(p.record.ppid) + ")";
     std::fprintf(out, "  %7u %7u %-28s %8llu %12llu  %s\n", p.record.pid, p.record.ppid, ended.c_str(),
                  static_cast<unsigned long long>(threads), static_cast<unsigned long long>(calls), exe.c_str());
@@ -109,7 +110,8 @@ void print_info_text(const fmt::TraceReader& t, FILE* out) {
     const auto& th = t.threads()[i];
     const uint32_t pid = th.record.process_index < t.processes().size() ? t.processes()[th.record.process_index].record.pid : 0;
     const uint64_t dur = th.record.end_tick > th.record.start_tick ? th.record.end_tick - th.record.start_tick : 0;
-    std::fprintf(out, "  %5zu %7u %7u %-16s %12llu %12llu %8llu %12s\n", i, pid, th.record.tid, th.name.c_str(),
+    std::fprintf(out, "  %5zu %7u %7u %-16s %12llu %12llu %8llu %12s\n", i, pid, th.record.tid,
+                 terminal_safe(th.name).c_str(),
                  static_cast<unsigned long long>(th.record.calls), static_cast<unsigned long long>(th.record.events),
                  static_cast<unsigned long long>(th.record.lost_events), format_duration_ns(t.ticks_to_ns(dur)).c_str());
   }
@@ -121,14 +123,15 @@ void print_info_text(const fmt::TraceReader& t, FILE* out) {
                  "#", "SINCE", "NAME");
     for (size_t i = 0; i < t.threads().size(); ++i)
       for (const auto& n : t.threads()[i].names)
-        std::fprintf(out, "  %5zu %12s  %s\n", i, format_timestamp_ns(t.ticks_to_ns(n.tick)).c_str(), n.name.c_str());
+        std::fprintf(out, "  %5zu %12s  %s\n", i, format_timestamp_ns(t.ticks_to_ns(n.tick)).c_str(),
+                     terminal_safe(n.name).c_str());
   }
 
   std::fprintf(out, "\nmodules:\n  %7s %-33s %-40s %s\n", "PID", "ADDRESSES", "BUILD-ID", "PATH");
   for (const auto& m : t.modules()) {
     const uint32_t pid = m.record.process_index < t.processes().size() ? t.processes()[m.record.process_index].record.pid : 0;
     std::string range = format_hex(m.record.low) + "-" + format_hex(m.record.high);
-    std::string path = m.path;
+    std::string path = terminal_safe(m.path);
     if (m.record.flags & fmt::kModuleUnloaded) path += "  (unloaded)";
     std::fprintf(out, "  %7u %-33s %-40s %s\n", pid, range.c_str(), m.build_id.empty() ? "-" : m.build_id.c_str(),
                  path.c_str());
@@ -146,12 +149,12 @@ void print_info_text(const fmt::TraceReader& t, FILE* out) {
     for (const auto& m : t.marks()) {
       const std::string th = m.record.thread_index == ~0u ? "-" : std::to_string(m.record.thread_index);
       std::fprintf(out, "  %12s %7u %7s  %s\n", format_timestamp_ns(t.ticks_to_ns(m.record.tick)).c_str(),
-                   pid_of(t, m.record.process_index), th.c_str(), m.text.c_str());
+                   pid_of(t, m.record.process_index), th.c_str(), terminal_safe(m.text).c_str());
     }
   }
   if (!t.problems().empty()) {
     std::fprintf(out, "\nproblems:\n");
-    for (const std::string& p : t.problems()) std::fprintf(out, "  %s\n", p.c_str());
+    for (const std::string& p : t.problems()) std::fprintf(out, "  %s\n", terminal_safe(p).c_str());
   }
 }
 

@@ -46,7 +46,7 @@ std::string thread_title(const fmt::TraceReader& t, const an::Profile& p, const 
   const uint32_t proc = th.record.process_index;
   const uint32_t pid = proc < t.processes().size() ? t.processes()[proc].record.pid : 0;
   return "thread " + std::to_string(*s.thread) + ": pid " + std::to_string(pid) + " tid " +
-         std::to_string(th.record.tid) + " \"" + th.name + "\"";
+         std::to_string(th.record.tid) + " \"" + terminal_safe(th.name) + "\"";
 }
 
 json thread_json(const fmt::TraceReader& t, const Section& s) {
@@ -130,11 +130,15 @@ void function_json(const an::FunctionInfo& f, json& j) {
 }
 
 // Aligned text: numbers right-aligned, the columns from `left_from` on
-// left-aligned, the last one not padded (names can be long).
+// left-aligned, the last one not padded (names can be long). Cells are
+// printed terminal_safe (names come from traces and binaries).
 class Table {
  public:
   Table(std::vector<std::string> headers, size_t left_from) : left_from_(left_from) { rows_.push_back(std::move(headers)); }
-  void add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+  void add(std::vector<std::string> row) {
+    for (std::string& cell : row) cell = terminal_safe(cell);
+    rows_.push_back(std::move(row));
+  }
   void print(FILE* out) const {
     std::vector<size_t> w(rows_[0].size(), 0);
     for (const auto& r : rows_)
@@ -220,7 +224,7 @@ Status print_flat_profile(const fmt::TraceReader& t, const an::Profile& p, const
       for (const an::ProfileRow& r : rows) {
         std::vector<std::string> cells = stat_text(t, r.stats);
         cells.push_back(p.functions[r.key].module);
-        cells.push_back(fit_name(p.functions[r.key].name, o.name_width));
+        cells.push_back(fit_name(terminal_safe(p.functions[r.key].name), o.name_width));
         table.add(std::move(cells));
         any_open = any_open || r.stats.open;
       }
@@ -247,7 +251,7 @@ Status print_flat_profile(const fmt::TraceReader& t, const an::Profile& p, const
     first_section = false;
   }
   if (o.format == OutputFormat::kJson)
-    std::fprintf(out, "%s\n", json{{"view", "flat"}, {"sections", std::move(sections_json)}}.dump(2).c_str());
+    std::fprintf(out, "%s\n", json_text(json{{"view", "flat"}, {"sections", std::move(sections_json)}}).c_str());
   return ok_status();
 }
 
@@ -335,7 +339,7 @@ Status print_call_trees(const fmt::TraceReader& t, const an::Profile& p, const R
         const an::CallNode& n = tree.node(id);
         const std::vector<std::string> st = stat_text(t, n.stats);  // calls total self avg self_avg min max first
         table.add({std::to_string(n.depth), st[0], st[1], st[3], st[2], st[4], st[7], st[5], st[6],
-                   std::string(2 * (n.depth - 1), ' ') + fit_name(p.functions[n.key].name, o.name_width)});
+                   std::string(2 * (n.depth - 1), ' ') + fit_name(terminal_safe(p.functions[n.key].name), o.name_width)});
         any_open = any_open || n.stats.open;
       }
       table.print(out);
@@ -356,7 +360,7 @@ Status print_call_trees(const fmt::TraceReader& t, const an::Profile& p, const R
     first_section = false;
   }
   if (o.format == OutputFormat::kJson)
-    std::fprintf(out, "%s\n", json{{"view", "tree"}, {"trees", std::move(trees)}}.dump(2).c_str());
+    std::fprintf(out, "%s\n", json_text(json{{"view", "tree"}, {"trees", std::move(trees)}}).c_str());
   return ok_status();
 }
 
@@ -406,7 +410,7 @@ Status print_relatives(const fmt::TraceReader& t, const an::Profile& p, const Re
         if (o.format == OutputFormat::kText) {
           const an::Stats& st = self_row->stats;
           std::fprintf(out, "%s%s: %s of %s: %llu call%s, total %s, self %s\n", first_block ? "" : "\n",
-                       thread_title(t, p, s).c_str(), callers ? "callers" : "callees", name(fn).c_str(),
+                       thread_title(t, p, s).c_str(), callers ? "callers" : "callees", terminal_safe(name(fn)).c_str(),
                        static_cast<unsigned long long>(st.calls), st.calls == 1 ? "" : "s", text_time(t, static_cast<double>(st.total)).c_str(),
                        text_time(t, static_cast<double>(st.self)).c_str());
           std::vector<std::string> h(std::begin(kStatHeaders), std::end(kStatHeaders));
@@ -417,7 +421,7 @@ Status print_relatives(const fmt::TraceReader& t, const an::Profile& p, const Re
           for (const an::ProfileRow& r : rows) {
             std::vector<std::string> cells = stat_text(t, r.stats);
             cells.push_back(module(r.key));
-            cells.push_back(fit_name(name(r.key), o.name_width));
+            cells.push_back(fit_name(terminal_safe(name(r.key)), o.name_width));
             table.add(std::move(cells));
             any_open = any_open || r.stats.open;
           }
@@ -452,7 +456,7 @@ Status print_relatives(const fmt::TraceReader& t, const an::Profile& p, const Re
       sections_json.push_back({{"thread", thread_json(t, s)}, {"functions", std::move(fns)}});
   }
   if (o.format == OutputFormat::kJson)
-    std::fprintf(out, "%s\n", json{{"view", "relatives"}, {"sections", std::move(sections_json)}}.dump(2).c_str());
+    std::fprintf(out, "%s\n", json_text(json{{"view", "relatives"}, {"sections", std::move(sections_json)}}).c_str());
   return ok_status();
 }
 

@@ -72,7 +72,7 @@ namespace {
 constexpr const char* kTextColumns = "%12s  %10s  ";
 
 std::string text_body(const ReplayLine& l) {
-  const std::string& f = l.function;
+  const std::string f = terminal_safe(l.function);
   switch (l.kind) {
     case ReplayKind::kCall: return f + "() {";
     case ReplayKind::kLeaf: return f + "();";
@@ -157,7 +157,8 @@ class Sink {
   }
   void thread_header(const std::string& title) {
     if (format_ != OutputFormat::kText) return;
-    std::fprintf(out_, "%s# %s\n%s\n", threads_++ ? "\n" : "", title.c_str(), replay_text_header().c_str());
+    std::fprintf(out_, "%s# %s\n%s\n", threads_++ ? "\n" : "", terminal_safe(title).c_str(),
+                 replay_text_header().c_str());
   }
   void line(const ReplayLine& l) {
     switch (format_) {

@@ -41,7 +41,7 @@ void print_stack_depths(const format::TraceReader& trace, const analysis::StackD
     j["functions"] = nlohmann::json::array();
     for (const auto& [name, r] : rows)
       j["functions"].push_back({{"function", name}, {"module", r.module}, {"calls", r.calls}, {"deepest_below_bytes", r.deepest}});
-    std::fprintf(out, "%s\n", j.dump(2).c_str());
+    std::fprintf(out, "%s\n", json_text(j).c_str());
     return;
   }
   if (format == OutputFormat::kCsv) {
@@ -60,7 +60,7 @@ void print_stack_depths(const format::TraceReader& trace, const analysis::StackD
   for (const auto& p : depths.threads) {
     const auto& th = trace.threads()[p.thread];
     std::fprintf(out, "thread %u: tid %u \"%s\": peak stack %llu bytes below its outermost instrumented frame\n",
-                 p.thread, th.record.tid, th.name.c_str(), static_cast<unsigned long long>(p.peak_bytes));
+                 p.thread, th.record.tid, terminal_safe(th.name).c_str(), static_cast<unsigned long long>(p.peak_bytes));
     const auto names = path_names(p);
     if (names.empty()) continue;
     std::string path;
@@ -73,12 +73,13 @@ void print_stack_depths(const format::TraceReader& trace, const analysis::StackD
       }
       path += (i ? " > " : "") + names[i];
     }
-    std::fprintf(out, "  at the peak (%zu frames): %s\n", n, path.c_str());
+    std::fprintf(out, "  at the peak (%zu frames): %s\n", n, terminal_safe(path).c_str());
   }
   std::fprintf(out, "\n%16s %10s  %-10s %s\n", "DEEPEST BELOW", "CALLS", "MODULE", "FUNCTION");
   for (const auto& [name, r] : rows)
     std::fprintf(out, "%10llu bytes %10llu  %-10s %s\n", static_cast<unsigned long long>(r.deepest),
-                 static_cast<unsigned long long>(r.calls), r.module.c_str(), name.c_str());
+                 static_cast<unsigned long long>(r.calls), terminal_safe(r.module).c_str(),
+                 terminal_safe(name).c_str());
   std::fprintf(out,
                "\nDepths run from a function's stack pointer (after its prologue) to the lowest one\n"
                "seen below it; frames of uninstrumented callees are not seen.\n");

@@ -3,10 +3,12 @@
 // written, an uninstrumented program, files that are not traces, and traces
 // that are truncated or damaged.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <fstream>
 
 #include "e2e_support.h"
@@ -120,6 +122,128 @@ TEST(CliErrors, InfoOnFilesThatAreNotTraces) {
   RunResult d = callscope({"info", dir.path()});
   EXPECT_EQ(d.exit_code, 1);
   EXPECT_TRUE(contains(d.err, "is a directory")) << d.err;
+}
+
+// FIFOs, devices and directories are refused by every command that reads a
+// file, at once: a FIFO without a writer blocked them forever, one with data
+// was "0 bytes".
+TEST(CliErrors, FifosAndDevicesAreRefused) {
+  TempDir dir;
+  const std::string fifo = dir.file("x.trace");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::vector<std::vector<std::string>> commands = {
+      {"info", fifo},         {"dump", fifo},        {"dump", "--stats", fifo},
+      {"report", fifo},       {"replay", fifo},      {"stack", fifo},
+      {"config", "--config", fifo}};
+  for (const auto& args : commands) {
+    RunResult r = callscope(args);  // before the fix: never returned
+    EXPECT_EQ(r.exit_code, 1) << args[0] << ": " << r.err;
+    EXPECT_TRUE(contains(r.err, "'" + fifo + "' is a FIFO (named pipe), not a regular file")) << args[0] << ": " << r.err;
+  }
+  // A writer and data waiting in the pipe change nothing.
+  const int w = ::open(fifo.c_str(), O_RDWR | O_NONBLOCK);
+  ASSERT_GE(w, 0);
+  ASSERT_EQ(::write(w, "CALLSCP\x1a", 8), 8);
+  RunResult r = callscope({"info", fifo});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "is a FIFO")) << r.err;
+  EXPECT_FALSE(contains(r.out + r.err, "0 bytes")) << r.out << r.err;
+  ::close(w);
+  RunResult dev = callscope({"report", "/dev/zero"});
+  EXPECT_EQ(dev.exit_code, 1);
+  EXPECT_TRUE(contains(dev.err, "'/dev/zero' is a character device, not a regular file")) << dev.err;
+}
+
+// A damaged file header: one clear message naming the field, exit 1.
+TEST(CliErrors, DamagedTraceHeaders) {
+  TempDir dir;
+  const std::string good = dir.file("good.trace");
+  ASSERT_EQ(callscope({"record", "-o", good, "--", any_fixture("recursion"), "50"}).exit_code, 0);
+  std::ifstream in(good, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  ASSERT_GT(bytes.size(), 64u);
+  const std::string bad = dir.file("bad.trace");
+  auto write_with = [&](size_t at, const void* v, size_t n) {
+    std::string b = bytes;
+    std::memcpy(b.data() + at, v, n);
+    std::ofstream(bad, std::ios::binary | std::ios::trunc).write(b.data(), static_cast<std::streamsize>(b.size()));
+  };
+  const double inf = 1.0 / 0.0;
+  write_with(24, &inf, sizeof inf);  // ticks_per_ns
+  for (const char* cmd : {"info", "report", "replay", "dump"}) {
+    RunResult r = callscope({cmd, bad});
+    EXPECT_EQ(r.exit_code, 1) << cmd << ": " << r.out;
+    EXPECT_TRUE(contains(r.err, "bad.trace': damaged trace header (the first 64 bytes): ")) << cmd << ": " << r.err;
+    EXPECT_TRUE(contains(r.err, "ticks_per_ns is inf")) << r.err;
+    EXPECT_TRUE(r.out.empty()) << cmd << ": " << r.out;
+  }
+  const uint32_t clock = 9;
+  write_with(16, &clock, sizeof clock);
+  RunResult r = callscope({"info", bad});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "unknown clock kind 9")) << r.err;
+  // One flipped byte anywhere in the header.
+  for (size_t at : {20, 33, 40, 50, 58, 61}) {
+    std::string b = bytes;
+    b[at] = static_cast<char>(b[at] ^ 0x04);
+    std::ofstream(bad, std::ios::binary | std::ios::trunc).write(b.data(), static_cast<std::streamsize>(b.size()));
+    RunResult f = callscope({"info", bad});
+    EXPECT_EQ(f.exit_code, 1) << "byte " << at;
+    EXPECT_TRUE(contains(f.err, "damaged trace header")) << "byte " << at << ": " << f.err;
+  }
+}
+
+// Names from the program (its thread names, its command line, the name of
+// its binary) and lines of an --edges file never reach the terminal raw: a
+// thread named "\e]0;PWN\a\e[2J" retitled and cleared the terminal of
+// whoever ran `info`.
+TEST(CliErrors, TerminalEscapesInNamesAreShownEscaped) {
+  TempDir dir;
+  const std::string evil = "x\x1b]0;PWN\x07\x1b[2J";  // 12 bytes: the main thread's whole name
+  const std::string shown = "x\\x1b]0;PWN\\x07\\x1b[2J";
+  const std::string link = dir.file(evil);
+  ASSERT_EQ(::symlink(any_fixture("recursion").c_str(), link.c_str()), 0);
+  const std::string trace = dir.file("t.trace");
+  RunResult rec = callscope({"record", "-o", trace, "--", link, "20", "arg\x1b[31m\x9b"});
+  ASSERT_EQ(rec.exit_code, 0) << rec.err;
+  auto raw_control = [](const std::string& s) {
+    for (unsigned char c : s)
+      if ((c < 0x20 && c != '\n') || c == 0x7f || c == 0x9b) return true;
+    return false;
+  };
+  const std::vector<std::vector<std::string>> views = {
+      {"info", trace},   {"report", trace},          {"report", "--tree", trace}, {"report", "--threads", trace},
+      {"replay", trace}, {"dump", "--stats", trace}, {"dump", "-n", "5", trace}};
+  for (const auto& v : views) {
+    RunResult r = callscope(v);
+    EXPECT_EQ(r.exit_code, 0) << v[0] << ": " << r.err;
+    EXPECT_FALSE(raw_control(r.out)) << v[0] << " " << v[1] << " printed a control character:\n" << r.out;
+    EXPECT_FALSE(raw_control(r.err)) << v[0] << ": " << r.err;
+  }
+  RunResult info = callscope({"info", trace});
+  EXPECT_TRUE(contains(info.out, "program:    " + dir.path() + "/" + shown + " 20 arg\\x1b[31m\\x9b")) << info.out;
+  EXPECT_TRUE(contains(info.out, " " + shown + " ")) << "the thread name\n" << info.out;
+  RunResult replay = callscope({"replay", trace});
+  EXPECT_TRUE(contains(replay.out, "\"" + shown + "\"")) << replay.out;
+
+  // JSON stays valid JSON, with the name as JSON escapes it; CSV is quoted.
+  RunResult json = callscope({"report", "--threads", "--format", "json", trace});
+  EXPECT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_TRUE(contains(json.out, "x\\u001b]0;PWN\\u0007\\u001b[2J")) << json.out;
+  RunResult ijson = callscope({"info", "--format", "json", trace});
+  EXPECT_EQ(ijson.exit_code, 0) << "a byte that is not UTF-8 made the JSON writer throw\n" << ijson.err;
+  EXPECT_TRUE(contains(ijson.out, "arg\\u001b[31m\xef\xbf\xbd")) << ijson.out;  // U+FFFD for the lone 0x9b
+
+  // stack: the module is named after the binary; an --edges line quoted in an error.
+  RunResult st = callscope({"stack", link, "recurse"});
+  EXPECT_EQ(st.exit_code, 0) << st.err;
+  EXPECT_FALSE(raw_control(st.out)) << st.out;
+  EXPECT_TRUE(contains(st.out, shown + "!recurse")) << st.out;
+  std::ofstream(dir.file("edges.txt")) << "main -> recurse\n\x1b]0;PWN\x07\x1b[2J\n";
+  RunResult edges = callscope({"stack", "--worst", link, "--edges", dir.file("edges.txt")});
+  EXPECT_EQ(edges.exit_code, 1);
+  EXPECT_TRUE(contains(edges.err, "edges.txt:2: expected 'caller -> callee', got '\\x1b]0;PWN\\x07\\x1b[2J'")) << edges.err;
+  EXPECT_FALSE(raw_control(edges.err)) << edges.err;
 }
 
 // A trace cut short or damaged: info and dump say what is wrong and where,

@@ -2,9 +2,10 @@
 // cleanly or read on; for_each_event must never crash and must keep its own
 // invariants (depths, kinds, problem messages naming where).
 //
-// Each input is tried twice: as given, and with every block header's check
-// recomputed along the chain of blocks, so that mutations of sizes, types and
-// (uncompressed) payloads get past the header check to the decoders.
+// Each input is tried twice: as given, and with the file header's check (1.3
+// on) and every block header's check recomputed along the chain of blocks, so
+// that mutations of header fields, sizes, types and (uncompressed) payloads
+// get past the checks to the range checks and the decoders.
 //
 // Also compiled without libFuzzer into tests/unit/format's regression test,
 // which calls LLVMFuzzerTestOneInput itself.
@@ -115,8 +116,16 @@ bool fix_checks(std::vector<uint8_t>& b) {
   if (b.size() < sizeof(FileHeader)) return false;
   FileHeader fh;
   std::memcpy(&fh, b.data(), sizeof fh);
-  uint64_t off = fh.header_size < sizeof fh ? sizeof fh : fh.header_size;
   bool changed = false;
+  if (fh.version_minor >= kTraceMinorHeaderCheck) {
+    const uint32_t before = fh.check;
+    seal_file_header(fh);
+    if (fh.check != before) {
+      std::memcpy(b.data(), &fh, sizeof fh);
+      changed = true;
+    }
+  }
+  uint64_t off = fh.header_size < sizeof fh ? sizeof fh : fh.header_size;
   while (off + sizeof(BlockHeader) <= b.size()) {
     BlockHeader h;
     std::memcpy(&h, b.data() + off, sizeof h);

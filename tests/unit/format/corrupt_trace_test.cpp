@@ -2,13 +2,18 @@
 // file headers, hand-made event columns with bad contents. TraceReader must
 // refuse with a clear error or read on, naming the block and offset of the
 // damage and returning every intact block. Meant to run under ASan/UBSan.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
+#include <limits>
 #include <set>
 
+#include "format/raw_session.h"
 #include "format/trace_reader.h"
 #include "trace_test_util.h"
 
@@ -245,6 +250,7 @@ TEST_F(CorruptTrace, FileHeaderDamage) {
 
   fh.version_major = 1;  // a later minor version: readable
   fh.version_minor = 9;
+  seal_file_header(fh);
   std::memcpy(bytes.data(), &fh, sizeof fh);
   r = open_bytes(bytes);
   ASSERT_TRUE(r.ok()) << r.error().message();
@@ -261,6 +267,136 @@ TEST_F(CorruptTrace, FileHeaderDamage) {
     ASSERT_FALSE(r.ok()) << what;
     EXPECT_NE(r.error().message().find("damaged trace header"), std::string::npos) << r.error().message();
   }
+}
+
+// A header whose fields are out of range is refused, naming the field,
+// even with a check that matches (a writer's bug, or a forged header).
+TEST_F(CorruptTrace, FileHeaderFieldRanges) {
+  struct Case {
+    const char* what;
+    void (*change)(FileHeader&);
+    const char* expect;
+  };
+  const Case cases[] = {
+      {"tsc inf", [](FileHeader& h) { h.clock = 1; h.ticks_per_ns = std::numeric_limits<double>::infinity(); },
+       "ticks_per_ns is inf"},
+      {"tsc 1e-300", [](FileHeader& h) { h.clock = 1; h.ticks_per_ns = 1e-300; }, "ticks_per_ns is 1e-300"},
+      {"tsc 5e-324", [](FileHeader& h) { h.clock = 1; h.ticks_per_ns = 5e-324; }, "ticks_per_ns is 4.94066e-324"},
+      {"tsc nan", [](FileHeader& h) { h.clock = 1; h.ticks_per_ns = std::nan(""); }, "ticks_per_ns is nan"},
+      {"tsc negative", [](FileHeader& h) { h.clock = 1; h.ticks_per_ns = -2.5; }, "ticks_per_ns is -2.5"},
+      {"tsc 1e9", [](FileHeader& h) { h.clock = 1; h.ticks_per_ns = 1e9; }, "not a TSC rate"},
+      {"monotonic 2.5", [](FileHeader& h) { h.ticks_per_ns = 2.5; }, "for CLOCK_MONOTONIC"},
+      {"clock 0", [](FileHeader& h) { h.clock = 0; }, "unknown clock kind 0"},
+      {"clock 7", [](FileHeader& h) { h.clock = 7; }, "unknown clock kind 7"},
+      {"flags", [](FileHeader& h) { h.flags = 4; }, "unknown flags 4"},
+      {"reserved", [](FileHeader& h) { h.reserved = 1; }, "reserved bytes"},
+      {"reserved2", [](FileHeader& h) { h.reserved2 = 1; }, "reserved bytes"},
+      {"header_size", [](FileHeader& h) { h.header_size = 72; }, "header_size is 72"},
+      {"origin", [](FileHeader& h) { h.origin_realtime_ns = ~uint64_t{0}; }, "origin time out of range"},
+  };
+  for (const Case& c : cases) {
+    FileHeader fh;
+    std::memcpy(&fh, good_->data(), sizeof fh);
+    c.change(fh);
+    seal_file_header(fh);
+    std::vector<uint8_t> bytes = *good_;
+    std::memcpy(bytes.data(), &fh, sizeof fh);
+    auto r = open_bytes(bytes);
+    ASSERT_FALSE(r.ok()) << c.what;
+    const std::string& m = r.error().message();
+    EXPECT_NE(m.find("bad.cstrace': damaged trace header"), std::string::npos) << c.what << ": " << m;
+    EXPECT_NE(m.find(c.expect), std::string::npos) << c.what << ": " << m;
+    EXPECT_NE(m.find("intact copy"), std::string::npos) << c.what << ": " << m;  // says what to do
+  }
+  // A sane TSC rate reads.
+  FileHeader fh;
+  std::memcpy(&fh, good_->data(), sizeof fh);
+  fh.clock = 1;
+  fh.ticks_per_ns = 2.5;
+  seal_file_header(fh);
+  std::vector<uint8_t> bytes = *good_;
+  std::memcpy(bytes.data(), &fh, sizeof fh);
+  auto r = open_bytes(bytes);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ((*r)->header().ticks_per_ns, 2.5);
+}
+
+// Every single damaged byte of the 64 is noticed: the check (1.3) covers
+// bytes 0-59, the check's own bytes do not match any more, and a version
+// byte turned to an older minor leaves a nonzero check where 1.2 had zeros.
+TEST_F(CorruptTrace, FileHeaderEveryByteFlipped) {
+  size_t unnoticed = 0;
+  std::string which;
+  for (size_t at = 0; at < sizeof(FileHeader); ++at) {
+    for (const uint8_t x : {0x01, 0x02, 0x10, 0x80, 0xff}) {
+      std::vector<uint8_t> bytes = *good_;
+      bytes[at] ^= x;
+      auto r = open_bytes(bytes);
+      if (r.ok()) {
+        ++unnoticed;
+        which += " " + std::to_string(at) + "^" + std::to_string(x);
+      }
+    }
+  }
+  EXPECT_EQ(unnoticed, 0u) << "flips read as a good trace:" << which;
+}
+
+// Traces of 1.0-1.2 have no check: they still read, with every range
+// checked; their check bytes were reserved, and zero.
+TEST_F(CorruptTrace, OlderTraceWithoutCheckReads) {
+  FileHeader fh;
+  std::memcpy(&fh, good_->data(), sizeof fh);
+  ASSERT_EQ(fh.version_minor, kTraceVersionMinor);
+  ASSERT_NE(fh.check, 0u);
+  fh.version_minor = 2;
+  fh.check = 0;
+  std::vector<uint8_t> bytes = *good_;
+  std::memcpy(bytes.data(), &fh, sizeof fh);
+  auto r = open_bytes(bytes);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ((*r)->header().version_minor, 2u);
+  EXPECT_EQ(test::read_events(**r, 1), want(1));
+
+  fh.ticks_per_ns = 0.5;  // CLOCK_MONOTONIC at 0.5: out of range in a 1.2 trace too
+  std::memcpy(bytes.data(), &fh, sizeof fh);
+  r = open_bytes(bytes);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("for CLOCK_MONOTONIC"), std::string::npos) << r.error().message();
+}
+
+// Not a regular file: refused at once, never waited on (a FIFO with no
+// writer blocked open(2) forever; one with data was read as "0 bytes").
+TEST_F(CorruptTrace, FifoAndDevicesRefused) {
+  const std::string fifo = dir_->file("trace.fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  ::alarm(20);  // a reader that blocks fails the test instead of hanging it
+  auto r = TraceReader::open(fifo);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("trace.fifo' is a FIFO (named pipe), not a regular file"), std::string::npos)
+      << r.error().message();
+  EXPECT_NE(r.error().message().find("save what it carries to a file first"), std::string::npos) << r.error().message();
+
+  // With a writer and data in the pipe.
+  const int w = ::open(fifo.c_str(), O_RDWR | O_NONBLOCK);
+  ASSERT_GE(w, 0);
+  const ssize_t n = static_cast<ssize_t>(std::min<size_t>(good_->size(), 4096));  // fits the pipe's buffer
+  ASSERT_EQ(::write(w, good_->data(), static_cast<size_t>(n)), n);
+  r = TraceReader::open(fifo);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("is a FIFO"), std::string::npos) << r.error().message();
+  ::close(w);
+
+  r = TraceReader::open("/dev/null");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("'/dev/null' is a character device, not a regular file"), std::string::npos)
+      << r.error().message();
+
+  // The raw session readers too: a thread file that is a FIFO.
+  auto f = RawThreadFile::open(fifo);
+  ASSERT_FALSE(f.ok());
+  EXPECT_NE(f.error().message().find("is a FIFO"), std::string::npos) << f.error().message();
+  ::alarm(0);
+  ::unlink(fifo.c_str());
 }
 
 TEST_F(CorruptTrace, NotAFile) {

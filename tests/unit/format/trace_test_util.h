@@ -260,7 +260,8 @@ inline void append_block(std::vector<uint8_t>& file, BlockType type, uint32_t au
 }
 
 inline std::vector<uint8_t> file_header_bytes() {
-  const FileHeader fh = make_file_header();
+  FileHeader fh = make_file_header();
+  seal_file_header(fh);  // as TraceWriter writes it
   const auto* p = reinterpret_cast<const uint8_t*>(&fh);
   return std::vector<uint8_t>(p, p + sizeof fh);
 }

@@ -76,6 +76,16 @@ TEST(FormatReplayText, IndentsAndAlignsColumns) {
   EXPECT_EQ(format_replay_text(lost), "   12.345 us              ... 42 events lost ...");
 }
 
+// A name with terminal escapes: text shows them escaped, CSV and JSON keep
+// the name in their own quoting.
+TEST(FormatReplay, ControlCharactersInNames) {
+  const std::string evil = "f\x1b]0;PWN\a\x1b[2J";
+  EXPECT_EQ(format_replay_text(line(ReplayKind::kCall, 0, evil)), "   12.345 us              f\\x1b]0;PWN\\x07\\x1b[2J() {");
+  EXPECT_EQ(format_replay_csv(line(ReplayKind::kCall, 0, "a\nb")), "1,12345,call,1,\"a\nb\",,");
+  EXPECT_EQ(format_replay_json(line(ReplayKind::kCall, 0, evil)),
+            R"({"thread":1,"tick_ns":12345,"kind":"call","depth":1,"function":"f\u001b]0;PWN\u0007\u001b[2J"})");
+}
+
 TEST(FormatReplayCsv, RawNanosecondsAndQuotedNames) {
   EXPECT_EQ(replay_csv_header(), "thread,tick_ns,kind,depth,function,duration_ns,arg");
   EXPECT_EQ(format_replay_csv(line(ReplayKind::kLeaf, 2, "f", 250.4)), "1,12345,leaf,3,f,250,");
