@@ -3,6 +3,7 @@
 // the resolution.
 #include "common/config.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -530,6 +531,13 @@ Result<Config> parse_toml(std::string_view text, const std::string& path) {
 }
 
 Result<Config> load_file(const std::string& path) {
+  // A directory opens and reads as empty (its settings silently unread); a
+  // FIFO would block: refuse what is not a regular file.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return system_error("cannot read config file '" + path + "'", errno);
+  if (!S_ISREG(st.st_mode))
+    return Error("config file '" + path + "' is " + (S_ISDIR(st.st_mode) ? "a directory" : "not a regular file") +
+                 ": give a TOML file (--config FILE; docs/configuration.md)");
   std::ifstream in(path, std::ios::binary);
   if (!in) return system_error("cannot read config file '" + path + "'", errno);
   std::ostringstream text;
