@@ -4,8 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/output_format.h"
 
@@ -29,5 +31,30 @@ std::string format_realtime(uint64_t ns_since_epoch);  // "2026-11-20 23:40:01 U
 std::string loss_warning(const format::TraceReader& trace);
 
 std::string fit_name(const std::string& name, size_t width);
+
+// For the commands that show events (replay, dump): a profile-mode trace
+// without chronological events (no --chrono) holds call trees only; then
+// the error naming what it holds and what to run instead, else "".
+std::string no_events_in_profile(const format::TraceReader& trace);
+
+// "12%", "12.5%": a percentage given by a user, as few digits as it needs.
+std::string format_percent(double pct);
+
+// "1 snapshot", "2 snapshots".
+std::string count_of(uint64_t n, const char* singular, const char* plural);
+
+// Aligned text columns: numbers right-aligned, the columns from `left_from`
+// on left-aligned, the last one not padded (names can be long). Widths are
+// those of the widest cell (bytes), so no value overflows its column.
+class TextTable {
+ public:
+  TextTable(std::vector<std::string> headers, size_t left_from);
+  void add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+  void print(FILE* out) const;
+
+ private:
+  size_t left_from_;
+  std::vector<std::vector<std::string>> rows_;
+};
 
 }  // namespace callscope::views
