@@ -29,7 +29,7 @@ expect 2 "--thread: '-1' is not a thread number" dump -t -1 rec.trace
 expect 2 "--top: '-1' is not a count" report -n -1 rec.trace
 expect 2 "--limit: '0x10' is not a count" dump -n 0x10 rec.trace
 expect 2 "--depth: '-1' is not a count" replay -D -1 rec.trace
-expect 2 "--depth: '-2' is not a count" report --tree --depth -2 rec.trace
+expect 2 "--depth: '0x10' is not a count" report --tree --depth 0x10 rec.trace
 expect 2 "--dump: '0' is not a snapshot number: snapshots are numbered from 1" report --dump 0 prof.trace
 expect 2 "--top: '-3' is not a count" stack -n -3 /bin/true
 
@@ -56,6 +56,9 @@ expect 1 "no thread matches 'nobody'" report prof.trace --diff 1 2 -t nobody
 expect 1 "no function matches 'x', 'y'" report -F x -F y rec.trace
 expect 1 "--idle: no function matches 'idle_*'" report --idle 'idle_*' rec.trace
 expect 1 "--min-busy must be between 0 and 100" report --min-busy 150 rec.trace
+# What --idle and --min-busy left out is said on stderr (the report is on stdout).
+expect 0 "6.5 us of idle time left out (the self time of '*0x401300')" report --idle '*0x401300' rec.trace
+expect 0 "left out thread 1: busy less than 99.5% of its wall time" report --min-busy 99.5 rec.trace
 expect 1 "no thread was busy 100% of its wall time" report --min-busy 100 --idle '*0x401000' -t 0 rec.trace
 
 # A profile-mode trace has no events to list: say what it holds instead.
