@@ -276,6 +276,35 @@ void add_thread(Profile& p, uint32_t thread, uint32_t process, const std::vector
   keep(p, thread, process, raw, b, events.size(), resolve);
 }
 
+std::vector<uint64_t> leave_out_self_time(Profile& p, const std::vector<std::string>& globs) {
+  std::vector<uint64_t> left_out(p.threads.size(), 0);
+  if (globs.empty()) return left_out;
+  std::vector<bool> idle(p.functions.size());
+  for (size_t i = 0; i < p.functions.size(); ++i) idle[i] = glob_match_any(globs, p.functions[i].name);
+  for (size_t ti = 0; ti < p.threads.size(); ++ti) {
+    CallTree& tree = p.threads[ti].tree;
+    // A node's id is greater than its parent's: walking down from the last
+    // id, every node sees what its subtree gave up before passing it up.
+    std::vector<uint64_t> cut(tree.size(), 0);
+    for (size_t id = tree.size(); id-- > 1;) {
+      CallNode& n = tree.node(static_cast<uint32_t>(id));
+      if (n.key < idle.size() && idle[n.key]) {
+        cut[id] += n.stats.self;
+        n.stats.self = 0;
+      }
+      n.stats.total -= std::min(n.stats.total, cut[id]);
+      cut[n.parent] += cut[id];
+    }
+    left_out[ti] = cut[kRootNode];
+  }
+  return left_out;
+}
+
+uint64_t wall_ticks(const format::TraceReader& trace, uint32_t thread) {
+  const format::ThreadRecord& r = trace.threads()[thread].record;
+  return r.end_tick > r.start_tick ? r.end_tick - r.start_tick : 0;
+}
+
 CallTree merged_tree(const Profile& p) {
   CallTree t;
   for (const ThreadProfile& tp : p.threads) merge_tree(t, tp.tree, [](uint64_t k) { return k; });

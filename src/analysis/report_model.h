@@ -74,6 +74,19 @@ uint64_t add_snapshot(CallTree& tree, const std::vector<format::ProfileNodeRecor
 void add_thread(Profile& p, uint32_t thread, uint32_t process, const std::vector<format::TraceEvent>& events,
                 const Resolver& resolve);
 
+// Leaves out of every tree of `p` the time that the functions whose name
+// matches one of `globs` spend in themselves (their self time: for a
+// function that waits, the time blocked in the uninstrumented code it calls,
+// such as sleep, poll or a lock): it is taken out of their self and total
+// time and of the total of every frame above them. Calls, min, max and first
+// stay as measured. Returns the ticks left out per thread (in the order of
+// p.threads); nothing is left out when `globs` is empty.
+std::vector<uint64_t> leave_out_self_time(Profile& p, const std::vector<std::string>& globs);
+
+// A thread's lifetime in the trace (its last tick minus its first), in
+// ticks: what its observed time is a share of.
+uint64_t wall_ticks(const format::TraceReader& trace, uint32_t thread);
+
 // The trees of all threads of `p` merged into one (functions are already
 // shared by name, so this merges call paths by function name).
 CallTree merged_tree(const Profile& p);

@@ -3,9 +3,11 @@
 #include <cstdio>
 
 #include "cli/command.h"
+#include "cli/options.h"
 #include "format/trace_reader.h"
 #include "symbolize/symbolizer.h"
 #include "views/dump_view.h"
+#include "views/format_util.h"
 
 namespace callscope::cli {
 
@@ -22,8 +24,10 @@ Command dump_command() {
             };
             auto o = std::make_shared<Opts>();
             app.add_option("trace", o->trace, "Trace file")->required();
-            app.add_option("-t,--thread", o->thread, "Only this thread (its # in 'callscope info')");
-            app.add_option("-n,--limit", o->limit, "At most N events per thread (0: all)");
+            app.add_option("-t,--thread", o->thread, "Only this thread (its # in 'callscope info')")
+                ->type_name("N")
+                ->check(thread_index_check());
+            app.add_option("-n,--limit", o->limit, "At most N events per thread (0: all)")->type_name("N")->check(count_check());
             app.add_flag("--stats", o->stats, "Per-thread balance of entries and exits, and calls per function");
             app.add_flag("--no-symbols", o->no_symbols, "Show addresses, not function names");
             app.add_flag("--no-demangle", o->no_demangle, "Show C++ names as the linker sees them");
@@ -34,6 +38,7 @@ Command dump_command() {
             return [o]() -> Result<int> {
               auto trace = format::TraceReader::open(o->trace);
               if (!trace) return trace.error();
+              if (const std::string why = views::no_events_in_profile(**trace); !why.empty()) return Error(why);
               views::DumpOptions d;
               if (o->thread >= 0) d.thread = static_cast<uint32_t>(o->thread);
               d.limit = o->limit;

@@ -2,6 +2,7 @@
 // how it ended, and any damage found in the file.
 #include <cstdio>
 
+#include "analysis/balance.h"
 #include "cli/command.h"
 #include "format/trace_reader.h"
 #include "views/format_util.h"
@@ -25,10 +26,17 @@ Command info_command() {
               auto trace = format::TraceReader::open(o->trace);
               if (!trace) return trace.error();
               (*trace)->verify_payloads();
+              // Every event is read to check each thread's balance (stray
+              // exits, frames never closed); damage found adds a problem.
+              std::vector<analysis::StreamBalance> balance;
+              for (uint32_t i = 0; i < (*trace)->threads().size(); ++i) {
+                auto b = analysis::stream_balance(**trace, i);
+                balance.push_back(b ? *b : analysis::StreamBalance{});
+              }
               if (o->format == "json")
-                std::printf("%s\n", views::json_text(views::info_json(**trace)).c_str());
+                std::printf("%s\n", views::json_text(views::info_json(**trace, balance)).c_str());
               else
-                views::print_info_text(**trace, stdout);
+                views::print_info_text(**trace, balance, stdout);
               std::fflush(stdout);
               if (const std::string w = views::loss_warning(**trace); !w.empty())
                 print_warning("info", w);

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "cli/command.h"
+#include "cli/options.h"
 #include "format/trace_reader.h"
 #include "symbolize/symbolizer.h"
 #include "views/format_util.h"
@@ -41,11 +42,15 @@ Command replay_command() {
             };
             auto o = std::make_shared<Opts>();
             app.add_option("trace", o->trace, "Trace file")->required();
-            app.add_option("-t,--thread", o->thread, "Only this thread (its # in 'callscope info')");
+            app.add_option("-t,--thread", o->thread, "Only this thread (its # in 'callscope info')")
+                ->type_name("N")
+                ->check(thread_index_check());
             app.add_option("-F,--function", o->functions,
                            "Only inside calls of functions matching this glob (or address), repeatable")
                 ->allow_extra_args(false);
-            app.add_option("-D,--depth", o->depth, "At most N levels of calls (counted from the -F function)");
+            app.add_option("-D,--depth", o->depth, "At most N levels of calls (counted from the -F function; 0: all)")
+                ->type_name("N")
+                ->check(count_check());
             app.add_option("--min", o->min, "Hide calls shorter than this (10us, 1.5ms)")->check(check_duration);
             app.add_option("--from", o->from, "Start at this time since the trace start (1.5ms)")
                 ->check(check_duration);
@@ -73,6 +78,7 @@ Command replay_command() {
 
               auto trace = format::TraceReader::open(o->trace);
               if (!trace) return trace.error();
+              if (const std::string why = views::no_events_in_profile(**trace); !why.empty()) return Error(why);
               symbolize::Symbolizer sym(**trace, {!o->no_demangle});
               auto st = views::print_replay(**trace, sym, r, stdout);
               std::fflush(stdout);

@@ -2,6 +2,7 @@
 // profile), per call path (--tree), or between a function and its callers and
 // callees (--callers/--callees), as text, CSV or JSON. The analysis streams
 // each thread once and symbolizes each distinct address once, at the end.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -11,11 +12,14 @@
 #include "analysis/profile.h"
 #include "analysis/report_model.h"
 #include "cli/command.h"
+#include "cli/options.h"
+#include "common/glob.h"
 #include "common/config.h"
 #include "format/trace_reader.h"
 #include "symbolize/symbolizer.h"
 #include "analysis/stack_depth.h"
 #include "views/diff_view.h"
+#include "views/format_util.h"
 #include "views/profile_view.h"
 #include "views/stack_depth_view.h"
 
@@ -36,8 +40,11 @@ struct Opts {
   std::string trace;
   std::string sort = "total";
   size_t top = 0;
-  std::string function_glob, module_glob;
+  std::vector<std::string> function_globs, module_globs;
   std::vector<std::string> threads;
+  std::vector<std::string> idle_globs;  // --idle: their self time is left out
+  double min_busy = 0;                  // --min-busy PCT
+  bool by_busy = false;
   bool per_thread = false;
   bool tree = false;
   bool merge = false;
@@ -50,6 +57,8 @@ struct Opts {
   size_t name_width = 0;  // from the settings (--name-width, CALLSCOPE_NAME_WIDTH, name_width)
   uint32_t dump = 0;  // 1-based; 0: the final state of each process
   std::vector<std::string> diff;
+  // Options given that --diff does not take ("--tree"), for its message.
+  std::vector<std::string> not_for_diff;
 };
 
 // Snapshot K (1-based) of a profile-mode trace, or the final states.
@@ -86,7 +95,8 @@ struct DiffSide {
   std::vector<analysis::NamedFlat> flat;
 };
 
-Result<DiffSide> diff_side(const std::string& spec, const std::string& trace_path, bool no_demangle) {
+Result<DiffSide> diff_side(const std::string& spec, const Opts& o) {
+  const std::string& trace_path = o.trace;
   DiffSide side;
   uint32_t dump = 0;
   std::string path = spec;
@@ -101,8 +111,8 @@ Result<DiffSide> diff_side(const std::string& spec, const std::string& trace_pat
   format::TraceReader& t = *side.trace;
   if (dump && !t.is_profile())
     return Error("--diff " + spec + ": '" + path + "' holds every call, not snapshots; compare two traces instead");
-  CALLSCOPE_TRY(std::vector<uint32_t> threads, analysis::select_threads(t, {}));
-  symbolize::Symbolizer sym(t, {!no_demangle});
+  CALLSCOPE_TRY(std::vector<uint32_t> threads, analysis::select_threads(t, o.threads));
+  symbolize::Symbolizer sym(t, {!o.no_demangle});
   const analysis::Resolver resolve = [&](uint32_t process, uint64_t addr, uint64_t tick) {
     const symbolize::Symbol& s = tick == analysis::kNoTick ? sym.lookup(process, addr) : sym.lookup(process, addr, tick);
     return analysis::FunctionInfo{s.display(), s.module, "", 0};
@@ -122,16 +132,78 @@ Result<DiffSide> diff_side(const std::string& spec, const std::string& trace_pat
 }
 
 Result<int> run_diff(const Opts& o) {
+  if (!o.not_for_diff.empty()) {
+    std::string list;
+    for (const std::string& n : o.not_for_diff) list += (list.empty() ? "" : ", ") + n;
+    return Error(list + (o.not_for_diff.size() == 1 ? " does" : " do") +
+                 " not go with --diff, which compares the flat profiles of A and B function by function (it takes "
+                 "-F, -m, -t, -n and --format); run 'callscope report' on each side for the other views");
+  }
   const auto format = parse_output_format(o.format);
   if (!format) return format.error();
-  CALLSCOPE_TRY(DiffSide a, diff_side(o.diff[0], o.trace, o.no_demangle));
-  CALLSCOPE_TRY(DiffSide b, diff_side(o.diff[1], o.trace, o.no_demangle));
+  CALLSCOPE_TRY(DiffSide a, diff_side(o.diff[0], o));
+  CALLSCOPE_TRY(DiffSide b, diff_side(o.diff[1], o));
+  std::vector<analysis::DiffRow> rows = analysis::diff_flat(a.flat, b.flat);
+  if (!o.function_globs.empty() || !o.module_globs.empty()) {
+    std::erase_if(rows, [&](const analysis::DiffRow& r) {
+      return !(o.function_globs.empty() || glob_match_any(o.function_globs, r.name)) ||
+             !(o.module_globs.empty() || glob_match_any(o.module_globs, r.module));
+    });
+    if (rows.empty()) {
+      std::string what = o.function_globs.empty() ? "" : "no function matches " + quoted_list(o.function_globs);
+      if (!o.module_globs.empty())
+        what += (what.empty() ? "no function of a module matching " : " in a module matching ") +
+                quoted_list(o.module_globs);
+      return Error(what + " in A or B");
+    }
+  }
   views::DiffOptions d;
   d.format = *format;
   d.top = o.top;
   d.name_width = o.name_width;
-  views::print_diff(analysis::diff_flat(a.flat, b.flat), a.label, b.label, d, stdout);
+  views::print_diff(rows, a.label, b.label, d, stdout);
   return 0;
+}
+
+// A thread's busy share: its observed time (after --idle) over its wall time.
+double busy_share(const format::TraceReader& t, const analysis::ThreadProfile& tp) {
+  const uint64_t wall = analysis::wall_ticks(t, tp.thread);
+  return wall ? static_cast<double>(tp.tree.total()) / static_cast<double>(wall) * 100.0 : 100.0;
+}
+
+// --idle, --min-busy and --by-busy on the threads of `p`.
+Status apply_busy_options(const format::TraceReader& t, analysis::Profile& p, const Opts& o) {
+  if (!o.idle_globs.empty()) {
+    bool any = false;
+    for (const analysis::FunctionInfo& f : p.functions) any = any || glob_match_any(o.idle_globs, f.name);
+    if (!any) return Error("--idle: no function matches " + quoted_list(o.idle_globs));
+    uint64_t idle = 0;
+    for (uint64_t ticks : analysis::leave_out_self_time(p, o.idle_globs)) idle += ticks;
+    std::fprintf(stderr, "callscope report: %s of idle time left out (the self time of %s)\n",
+                 views::format_duration_ns(t.ticks_to_ns(idle)).c_str(), quoted_list(o.idle_globs).c_str());
+  }
+  if (o.min_busy > 0) {
+    std::string dropped;
+    std::erase_if(p.threads, [&](const analysis::ThreadProfile& tp) {
+      const bool idle = busy_share(t, tp) < o.min_busy;
+      if (idle) dropped += (dropped.empty() ? "" : ", ") + std::to_string(tp.thread);
+      return idle;
+    });
+    if (p.threads.empty())
+      return Error("no thread was busy " + views::format_percent(o.min_busy) +
+                   " of its wall time (lower --min-busy; 'report --threads' shows each thread's share)");
+    if (!dropped.empty()) {
+      const bool one = dropped.find(',') == std::string::npos;
+      std::fprintf(stderr, "callscope report: left out thread%s %s: busy less than %s of %s wall time\n",
+                   one ? "" : "s", dropped.c_str(), views::format_percent(o.min_busy).c_str(), one ? "its" : "their");
+    }
+  }
+  if (o.by_busy)
+    std::stable_sort(p.threads.begin(), p.threads.end(),
+                     [&](const analysis::ThreadProfile& a, const analysis::ThreadProfile& b) {
+                       return busy_share(t, a) > busy_share(t, b);
+                     });
+  return ok_status();
 }
 
 Result<int> run(const Opts& o) {
@@ -143,11 +215,12 @@ Result<int> run(const Opts& o) {
   const auto format = parse_output_format(o.format);
   if (!format) return format.error();
   if (o.threshold < 0 || o.threshold > 100) return Error("--threshold must be between 0 and 100");
+  if (o.min_busy < 0 || o.min_busy > 100) return Error("--min-busy must be between 0 and 100 (a percentage)");
   r.sort = *sort;
   r.format = *format;
   r.top = o.top;
-  r.function_glob = o.function_glob;
-  r.module_glob = o.module_glob;
+  r.function_globs = o.function_globs;
+  r.module_globs = o.module_globs;
   r.per_thread = o.per_thread;
   r.merge = o.merge;
   r.max_depth = o.depth;
@@ -175,6 +248,7 @@ Result<int> run(const Opts& o) {
     return f;
   };
   CALLSCOPE_TRY(analysis::Profile profile, load_profile(t, threads, o.dump, resolve));
+  CALLSCOPE_CHECK(apply_busy_options(t, profile, o));
 
   Status st = ok_status();
   if (!o.callers.empty() || !o.callees.empty())
@@ -202,22 +276,44 @@ Command report_command() {
             app.add_option("-s,--sort", o->sort,
                            "Sort rows (and tree siblings) by: " + analysis::sort_key_names() + " (default: total)")
                 ->type_name("KEY");
-            app.add_option("-n,--top", o->top, "Show at most N rows per table (flat, callers, callees; 0: all)")->type_name("N");
-            auto* fn_glob = app.add_option("-F,--function", o->function_glob,
-                           "Only functions whose name matches GLOB (flat); with --tree, only the paths through them")
-                               ->type_name("GLOB");
-            auto* mod_glob = app.add_option("-m,--module", o->module_glob,
-                           "Only functions of modules whose file name matches GLOB (flat); with --tree, paths through them")
-                                ->type_name("GLOB");
+            app.add_option("-n,--top", o->top, "Show at most N rows per table (flat, callers, callees; 0: all)")
+                ->type_name("N")
+                ->check(count_check());
+            // One value per occurrence (repeat the option for more), so that
+            // `-t 1 TRACE` leaves TRACE to the positional argument.
+            auto* fn_glob = app.add_option("-F,--function", o->function_globs,
+                           "Only functions whose name matches GLOB (flat); with --tree, only the paths through them "
+                           "(repeatable: any of them)")
+                               ->type_name("GLOB")
+                               ->allow_extra_args(false);
+            auto* mod_glob = app.add_option("-m,--module", o->module_globs,
+                           "Only functions of modules whose file name matches GLOB (flat); with --tree, paths through "
+                           "them (repeatable: any of them)")
+                                ->type_name("GLOB")
+                                ->allow_extra_args(false);
             app.add_option("-t,--thread", o->threads,
                            "Only this thread: its # in 'callscope info', or a glob on thread names (repeatable)")
-                ->type_name("N|GLOB");
+                ->type_name("N|GLOB")
+                ->allow_extra_args(false);
             auto* per_thread =
                 app.add_flag("--threads", o->per_thread, "One table per thread (flat, callers, callees) instead of merged");
+            app.add_option("--idle", o->idle_globs,
+                           "Leave out the self time of functions matching GLOB (time they wait: blocked in "
+                           "uninstrumented code such as sleep, poll or a lock), from them and their callers "
+                           "(repeatable)")
+                ->type_name("GLOB")
+                ->allow_extra_args(false);
+            app.add_option("--min-busy", o->min_busy,
+                           "Only threads whose observed time (after --idle) is at least PCT % of their wall time")
+                ->type_name("PCT");
+            app.add_flag("--by-busy", o->by_busy,
+                         "With --threads or --tree: threads in order of their busy share (observed / wall time), "
+                         "busiest first");
             auto* tree = app.add_flag("--tree", o->tree, "Call trees, one per thread");
             app.add_flag("--merge", o->merge, "With --tree: one tree merged across threads by function name")->needs(tree);
             app.add_option("--depth", o->depth, "With --tree: show nodes down to depth N (1 = outermost; 0: all)")
                 ->type_name("N")
+                ->check(count_check())
                 ->needs(tree);
             app.add_option("--threshold", o->threshold,
                            "With --tree: hide nodes whose total is below PCT % of the tree's total")
@@ -241,10 +337,10 @@ Command report_command() {
                            "Profile mode: show snapshot K (1, 2, ...; 'callscope info' lists them) instead of the "
                            "final state")
                 ->type_name("K")
-                ->check(CLI::PositiveNumber);
+                ->check(snapshot_check());
             app.add_option("--diff", o->diff,
                            "Compare A and B function by function: each a snapshot number of TRACE or another "
-                           "trace file (its final state); B - A, biggest change first")
+                           "trace file (its final state); B - A, biggest change first; with -F, -m, -t, -n, --format")
                 ->expected(2)
                 ->allow_extra_args(false)
                 ->type_name("A B");
@@ -252,8 +348,13 @@ Command report_command() {
                 "Columns: CALLS (entries), TOTAL (inclusive time; a recursive function's time\n"
                 "counts once per outermost activation), SELF (time not in callees), AVG = TOTAL /\n"
                 "CALLS, SELF AVG = SELF / CALLS, MIN and MAX (one call, inclusive), FIRST (the\n"
-                "first call). Frames inherited from before the trace began (fork, lost events)\n"
-                "add time but no call. Text picks a unit per value; CSV and JSON are in whole ns.\n"
+                "first call), TOTAL% (flat, text: TOTAL as a share of the table's observed time).\n"
+                "Frames inherited from before the trace began (fork, lost events) add time but no\n"
+                "call. Text picks a unit per value; CSV and JSON are in whole ns.\n"
+                "Each table's title gives the time observed in traced functions and its share of\n"
+                "the threads' wall time (their lifetime). Time a function spends blocked in\n"
+                "uninstrumented code (sleep, poll, a lock) is its SELF time: --idle GLOB leaves it\n"
+                "out, --min-busy PCT leaves out the threads that mostly waited.\n"
                 "Profile-mode traces (docs/profile.md) show the final state of each process,\n"
                 "or snapshot K with --dump K; --diff compares two snapshots or two traces.\n"
                 "See docs/report.md.\n" +
@@ -261,7 +362,14 @@ Command report_command() {
             // --config FILE and --name-width N, also from CALLSCOPE_NAME_WIDTH
             // or callscope.toml (docs/configuration.md).
             auto settings = std::make_shared<config::Flags>(app, config::report_keys());
-            return [o, settings]() -> Result<int> {
+            // What --diff refuses rather than ignore (run_diff names them).
+            std::vector<CLI::Option*> not_for_diff;
+            for (const char* name : {"--sort", "--threads", "--tree", "--callers", "--callees", "--stack", "--dump", "--idle",
+                                     "--min-busy", "--by-busy"})
+              not_for_diff.push_back(app.get_option(name));
+            return [o, settings, not_for_diff]() -> Result<int> {
+              for (const CLI::Option* opt : not_for_diff)
+                if (opt->count() && !o->diff.empty()) o->not_for_diff.push_back(opt->get_name());
               std::vector<std::string> warnings;
               CALLSCOPE_TRY(config::Config c, settings->resolve(&warnings));
               for (const auto& w : warnings) print_warning("report", w);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/options.h"
 #include "common/files.h"
 #include "stack/report.h"
 #include "stack/stack.h"
@@ -67,7 +68,7 @@ Command stack_command() {
             app.add_option("patterns", o->patterns,
                            "Globs on demangled names, optionally module-qualified "
                            "('libfoo.so!ns::*'); with --worst they choose the entry points");
-            app.add_option("-n,--top", o->top, "Show at most N functions (0: all)");
+            app.add_option("-n,--top", o->top, "Show at most N functions (0: all)")->type_name("N")->check(count_check());
             app.add_option("--format", o->format, "Output format: text, csv or json");
             app.add_flag("--worst", o->worst,
                          "Worst-case stack depth from each entry point (default: main and every "

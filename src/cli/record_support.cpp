@@ -70,32 +70,29 @@ Result<std::string> find_program(const std::string& name) {
   return Error("program '" + name + "' not found in PATH");
 }
 
-Result<std::string> find_runtime() {
-  if (const char* env = ::getenv("CALLSCOPE_RUNTIME"); env && *env) {
-    if (::access(env, R_OK) != 0) return system_error("CALLSCOPE_RUNTIME='" + std::string(env) + "'", errno);
-    char real[PATH_MAX];
-    return std::string(::realpath(env, real) ? real : env);
-  }
-  const std::string dir = self_dir();
-  for (const std::string& cand : {dir + "/../lib/libcallscope-rt.so", dir + "/libcallscope-rt.so",
-                                 dir + "/../lib/callscope/libcallscope-rt.so"}) {
-    char real[PATH_MAX];
-    if (::access(cand.c_str(), R_OK) == 0 && ::realpath(cand.c_str(), real)) return std::string(real);
-  }
-  return Error("cannot find the runtime libcallscope-rt.so next to callscope (" + dir +
-               "/../lib); set CALLSCOPE_RUNTIME to its path");
-}
+namespace {
 
-Instrumentation instrumentation_of(const std::string& path) {
+// What an ELF file says of __cyg_profile_func_enter: its symbol tables are
+// walked once; `elf` false when the file is not ELF (a script, a text file).
+struct HookSymbol {
+  bool elf = false;
+  bool shared_object = false;  // ET_DYN
+  bool referenced = false;     // named in a symbol table (called, or defined)
+  bool defined = false;        // defined here (the runtime), not just called
+};
+
+HookSymbol hook_symbol(const std::string& path) {
+  HookSymbol h;
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Instrumentation::kUnknown;
+  if (fd < 0) return h;
   elf_version(EV_CURRENT);
   Elf* elf = elf_begin(fd, ELF_C_READ, nullptr);
-  Instrumentation result = Instrumentation::kUnknown;
-  if (elf && elf_kind(elf) == ELF_K_ELF) {
-    result = Instrumentation::kNone;
+  GElf_Ehdr eh;
+  if (elf && elf_kind(elf) == ELF_K_ELF && gelf_getehdr(elf, &eh)) {
+    h.elf = true;
+    h.shared_object = eh.e_type == ET_DYN;
     Elf_Scn* scn = nullptr;
-    while ((scn = elf_nextscn(elf, scn)) != nullptr && result == Instrumentation::kNone) {
+    while ((scn = elf_nextscn(elf, scn)) != nullptr && !h.defined) {
       GElf_Shdr sh;
       if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB) || sh.sh_entsize == 0)
         continue;
@@ -107,15 +104,58 @@ Instrumentation instrumentation_of(const std::string& path) {
         if (!gelf_getsym(data, static_cast<int>(i), &sym)) continue;
         const char* name = elf_strptr(elf, sh.sh_link, sym.st_name);
         if (name && std::strcmp(name, "__cyg_profile_func_enter") == 0) {
-          result = Instrumentation::kCygProfile;
-          break;
+          h.referenced = true;
+          h.defined = h.defined || sym.st_shndx != SHN_UNDEF;
         }
       }
     }
   }
   if (elf) elf_end(elf);
   ::close(fd);
-  return result;
+  return h;
+}
+
+// "" when `path` can be preloaded as callscope's runtime, else what it is.
+// Without this check the dynamic loader ignores a bad preload with a line
+// on stderr, and the run looks like one of an uninstrumented program.
+std::string runtime_problem(const std::string& path) {
+  const HookSymbol h = hook_symbol(path);
+  if (!h.elf) return "is not an ELF shared library";
+  if (!h.shared_object) return "is an ELF file but not a shared library";
+  if (!h.defined) return "is not callscope's runtime (it defines no __cyg_profile_func_enter)";
+  return "";
+}
+
+}  // namespace
+
+Result<std::string> find_runtime() {
+  if (const char* env = ::getenv("CALLSCOPE_RUNTIME"); env && *env) {
+    if (::access(env, R_OK) != 0) return system_error("CALLSCOPE_RUNTIME='" + std::string(env) + "'", errno);
+    char real[PATH_MAX];
+    std::string path = ::realpath(env, real) ? real : env;
+    if (const std::string why = runtime_problem(path); !why.empty())
+      return Error("CALLSCOPE_RUNTIME='" + std::string(env) + "' " + why +
+                   ": point it at libcallscope-rt.so, or unset it to use the runtime next to callscope");
+    return path;
+  }
+  const std::string dir = self_dir();
+  for (const std::string& cand : {dir + "/../lib/libcallscope-rt.so", dir + "/libcallscope-rt.so",
+                                 dir + "/../lib/callscope/libcallscope-rt.so"}) {
+    char real[PATH_MAX];
+    if (::access(cand.c_str(), R_OK) != 0 || !::realpath(cand.c_str(), real)) continue;
+    if (const std::string why = runtime_problem(real); !why.empty())
+      return Error("the runtime '" + std::string(real) + "' " + why +
+                   " (a broken installation?); rebuild callscope, or set CALLSCOPE_RUNTIME to libcallscope-rt.so");
+    return std::string(real);
+  }
+  return Error("cannot find the runtime libcallscope-rt.so next to callscope (" + dir +
+               "/../lib); set CALLSCOPE_RUNTIME to its path");
+}
+
+Instrumentation instrumentation_of(const std::string& path) {
+  const HookSymbol h = hook_symbol(path);
+  if (!h.elf) return Instrumentation::kUnknown;
+  return h.referenced ? Instrumentation::kCygProfile : Instrumentation::kNone;
 }
 
 std::string default_raw_dir(const std::string& output) {
@@ -325,7 +365,12 @@ void print_summary(const char* command, const fmt::FinalizeSummary& sum, const s
                command, static_cast<unsigned long long>(sum.calls), sum.threads, sum.threads == 1 ? "" : "s",
                sum.processes, sum.processes == 1 ? "" : "es", output.c_str(),
                static_cast<unsigned long long>(sum.file_bytes));
-  if (sum.calls) std::fprintf(stderr, ", %.2f bytes/call", static_cast<double>(sum.file_bytes) / static_cast<double>(sum.calls));
+  // Bytes per call say what recording every call costs; a profile-mode
+  // trace holds call trees, whose size does not follow the calls.
+  if (sum.profile)
+    std::fprintf(stderr, ", %u snapshot%s", sum.snapshots, sum.snapshots == 1 ? "" : "s");
+  else if (sum.calls)
+    std::fprintf(stderr, ", %.2f bytes/call", static_cast<double>(sum.file_bytes) / static_cast<double>(sum.calls));
   std::fprintf(stderr, ")\n");
   if (sum.lost)
     std::fprintf(stderr,

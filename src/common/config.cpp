@@ -3,6 +3,7 @@
 // the resolution.
 #include "common/config.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>

@@ -449,6 +449,8 @@ Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::
     dumps.push_back(d);
   }
   if (any_profile) sum.calls = profile_calls;
+  sum.profile = any_profile;
+  sum.snapshots = static_cast<uint32_t>(dumps.size());
   for (const ProcessRecord& pr : procs) last_tick = std::max(last_tick, pr.end_tick);
 
   // Names given while threads ran: each thread's last, and their history.

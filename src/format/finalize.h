@@ -33,6 +33,8 @@ struct FinalizeSummary {
   uint64_t wait_ns = 0;  // the program's threads waited this long for the recorder (ring full)
   uint64_t waits = 0;
   uint64_t file_bytes = 0;
+  bool profile = false;    // profile mode: `calls` are those of the snapshots' call trees
+  uint32_t snapshots = 0;  // profile mode
   std::vector<std::string> warnings;
 };
 

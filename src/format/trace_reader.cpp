@@ -145,7 +145,10 @@ TraceReader::~TraceReader() {
 }
 
 void TraceReader::problem(const BlockRef& b, const std::string& what) {
-  problems_.push_back("block " + std::to_string(b.number) + " at offset " + std::to_string(b.offset) + ": " + what);
+  // Once each: a damaged block is met again by every pass that reads it
+  // (info verifies every block, then reads each thread's events).
+  std::string p = "block " + std::to_string(b.number) + " at offset " + std::to_string(b.offset) + ": " + what;
+  if (std::find(problems_.begin(), problems_.end(), p) == problems_.end()) problems_.push_back(std::move(p));
 }
 
 Status TraceReader::index_blocks() {

@@ -1,3 +1,5 @@
+// `report --diff`: the rows of analysis/diff.h as an aligned table, CSV or
+// JSON.
 #include "views/diff_view.h"
 
 #include <cmath>
@@ -71,18 +73,17 @@ void print_diff(const std::vector<analysis::DiffRow>& all, const std::string& la
       break;
   }
   std::fprintf(out, "A: %s\nB: %s\n", terminal_safe(label_a).c_str(), terminal_safe(label_b).c_str());
-  std::fprintf(out, "%10s %10s %9s  %9s %9s %10s %8s  %9s %9s %10s  %-10s %s\n", "CALLS A", "CALLS B", "CHANGE",
-               "TOTAL A", "TOTAL B", "CHANGE", "%", "SELF A", "SELF B", "CHANGE", "MODULE", "FUNCTION");
-  for (const auto* r : rows) {
-    std::fprintf(out, "%10llu %10llu %9s  %9s %9s %10s %8s  %9s %9s %10s  %-10s %s\n",
-                 static_cast<unsigned long long>(r->a.calls), static_cast<unsigned long long>(r->b.calls),
-                 signed_count(static_cast<double>(r->b.calls) - static_cast<double>(r->a.calls)).c_str(),
-                 format_duration_ns(r->a.total_ns).c_str(), format_duration_ns(r->b.total_ns).c_str(),
-                 signed_duration(r->b.total_ns - r->a.total_ns).c_str(), percent(r->a.total_ns, r->b.total_ns).c_str(),
-                 format_duration_ns(r->a.self_ns).c_str(), format_duration_ns(r->b.self_ns).c_str(),
-                 signed_duration(r->b.self_ns - r->a.self_ns).c_str(), terminal_safe(r->module).c_str(),
-                 fit_name(terminal_safe(r->name), o.name_width).c_str());
-  }
+  TextTable table({"CALLS A", "CALLS B", "CHANGE", "TOTAL A", "TOTAL B", "CHANGE", "%", "SELF A", "SELF B", "CHANGE",
+                   "MODULE", "FUNCTION"},
+                  10);
+  for (const auto* r : rows)
+    table.add({std::to_string(r->a.calls), std::to_string(r->b.calls),
+               signed_count(static_cast<double>(r->b.calls) - static_cast<double>(r->a.calls)),
+               format_duration_ns(r->a.total_ns), format_duration_ns(r->b.total_ns),
+               signed_duration(r->b.total_ns - r->a.total_ns), percent(r->a.total_ns, r->b.total_ns),
+               format_duration_ns(r->a.self_ns), format_duration_ns(r->b.self_ns),
+               signed_duration(r->b.self_ns - r->a.self_ns), r->module, fit_name(r->name, o.name_width)});
+  table.print(out);
   if (rows.empty()) std::fprintf(out, "(no function changed)\n");
 }
 

@@ -4,6 +4,7 @@
 #include <map>
 #include <tuple>
 
+#include "analysis/balance.h"
 #include "views/format_util.h"
 
 namespace callscope::views {
@@ -99,36 +100,21 @@ Status print_stats(fmt::TraceReader& t, symbolize::Symbolizer& sym, const DumpOp
                "STRAY", "LOST", "MAXDEPTH", "BALANCED");
   for (uint32_t ti : selected(t, o)) {
     const uint32_t proc = t.threads()[ti].record.process_index;
-    uint64_t entries = 0, inherited = 0, exits = 0, unwound = 0, truncated = 0, stray = 0, lost = 0;
-    uint32_t max_depth = 0;
+    analysis::StreamBalance b;
     CALLSCOPE_CHECK(t.for_each_event(ti, [&](const fmt::TraceEvent& e) {
-      switch (e.kind) {
-        case fmt::EventKind::kEntry: {
-          ++entries;
-          const bool reused = modules.reused(proc, e.addr);
-          PerFn& f = fns[{proc, e.addr, reused ? modules.at(proc, e.addr, e.tick) : -1}];
-          if (f.calls++ == 0) f.tick = e.tick;
-          break;
-        }
-        case fmt::EventKind::kEntryInherited: ++inherited; break;
-        case fmt::EventKind::kExit: ++exits; break;
-        case fmt::EventKind::kExitUnwound: ++unwound; break;
-        case fmt::EventKind::kExitTruncated: ++truncated; break;
-        case fmt::EventKind::kExitStray: ++stray; break;
-        case fmt::EventKind::kLost: lost += e.arg; break;
-        case fmt::EventKind::kMark:
-        case fmt::EventKind::kPause:
-        case fmt::EventKind::kResume: break;
+      if (e.kind == fmt::EventKind::kEntry) {
+        const bool reused = modules.reused(proc, e.addr);
+        PerFn& f = fns[{proc, e.addr, reused ? modules.at(proc, e.addr, e.tick) : -1}];
+        if (f.calls++ == 0) f.tick = e.tick;
       }
-      max_depth = std::max(max_depth, e.depth);
+      b.add(e);
       return true;
     }));
-    const bool balanced = entries + inherited == exits + unwound + truncated && stray == 0;
     std::fprintf(out, "%5u %12llu %12llu %10llu %10llu %8llu %8llu %9u  %s\n", ti,
-                 static_cast<unsigned long long>(entries), static_cast<unsigned long long>(exits),
-                 static_cast<unsigned long long>(unwound), static_cast<unsigned long long>(truncated),
-                 static_cast<unsigned long long>(stray), static_cast<unsigned long long>(lost), max_depth,
-                 balanced ? "yes" : "NO");
+                 static_cast<unsigned long long>(b.entries), static_cast<unsigned long long>(b.exits),
+                 static_cast<unsigned long long>(b.unwound), static_cast<unsigned long long>(b.truncated),
+                 static_cast<unsigned long long>(b.stray), static_cast<unsigned long long>(b.lost), b.max_depth,
+                 b.balanced() ? "yes" : "NO");
   }
   // Calls per function name (a name may cover several addresses or processes).
   std::map<std::string, uint64_t> by_name;

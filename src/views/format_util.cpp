@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <algorithm>
 #include <cstdio>
 
 namespace callscope::views {
@@ -108,6 +109,48 @@ std::string loss_warning(const format::TraceReader& trace) {
          std::to_string(trace.threads().size()) +
          " threads; the trace marks where ('callscope replay' shows them), and the time of each gap belongs "
          "to '[lost events]', not to the frames around it (docs/recording.md)";
+}
+
+std::string format_percent(double pct) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g%%", pct);
+  return buf;
+}
+
+std::string count_of(uint64_t n, const char* singular, const char* plural) {
+  return std::to_string(n) + " " + (n == 1 ? singular : plural);
+}
+
+std::string no_events_in_profile(const format::TraceReader& trace) {
+  if (!trace.is_profile()) return "";
+  for (const auto& th : trace.threads())
+    if (th.record.events) return "";
+  return "'" + trace.path() + "' is a profile-mode trace: it holds call trees (" +
+         count_of(trace.dumps().size(), "snapshot", "snapshots") +
+         "), not the calls in order; run 'callscope report " + trace.path() +
+         "' instead (--tree for the call paths, --dump K for snapshot K), or record with --chrono GLOB to keep "
+         "the calls of chosen functions in order (docs/profile.md)";
+}
+
+TextTable::TextTable(std::vector<std::string> headers, size_t left_from) : left_from_(left_from) {
+  rows_.push_back(std::move(headers));
+}
+
+void TextTable::print(FILE* out) const {
+  std::vector<size_t> w(rows_[0].size(), 0);
+  for (const auto& r : rows_)
+    for (size_t i = 0; i < r.size() && i < w.size(); ++i) w[i] = std::max(w[i], r[i].size());
+  for (const auto& r : rows_) {
+    std::string line;
+    for (size_t i = 0; i < r.size() && i < w.size(); ++i) {
+      const size_t pad = w[i] - r[i].size();
+      if (i) line += "  ";
+      if (i < left_from_) line.append(pad, ' ');
+      line += r[i];
+      if (i >= left_from_ && i + 1 < r.size()) line.append(pad, ' ');
+    }
+    std::fprintf(out, "%s\n", line.c_str());
+  }
 }
 
 }  // namespace callscope::views

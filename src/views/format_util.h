@@ -5,8 +5,10 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <cstdio>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/output_format.h"
 
@@ -38,5 +40,33 @@ template <class Json>
 std::string json_text(const Json& j, int indent = 2) {
   return j.dump(indent, ' ', false, Json::error_handler_t::replace);
 }
+// For the commands that show events (replay, dump): a profile-mode trace
+// without chronological events (no --chrono) holds call trees only; then
+// the error naming what it holds and what to run instead, else "".
+std::string no_events_in_profile(const format::TraceReader& trace);
+
+// "12%", "12.5%": a percentage given by a user, as few digits as it needs.
+std::string format_percent(double pct);
+
+// "1 snapshot", "2 snapshots".
+std::string count_of(uint64_t n, const char* singular, const char* plural);
+
+// Aligned text columns: numbers right-aligned, the columns from `left_from`
+// on left-aligned, the last one not padded (names can be long). Widths are
+// those of the widest cell (bytes), so no value overflows its column.
+// Cells are printed terminal_safe (names come from traces and binaries).
+class TextTable {
+ public:
+  TextTable(std::vector<std::string> headers, size_t left_from);
+  void add(std::vector<std::string> row) {
+    for (std::string& cell : row) cell = terminal_safe(cell);
+    rows_.push_back(std::move(row));
+  }
+  void print(FILE* out) const;
+
+ private:
+  size_t left_from_;
+  std::vector<std::vector<std::string>> rows_;
+};
 
 }  // namespace callscope::views

@@ -56,7 +56,7 @@ uint32_t pid_of(const fmt::TraceReader& t, uint32_t process_index) {
 
 }  // namespace
 
-void print_info_text(const fmt::TraceReader& t, FILE* out) {
+void print_info_text(const fmt::TraceReader& t, const std::vector<analysis::StreamBalance>& balance, FILE* out) {
   const auto& h = t.header();
   const auto& info = t.info();
   const Totals x = totals(t);
@@ -74,10 +74,13 @@ void print_info_text(const fmt::TraceReader& t, FILE* out) {
   std::fprintf(out, "ended:      %s\n", program_exit(t).c_str());
   std::fprintf(out, "calls:      %llu (%llu events)", static_cast<unsigned long long>(x.calls),
                static_cast<unsigned long long>(x.events));
-  if (x.events) std::fprintf(out, ", %.2f bytes/call on disk", x.calls ? double(t.file_size()) / double(x.calls) : 0.0);
+  // Not for profile mode: its calls are those of the call trees, not events on disk.
+  if (x.events && x.calls && !t.is_profile())
+    std::fprintf(out, ", %.2f bytes/call on disk", double(t.file_size()) / double(x.calls));
   std::fprintf(out, "\n");
   if (t.is_profile())
-    std::fprintf(out, "mode:       profile: call trees kept in the process, %zu snapshots%s\n", t.dumps().size(),
+    std::fprintf(out, "mode:       profile: call trees kept in the process, %s%s\n",
+                 count_of(t.dumps().size(), "snapshot", "snapshots").c_str(),
                  (info.record.flags & fmt::kInfoFiltered) ? ", filtered" : "");
   else if (info.record.flags & fmt::kInfoFiltered)
     std::fprintf(out, "mode:       record, filtered\n");
@@ -127,6 +130,28 @@ void print_info_text(const fmt::TraceReader& t, FILE* out) {
                      terminal_safe(n.name).c_str());
   }
 
+  bool unbalanced = false;
+  for (const analysis::StreamBalance& b : balance) unbalanced |= !b.balanced();
+  if (unbalanced) {
+    std::fprintf(out, "\nunbalanced threads (their exits and entries do not match; 'callscope dump -t N' lists the "
+                      "events):\n");
+    for (size_t i = 0; i < balance.size(); ++i) {
+      const analysis::StreamBalance& b = balance[i];
+      if (b.balanced()) continue;
+      std::string what;
+      if (b.stray)
+        what = count_of(b.stray, "stray exit", "stray exits") +
+               " (returns without a recorded entry: events before them were lost, or the stream is damaged)";
+      if (b.unclosed() > 0)
+        what += (what.empty() ? "" : "; ") + count_of(static_cast<uint64_t>(b.unclosed()), "frame", "frames") +
+                " entered and never closed";
+      else if (b.unclosed() < 0)
+        what += (what.empty() ? "" : "; ") + count_of(static_cast<uint64_t>(-b.unclosed()), "frame", "frames") +
+                " closed more often than entered";
+      std::fprintf(out, "  thread %zu: %s\n", i, what.c_str());
+    }
+  }
+
   std::fprintf(out, "\nmodules:\n  %7s %-33s %-40s %s\n", "PID", "ADDRESSES", "BUILD-ID", "PATH");
   for (const auto& m : t.modules()) {
     const uint32_t pid = m.record.process_index < t.processes().size() ? t.processes()[m.record.process_index].record.pid : 0;
@@ -158,7 +183,7 @@ void print_info_text(const fmt::TraceReader& t, FILE* out) {
   }
 }
 
-nlohmann::json info_json(const fmt::TraceReader& t) {
+nlohmann::json info_json(const fmt::TraceReader& t, const std::vector<analysis::StreamBalance>& balance) {
   using nlohmann::json;
   const auto& h = t.header();
   const auto& info = t.info();
@@ -202,6 +227,12 @@ nlohmann::json info_json(const fmt::TraceReader& t) {
                {"lost_events", th.record.lost_events},
                {"torn_events", th.record.torn_events},
                {"duration_ns", t.ticks_to_ns(th.record.end_tick - std::min(th.record.end_tick, th.record.start_tick))}};
+    if (&th - t.threads().data() < static_cast<std::ptrdiff_t>(balance.size())) {
+      const analysis::StreamBalance& b = balance[&th - t.threads().data()];
+      tj["stray_exits"] = b.stray;
+      tj["unclosed_frames"] = b.unclosed();  // negative: closed more often than entered
+      tj["balanced"] = b.balanced();
+    }
     if (!th.names.empty()) {  // renamed while it ran: every name, from when
       tj["names"] = json::array();
       for (const auto& n : th.names) tj["names"].push_back({{"time_ns", t.ticks_to_ns(n.tick)}, {"name", n.name}});

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "analysis/profile.h"
 #include "analysis/report_model.h"
@@ -22,8 +23,8 @@ namespace callscope::views {
 struct ReportOptions {
   analysis::SortKey sort = analysis::SortKey::kTotal;
   size_t top = 0;             // rows per table (flat, callers, callees); 0 = all
-  std::string function_glob;  // flat and tree: only functions whose name matches ("" = all)
-  std::string module_glob;    // flat and tree: only functions of a matching module ("" = all)
+  std::vector<std::string> function_globs;  // flat and tree: only functions whose name matches one (none = all)
+  std::vector<std::string> module_globs;    // flat and tree: only functions of a module matching one (none = all)
   bool per_thread = false;    // flat, callers/callees: one table per thread instead of merged
   bool merge = false;         // tree: one tree merged across threads instead of one per thread
   uint32_t max_depth = 0;     // tree: deepest level shown, 0 = all

@@ -40,6 +40,9 @@ class ProfileTest : public ::testing::TestWithParam<std::string> {
 TEST_P(ProfileTest, CountsAndTimesMatchTheProgram) {
   RunResult r = record({"CALLSCOPE_MODE=profile"}, "profile");
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  // The summary counts snapshots; bytes per call mean nothing for call trees.
+  EXPECT_NE(r.err.find(", 1 snapshot)"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("bytes/call"), std::string::npos) << r.err;
   auto rows = flat();
   EXPECT_EQ(num(rows["main"], "calls"), 1u);
   EXPECT_EQ(num(rows["caller_a"], "calls"), 1u);
@@ -64,7 +67,17 @@ TEST_P(ProfileTest, CountsAndTimesMatchTheProgram) {
   EXPECT_EQ(middle_under_b, 4u) << tree.out;
   // The trace is small: the tree, not the calls.
   RunResult info = callscope({"info", trace_});
-  EXPECT_NE(info.out.find("mode:       profile"), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find("mode:       profile: call trees kept in the process, 1 snapshot\n"), std::string::npos)
+      << info.out;
+  // No events to list: replay and dump say what to run instead.
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"replay", trace_},
+                                              std::vector<std::string>{"dump", "--stats", trace_}}) {
+    RunResult none = callscope(args);
+    EXPECT_EQ(none.exit_code, 1) << args[0];
+    EXPECT_NE(none.err.find("is a profile-mode trace: it holds call trees (1 snapshot)"), std::string::npos)
+        << none.err;
+    EXPECT_NE(none.err.find("run 'callscope report"), std::string::npos) << none.err;
+  }
 }
 
 // The server fixture drives 8 worker threads; the public API turns

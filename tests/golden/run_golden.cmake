@@ -27,6 +27,11 @@ list(APPEND suffixes "stack" "stack_csv")
 list(APPEND views "report --dump 1" "report --tree --dump 1" "report TRACE --diff 1 2"
   "report TRACE --diff 1 2 --format csv" "report TRACE --diff 1 2 --format json")
 list(APPEND suffixes "dump1" "tree_dump1" "diff" "diff_csv" "diff_json")
+# --diff honours -F (repeatable) and -t; busy threads: --idle, --min-busy,
+# --by-busy; -t takes one value, leaving the trace to the positional.
+list(APPEND views "report TRACE --diff 1 2 -F *0x401200 -F *0x401600" "report TRACE --diff 1 2 -t 1"
+  "report --threads --idle *0x401300 --by-busy" "report --threads --min-busy 99.5" "report -t 1 TRACE")
+list(APPEND suffixes "diff_f" "diff_t" "idle" "min_busy" "thread_first")
 list(LENGTH views n)
 math(EXPR last "${n} - 1")
 set(failed FALSE)

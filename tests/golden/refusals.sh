@@ -1,0 +1,79 @@
+#!/bin/sh
+# Bad input to the commands that read traces gets one clear message and a
+# non-zero exit (docs/report.md, docs/replay.md, docs/configuration.md).
+# Usage: refusals.sh CALLSCOPE TEXT_TRACE CASES_DIR WORK_DIR
+set -u
+CS=$1 TT=$2 CASES=$3 WORK=$4
+mkdir -p "$WORK" || exit 1
+cd "$WORK" || exit 1
+"$TT" "$CASES/profile_snapshots.txt" prof.trace || exit 1
+"$TT" "$CASES/report_profile.txt" rec.trace || exit 1
+failed=0
+
+# expect CODE TEXT ARGS...: callscope ARGS exits with CODE and says TEXT on stderr.
+expect() {
+  code=$1 text=$2
+  shift 2
+  "$CS" "$@" > out.txt 2> err.txt
+  rc=$?
+  if [ "$rc" != "$code" ] || ! grep -qF -- "$text" err.txt; then
+    echo "FAILED: callscope $* -> exit $rc (want $code), stderr:"; cat err.txt
+    echo "  (want: $text)"
+    failed=1
+  fi
+}
+
+# Numbers: negative, hexadecimal or zero where they make no sense.
+expect 2 "--thread: '-1' is not a thread number" replay -t -1 rec.trace
+expect 2 "--thread: '-1' is not a thread number" dump -t -1 rec.trace
+expect 2 "--top: '-1' is not a count" report -n -1 rec.trace
+expect 2 "--limit: '0x10' is not a count" dump -n 0x10 rec.trace
+expect 2 "--depth: '-1' is not a count" replay -D -1 rec.trace
+expect 2 "--depth: '0x10' is not a count" report --tree --depth 0x10 rec.trace
+expect 2 "--dump: '0' is not a snapshot number: snapshots are numbered from 1" report --dump 0 prof.trace
+expect 2 "--top: '-3' is not a count" stack -n -3 /bin/true
+
+# A settings file that is a directory.
+mkdir -p conf.d
+expect 1 "config file 'conf.d' is a directory: give a TOML file" config --config conf.d
+expect 1 "config file 'conf.d' is a directory" report --config conf.d rec.trace
+
+# A runtime that is not one: said before anything runs.
+echo "not a library" > fake-rt.so
+CALLSCOPE_RUNTIME=$PWD/fake-rt.so expect 1 "fake-rt.so' is not an ELF shared library: point it at libcallscope-rt.so" \
+  record -o never.trace -- /bin/true
+CALLSCOPE_RUNTIME=/bin/true expect 1 "'/bin/true' is not callscope's runtime (it defines no __cyg_profile_func_enter)" record -o never.trace -- /bin/true
+[ -e never.trace ] && { echo "FAILED: a trace was written with a bad runtime"; failed=1; }
+
+# --diff compares flat profiles: the views it cannot show are refused.
+expect 1 "--tree does not go with --diff" report prof.trace --diff 1 2 --tree
+expect 1 "--sort, --threads do not go with --diff" report prof.trace --diff 1 2 -s calls --threads
+expect 1 "--idle does not go with --diff" report prof.trace --diff 1 2 --idle x
+expect 1 "no function matches 'nothing*', 'none' in A or B" report prof.trace --diff 1 2 -F 'nothing*' -F none
+expect 1 "no thread matches 'nobody'" report prof.trace --diff 1 2 -t nobody
+
+# Several -F and -m globs: any of them; none matching is named.
+expect 1 "no function matches 'x', 'y'" report -F x -F y rec.trace
+expect 1 "--idle: no function matches 'idle_*'" report --idle 'idle_*' rec.trace
+expect 1 "--min-busy must be between 0 and 100" report --min-busy 150 rec.trace
+# What --idle and --min-busy left out is said on stderr (the report is on stdout).
+expect 0 "6.5 us of idle time left out (the self time of '*0x401300')" report --idle '*0x401300' rec.trace
+expect 0 "left out thread 1: busy less than 99.5% of its wall time" report --min-busy 99.5 rec.trace
+expect 1 "no thread was busy 100% of its wall time" report --min-busy 100 --idle '*0x401000' -t 0 rec.trace
+
+# A profile-mode trace has no events to list: say what it holds instead.
+expect 1 "is a profile-mode trace: it holds call trees (4 snapshots), not the calls in order; run 'callscope report" \
+  replay prof.trace
+expect 1 "is a profile-mode trace" dump --stats prof.trace
+expect 1 "is a profile-mode trace" dump prof.trace
+
+# One snapshot is "1 snapshot" (info), and a profile-mode trace gives no
+# bytes per call (its calls are those of the call trees, not events).
+printf 'clock monotonic\nmode profile\nprocess pid=1 ppid=0 exe=x argv=x exit=0\nthread process=0 tid=1 name=x start=0 end=9\nsnapshot process=0 seq=1 reason=4 tick=9\nnode thread=0 fn=0x10 calls=3 total=9 self=9\n' > one.txt
+"$TT" one.txt one.trace || exit 1
+"$CS" info one.trace > info.txt 2>&1
+if ! grep -q "profile: call trees kept in the process, 1 snapshot$" info.txt || grep -q "bytes/call" info.txt; then
+  echo "FAILED: info of a one-snapshot profile:"; cat info.txt; failed=1
+fi
+
+exit $failed
