@@ -35,8 +35,8 @@ expect 2 "--top: '-3' is not a count" stack -n -3 /bin/true
 
 # A settings file that is a directory.
 mkdir -p conf.d
-expect 1 "config file 'conf.d' is a directory: give a TOML file" config --config conf.d
-expect 1 "config file 'conf.d' is a directory" report --config conf.d rec.trace
+expect 1 "cannot read config file 'conf.d': 'conf.d' is a directory, not a regular file" config --config conf.d
+expect 1 "'conf.d' is a directory, not a regular file" report --config conf.d rec.trace
 
 # A runtime that is not one: said before anything runs.
 echo "not a library" > fake-rt.so
