@@ -376,11 +376,12 @@ Status TraceReader::for_each_event(uint32_t thread, const std::function<bool(con
 
 Status TraceReader::for_each_event_batch(uint32_t thread, const std::function<bool(const TraceEvent*, size_t)>& f) {
   struct Batch final : EventSink {
-    explicit Batch(const std::function<bool(const TraceEvent*, size_t)>& fn) : f(fn), events(kEventBatch) {}
-    TraceEvent* buffer() override { return events.data(); }
-    bool commit(size_t n) override { return f(events.data(), n); }
+    explicit Batch(const std::function<bool(const TraceEvent*, size_t)>& fn)
+        : f(fn), events(new TraceEvent[kEventBatch]) {}  // uninitialised: the decoder fills what it hands over
+    TraceEvent* buffer() override { return events.get(); }
+    bool commit(size_t n) override { return f(events.get(), n); }
     const std::function<bool(const TraceEvent*, size_t)>& f;
-    std::vector<TraceEvent> events;
+    std::unique_ptr<TraceEvent[]> events;
   } sink(f);
   return for_each_event_into(thread, sink);
 }
