@@ -118,7 +118,7 @@ Command config_command() {
               CALLSCOPE_TRY(OutputFormat format, parse_output_format(o->format));
               std::vector<std::string> warnings;
               CALLSCOPE_TRY(cfg::Config c, settings->resolve(&warnings));
-              for (const std::string& w : warnings) std::fprintf(stderr, "callscope config: warning: %s\n", w.c_str());
+              for (const std::string& w : warnings) print_warning("config", w);
               if (format == OutputFormat::kJson)
                 print_json(c);
               else if (format == OutputFormat::kCsv)

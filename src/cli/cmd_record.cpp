@@ -207,8 +207,7 @@ Result<int> run_record(const RecordOptions& o) {
   writing.emplace(session, o.output, unfinished, claim.get());
   drainer->stop();
   if (!drainer->failure().empty())
-    std::fprintf(stderr, "callscope record: warning: %s; the program's threads dropped events from then on\n",
-                 drainer->failure().c_str());
+    print_warning("record", drainer->failure() + "; the program's threads dropped events from then on");
   drainer.reset();
   log.write_calibration();
   log.close();
@@ -310,7 +309,7 @@ Command record_command() {
               }
               std::vector<std::string> warnings;
               CALLSCOPE_TRY(config::Config cfg, settings->resolve(&warnings));
-              for (const std::string& w : warnings) std::fprintf(stderr, "callscope record: warning: %s\n", w.c_str());
+              for (const std::string& w : warnings) print_warning("record", w);
               o->output = cfg.output.value_or(config::key_info(config::Key::kOutput).default_text);
               o->runtime_env = config::runtime_environment(cfg);
               return run_record(*o);

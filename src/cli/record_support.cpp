@@ -1,5 +1,7 @@
 #include "cli/record_support.h"
 
+#include "cli/command.h"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -355,7 +357,7 @@ WritingSignals::~WritingSignals() {
 int WritingSignals::received() const { return g_writing_signals; }
 
 void print_summary(const char* command, const fmt::FinalizeSummary& sum, const std::string& output) {
-  for (const std::string& w : sum.warnings) std::fprintf(stderr, "callscope %s: warning: %s\n", command, w.c_str());
+  for (const std::string& w : sum.warnings) print_warning(command, w);  // paths and names from the session
   if (sum.calls == 0)
     std::fprintf(stderr,
                  "callscope %s: no instrumented function was called: compile the program with "
