@@ -116,7 +116,7 @@ class TraceReader {
   void allow_unlisted_threads() { unlisted_threads_ = true; }
   // The same, a batch of up to kEventBatch events per call: for analyses that
   // touch every event, one indirect call per batch instead of per event.
-  static constexpr size_t kEventBatch = 4096;
+  static constexpr size_t kEventBatch = 8192;
   Status for_each_event_batch(uint32_t thread, const std::function<bool(const TraceEvent*, size_t)>& f);
   // The same, decoded straight into buffers the caller hands out (a
   // pipeline whose consumer runs on another thread copies nothing).
