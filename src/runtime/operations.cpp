@@ -11,6 +11,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "format/ctl_dir.h"
 #include "format/profile_math.h"
 #include "runtime/control.h"
 #include "runtime/engine_state.h"
@@ -254,41 +255,8 @@ uint32_t op_dump(uint32_t reason) {
   return seq;
 }
 
-namespace {
-
-class Text {
- public:
-  CALLSCOPE_NOINSTR Text(char* buf, size_t cap) : buf_(buf), cap_(cap) {
-    if (cap_) buf_[0] = '\0';
-  }
-  CALLSCOPE_NOINSTR Text& add(const char* s) {
-    while (*s && n_ + 1 < cap_) buf_[n_++] = *s++;
-    if (cap_) buf_[n_] = '\0';
-    return *this;
-  }
-  CALLSCOPE_NOINSTR Text& num(uint64_t v) {
-    char tmp[24];
-    int i = 0;
-    do tmp[i++] = static_cast<char>('0' + v % 10);
-    while ((v /= 10) != 0);
-    char out[24];
-    int j = 0;
-    while (i) out[j++] = tmp[--i];
-    out[j] = '\0';
-    return add(out);
-  }
-  size_t size() const { return n_; }
-
- private:
-  char* buf_;
-  size_t cap_;
-  size_t n_ = 0;
-};
-
-}  // namespace
-
 size_t op_status(char* buf, size_t cap) {
-  Text out(buf, cap);
+  ctldir::Text out(buf, cap);
   uint64_t calls = 0, nodes = 0, dropped = 0, bytes = 0, event_bytes = 0, lost = 0;
   uint32_t live = 0;
   ::pthread_mutex_lock(&g_reg_lock);
@@ -314,23 +282,23 @@ size_t op_status(char* buf, size_t cap) {
   // Say what start and stop turn on and off: call trees kept in process, or
   // events recorded.
   out.add(g_profile_mode ? "profiling: " : "recording: ").add(control_word() & 1 ? "on" : "off").add("\n");
-  out.add("pid: ").num(static_cast<uint64_t>(::getpid())).add("\n");
-  out.add("threads: ").num(started).add("\n");
-  out.add("live_threads: ").num(live).add("\n");
+  out.add("pid: ").add_uint(static_cast<uint64_t>(::getpid())).add("\n");
+  out.add("threads: ").add_uint(started).add("\n");
+  out.add("live_threads: ").add_uint(live).add("\n");
   if (g_profile_mode) {
-    out.add("calls: ").num(calls).add("\n");
-    out.add("events: ").num(calls * 2).add("\n");
-    out.add("nodes: ").num(nodes).add("\n");
-    out.add("buffer_bytes: ").num(bytes).add("\n");
-    out.add("buffer_use: ").num(nodes * sizeof(RawProfNode)).add(" of ").num(uint64_t{reg} * kMaxNodes * sizeof(RawProfNode)).add(" bytes (").num(nodes).add(" of ").num(uint64_t{reg} * kMaxNodes).add(" nodes)\n");
-    out.add("dropped_calls: ").num(dropped).add("\n");
-    out.add("dumps: ").num(g_dump_seq).add("\n");
+    out.add("calls: ").add_uint(calls).add("\n");
+    out.add("events: ").add_uint(calls * 2).add("\n");
+    out.add("nodes: ").add_uint(nodes).add("\n");
+    out.add("buffer_bytes: ").add_uint(bytes).add("\n");
+    out.add("buffer_use: ").add_uint(nodes * sizeof(RawProfNode)).add(" of ").add_uint(uint64_t{reg} * kMaxNodes * sizeof(RawProfNode)).add(" bytes (").add_uint(nodes).add(" of ").add_uint(uint64_t{reg} * kMaxNodes).add(" nodes)\n");
+    out.add("dropped_calls: ").add_uint(dropped).add("\n");
+    out.add("dumps: ").add_uint(g_dump_seq).add("\n");
   } else {
-    out.add("event_bytes: ").num(event_bytes).add("\n");
-    out.add("buffer_use: ring of ").num(uint64_t{fmt::kRingSegments} * fmt::kSegmentBytes).add(" bytes per thread\n");
+    out.add("event_bytes: ").add_uint(event_bytes).add("\n");
+    out.add("buffer_use: ring of ").add_uint(uint64_t{fmt::kRingSegments} * fmt::kSegmentBytes).add(" bytes per thread\n");
   }
-  out.add("lost_events: ").num(lost).add("\n");
-  if (g_interval_ns) out.add("interval_ns: ").num(g_interval_ns).add("\n");
+  out.add("lost_events: ").add_uint(lost).add("\n");
+  if (g_interval_ns) out.add("interval_ns: ").add_uint(g_interval_ns).add("\n");
   return out.size();
 }
 

@@ -1,4 +1,7 @@
-// A fixed-size path builder for the runtime, which must not allocate.
+// A fixed-size path builder for the runtime, which must not allocate. Its
+// own buffer, not ctldir::Text over one: a PathBuf in a global (the session
+// directory) is used from the runtime's init, which may run before C++
+// dynamic initializers, so it must need none.
 #pragma once
 
 #include <stddef.h>

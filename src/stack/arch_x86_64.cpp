@@ -363,7 +363,8 @@ struct Capstone {
 #define CALLSCOPE_STR(x) CALLSCOPE_STR2(x)
 constexpr const char* kCapstoneSoname = "libcapstone.so." CALLSCOPE_STR(CS_API_MAJOR);
 
-const Capstone& load() {
+// The library, loaded on the first call; error says why when it could not be.
+const Capstone& cs() {
   static const Capstone c = [] {
     Capstone r;
     void* h = ::dlopen(kCapstoneSoname, RTLD_NOW | RTLD_LOCAL);
@@ -388,10 +389,6 @@ const Capstone& load() {
   }();
   return c;
 }
-
-const Capstone& cs() { return load(); }
-bool load_capstone() { return load().error.empty(); }
-const std::string& capstone_error() { return load().error; }
 
 class X86PrologueReader final : public PrologueReader {
  public:
@@ -484,7 +481,7 @@ class X86PrologueReader final : public PrologueReader {
 }  // namespace
 
 Result<std::unique_ptr<PrologueReader>> PrologueReader::create() {
-  if (!load_capstone()) return Error(capstone_error());
+  if (!cs().error.empty()) return Error(cs().error);
   csh handle = 0;
   if (cs().open(CS_ARCH_X86, CS_MODE_64, &handle) != CS_ERR_OK) {
     return Error("cannot initialise capstone for x86-64");

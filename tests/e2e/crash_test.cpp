@@ -65,9 +65,8 @@ const CrashCase kCases[] = {
 INSTANTIATE_TEST_SUITE_P(Endings, CrashTest,
                          ::testing::Combine(::testing::ValuesIn(variants()), ::testing::ValuesIn(kCases)),
                          [](const auto& param_info) {
-                           std::string n = std::get<0>(param_info.param) + "_" + std::get<1>(param_info.param).how;
-                           for (char& ch : n) if (ch == '-') ch = '_';
-                           return n;
+                           return variant_test_name(std::get<0>(param_info.param) + "_" +
+                                                    std::get<1>(param_info.param).how);
                          });
 
 // SIGKILL from outside, while the program is busy: record itself stays

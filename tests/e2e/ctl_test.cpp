@@ -432,12 +432,7 @@ TEST_F(CtlTest, StartStopDumpClearFromOutsideGiveExactCounts) {
   EXPECT_EQ(server.command("work 700"), "done 700");
   EXPECT_EQ(server.finish(), 0) << server.err();
 
-  auto calls = [&](std::vector<std::string> args) {
-    args.insert(args.begin(), {"report", server.trace(), "--format", "csv"});
-    RunResult r = callscope(args);
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    return csv_by(r.out, "function");
-  };
+  auto calls = [&](const std::vector<std::string>& args) { return flat_report(server.trace(), args); };
   auto d1 = calls({"--dump", "1"});
   EXPECT_EQ(num(d1["handle_request"], "calls"), 8u * 20000);
   EXPECT_EQ(num(d1["checksum"], "calls"), 8u * 4 * 20000);

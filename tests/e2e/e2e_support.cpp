@@ -81,6 +81,12 @@ RunResult ctl(const std::string& ctl_dir, const std::vector<std::string>& args) 
   return run(argv);
 }
 
+std::string variant_test_name(std::string variant) {
+  for (char& c : variant)
+    if (c == '-') c = '_';
+  return variant;
+}
+
 std::vector<std::string> variants() {
   std::vector<std::string> out;
   std::stringstream ss(FIXTURE_VARIANTS);
@@ -295,6 +301,15 @@ std::map<std::string, long> parse_counts(const std::string& text) {
     out[word.substr(0, eq)] = std::strtol(word.c_str() + eq + 1, nullptr, 10);
   }
   return out;
+}
+
+std::map<std::string, std::map<std::string, std::string>> flat_report(const std::string& trace,
+                                                                       const std::vector<std::string>& extra) {
+  std::vector<std::string> args = {"report", trace, "--format", "csv"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  RunResult r = callscope(args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return csv_by(r.out, "function");
 }
 
 std::map<std::string, std::map<std::string, std::string>> csv_by(const std::string& text, const std::string& key) {

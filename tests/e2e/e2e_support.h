@@ -33,6 +33,15 @@ RunResult callscope(const std::vector<std::string>& args);
 RunResult ctl(const std::string& ctl_dir, const std::vector<std::string>& args);
 
 std::vector<std::string> variants();                  // "gcc-O0", ...
+// A variant as a test name: "gcc-O0" -> "gcc_O0" (gtest allows no '-').
+std::string variant_test_name(std::string variant);
+// For INSTANTIATE_TEST_SUITE_P over variants().
+struct VariantName {
+  template <class Info>
+  std::string operator()(const Info& info) const {
+    return variant_test_name(info.param);
+  }
+};
 std::string fixture(const std::string& variant, const std::string& name);
 std::string plain_fixture();
 
@@ -118,6 +127,10 @@ std::vector<std::string> call_events(const std::string& trace_path, uint32_t thr
 // (0 when absent).
 std::map<std::string, std::map<std::string, std::string>> csv_by(const std::string& text, const std::string& key);
 uint64_t num(const std::map<std::string, std::string>& row, const std::string& col);
+// `report TRACE EXTRA... --format csv` keyed by function; fails the current
+// test if report fails.
+std::map<std::string, std::map<std::string, std::string>> flat_report(const std::string& trace,
+                                                                       const std::vector<std::string>& extra = {});
 
 // "key=value" pairs printed by a fixture.
 std::map<std::string, long> parse_counts(const std::string& text);

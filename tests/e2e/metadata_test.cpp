@@ -319,12 +319,7 @@ TEST_P(MetadataTest, CallsOpenAtTheEndCountOnceInBothModes) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Compilers, MetadataTest, ::testing::ValuesIn(variants()), [](const auto& param_info) {
-  std::string n = param_info.param;
-  for (char& c : n)
-    if (c == '-') c = '_';
-  return n;
-});
+INSTANTIATE_TEST_SUITE_P(Compilers, MetadataTest, ::testing::ValuesIn(variants()), VariantName());
 
 }  // namespace
 }  // namespace callscope::e2e

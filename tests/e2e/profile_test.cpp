@@ -27,11 +27,7 @@ class ProfileTest : public ::testing::TestWithParam<std::string> {
     return run(argv, input);
   }
   std::map<std::string, std::map<std::string, std::string>> flat(std::vector<std::string> extra = {}) {
-    std::vector<std::string> args = {"report", trace_, "--format", "csv"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    RunResult r = callscope(args);
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    return csv_by(r.out, "function");
+    return flat_report(trace_, extra);
   }
   TempDir dir_;
   std::string trace_;
@@ -221,13 +217,7 @@ TEST_P(ProfileTest, ACrashKeepsTheTrees) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Compilers, ProfileTest, ::testing::ValuesIn(variants()),
-                         [](const auto& param_info) {
-                           std::string s = param_info.param;
-                           for (char& c : s)
-                             if (c == '-') c = '_';
-                           return s;
-                         });
+INSTANTIATE_TEST_SUITE_P(Compilers, ProfileTest, ::testing::ValuesIn(variants()), VariantName());
 
 }  // namespace
 }  // namespace callscope::e2e

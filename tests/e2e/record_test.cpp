@@ -195,12 +195,7 @@ TEST_P(RecordTest, EventsWithoutSpaceAreCountedAsLost) {
   EXPECT_EQ(bd_entries + bd_exits + t.lost, 220000u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Compilers, RecordTest, ::testing::ValuesIn(variants()),
-                         [](const auto& param_info) {
-                           std::string n = param_info.param;
-                           for (char& c : n) if (c == '-') c = '_';
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(Compilers, RecordTest, ::testing::ValuesIn(variants()), VariantName());
 
 }  // namespace
 }  // namespace callscope::e2e

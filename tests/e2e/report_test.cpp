@@ -145,17 +145,9 @@ TEST_P(StackMeasureTest, MeasuredDepthMatchesStaticFrames) {
   EXPECT_NE(text.out.find("at the peak (10002 frames): main > recurse"), std::string::npos) << text.out;
 }
 
-INSTANTIATE_TEST_SUITE_P(Compilers, StackMeasureTest, ::testing::ValuesIn(variants()), [](const auto& param_info) {
-  std::string n = param_info.param;
-  for (char& c : n) if (c == '-') c = '_';
-  return n;
-});
+INSTANTIATE_TEST_SUITE_P(Compilers, StackMeasureTest, ::testing::ValuesIn(variants()), VariantName());
 
-INSTANTIATE_TEST_SUITE_P(Compilers, ReportTest, ::testing::ValuesIn(variants()), [](const auto& param_info) {
-  std::string n = param_info.param;
-  for (char& c : n) if (c == '-') c = '_';
-  return n;
-});
+INSTANTIATE_TEST_SUITE_P(Compilers, ReportTest, ::testing::ValuesIn(variants()), VariantName());
 
 }  // namespace
 }  // namespace callscope::e2e

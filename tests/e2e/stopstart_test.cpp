@@ -82,11 +82,7 @@ class StopStartTest : public ::testing::TestWithParam<std::string> {
     return run(argv);
   }
   std::map<std::string, std::map<std::string, std::string>> flat(std::vector<std::string> extra = {}) {
-    std::vector<std::string> args = {"report", trace_, "--format", "csv"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    RunResult r = callscope(args);
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    return csv_by(r.out, "function");
+    return flat_report(trace_, extra);
   }
   std::map<std::string, uint64_t> tree(std::vector<std::string> extra = {}) {
     std::vector<std::string> args = {"report", trace_, "--tree", "--format", "csv"};
@@ -317,13 +313,7 @@ TEST_P(StopStartTest, CtlStopStartFromOutside) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Compilers, StopStartTest, ::testing::ValuesIn(variants()),
-                         [](const auto& param_info) {
-                           std::string s = param_info.param;
-                           for (char& c : s)
-                             if (c == '-') c = '_';
-                           return s;
-                         });
+INSTANTIATE_TEST_SUITE_P(Compilers, StopStartTest, ::testing::ValuesIn(variants()), VariantName());
 
 }  // namespace
 }  // namespace callscope::e2e

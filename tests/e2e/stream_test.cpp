@@ -136,11 +136,7 @@ TEST(StreamRecorder, DropWhenBehindMarksEveryLoss) {
   expect_every_event_accounted(s, 16u * 500000u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Compilers, StreamTest, ::testing::ValuesIn(variants()), [](const auto& param_info) {
-  std::string n = param_info.param;
-  for (char& c : n) if (c == '-') c = '_';
-  return n;
-});
+INSTANTIATE_TEST_SUITE_P(Compilers, StreamTest, ::testing::ValuesIn(variants()), VariantName());
 
 }  // namespace
 }  // namespace callscope::e2e

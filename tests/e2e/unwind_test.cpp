@@ -293,13 +293,7 @@ TEST_P(UnwindTest, InlinedCallsStayNestedProfileMode) {
                                       {{"rec", "rec"}, 8}}));
 }
 
-INSTANTIATE_TEST_SUITE_P(Compilers, UnwindTest, ::testing::ValuesIn(variants()),
-                         [](const auto& param_info) {
-                           std::string n = param_info.param;
-                           for (auto& c : n)
-                             if (c == '-') c = '_';
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(Compilers, UnwindTest, ::testing::ValuesIn(variants()), VariantName());
 
 }  // namespace
 }  // namespace callscope::e2e

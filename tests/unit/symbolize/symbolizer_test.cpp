@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "format/trace_writer.h"
+#include "../format/trace_test_util.h"
 
 namespace callscope::symbolize {
 namespace {
@@ -62,13 +63,7 @@ class SymbolizerTest : public ::testing::Test {
   std::unique_ptr<fmt::TraceReader> make_trace(bool wrong_build_id) {
     const std::string path = (dir_ / "t.trace").string();
     std::filesystem::remove(path);
-    fmt::FileHeader fh{};
-    std::memcpy(fh.magic, fmt::kTraceMagic, sizeof fh.magic);
-    fh.version_major = fmt::kTraceVersionMajor;
-    fh.header_size = sizeof fh;
-    fh.clock = static_cast<uint32_t>(fmt::ClockKind::kMonotonic);
-    fh.ticks_per_ns = 1.0;
-    auto w = fmt::TraceWriter::create(path, fh, 1);
+    auto w = fmt::TraceWriter::create(path, fmt::test::make_file_header(), 1);
     EXPECT_TRUE(w.ok());
     const Self self = self_module();
     fmt::StringTable ps, ms;
@@ -174,14 +169,7 @@ TEST_F(SymbolizerTest, ModulesLoadedAtTheSameAddressAtDifferentTimes) {
       &libc);
   ASSERT_FALSE(libc.path.empty());
   const std::string path = (dir_ / "t.trace").string();
-  fmt::FileHeader fh{};
-  std::memcpy(fh.magic, fmt::kTraceMagic, sizeof fh.magic);
-  fh.version_major = fmt::kTraceVersionMajor;
-  fh.version_minor = fmt::kTraceVersionMinor;
-  fh.header_size = sizeof fh;
-  fh.clock = static_cast<uint32_t>(fmt::ClockKind::kMonotonic);
-  fh.ticks_per_ns = 1.0;
-  auto w = fmt::TraceWriter::create(path, fh, 1);
+  auto w = fmt::TraceWriter::create(path, fmt::test::make_file_header(), 1);
   ASSERT_TRUE(w.ok());
   const Self self = self_module();
   char exe[4096];
