@@ -19,16 +19,20 @@ namespace {
 
 // Decodes one thread's events on a second thread while this one consumes
 // them: decoding and building the call tree cost about the same, so on two
-// cores the wall time nearly halves. Batches pass through a few slots.
-Status pipelined_events(format::TraceReader& trace, uint32_t thread,
-                        const std::function<void(const format::TraceEvent*, size_t)>& consume) {
-  // Buffers left uninitialised (new[] of a trivial type): zeroing them
-  // would cost a small trace more than reading it.
-  using Buffer = std::unique_ptr<format::TraceEvent[]>;
-  constexpr size_t kBatch = format::TraceReader::kEventBatch;
+// cores the wall time nearly halves. Batches, in TraceReader::CallColumns
+// form (a third of TraceEvent's bytes), pass through a few slots.
+struct CallBatch {
+  // Left uninitialised (new[] of trivial types): zeroing them would cost a
+  // small trace more than reading it.
+  std::unique_ptr<format::EventKind[]> kinds{new format::EventKind[format::TraceReader::kEventBatch]};
+  std::unique_ptr<uint64_t[]> ticks{new uint64_t[format::TraceReader::kEventBatch]};
+  std::unique_ptr<uint64_t[]> values{new uint64_t[format::TraceReader::kEventBatch]};
+  size_t n = 0, n_values = 0;
+};
+
+Status pipelined_events(format::TraceReader& trace, uint32_t thread, const std::function<void(CallBatch&)>& consume) {
   struct Slot {
-    Buffer events;
-    size_t n = 0;
+    CallBatch batch;
     bool full = false;
   };
   constexpr size_t kSlots = 4;
@@ -37,25 +41,29 @@ Status pipelined_events(format::TraceReader& trace, uint32_t thread,
   std::condition_variable cv;
   bool done = false;
   Status result = ok_status();
-  for (Slot& s : slots) s.events = Buffer(new format::TraceEvent[kBatch]);
-  // The decoder writes into a buffer of its own, each batch then copied
-  // into a slot. Decoding straight into the slots is 2.5x slower (measured
-  // on fib(31), 2026-11-22): every line the decoder writes was last read
-  // by the consumer's core, where the copy's string stores avoid that.
-  struct Sink final : format::TraceReader::EventSink {
+  // The decoder writes into a batch of its own, each then copied into a
+  // slot. Decoding straight into the slots is 2.5x slower (measured on
+  // fib(31), 2026-11-22): every line the decoder writes was last read by
+  // the consumer's core, where the copy's string stores avoid that.
+  struct Sink final : format::TraceReader::CallSink {
     Slot* slots;
     std::mutex& m;
     std::condition_variable& cv;
     size_t w = 0;
-    Buffer local;
-    Sink(Slot* s, std::mutex& mutex, std::condition_variable& c)
-        : slots(s), m(mutex), cv(c), local(new format::TraceEvent[kBatch]) {}
-    format::TraceEvent* buffer() override { return local.get(); }
-    bool commit(size_t n) override {
+    CallBatch local;
+    Sink(Slot* s, std::mutex& mutex, std::condition_variable& c) : slots(s), m(mutex), cv(c) {}
+    format::TraceReader::CallColumns buffer() override {
+      return {local.kinds.get(), local.ticks.get(), local.values.get()};
+    }
+    bool commit(size_t n, size_t n_values) override {
       std::unique_lock<std::mutex> lk(m);
       cv.wait(lk, [&] { return !slots[w].full; });
-      std::memcpy(slots[w].events.get(), local.get(), n * sizeof(format::TraceEvent));
-      slots[w].n = n;
+      CallBatch& to = slots[w].batch;
+      std::memcpy(to.kinds.get(), local.kinds.get(), n * sizeof(format::EventKind));
+      std::memcpy(to.ticks.get(), local.ticks.get(), n * sizeof(uint64_t));
+      std::memcpy(to.values.get(), local.values.get(), n_values * sizeof(uint64_t));
+      to.n = n;
+      to.n_values = n_values;
       slots[w].full = true;
       cv.notify_all();
       w = (w + 1) % kSlots;
@@ -64,7 +72,7 @@ Status pipelined_events(format::TraceReader& trace, uint32_t thread,
   };
   std::thread producer([&] {
     Sink sink(slots, m, cv);
-    auto st = trace.for_each_event_into(thread, sink);
+    auto st = trace.for_each_call_event_into(thread, sink);
     std::lock_guard<std::mutex> lk(m);
     result = st;
     done = true;
@@ -75,7 +83,7 @@ Status pipelined_events(format::TraceReader& trace, uint32_t thread,
     cv.wait(lk, [&] { return slots[r].full || done; });
     if (!slots[r].full) break;  // done, and every batch consumed
     lk.unlock();
-    consume(slots[r].events.get(), slots[r].n);
+    consume(slots[r].batch);
     lk.lock();
     slots[r].full = false;
     cv.notify_all();
@@ -185,17 +193,16 @@ Result<Profile> build_profile(format::TraceReader& trace, const std::vector<uint
     const uint32_t process = trace.threads()[ti].record.process_index;
     ReloadKeys reload(modules, process);
     const bool reused = modules.has_reuse(process);
-    auto st = pipelined_events(trace, ti, [&](const format::TraceEvent* batch, size_t n) {
-      events += n;
-      if (!reused) {
-        b.on_events(batch, n);
-        return;
+    auto st = pipelined_events(trace, ti, [&](CallBatch& batch) {
+      events += batch.n;
+      if (reused) {  // entries of reloaded modules get keys of their own
+        for (size_t i = 0, v = 0; i < batch.n; ++i) {
+          if (!format::carries_value(batch.kinds[i])) continue;
+          uint64_t& value = batch.values[v++];
+          if (format::is_entry(batch.kinds[i]) && modules.reused(process, value)) value = reload.key(value, batch.ticks[i]);
+        }
       }
-      for (size_t i = 0; i < n; ++i) {
-        format::TraceEvent e = batch[i];
-        if (format::is_entry(e.kind) && modules.reused(process, e.addr)) e.addr = reload.key(e.addr, e.tick);
-        b.on_event(e);
-      }
+      b.on_columns(batch.kinds.get(), batch.ticks.get(), batch.values.get(), batch.n);
     });
     if (!st) return st.error().context("thread " + std::to_string(ti));
     b.finish();

@@ -679,6 +679,11 @@ inline constexpr uint8_t kMaxEventKind = 10;
 constexpr bool is_entry(EventKind k) {
   return k == EventKind::kEntry || k == EventKind::kEntryInherited;
 }
+// The kinds whose event has a value a call tree needs: an entry's function
+// address, a loss's count (TraceReader::CallColumns).
+constexpr bool carries_value(EventKind k) {
+  return is_entry(k) || k == EventKind::kLost;
+}
 constexpr bool is_exit(EventKind k) {
   return k == EventKind::kExit || k == EventKind::kExitUnwound || k == EventKind::kExitTruncated;
 }

@@ -386,19 +386,134 @@ Status TraceReader::for_each_event_batch(uint32_t thread, const std::function<bo
   return for_each_event_into(thread, sink);
 }
 
-Status TraceReader::for_each_event_into(uint32_t thread, EventSink& sink) {
-  // A trace cut short (a recorder that died while streaming) has event
-  // blocks but no thread records yet: its threads are read by index.
-  if (thread >= threads_.size() && !unlisted_threads_) return Error("no thread " + std::to_string(thread) + " in the trace");
-  TraceEvent* batch = sink.buffer();
-  if (!batch) return ok_status();
-  size_t filled = 0;
-  std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
-  std::vector<uint8_t> raw;
+namespace {
+
+// Where the decoder's events go. The decoding loop (decode_events) is one
+// for both; an output says what an event becomes.
+//
+// Every event, as TraceEvent: stack pointers rebuilt, depths, exits naming
+// the frame they close.
+class FullEvents {
+ public:
+  explicit FullEvents(TraceReader::EventSink& sink) : sink_(sink) {}
+  bool start() { return (batch_ = sink_.buffer()) != nullptr; }
+  bool entry(EventKind k, uint64_t tick, uint64_t addr, const uint8_t*& sp, const uint8_t* sp_end) {
+    uint64_t d;
+    if (!get_varint(sp, sp_end, d)) return false;
+    TraceEvent& e = next(k, tick);
+    e.addr = addr;
+    const uint64_t parent = stack_.empty() ? 0 : stack_.back().sp;
+    e.sp = parent - static_cast<uint64_t>(unzigzag(d)) * kSpUnit;  // modulo 2^64, as written
+    stack_.push_back({e.addr, e.sp});
+    e.depth = static_cast<uint32_t>(stack_.size());
+    return true;
+  }
+  void exit(EventKind k, uint64_t tick) {
+    TraceEvent& e = next(k, tick);
+    if (stack_.empty()) {  // only after a damaged block: the frame's entry was in it
+      e.kind = EventKind::kExitStray;
+      return;
+    }
+    e.addr = stack_.back().addr;
+    e.sp = stack_.back().sp;
+    e.depth = static_cast<uint32_t>(stack_.size());
+    stack_.pop_back();
+  }
+  void stray(uint64_t tick, uint64_t addr) { next(EventKind::kExitStray, tick).addr = addr; }
+  void other(EventKind k, uint64_t tick, uint64_t arg) { next(k, tick).arg = arg; }
+  bool commit() {
+    if (++filled_ < TraceReader::kEventBatch) return true;
+    filled_ = 0;
+    return sink_.commit(TraceReader::kEventBatch) && start();
+  }
+  void finish() {
+    if (filled_) sink_.commit(filled_);
+  }
+
+ private:
+  TraceEvent& next(EventKind k, uint64_t tick) {
+    TraceEvent& e = batch_[filled_];
+    e = TraceEvent{};
+    e.kind = k;
+    e.tick = tick;
+    e.depth = static_cast<uint32_t>(stack_.size());
+    return e;
+  }
   struct Open {
     uint64_t addr, sp;
   };
-  std::vector<Open> stack;
+  TraceReader::EventSink& sink_;
+  TraceEvent* batch_ = nullptr;
+  size_t filled_ = 0;
+  std::vector<Open> stack_;
+};
+
+// What a call tree needs, column by column: no stack pointers, no depths.
+class CallEvents {
+ public:
+  explicit CallEvents(TraceReader::CallSink& sink) : sink_(sink) {}
+  bool start() {
+    c_ = sink_.buffer();
+    return c_.kinds != nullptr;
+  }
+  bool entry(EventKind k, uint64_t tick, uint64_t addr, const uint8_t*&, const uint8_t*) {
+    ++depth_;
+    put(k, tick);
+    c_.values[values_++] = addr;
+    return true;
+  }
+  void exit(EventKind k, uint64_t tick) {
+    if (depth_ == 0) k = EventKind::kExitStray;  // as FullEvents
+    else --depth_;
+    put(k, tick);
+  }
+  void stray(uint64_t tick, uint64_t) { put(EventKind::kExitStray, tick); }
+  void other(EventKind k, uint64_t tick, uint64_t arg) {
+    put(k, tick);
+    if (carries_value(k)) c_.values[values_++] = arg;
+  }
+  bool commit() {
+    if (++filled_ < TraceReader::kEventBatch) return true;
+    const size_t values = values_;
+    filled_ = values_ = 0;
+    return sink_.commit(TraceReader::kEventBatch, values) && start();
+  }
+  void finish() {
+    if (filled_) sink_.commit(filled_, values_);
+  }
+
+ private:
+  void put(EventKind k, uint64_t tick) {
+    c_.kinds[filled_] = k;
+    c_.ticks[filled_] = tick;
+  }
+  TraceReader::CallSink& sink_;
+  TraceReader::CallColumns c_{};
+  size_t filled_ = 0, values_ = 0;
+  uint64_t depth_ = 0;
+};
+
+}  // namespace
+
+Status TraceReader::for_each_event_into(uint32_t thread, EventSink& sink) {
+  FullEvents out(sink);
+  return decode_events(thread, out);
+}
+
+Status TraceReader::for_each_call_event_into(uint32_t thread, CallSink& sink) {
+  CallEvents out(sink);
+  return decode_events(thread, out);
+}
+
+template <class Out>
+Status TraceReader::decode_events(uint32_t thread, Out& out) {
+  // A trace cut short (a recorder that died while streaming) has event
+  // blocks but no thread records yet: its threads are read by index.
+  if (thread >= threads_.size() && !unlisted_threads_) return Error("no thread " + std::to_string(thread) + " in the trace");
+  if (!out.start()) return ok_status();
+  std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
+  std::vector<uint8_t> raw;
+  std::vector<uint64_t> fns;
   uint64_t tick = 0;
   for (const BlockRef& b : blocks_) {
     if (b.header.type != static_cast<uint16_t>(BlockType::kEvents) || b.header.aux0 != thread) continue;
@@ -432,7 +547,7 @@ Status TraceReader::for_each_event_into(uint32_t thread, EventSink& sink) {
       problem(b, "damaged function table");
       continue;
     }
-    std::vector<uint64_t> fns(h.n_functions);
+    fns.resize(h.n_functions);
     uint64_t prev = 0;
     bool bad = false;
     for (uint32_t i = 0; i < h.n_functions && !bad; ++i) {
@@ -447,66 +562,49 @@ Status TraceReader::for_each_event_into(uint32_t thread, EventSink& sink) {
     }
     tick = b.header.first_tick;
     for (uint32_t i = 0; i < h.n_events; ++i) {
-      TraceEvent& e = batch[filled];
-      e = TraceEvent{};
-      e.kind = static_cast<EventKind>(kinds[i]);
+      const auto kind = static_cast<EventKind>(kinds[i]);
       uint64_t v;
       if (!get_varint(dt, dt_end, v)) { bad = true; break; }
       tick += v;
-      e.tick = tick;
-      switch (e.kind) {
+      switch (kind) {
         case EventKind::kEntry:
         case EventKind::kEntryInherited: {
-          uint64_t idx, d;
-          if (!get_varint(fn, fn_end, idx) || idx >= fns.size() || !get_varint(sp, sp_end, d)) { bad = true; break; }
-          e.addr = fns[idx];
-          const uint64_t parent = stack.empty() ? 0 : stack.back().sp;
-          e.sp = parent - static_cast<uint64_t>(unzigzag(d)) * kSpUnit;  // modulo 2^64, as written
-          stack.push_back({e.addr, e.sp});
-          e.depth = static_cast<uint32_t>(stack.size());
+          uint64_t idx;
+          if (!get_varint(fn, fn_end, idx) || idx >= fns.size() || !out.entry(kind, tick, fns[idx], sp, sp_end))
+            bad = true;
           break;
         }
         case EventKind::kExit:
         case EventKind::kExitUnwound:
         case EventKind::kExitTruncated:
-          if (stack.empty()) {
-            // Only after a damaged block: the frame's entry was in it.
-            e.kind = EventKind::kExitStray;
-            break;
-          }
-          e.addr = stack.back().addr;
-          e.sp = stack.back().sp;
-          e.depth = static_cast<uint32_t>(stack.size());
-          stack.pop_back();
+          out.exit(kind, tick);
           break;
         case EventKind::kExitStray: {
           uint64_t idx;
-          if (!get_varint(fn, fn_end, idx) || idx >= fns.size()) { bad = true; break; }
-          e.addr = fns[idx];
-          e.depth = static_cast<uint32_t>(stack.size());
+          if (!get_varint(fn, fn_end, idx) || idx >= fns.size()) bad = true;
+          else out.stray(tick, fns[idx]);
           break;
         }
         case EventKind::kLost:
-        case EventKind::kMark:
-          if (!get_varint(arg, arg_end, e.arg)) bad = true;
-          e.depth = static_cast<uint32_t>(stack.size());
+        case EventKind::kMark: {
+          uint64_t a;
+          if (!get_varint(arg, arg_end, a)) bad = true;
+          else out.other(kind, tick, a);
           break;
+        }
         case EventKind::kPause:
         case EventKind::kResume:
-          e.depth = static_cast<uint32_t>(stack.size());
+          out.other(kind, tick, 0);
           break;
         default:
           bad = true;
       }
       if (bad) break;
-      if (++filled == kEventBatch) {
-        if (!sink.commit(filled) || !(batch = sink.buffer())) return ok_status();
-        filled = 0;
-      }
+      if (!out.commit()) return ok_status();
     }
     if (bad) problem(b, "damaged event columns; the rest of the block is skipped");
   }
-  if (filled) sink.commit(filled);
+  out.finish();
   return ok_status();
 }
 

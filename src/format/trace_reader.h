@@ -130,10 +130,33 @@ class TraceReader {
     ~EventSink() = default;
   };
   Status for_each_event_into(uint32_t thread, EventSink& sink);
+  // What a call tree needs of each event, column by column, a third of
+  // TraceEvent's bytes: every event's kind and tick; a value, in order, for
+  // each event whose kind carries_value() (an entry's function address, a
+  // loss's count). Stack pointers and depths are not decoded; an exit with
+  // no frame open is kExitStray, as above.
+  struct CallColumns {
+    EventKind* kinds;
+    uint64_t* ticks;
+    uint64_t* values;
+  };
+  struct CallSink {
+    // Room for kEventBatch events in each column; kinds == nullptr stops.
+    virtual CallColumns buffer() = 0;
+    // The first n events (and n_values values) of the last buffer are
+    // ready; false stops.
+    virtual bool commit(size_t n, size_t n_values) = 0;
+
+   protected:
+    ~CallSink() = default;
+  };
+  Status for_each_call_event_into(uint32_t thread, CallSink& sink);
 
  private:
   TraceReader() = default;
   Status index_blocks();
+  template <class Out>
+  Status decode_events(uint32_t thread, Out& out);
   Result<std::vector<uint8_t>> payload(const BlockRef& b);
   Status payload_into(const BlockRef& b, std::vector<uint8_t>& out, ZSTD_DCtx_s* dctx);
   Status read_metadata();

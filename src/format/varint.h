@@ -14,13 +14,9 @@ inline void put_varint(std::vector<uint8_t>& out, uint64_t v) {
   out.push_back(static_cast<uint8_t>(v));
 }
 
-// Reads one varint at p, advancing it; false when the bytes run out or the
-// value does not fit 64 bits.
-inline bool get_varint(const uint8_t*& p, const uint8_t* end, uint64_t& v) {
-  if (__builtin_expect(p != end && *p < 0x80, 1)) {  // most values fit in one byte
-    v = *p++;
-    return true;
-  }
+// The general case of get_varint, kept out of line so that the one-byte
+// case inlines into the decoding loops.
+[[gnu::noinline]] inline bool get_long_varint(const uint8_t*& p, const uint8_t* end, uint64_t& v) {
   v = 0;
   for (unsigned shift = 0; shift < 64; shift += 7) {
     if (p == end) return false;
@@ -30,6 +26,16 @@ inline bool get_varint(const uint8_t*& p, const uint8_t* end, uint64_t& v) {
     if (!(b & 0x80)) return true;
   }
   return false;
+}
+
+// Reads one varint at p, advancing it; false when the bytes run out or the
+// value does not fit 64 bits.
+inline bool get_varint(const uint8_t*& p, const uint8_t* end, uint64_t& v) {
+  if (__builtin_expect(p != end && *p < 0x80, 1)) {  // most values fit in one byte
+    v = *p++;
+    return true;
+  }
+  return get_long_varint(p, end, v);
 }
 
 inline uint64_t zigzag(int64_t v) {

@@ -11,11 +11,37 @@ namespace {
 
 using test::Events;
 
+// The same events in TraceReader::CallColumns form, through on_columns.
+CallTree build_from_columns(const Events& ev) {
+  std::vector<format::EventKind> kinds;
+  std::vector<uint64_t> ticks, values;
+  for (const auto& e : ev.v) {
+    kinds.push_back(e.kind);
+    ticks.push_back(e.tick);
+    if (format::carries_value(e.kind)) values.push_back(format::is_entry(e.kind) ? e.addr : e.arg);
+  }
+  CallTree t;
+  CallTreeBuilder b(t);
+  b.on_columns(kinds.data(), ticks.data(), values.data(), kinds.size());
+  b.finish();
+  return t;
+}
+
+// Built event by event; checked to be what on_columns builds too.
 CallTree build(const Events& ev) {
   CallTree t;
   CallTreeBuilder b(t);
   for (const auto& e : ev.v) b.on_event(e);
   b.finish();
+  const CallTree c = build_from_columns(ev);
+  EXPECT_EQ(c.size(), t.size());
+  for (uint32_t i = 0; i < std::min(c.size(), t.size()); ++i) {
+    const CallNode &a = t.node(i), &b2 = c.node(i);
+    EXPECT_TRUE(a.parent == b2.parent && a.key == b2.key && a.stats.calls == b2.stats.calls &&
+                a.stats.total == b2.stats.total && a.stats.self == b2.stats.self && a.stats.min == b2.stats.min &&
+                a.stats.max == b2.stats.max && a.stats.first == b2.stats.first && a.stats.open == b2.stats.open)
+        << "node " << i << " differs when built from columns";
+  }
   return t;
 }
 
@@ -105,6 +131,25 @@ TEST(CallTree, FramesLeftOpenCloseAtTheLastTick) {
   EXPECT_EQ(find(t, {0xf})->stats.total, 50u);
   EXPECT_EQ(find(t, {0xf, 0x9})->stats.total, 40u);
   EXPECT_EQ(find(t, {0xf, 0x9})->stats.open, 1u);
+}
+
+TEST(CallTree, GapsTakeTheirTimeOutOfFramesThatWentOnThrough) {
+  // main [0,100] calls a [10,60]; a gap from 20 to 50 inside a.
+  Events paused;
+  paused.entry(0, 0x10).entry(10, 0x20).pause(20).resume(50).exit(60).exit(100);
+  CallTree t = build(paused);  // a pause counts nowhere
+  EXPECT_EQ(find(t, {0x10})->stats.total, 70u);
+  EXPECT_EQ(find(t, {0x10})->stats.self, 50u);
+  EXPECT_EQ(find(t, {0x10, 0x20})->stats.total, 20u);
+  EXPECT_EQ(find(t, {0x10, 0x20, kLostKey}), nullptr);
+
+  Events lost;
+  lost.entry(0, 0x10).entry(10, 0x20).lost(20, 7).resume(50).exit(60).exit(100);
+  t = build(lost);  // a loss's time goes to "[lost events]" under a
+  EXPECT_EQ(find(t, {0x10})->stats.total, 100u);
+  EXPECT_EQ(find(t, {0x10, 0x20})->stats.total, 50u);
+  EXPECT_EQ(find(t, {0x10, 0x20})->stats.self, 20u);
+  EXPECT_EQ(find(t, {0x10, 0x20, kLostKey})->stats.total, 30u);
 }
 
 TEST(CallTree, MemoryGrowsWithPathsNotEvents) {

@@ -23,12 +23,18 @@ class Events {
     v.push_back({format::EventKind::kLost, depth_, tick, 0, 0, count});
     return *this;
   }
+  Events& pause(uint64_t tick) { return gap(format::EventKind::kPause, tick); }
+  Events& resume(uint64_t tick) { return gap(format::EventKind::kResume, tick); }
   std::vector<format::TraceEvent> v;
 
  private:
   Events& open(format::EventKind k, uint64_t tick, uint64_t addr) {
     stack_.push_back(addr);
     v.push_back({k, ++depth_, tick, addr, 0, 0});
+    return *this;
+  }
+  Events& gap(format::EventKind k, uint64_t tick) {
+    v.push_back({k, depth_, tick, 0, 0, 0});
     return *this;
   }
   Events& close(format::EventKind k, uint64_t tick) {

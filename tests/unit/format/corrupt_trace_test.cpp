@@ -450,6 +450,7 @@ TEST_F(CorruptTrace, HandMadeColumnsDecode) {
                                         {EventKind::kMark, 1, 101, 0, 0, 5},
                                         {EventKind::kExit, 1, 103, 0x401000, 0x1000, 0}};
   EXPECT_EQ(test::read_events(**r, 0), want);
+  EXPECT_EQ(test::read_call_events(**r, 0), test::call_events_of(want));
 }
 
 TEST_F(CorruptTrace, BadColumnsAreReportedAndEarlierEventsKept) {
@@ -479,6 +480,7 @@ TEST_F(CorruptTrace, BadColumnsAreReportedAndEarlierEventsKept) {
     ASSERT_TRUE(r.ok()) << r.error().message();
     const auto got = test::read_events(**r, 0);
     EXPECT_EQ(got.size(), k.events_before);
+    EXPECT_EQ(test::read_call_events(**r, 0), test::call_events_of(got));
     EXPECT_TRUE(has_problem(**r, "block 0 at offset 64: " + std::string(k.problem))) << all_problems(**r);
   }
 }
@@ -512,6 +514,7 @@ TEST_F(CorruptTrace, ExitAfterDamagedBlockBecomesStray) {
     EXPECT_EQ(e.addr, 0u);
   }
   EXPECT_EQ(got[1].tick, 104u);
+  EXPECT_EQ(test::read_call_events(**r, 0), test::call_events_of(got));
 }
 
 TEST_F(CorruptTrace, EventsOfAnUnlistedThread) {

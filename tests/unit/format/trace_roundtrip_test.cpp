@@ -329,6 +329,7 @@ TEST_F(TraceRoundTrip, EveryEventOfEveryThread) {
     const auto got = test::read_events(**r, t, &err);
     EXPECT_EQ(err, "");
     expect_same_events(got, test::expected_events(w.events[t]), t);
+    EXPECT_TRUE(test::read_call_events(**r, t) == test::call_events_of(got)) << "thread " << t;
   }
   EXPECT_TRUE((*r)->problems().empty());
   std::string err;

@@ -29,6 +29,7 @@
 #include "format/trace_writer.h"
 #include "format/varint.h"
 
+#include <gtest/gtest.h>
 #include <zstd.h>
 
 namespace callscope::format {
@@ -147,6 +148,48 @@ inline std::vector<TraceEvent> read_events(TraceReader& r, uint32_t thread, std:
     return true;
   });
   if (!st && error) *error = st.error().message();
+  return out;
+}
+
+// The events of `thread` as TraceReader::for_each_call_event_into gives
+// them (several batches when there are more than kEventBatch), as
+// TraceEvents holding what it decodes: kind, tick, and the value of the
+// kinds that carries_value() (entries' addr, losses' arg).
+inline std::vector<TraceEvent> read_call_events(TraceReader& r, uint32_t thread) {
+  struct Sink final : TraceReader::CallSink {
+    std::vector<EventKind> kinds = std::vector<EventKind>(TraceReader::kEventBatch);
+    std::vector<uint64_t> ticks = std::vector<uint64_t>(TraceReader::kEventBatch);
+    std::vector<uint64_t> values = std::vector<uint64_t>(TraceReader::kEventBatch);
+    std::vector<TraceEvent> out;
+    TraceReader::CallColumns buffer() override { return {kinds.data(), ticks.data(), values.data()}; }
+    bool commit(size_t n, size_t n_values) override {
+      size_t v = 0;
+      for (size_t i = 0; i < n; ++i) {
+        TraceEvent e{};
+        e.kind = kinds[i];
+        e.tick = ticks[i];
+        if (carries_value(e.kind)) (is_entry(e.kind) ? e.addr : e.arg) = values[v++];
+        out.push_back(e);
+      }
+      EXPECT_EQ(v, n_values);
+      return true;
+    }
+  } sink;
+  EXPECT_TRUE(r.for_each_call_event_into(thread, sink).ok());
+  return sink.out;
+}
+
+// What read_call_events should give for events `full` (from read_events).
+inline std::vector<TraceEvent> call_events_of(const std::vector<TraceEvent>& full) {
+  std::vector<TraceEvent> out;
+  for (const TraceEvent& f : full) {
+    TraceEvent e{};
+    e.kind = f.kind;
+    e.tick = f.tick;
+    if (is_entry(f.kind)) e.addr = f.addr;
+    if (f.kind == EventKind::kLost) e.arg = f.arg;
+    out.push_back(e);
+  }
   return out;
 }
 
