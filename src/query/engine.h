@@ -1,0 +1,118 @@
+// The D language engine: compiles a script (clauses of probe descriptions,
+// predicates and actions) and runs its clauses when the driver fires a
+// probe. Knows nothing of traces: the driver (driver.h) decides which
+// probes exist, matches them against the clauses' descriptions, and fires
+// them in time order with what each firing knows (Firing).
+//
+// Owner: the language (lexer, parser, compiler, interpreter: engine.cpp and
+// friends). The driver and the CLI use this interface; additions only.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "query/aggregate.h"
+#include "query/value.h"
+
+namespace callscope::query {
+
+struct CompileOptions {
+  std::vector<std::string> macro_args;         // $1 ... $9 as given on the command line
+  std::optional<uint64_t> target;              // $target: the pid of -c/-p, else unset (an error if used)
+  std::map<std::string, std::string> options;  // -x name=value (quiet from -q is "quiet")
+};
+
+// A probe description as written in a clause, macros expanded, fields as
+// D reads a partial description: from the right ("entry" is ":::entry",
+// "foo:entry" is "::foo:entry"). Empty = any.
+struct ProbeSpec {
+  std::string provider, module, function, name;
+  std::string text;  // as written (for messages)
+  int line = 0;
+};
+
+class Program {
+ public:
+  virtual ~Program() = default;
+  virtual size_t clause_count() const = 0;
+  virtual const std::vector<ProbeSpec>& clause_probes(size_t clause) const = 0;
+  // Options from #pragma D option and CompileOptions::options, merged
+  // (command line wins): quiet, aggsortkey, aggsortrev, aggsortpos,
+  // aggsortkeypos, and those accepted and ignored (bufsize, ...).
+  virtual const std::map<std::string, std::string>& options() const = 0;
+};
+
+// `file` names the script in errors: "failed to compile script x.d: line 3:
+// syntax error near "}"" (for -n, the text is a probe description and
+// clauses, as dtrace's -n takes them).
+Result<std::shared_ptr<const Program>> compile(std::string_view source, const std::string& file,
+                                               const CompileOptions& options);
+
+// A probe the driver offers. Strings are ids in the engine's Strings.
+struct ProbeInfo {
+  uint32_t id = 0;  // D's `id`: unique, stable for a run
+  uint32_t provider = 0, module = 0, function = 0, name = 0;
+};
+
+// What one firing knows. Integers as D types them.
+struct Firing {
+  const ProbeInfo* probe = nullptr;
+  uint32_t thread = 0;   // the trace's thread index: self-> variables are per thread
+  uint32_t process = 0;  // the trace's process index: stacks and symbols
+  int64_t pid = 0, ppid = 0, tid = 0;
+  uint32_t execname = 0;        // string id
+  uint64_t timestamp = 0;       // ns on the trace's clock (monotonic)
+  uint64_t walltimestamp = 0;   // ns since the epoch
+  int64_t arg0 = 0, arg1 = 0;   // pid entry: arg0 the function's address; return: arg0 0 (offset), arg1 0
+  // Return probes (beyond D): the call's inclusive and exclusive time, ns.
+  uint64_t duration = 0, selfduration = 0;
+  // The thread's call path at the firing, outermost first (for a return
+  // probe: including the returning function). ustack(), ucaller,
+  // ustackdepth, depth come from it.
+  const uint64_t* frames = nullptr;
+  uint32_t nframes = 0;
+};
+
+class Engine {
+ public:
+  // Output goes to `out` (appended); the driver writes it out after each
+  // firing that added to it.
+  Engine(std::shared_ptr<const Program> program, Strings& strings, Stacks& stacks, std::string& out);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Clause `clause` runs when probe `probe` fires (in clause order).
+  void enable(const ProbeInfo& probe, size_t clause);
+  // The dtrace:::ERROR probe, fired by the engine on a runtime fault
+  // (division by zero, a bad substr, ...) with D's message on stderr-like
+  // output ("dtrace: error on enabled probe ID N (ID P: pid123:a.out:f:entry):
+  // divide-by-zero in action #1 at DIF offset 0" becomes callscope's own
+  // wording, same shape).
+  void set_error_probe(const ProbeInfo& probe);
+
+  // Runs the clauses enabled for f.probe. Cheap when none is.
+  void fire(const Firing& f);
+  // exit(n) was called: the driver stops firing (but fires END).
+  bool exited() const;
+  int exit_status() const;
+  // After END: prints every aggregation not printed yet (D's order and
+  // format) and whatever speculations and buffers hold.
+  void finish();
+  // Runtime faults so far (each fired ERROR and printed a message).
+  uint64_t errors() const;
+  // Messages for stderr (runtime faults, drops), taken by the driver.
+  std::string take_messages();
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
+}  // namespace callscope::query
