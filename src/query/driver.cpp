@@ -1,0 +1,659 @@
+// Firing probes from a trace in time order (driver.h).
+#include "query/driver.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstring>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <tuple>
+#include <mutex>
+#include <thread>
+
+#include "format/trace_reader.h"
+#include "symbolize/symbolizer.h"
+
+namespace callscope::query {
+namespace {
+
+using format::EventKind;
+using format::TraceReader;
+
+constexpr uint64_t kNever = std::numeric_limits<uint64_t>::max();
+
+// Keys order everything that happens at one tick: what starts (a process,
+// a thread, a clock tick) before the events of that tick, what ends after.
+uint64_t start_key(uint64_t tick) { return tick * 3; }
+uint64_t event_key(uint64_t tick) { return tick * 3 + 1; }
+uint64_t end_key(uint64_t tick) { return tick * 3 + 2; }
+
+struct CallBatch {
+  // Left uninitialised (new[] of trivial types), as report_model.cpp's.
+  std::unique_ptr<EventKind[]> kinds{new EventKind[TraceReader::kEventBatch]};
+  std::unique_ptr<uint64_t[]> ticks{new uint64_t[TraceReader::kEventBatch]};
+  std::unique_ptr<uint64_t[]> values{new uint64_t[TraceReader::kEventBatch]};
+  size_t n = 0, n_values = 0;
+};
+
+// One thread's events, decoded on a thread of their own into a few slots.
+// Decoders of several streams take turns (decode_lock): TraceReader
+// records damage in a list of its own, which two decoders must not
+// append to at once; a decoder lets the next one in while it waits for
+// room, so every stream moves.
+class ThreadStream {
+ public:
+  ThreadStream(TraceReader& trace, uint32_t thread, std::mutex& decode_lock) {
+    producer_ = std::thread([this, &trace, thread, &decode_lock] {
+      std::unique_lock<std::mutex> decoding(decode_lock);
+      Sink sink(*this, decoding);
+      auto st = trace.for_each_call_event_into(thread, sink);
+      decoding.unlock();
+      std::lock_guard<std::mutex> lk(m_);
+      result_ = st;
+      done_ = true;
+      cv_.notify_all();
+    });
+  }
+  ~ThreadStream() {
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      stop_ = true;
+      cv_.notify_all();
+    }
+    producer_.join();
+  }
+  ThreadStream(const ThreadStream&) = delete;
+  ThreadStream& operator=(const ThreadStream&) = delete;
+
+  // The next batch (the previous one is given back), nullptr at the end.
+  const CallBatch* next() {
+    std::unique_lock<std::mutex> lk(m_);
+    if (holding_) {
+      slots_[r_].full = false;
+      r_ = (r_ + 1) % kSlots;
+      holding_ = false;
+      cv_.notify_all();
+    }
+    cv_.wait(lk, [&] { return slots_[r_].full || done_; });
+    if (!slots_[r_].full) return nullptr;
+    holding_ = true;
+    return &slots_[r_].batch;
+  }
+  Status status() {
+    std::lock_guard<std::mutex> lk(m_);
+    return result_;
+  }
+
+ private:
+  static constexpr size_t kSlots = 3;
+  struct Slot {
+    CallBatch batch;
+    bool full = false;
+  };
+  struct Sink final : TraceReader::CallSink {
+    ThreadStream& s;
+    std::unique_lock<std::mutex>& decoding;
+    size_t w = 0;
+    CallBatch local;
+    Sink(ThreadStream& stream, std::unique_lock<std::mutex>& d) : s(stream), decoding(d) {}
+    TraceReader::CallColumns buffer() override { return {local.kinds.get(), local.ticks.get(), local.values.get()}; }
+    bool commit(size_t n, size_t n_values) override {
+      std::unique_lock<std::mutex> lk(s.m_);
+      if (s.slots_[w].full && !s.stop_) {
+        lk.unlock();
+        decoding.unlock();  // others decode while this one waits
+        lk.lock();
+        s.cv_.wait(lk, [&] { return !s.slots_[w].full || s.stop_; });
+        lk.unlock();
+        decoding.lock();
+        lk.lock();
+      }
+      if (s.stop_) return false;
+      CallBatch& to = s.slots_[w].batch;
+      std::memcpy(to.kinds.get(), local.kinds.get(), n * sizeof(EventKind));
+      std::memcpy(to.ticks.get(), local.ticks.get(), n * sizeof(uint64_t));
+      std::memcpy(to.values.get(), local.values.get(), n_values * sizeof(uint64_t));
+      to.n = n;
+      to.n_values = n_values;
+      s.slots_[w].full = true;
+      s.cv_.notify_all();
+      w = (w + 1) % kSlots;
+      return true;
+    }
+  };
+
+  Slot slots_[kSlots];
+  std::mutex m_;
+  std::condition_variable cv_;
+  bool done_ = false, stop_ = false, holding_ = false;
+  size_t r_ = 0;
+  Status result_ = ok_status();
+  std::thread producer_;
+};
+
+// What an entry's function fires: its enabled probes (nullptr: none).
+struct FnSlot {
+  const ProbeInfo* entry = nullptr;
+  const ProbeInfo* ret = nullptr;
+};
+
+struct Frame {
+  uint64_t entry_tick;
+  uint64_t child_ticks;   // callees' durations and losses while innermost
+  uint64_t paused_before; // the thread's paused ticks when it began
+  const ProbeInfo* ret;
+};
+
+// A process or thread event of the metadata, in time order.
+struct Meta {
+  uint64_t key;
+  int rank;  // order at one key: create, start, module-load, lwp-start; module-unload, lwp-exit, exit
+  ProcEvent what;
+  uint32_t process, thread;  // thread: kNoThread for process events without one
+  int64_t arg0;
+};
+
+}  // namespace
+
+struct Driver::Impl {
+  TraceReader& trace;
+  Catalog& catalog;
+  symbolize::Symbolizer& sym;
+  Strings& strings;
+  Consumer* consumer = nullptr;
+  bool allow_zero = false;
+  double ns_per_tick = 1.0;
+  uint64_t wall_origin_ns = 0;
+  uint32_t no_thread = 0;  // the thread index of firings outside any thread
+
+  std::vector<std::unique_ptr<ProbeInfo>> info_by_id;  // index: probe id; nullptr: not enabled
+  std::vector<std::pair<ProbeSpec, size_t>> specs;     // every clause's descriptions
+  // Per process: entry address -> enabled probes, filled as addresses are met.
+  std::vector<std::unordered_map<uint64_t, FnSlot>> fn_slots;
+  std::map<std::tuple<uint32_t, uint64_t, uint8_t>, std::string> symbol_cache;  // (process, addr, form)
+  std::vector<const ProbeInfo*> proc_probes[9];
+  struct Clock {
+    const ProbeInfo* info;
+    bool profile;
+    uint64_t interval_ns;
+    uint64_t next_ns;
+  };
+  std::vector<Clock> clocks;
+
+  struct Thread {
+    uint32_t index = 0, process = 0;
+    int64_t pid = 0, ppid = 0, tid = 0;
+    uint32_t execname = 0;
+    std::vector<Frame> frames;
+    std::vector<uint64_t> addrs;  // the frames' functions, outermost first
+    uint64_t paused = 0;
+    // A gap (format/trace_format.h, "Gaps") under way.
+    bool in_gap = false, gap_loss = false, gap_depth_known = false;
+    uint64_t gap_start = 0;
+    size_t gap_depth = 0;
+    std::unique_ptr<ThreadStream> stream;
+    const CallBatch* batch = nullptr;
+    size_t pos = 0, vpos = 0;
+    bool started = false, finished = false;
+    uint64_t last_addr = 0;
+    FnSlot last_slot;
+    bool has_last = false;
+  };
+  std::vector<Thread> threads;
+  std::vector<uint32_t> active;  // threads whose stream is being merged
+  std::mutex decode_lock;
+  uint64_t last_tick = 0;
+  Status damage = ok_status();
+
+  Impl(TraceReader& t, Catalog& c, symbolize::Symbolizer& s, Strings& st) : trace(t), catalog(c), sym(s), strings(st) {}
+
+  uint64_t ns(uint64_t tick) const { return static_cast<uint64_t>(static_cast<double>(tick) * ns_per_tick); }
+
+  const ProbeInfo* info(uint32_t id) const { return id < info_by_id.size() ? info_by_id[id].get() : nullptr; }
+
+  void enable_probe(uint32_t id, size_t clause) {
+    if (info_by_id.size() <= id) info_by_id.resize(id + 1);
+    if (!info_by_id[id]) {
+      const Probe& p = catalog.probe(id);
+      auto pi = std::make_unique<ProbeInfo>();
+      pi->id = id;
+      pi->provider = strings.intern(p.provider);
+      pi->module = strings.intern(p.module);
+      pi->function = strings.intern(p.function);
+      pi->name = strings.intern(p.name);
+      info_by_id[id] = std::move(pi);
+      if (p.kind == ProbeKind::kProc) proc_probes[static_cast<int>(p.proc)].push_back(info_by_id[id].get());
+      if (p.kind == ProbeKind::kTick || p.kind == ProbeKind::kProfile)
+        clocks.push_back({info_by_id[id].get(), p.kind == ProbeKind::kProfile, p.interval_ns, p.interval_ns});
+    }
+    consumer->enable(*info_by_id[id], clause);
+  }
+
+  // The probes an entry address fires; the first time, the function is
+  // found (or made, for one no symbol table listed) and matched.
+  FnSlot lookup(uint32_t process, uint64_t addr, uint64_t tick) {
+    auto& table = fn_slots[process];
+    auto it = table.find(addr);
+    if (it != table.end()) return it->second;
+    auto fn = catalog.function_at(process, addr);
+    if (!fn) {
+      const symbolize::Symbol& s = sym.lookup(process, addr, tick);
+      const std::string name = s.function.empty() ? s.display() : s.function;
+      bool main = false;
+      const std::string& exe = trace.processes()[process].exe;
+      if (!s.module.empty() && !exe.empty()) main = exe.substr(exe.rfind('/') + 1) == s.module;
+      fn = catalog.add_function(process, addr, s.module, name, main);
+      const PidFunction& f = catalog.functions()[*fn];
+      for (const auto& [spec, clause] : specs)
+        for (uint32_t id : {f.entry_probe, f.return_probe})
+          if (catalog.matches(spec, id)) enable_probe(id, clause);
+    }
+    const PidFunction& f = catalog.functions()[*fn];
+    FnSlot slot{info(f.entry_probe), info(f.return_probe)};
+    table.emplace(addr, slot);
+    return slot;
+  }
+
+  Firing context(const Thread& t, const ProbeInfo* p, uint64_t tick) const {
+    Firing f;
+    f.probe = p;
+    f.thread = t.index;
+    f.process = t.process;
+    f.pid = t.pid;
+    f.ppid = t.ppid;
+    f.tid = t.tid;
+    f.execname = t.execname;
+    f.timestamp = ns(tick);
+    f.walltimestamp = wall_origin_ns + f.timestamp;
+    f.frames = t.addrs.data();
+    f.nframes = static_cast<uint32_t>(t.addrs.size());
+    return f;
+  }
+
+  // Firings outside any thread: BEGIN, END, tick-N.
+  Firing outside(const ProbeInfo* p, uint64_t tick) const {
+    Firing f;
+    f.probe = p;
+    f.thread = no_thread;
+    f.execname = strings_callscope;
+    f.timestamp = ns(tick);
+    f.walltimestamp = wall_origin_ns + f.timestamp;
+    return f;
+  }
+  uint32_t strings_callscope = 0;
+
+  void fire(const Firing& f) {
+    consumer->fire(f);
+    ++fired;
+  }
+  uint64_t fired = 0;
+
+  // One event of thread t.
+  void event(Thread& t, EventKind kind, uint64_t tick, uint64_t value) {
+    switch (kind) {
+      case EventKind::kEntry:
+      case EventKind::kEntryInherited: {
+        FnSlot slot;
+        if (t.has_last && t.last_addr == value) {
+          slot = t.last_slot;
+        } else {
+          slot = lookup(t.process, value, tick);
+          t.last_addr = value;
+          t.last_slot = slot;
+          t.has_last = true;
+        }
+        if (t.in_gap && !t.gap_depth_known) {
+          t.gap_depth = t.frames.size();
+          t.gap_depth_known = true;
+        }
+        t.frames.push_back({tick, 0, t.paused, slot.ret});
+        t.addrs.push_back(value);
+        // An inherited frame began before the stream did, or in a gap:
+        // callscope did not see it enter.
+        if (slot.entry && kind == EventKind::kEntry) {
+          Firing f = context(t, slot.entry, tick);
+          f.arg0 = static_cast<int64_t>(value);
+          fire(f);
+        }
+        break;
+      }
+      case EventKind::kExit:
+      case EventKind::kExitUnwound:
+      case EventKind::kExitTruncated: {
+        if (t.frames.empty()) break;
+        const Frame fr = t.frames.back();
+        const uint64_t span = tick >= fr.entry_tick ? tick - fr.entry_tick : 0;
+        const uint64_t paused = t.paused - fr.paused_before;
+        const uint64_t dur = span > paused ? span - paused : 0;
+        // Only a return fires return: a frame unwound by longjmp or an
+        // exception, or cut short, did not return.
+        if (fr.ret && kind == EventKind::kExit) {
+          Firing f = context(t, fr.ret, tick);
+          f.duration = ns(dur);
+          f.selfduration = ns(dur > fr.child_ticks ? dur - fr.child_ticks : 0);
+          fire(f);
+        }
+        t.frames.pop_back();
+        t.addrs.pop_back();
+        if (!t.frames.empty()) t.frames.back().child_ticks += dur;
+        break;
+      }
+      case EventKind::kLost:
+        for (const ProbeInfo* p : proc_probes[static_cast<int>(ProcEvent::kLost)]) {
+          Firing f = context(t, p, tick);
+          f.arg0 = static_cast<int64_t>(value);
+          fire(f);
+        }
+        [[fallthrough]];
+      case EventKind::kPause:
+        t.in_gap = true;
+        t.gap_loss = kind == EventKind::kLost;
+        t.gap_start = tick;
+        t.gap_depth_known = false;
+        break;
+      case EventKind::kResume: {
+        if (!t.in_gap) break;
+        const size_t depth = t.gap_depth_known ? t.gap_depth : t.frames.size();
+        const uint64_t gap = tick > t.gap_start ? tick - t.gap_start : 0;
+        if (t.gap_loss) {
+          // The loss's time is the dropped calls', under the innermost
+          // frame that went on through it: not its self time.
+          if (depth > 0) t.frames[depth - 1].child_ticks += gap;
+        } else {
+          // A pause counts nowhere: out of every frame that went through.
+          t.paused += gap;
+          for (size_t i = depth; i < t.frames.size(); ++i) t.frames[i].paused_before += gap;
+        }
+        t.in_gap = false;
+        break;
+      }
+      default:  // stray exits, marks
+        break;
+    }
+  }
+
+  // Loads the next batch of a thread's stream; false at its end.
+  bool refill(Thread& t) {
+    t.batch = t.stream->next();
+    t.pos = t.vpos = 0;
+    while (t.batch && t.batch->n == 0) t.batch = t.stream->next();
+    if (t.batch) return true;
+    auto st = t.stream->status();
+    if (!st && damage) damage = st;
+    t.stream.reset();
+    t.finished = true;
+    return false;
+  }
+
+  uint64_t head_key(const Thread& t) const { return event_key(t.batch->ticks[t.pos]); }
+
+  // Events of t while their key is below `bound` (at least one).
+  void run_thread(Thread& t, uint64_t bound) {
+    do {
+      const CallBatch& b = *t.batch;
+      const size_t n = b.n;
+      size_t pos = t.pos, vpos = t.vpos;
+      bool first = true;
+      while (pos < n && (first || event_key(b.ticks[pos]) < bound)) {
+        first = false;
+        const EventKind k = b.kinds[pos];
+        const uint64_t v = format::carries_value(k) ? b.values[vpos++] : 0;
+        last_tick = std::max(last_tick, b.ticks[pos]);
+        event(t, k, b.ticks[pos], v);
+        ++pos;
+        ++events;
+        if (consumer->exited()) {
+          t.pos = pos;
+          t.vpos = vpos;
+          return;
+        }
+      }
+      t.pos = pos;
+      t.vpos = vpos;
+      if (pos < n) return;
+      if (!refill(t)) return;
+      // A run goes on into the next batch, but stops at the bound there.
+      if (head_key(t) >= bound) return;
+    } while (true);
+  }
+  uint64_t events = 0;
+
+  void start_thread(uint32_t index) {
+    Thread& t = threads[index];
+    if (t.started) return;
+    t.started = true;
+    t.stream = std::make_unique<ThreadStream>(trace, index, decode_lock);
+    if (refill(t)) active.push_back(index);
+  }
+
+  void fire_meta(const Meta& m) {
+    const auto& probes = proc_probes[static_cast<int>(m.what)];
+    if (probes.empty()) return;
+    const uint64_t tick = m.key / 3;
+    for (const ProbeInfo* p : probes) {
+      Firing f;
+      if (m.thread < threads.size()) {
+        f = context(threads[m.thread], p, tick);
+      } else {
+        f = outside(p, tick);
+        const auto& pr = trace.processes()[m.process].record;
+        f.process = m.process;
+        f.pid = pr.pid;
+        f.ppid = pr.ppid;
+      }
+      f.arg0 = m.arg0;
+      fire(f);
+      if (consumer->exited()) return;
+    }
+  }
+
+  std::vector<Meta> metadata() const {
+    std::vector<Meta> out;
+    const auto& procs = trace.processes();
+    // A process's events happen in its first (main) thread.
+    std::vector<uint32_t> main_thread(procs.size(), no_thread);
+    for (uint32_t i = 0; i < threads.size(); ++i) {
+      const auto& r = trace.threads()[i].record;
+      if (r.process_index >= procs.size()) continue;
+      uint32_t& m = main_thread[r.process_index];
+      if (m == no_thread || (r.flags & format::kThreadMain)) m = i;
+    }
+    // A process's span is its threads' (a record's own may be coarser: a
+    // trace written by hand, a recorder that saw the process late), so that
+    // start comes before its threads' events and exit after them.
+    std::vector<uint64_t> first(procs.size(), kNever), last(procs.size(), 0);
+    for (uint32_t i = 0; i < threads.size(); ++i) {
+      const auto& r = trace.threads()[i].record;
+      if (r.process_index >= procs.size()) continue;
+      first[r.process_index] = std::min(first[r.process_index], r.start_tick);
+      last[r.process_index] = std::max(last[r.process_index], r.end_tick);
+    }
+    for (uint32_t pi = 0; pi < procs.size(); ++pi) {
+      const auto& r = procs[pi].record;
+      const uint32_t mt = main_thread[pi];
+      const uint64_t start = first[pi] == kNever ? r.start_tick : std::max(r.start_tick, first[pi]);
+      const uint64_t end = first[pi] == kNever ? r.end_tick : std::min(r.end_tick, last[pi]);
+      if (r.incarnation > 0) {
+        out.push_back({start_key(start), 1, ProcEvent::kExecSuccess, pi, mt, 0});
+      } else {
+        out.push_back({start_key(start), 1, ProcEvent::kStart, pi, mt, 0});
+        // D fires create in the parent as it forks, before the child runs.
+        if (r.parent_index >= 0 && static_cast<size_t>(r.parent_index) < procs.size())
+          out.push_back({start_key(start), 0, ProcEvent::kCreate, static_cast<uint32_t>(r.parent_index),
+                         main_thread[static_cast<size_t>(r.parent_index)], static_cast<int64_t>(r.pid)});
+      }
+      const auto how = static_cast<format::ExitHow>(r.how);
+      if (how == format::ExitHow::kExited || how == format::ExitHow::kSignaled) {
+        // D's arg0 of proc:::exit: CLD_EXITED 1, CLD_KILLED 2, CLD_DUMPED 3.
+        const int64_t reason = how == format::ExitHow::kExited ? 1 : r.core_dumped ? 3 : 2;
+        out.push_back({end_key(end), 2, ProcEvent::kExit, pi, mt, reason});
+      }
+    }
+    for (uint32_t i = 0; i < threads.size(); ++i) {
+      const auto& r = trace.threads()[i].record;
+      out.push_back({start_key(r.start_tick), 3, ProcEvent::kLwpStart, r.process_index, i, 0});
+      out.push_back({end_key(r.end_tick), 1, ProcEvent::kLwpExit, r.process_index, i, 0});
+    }
+    for (const auto& m : trace.modules()) {
+      if (m.record.process_index >= procs.size()) continue;
+      const uint32_t mt = main_thread[m.record.process_index];
+      out.push_back({start_key(m.record.load_tick), 2, ProcEvent::kModuleLoad, m.record.process_index, mt,
+                     static_cast<int64_t>(m.record.low)});
+      if (m.record.flags & format::kModuleUnloaded)
+        out.push_back({end_key(m.record.unload_tick), 0, ProcEvent::kModuleUnload, m.record.process_index, mt,
+                       static_cast<int64_t>(m.record.low)});
+    }
+    std::stable_sort(out.begin(), out.end(),
+                     [](const Meta& a, const Meta& b) { return a.key != b.key ? a.key < b.key : a.rank < b.rank; });
+    return out;
+  }
+
+  // tick-N fires once per interval outside any thread; profile-N in every
+  // thread alive then, with its call path (a sample of what it was doing).
+  void fire_clock(Clock& c) {
+    const uint64_t tick = ticks_of(c.next_ns);
+    if (c.profile) {
+      for (uint32_t i : active) {
+        fire(context(threads[i], c.info, tick));
+        if (consumer->exited()) break;
+      }
+    } else {
+      fire(outside(c.info, tick));
+    }
+    c.next_ns += c.interval_ns;
+  }
+  uint64_t ticks_of(uint64_t ns_value) const {
+    return static_cast<uint64_t>(static_cast<double>(ns_value) / ns_per_tick);
+  }
+
+  Status run() {
+    const auto& procs = trace.processes();
+    ns_per_tick = 1.0 / trace.header().ticks_per_ns;
+    wall_origin_ns = trace.info().record.start_realtime_ns;
+    strings_callscope = strings.intern("callscope");
+    threads.resize(trace.threads().size());
+    fn_slots.resize(procs.size());
+    for (uint32_t i = 0; i < threads.size(); ++i) {
+      const auto& r = trace.threads()[i].record;
+      Thread& t = threads[i];
+      t.index = i;
+      t.process = r.process_index;
+      t.tid = r.tid;
+      if (r.process_index < procs.size()) {
+        const auto& p = procs[r.process_index];
+        t.pid = p.record.pid;
+        t.ppid = p.record.ppid;
+        // D's execname: the executable's file name.
+        t.execname = strings.intern(p.exe.substr(p.exe.rfind('/') + 1));
+      }
+    }
+    const std::vector<Meta> meta = metadata();
+    size_t next_meta = 0;
+
+    if (const ProbeInfo* begin = info(1)) fire(outside(begin, 0));
+    while (!consumer->exited()) {
+      const uint64_t mk = next_meta < meta.size() ? meta[next_meta].key : kNever;
+      // The stream with the earliest event, and the one after it.
+      uint64_t best_key = kNever, second_key = kNever;
+      size_t best = 0;
+      for (size_t i = 0; i < active.size(); ++i) {
+        const uint64_t k = head_key(threads[active[i]]);
+        if (k < best_key) {
+          second_key = best_key;
+          best_key = k;
+          best = i;
+        } else if (k < second_key) {
+          second_key = k;
+        }
+      }
+      if (best_key == kNever && mk == kNever) break;  // the end: clocks stop with the trace
+      Clock* clock = nullptr;
+      for (Clock& c : clocks)
+        if (!clock || c.next_ns < clock->next_ns) clock = &c;
+      const uint64_t ck = clock ? start_key(ticks_of(clock->next_ns)) : kNever;
+      if (ck <= mk && ck <= best_key) {
+        fire_clock(*clock);
+        continue;
+      }
+      if (mk <= best_key) {
+        const Meta& m = meta[next_meta++];
+        last_tick = std::max(last_tick, m.key / 3);
+        // A thread's stream joins the merge when the thread starts.
+        if (m.what == ProcEvent::kLwpStart) start_thread(m.thread);
+        fire_meta(m);
+        continue;
+      }
+      Thread& t = threads[active[best]];
+      run_thread(t, std::min({second_key, mk, ck}));
+      if (t.finished) active.erase(active.begin() + static_cast<std::ptrdiff_t>(best));
+    }
+    // Threads whose start the metadata missed (a trace cut short).
+    if (!consumer->exited()) {
+      for (uint32_t i = 0; i < threads.size() && !consumer->exited(); ++i) {
+        if (threads[i].started) continue;
+        start_thread(i);
+        while (!threads[i].finished && !consumer->exited()) run_thread(threads[i], kNever);
+      }
+    }
+    // Stop the decoders still running (exit()).
+    for (Thread& t : threads) t.stream.reset();
+    if (const ProbeInfo* end = info(2)) fire(outside(end, last_tick));
+    return damage;
+  }
+};
+
+Driver::Driver(TraceReader& trace, Catalog& catalog, symbolize::Symbolizer& sym, Strings& strings)
+    : impl_(std::make_unique<Impl>(trace, catalog, sym, strings)) {
+  impl_->no_thread = static_cast<uint32_t>(trace.threads().size());
+}
+
+Driver::~Driver() = default;
+
+Status Driver::enable(const std::vector<std::vector<ProbeSpec>>& clauses, bool allow_zero, Consumer& consumer) {
+  impl_->consumer = &consumer;
+  impl_->allow_zero = allow_zero;
+  for (size_t c = 0; c < clauses.size(); ++c) {
+    for (const ProbeSpec& spec : clauses[c]) {
+      CALLSCOPE_TRY(const std::vector<uint32_t> ids, impl_->catalog.match(spec));
+      // pid probes of functions met later (no symbol listed them) are
+      // matched against every description then.
+      impl_->specs.emplace_back(spec, c);
+      if (ids.empty() && !allow_zero && !impl_->catalog.may_match_later(spec)) return Error(no_match_message(spec));
+      for (uint32_t id : ids) impl_->enable_probe(id, c);
+    }
+  }
+  return ok_status();
+}
+
+Status Driver::run(Consumer& consumer) {
+  impl_->consumer = &consumer;
+  auto st = impl_->run();
+  stats_.events = impl_->events;
+  stats_.firings = impl_->fired;
+  return st;
+}
+
+std::string Driver::symbol(uint32_t process, uint64_t addr, uint8_t form) {
+  auto [it, fresh] = impl_->symbol_cache.try_emplace({process, addr, form});
+  if (!fresh) return it->second;
+  const symbolize::Symbol& s = impl_->sym.lookup(process, addr);
+  if (form == 1) {
+    it->second = s.module.empty() ? "?" : s.module;
+  } else if (s.function.empty()) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(addr));
+    it->second = s.module.empty() ? std::string(buf) : s.module + "`" + buf;
+  } else {
+    it->second = s.module + "`" + s.function;
+  }
+  return it->second;
+}
+
+std::optional<uint64_t> Driver::target_pid(const TraceReader& trace) {
+  if (trace.info().record.main_pid != 0) return trace.info().record.main_pid;
+  if (!trace.processes().empty()) return trace.processes().front().record.pid;
+  return std::nullopt;
+}
+
+}  // namespace callscope::query

@@ -1,0 +1,85 @@
+// The driver of a query over a recorded trace: enables the probes a
+// program's clauses describe (probes.h), then fires them in time order
+// across every thread of every process, with what each firing knows
+// (engine.h's Firing), and stops at exit() or at the end of the trace,
+// firing END.
+//
+// Time order: each thread's events are decoded on a thread of their own
+// (as report_model.cpp does) and merged by tick with the process and
+// thread events of the trace's metadata (proc:::start, lwp-exit, ...) and
+// the clock probes' ticks. A trace of one thread goes straight through.
+//
+// Only probes with clauses fire: an entry whose function has no enabled
+// probe costs a table lookup (the last address looked up is kept, so a
+// recursion costs less).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/result.h"
+#include "query/engine.h"
+#include "query/probes.h"
+
+namespace callscope::format {
+class TraceReader;
+}
+namespace callscope::symbolize {
+class Symbolizer;
+}
+
+namespace callscope::query {
+
+// What the driver fires into: the Engine (EngineConsumer), or a test's
+// recorder.
+class Consumer {
+ public:
+  virtual void enable(const ProbeInfo& probe, size_t clause) = 0;
+  virtual void fire(const Firing& f) = 0;
+  // exit() was called: no more firings but END.
+  virtual bool exited() const = 0;
+
+ protected:
+  ~Consumer() = default;
+};
+
+struct DriverStats {
+  uint64_t events = 0;    // trace events read
+  uint64_t firings = 0;   // probes fired
+};
+
+class Driver {
+ public:
+  // `sym` names functions the symbol tables did not list and the frames of
+  // stacks; it must outlive the driver.
+  Driver(format::TraceReader& trace, Catalog& catalog, symbolize::Symbolizer& sym, Strings& strings);
+  ~Driver();
+  Driver(const Driver&) = delete;
+  Driver& operator=(const Driver&) = delete;
+
+  // Enables, for each clause, the probes its descriptions match. A
+  // description that matches nothing is an error unless allow_zero (-Z).
+  Status enable(const std::vector<std::vector<ProbeSpec>>& clauses, bool allow_zero, Consumer& consumer);
+  // Fires BEGIN, the trace's probes in time order, then END.
+  Status run(Consumer& consumer);
+  // The name Stacks print for an address: "module`function" (form 0) or
+  // "module" (form 1), cached.
+  std::string symbol(uint32_t process, uint64_t addr, uint8_t form);
+
+  // The process $target stands for offline: the one `record` started.
+  static std::optional<uint64_t> target_pid(const format::TraceReader& trace);
+
+  const DriverStats& stats() const { return stats_; }
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+  DriverStats stats_;
+};
+
+}  // namespace callscope::query

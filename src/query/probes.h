@@ -1,0 +1,160 @@
+// The probes a trace offers (docs/query.md, "Probes"), and matching D's
+// probe descriptions against them.
+//
+// A Catalog lists, as dtrace -l would: dtrace:::BEGIN/END/ERROR; the proc
+// provider's events; pid<PID> entry and return probes for every function
+// symbol of every module of each traced process; and the profile
+// provider's tick-N and profile-N, created on demand when a description
+// names an interval (as dtrace's profile provider does). Probe ids are
+// stable for a catalog: BEGIN 1, END 2, ERROR 3, then in the order built.
+//
+// The catalog knows nothing of trace files: CatalogInput describes the
+// processes and their modules' functions, so that matching can be tested
+// on its own; catalog_input() fills it from a trace (reading each module's
+// ELF symbols).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/result.h"
+#include "query/engine.h"
+
+namespace callscope::format {
+class TraceReader;
+}
+
+namespace callscope::query {
+
+enum class ProbeKind : uint8_t {
+  kBegin,
+  kEnd,
+  kError,
+  kEntry,    // pid: a function's entry
+  kReturn,   // pid: its return
+  kProc,     // proc: see ProcEvent
+  kTick,     // profile: tick-N, once per interval
+  kProfile,  // profile: profile-N, once per interval in every live thread
+};
+
+enum class ProcEvent : uint8_t {
+  kStart,         // a process starts (in its first thread)
+  kExecSuccess,   // a process image replaced by exec starts
+  kCreate,        // a process created a child (in the parent)
+  kExit,          // a process ends
+  kLwpStart,      // a thread starts
+  kLwpExit,       // a thread ends
+  kModuleLoad,    // a module (the executable, a library, dlopen) is mapped
+  kModuleUnload,  // dlclose
+  kLost,          // the runtime lost events (arg0: how many)
+};
+
+struct Probe {
+  uint32_t id = 0;
+  ProbeKind kind = ProbeKind::kBegin;
+  std::string provider, module, function, name;
+  // pid probes: the process (index in the trace) and the function (index
+  // into Catalog::functions()).
+  uint32_t process = 0;
+  uint32_t function_index = 0;
+  ProcEvent proc = ProcEvent::kStart;
+  uint64_t interval_ns = 0;  // tick, profile
+  // "provider:module:function:name"
+  std::string full_name() const { return provider + ":" + module + ":" + function + ":" + name; }
+};
+
+// A function symbol of a module.
+struct FunctionSymbol {
+  std::string name;     // demangled
+  std::string mangled;  // as in the symbol table ("" when the same as name)
+  uint64_t addr = 0;    // absolute, in the process (symbol value + load bias)
+};
+
+struct CatalogInput {
+  struct Module {
+    std::string name;  // file name: "app", "libc.so.6"
+    bool main = false;  // the process's executable: "a.out" matches it
+    std::vector<FunctionSymbol> functions;
+  };
+  struct Process {
+    int64_t pid = 0;
+    std::vector<Module> modules;
+  };
+  std::vector<Process> processes;  // in the trace's order
+};
+
+// A pid probe's function: one per (process, module, name); a name defined
+// at several addresses (static functions of several files) is one probe.
+struct PidFunction {
+  uint32_t process = 0;
+  std::string module;
+  std::string name, mangled;
+  bool main_module = false;
+  uint32_t entry_probe = 0, return_probe = 0;  // ids
+};
+
+class Catalog {
+ public:
+  explicit Catalog(const CatalogInput& input);
+
+  // The probes, in id order (ids from 1); clock probes are added by match().
+  const std::vector<Probe>& probes() const { return probes_; }
+  const Probe& probe(uint32_t id) const { return probes_[id - 1]; }
+  const std::vector<PidFunction>& functions() const { return functions_; }
+  // The function of `process` whose symbol starts at `addr`, if any.
+  std::optional<uint32_t> function_at(uint32_t process, uint64_t addr) const;
+  // A function the symbol tables did not list (a stripped module, a file
+  // that is gone): given a name by the caller, it gets its entry and return
+  // probes now. Returns its index in functions().
+  uint32_t add_function(uint32_t process, uint64_t addr, const std::string& module, const std::string& name,
+                        bool main_module);
+
+  // The ids of the probes `spec` matches (macros already expanded; fields
+  // as D reads them). Creates tick-N and profile-N when a description
+  // names one. An offset probe (pid123:a.out:main:4) is an error; no match
+  // is an empty list (the caller decides, -Z).
+  Result<std::vector<uint32_t>> match(const ProbeSpec& spec);
+  // Whether `spec` may match functions of a module whose symbols could not
+  // be read (a stripped library, a file that is gone): their probes are
+  // made as they are called, so a description naming them is no error.
+  bool may_match_later(const ProbeSpec& spec) const;
+  // Whether `spec` matches probe `id` (for probes added after matching).
+  bool matches(const ProbeSpec& spec, uint32_t id) const;
+
+ private:
+  uint32_t add(Probe p);
+  std::vector<Probe> probes_;
+  std::vector<PidFunction> functions_;
+  std::vector<int64_t> pids_;  // per process
+  std::vector<std::vector<std::pair<std::string, bool>>> unlisted_;  // per process: (module, main) without symbols
+  std::vector<std::unordered_map<uint64_t, uint32_t>> by_addr_;  // per process: addr -> function
+};
+
+// Parses D's clock probe names: "tick-1s", "profile-997" (no unit: hz),
+// "tick-500ms". nullopt when the text is not one, or below dtrace's 200 us
+// minimum interval.
+std::optional<uint64_t> clock_interval_ns(const std::string& name, const std::string& prefix);
+
+// A probe description as -n, -P, -m, -f and -l take it, read from the right
+// ("entry" is ":::entry"), $target and $1..$9 expanded. An unset $target
+// or a missing macro argument is an error.
+Result<ProbeSpec> parse_probe_description(const std::string& text, const CompileOptions& options);
+
+// dtrace's wording for a description that matches nothing.
+std::string no_match_message(const ProbeSpec& spec);
+
+// What the catalog needs of a trace: the processes, their modules' function
+// symbols read from the modules' files with libelf (a module whose file
+// cannot be read has none listed: its functions get probes when first
+// called, named by the symbolizer). `warnings` gets one line per module
+// whose symbols could not be read.
+CatalogInput catalog_input(const format::TraceReader& trace, std::vector<std::string>& warnings);
+
+// dtrace -l's layout: "   ID   PROVIDER            MODULE ..." and a line per probe.
+std::string list_header();
+std::string list_line(const Probe& p);
+
+}  // namespace callscope::query

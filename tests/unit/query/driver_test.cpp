@@ -1,0 +1,398 @@
+// The probe catalog's matching (probes.h) and the driver's firing order and
+// timing (driver.h), with a consumer that records what fires, over small
+// traces written from their text form (tests/golden/text_trace.h).
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "format/trace_reader.h"
+#include "query/driver.h"
+#include "query/probes.h"
+#include "symbolize/symbolizer.h"
+#include "text_trace.h"
+
+namespace callscope::query {
+namespace {
+
+CatalogInput sample_input() {
+  CatalogInput in;
+  CatalogInput::Process p;
+  p.pid = 100;
+  CatalogInput::Module app{"app", true, {}};
+  app.functions = {{"main", "", 0x1000}, {"foo", "", 0x1100}, {"ns::bar()", "_ZN2ns3barEv", 0x1200},
+                   {"foo", "", 0x1300}};  // a second static foo
+  CatalogInput::Module lib{"libfoo.so.1", false, {{"f", "", 0x7000}}};
+  p.modules = {app, lib};
+  in.processes.push_back(p);
+  CatalogInput::Process q;
+  q.pid = 200;
+  q.modules = {CatalogInput::Module{"other", true, {{"main", "", 0x1000}}}};
+  in.processes.push_back(q);
+  return in;
+}
+
+ProbeSpec spec(const std::string& text) {
+  CompileOptions o;
+  o.target = 100;
+  o.macro_args = {"foo"};
+  auto s = parse_probe_description(text, o);
+  EXPECT_TRUE(s) << s.error().message();
+  return s ? *s : ProbeSpec{};
+}
+
+// The matched probes as "provider:module:function:name", in id order.
+std::vector<std::string> names(Catalog& c, const std::string& text) {
+  auto ids = c.match(spec(text));
+  EXPECT_TRUE(ids) << ids.error().message();
+  std::vector<std::string> out;
+  if (ids)
+    for (uint32_t id : *ids) out.push_back(c.probe(id).full_name());
+  return out;
+}
+
+using Names = std::vector<std::string>;
+
+TEST(Catalog, BuiltInProbesHaveDtracesIds) {
+  Catalog c(sample_input());
+  EXPECT_EQ(c.probe(1).full_name(), "dtrace:::BEGIN");
+  EXPECT_EQ(c.probe(2).full_name(), "dtrace:::END");
+  EXPECT_EQ(c.probe(3).full_name(), "dtrace:::ERROR");
+  EXPECT_EQ(names(c, "BEGIN"), Names{"dtrace:::BEGIN"});
+  EXPECT_EQ(names(c, "proc:::exit"), Names{"proc:::exit"});
+  EXPECT_EQ(names(c, "proc:::lwp-*").size(), 2u);
+}
+
+TEST(Catalog, PidModulesByFileNameAndAout) {
+  Catalog c(sample_input());
+  EXPECT_EQ(names(c, "pid100:a.out::entry"),
+            (Names{"pid100:app:main:entry", "pid100:app:foo:entry", "pid100:app:ns::bar():entry"}));
+  EXPECT_EQ(names(c, "pid100:app:main:"), (Names{"pid100:app:main:entry", "pid100:app:main:return"}));
+  for (const char* m : {"libfoo.so.1", "libfoo.so", "libfoo", "libfoo*"})
+    EXPECT_EQ(names(c, std::string("pid100:") + m + "::return"), Names{"pid100:libfoo.so.1:f:return"}) << m;
+  EXPECT_TRUE(names(c, "pid100:libfo::entry").empty());
+}
+
+TEST(Catalog, ProvidersTargetGlobsAndFpid) {
+  Catalog c(sample_input());
+  EXPECT_EQ(names(c, "pid$target:a.out:main:entry"), Names{"pid100:app:main:entry"});
+  EXPECT_EQ(names(c, "fpid100:a.out:main:entry"), Names{"pid100:app:main:entry"});
+  EXPECT_EQ(names(c, "pid*::main:entry"), (Names{"pid100:app:main:entry", "pid200:other:main:entry"}));
+  EXPECT_EQ(names(c, "pid200:::return"), Names{"pid200:other:main:return"});
+  EXPECT_EQ(names(c, "pid100::$1:entry"), Names{"pid100:app:foo:entry"});
+}
+
+TEST(Catalog, FunctionsByDemangledOrMangledGlob) {
+  Catalog c(sample_input());
+  EXPECT_EQ(names(c, "pid100::ns\\:\\:bar*:entry"), Names{"pid100:app:ns::bar():entry"});  // "\:" in a field
+  EXPECT_EQ(names(c, "pid100::ns??bar*:entry"), Names{"pid100:app:ns::bar():entry"});
+  EXPECT_EQ(names(c, "pid100::_ZN2ns*:entry"), Names{"pid100:app:ns::bar():entry"});
+  EXPECT_EQ(names(c, "pid100::[fm]*:entry"),
+            (Names{"pid100:app:main:entry", "pid100:app:foo:entry", "pid100:libfoo.so.1:f:entry"}));
+  // A name at two addresses is one probe, found at both.
+  const auto f1 = c.function_at(0, 0x1100), f2 = c.function_at(0, 0x1300);
+  ASSERT_TRUE(f1 && f2);
+  EXPECT_EQ(*f1, *f2);
+}
+
+TEST(Catalog, PartialDescriptionsReadFromTheRight) {
+  auto s = spec("foo:entry");
+  EXPECT_EQ(s.provider, "");
+  EXPECT_EQ(s.module, "");
+  EXPECT_EQ(s.function, "foo");
+  EXPECT_EQ(s.name, "entry");
+  Catalog c(sample_input());
+  EXPECT_EQ(names(c, "foo:entry"), Names{"pid100:app:foo:entry"});
+  EXPECT_EQ(names(c, "entry").size(), 5u);
+}
+
+TEST(Catalog, OffsetProbesAreRefused) {
+  Catalog c(sample_input());
+  auto r = c.match(spec("pid100:a.out:main:4"));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message(),
+            "probe description pid100:a.out:main:4: offset probes are not supported: callscope sees function entry "
+            "and return only");
+}
+
+TEST(Catalog, NoMatchInDtracesWords) {
+  Catalog c(sample_input());
+  const ProbeSpec s = spec("pid100:a.out:nosuch:entry");
+  auto r = c.match(s);
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(r->empty());
+  EXPECT_EQ(no_match_message(s), "probe description pid100:a.out:nosuch:entry does not match any probes");
+}
+
+TEST(Catalog, ClockProbesMadeOnDemand) {
+  Catalog c(sample_input());
+  EXPECT_EQ(names(c, "tick-1s"), Names{"profile:::tick-1s"});
+  EXPECT_EQ(names(c, "profile:::tick-1s"), Names{"profile:::tick-1s"});  // made once
+  EXPECT_EQ(names(c, "profile-101"), Names{"profile:::profile-101"});
+  EXPECT_TRUE(names(c, "tick-100us").empty());  // below dtrace's 200 us
+  EXPECT_TRUE(names(c, "tick-1parsec").empty());
+  EXPECT_EQ(names(c, "tick-*").size(), 7u);  // the six listed and tick-1s
+}
+
+TEST(Catalog, ClockUnits) {
+  EXPECT_EQ(clock_interval_ns("tick-1s", "tick-"), 1000000000u);
+  EXPECT_EQ(clock_interval_ns("tick-1sec", "tick-"), 1000000000u);
+  EXPECT_EQ(clock_interval_ns("tick-5ms", "tick-"), 5000000u);
+  EXPECT_EQ(clock_interval_ns("tick-200us", "tick-"), 200000u);
+  EXPECT_EQ(clock_interval_ns("tick-300000ns", "tick-"), 300000u);
+  EXPECT_EQ(clock_interval_ns("tick-2m", "tick-"), 120000000000u);
+  EXPECT_EQ(clock_interval_ns("tick-1h", "tick-"), 3600000000000u);
+  EXPECT_EQ(clock_interval_ns("tick-1d", "tick-"), 86400000000000u);
+  EXPECT_EQ(clock_interval_ns("profile-100", "profile-"), 10000000u);
+  EXPECT_EQ(clock_interval_ns("profile-100hz", "profile-"), 10000000u);
+  EXPECT_FALSE(clock_interval_ns("tick-", "tick-"));
+  EXPECT_FALSE(clock_interval_ns("tick-0", "tick-"));
+  EXPECT_FALSE(clock_interval_ns("tick-5x", "tick-"));
+}
+
+TEST(Catalog, DescriptionErrors) {
+  CompileOptions none;
+  auto r = parse_probe_description("pid$target:::entry", none);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message(), "invalid probe description \"pid$target:::entry\": $target is not set (no trace to take it from)");
+  r = parse_probe_description("a:b:c:d:e", none);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message(), "invalid probe description \"a:b:c:d:e\": too many ':' (at most 3)");
+  r = parse_probe_description("pid1::$2:entry", none);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message(), "invalid probe description \"pid1::$2:entry\": macro argument $2 is not defined");
+}
+
+TEST(Catalog, ListLayoutIsDtraces) {
+  Catalog c(sample_input());
+  EXPECT_EQ(list_header(), "   ID   PROVIDER            MODULE                          FUNCTION NAME\n");
+  EXPECT_EQ(list_line(c.probe(1)), "    1     dtrace " + std::string(17, ' ') + " " + std::string(33, ' ') + " BEGIN\n");
+}
+
+// A consumer that writes down each firing.
+struct Recorder final : Consumer {
+  const Catalog* catalog = nullptr;
+  std::vector<std::pair<uint32_t, size_t>> enabled;
+  std::vector<std::string> lines;
+  std::vector<Firing> firings;
+  std::vector<std::vector<uint64_t>> stacks;
+  std::string exit_on;  // a probe whose firing calls exit()
+  bool done = false;
+  void enable(const ProbeInfo& p, size_t clause) override { enabled.emplace_back(p.id, clause); }
+  void fire(const Firing& f) override {
+    const Probe& p = catalog->probe(f.probe->id);
+    std::string line = p.full_name() + " t=" + std::to_string(f.timestamp) + " tid=" + std::to_string(f.tid);
+    if (p.kind == ProbeKind::kReturn)
+      line += " dur=" + std::to_string(f.duration) + " self=" + std::to_string(f.selfduration);
+    line += " depth=" + std::to_string(f.nframes);
+    lines.push_back(line);
+    firings.push_back(f);
+    stacks.emplace_back(f.frames, f.frames + f.nframes);
+    if (p.full_name() == exit_on) done = true;
+  }
+  bool exited() const override { return done; }
+};
+
+class DriverTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char dir[] = "/tmp/callscope-query-XXXXXX";
+    ASSERT_NE(::mkdtemp(dir), nullptr);
+    dir_ = dir;
+  }
+  void TearDown() override {
+    ::unlink((dir_ + "/t.trace").c_str());
+    ::rmdir(dir_.c_str());
+  }
+  // Runs the descriptions (one clause each) over the trace; "error: ..." on failure.
+  std::vector<std::string> run(const std::string& text, const std::vector<std::string>& descriptions,
+                               Recorder& rec, bool allow_zero = false) {
+    const std::string path = dir_ + "/t.trace";
+    auto st = golden::text_to_trace(text, path);
+    EXPECT_TRUE(st) << st.error().message();
+    auto trace = format::TraceReader::open(path);
+    EXPECT_TRUE(trace) << trace.error().message();
+    if (!trace) return {};
+    symbolize::Symbolizer sym(**trace);
+    std::vector<std::string> warnings;
+    Catalog catalog(catalog_input(**trace, warnings));
+    rec.catalog = &catalog;
+    Strings strings;
+    Driver d(**trace, catalog, sym, strings);
+    CompileOptions o;
+    o.target = Driver::target_pid(**trace);
+    std::vector<std::vector<ProbeSpec>> clauses;
+    for (const auto& text_spec : descriptions) {
+      auto s = parse_probe_description(text_spec, o);
+      if (!s) return {"error: " + s.error().message()};
+      clauses.push_back({*s});
+    }
+    if (auto e = d.enable(clauses, allow_zero, rec); !e) return {"error: " + e.error().message()};
+    if (auto r = d.run(rec); !r) return {"error: " + r.error().message()};
+    events_ = d.stats().events;
+    return rec.lines;
+  }
+  std::string dir_;
+  uint64_t events_ = 0;
+};
+
+// main 0x401000 > work 0x401100 > leaf 0x401200; 1 tick = 1 ns. The module
+// file does not exist: functions are named by the symbolizer as met.
+constexpr const char* kOneThread = R"(clock monotonic
+process pid=7 ppid=1 exe=/nonexistent/app argv=app exit=0
+module process=0 path=/nonexistent/app low=0x400000 high=0x500000 bias=0
+thread process=0 tid=7 name=app
+0 entry 100 0x401000 sp=0x8000
+0 entry 200 0x401100 sp=0x7f00
+0 entry 300 0x401200 sp=0x7e00
+0 exit 350
+0 entry 400 0x401200 sp=0x7e00
+0 exit 500
+0 exit 900
+0 exit 1000
+)";
+
+TEST_F(DriverTest, EntriesAndReturnsWithDurations) {
+  Recorder rec;
+  auto lines = run(kOneThread, {"pid$target:::entry", "pid7:::return"}, rec);
+  EXPECT_EQ(lines, (Names{
+                       "pid7:app:app+0x401000:entry t=100 tid=7 depth=1",
+                       "pid7:app:app+0x401100:entry t=200 tid=7 depth=2",
+                       "pid7:app:app+0x401200:entry t=300 tid=7 depth=3",
+                       "pid7:app:app+0x401200:return t=350 tid=7 dur=50 self=50 depth=3",
+                       "pid7:app:app+0x401200:entry t=400 tid=7 depth=3",
+                       "pid7:app:app+0x401200:return t=500 tid=7 dur=100 self=100 depth=3",
+                       "pid7:app:app+0x401100:return t=900 tid=7 dur=700 self=550 depth=2",
+                       "pid7:app:app+0x401000:return t=1000 tid=7 dur=900 self=200 depth=1",
+                   }));
+  EXPECT_EQ(events_, 8u);
+  // The call path, outermost first; arg0 of an entry is the function.
+  EXPECT_EQ(rec.stacks[2], (std::vector<uint64_t>{0x401000, 0x401100, 0x401200}));
+  EXPECT_EQ(rec.firings[2].arg0, 0x401200);
+  EXPECT_EQ(rec.firings[3].arg0, 0);
+}
+
+TEST_F(DriverTest, OnlyEnabledProbesFireAndBeginEndBracketThem) {
+  Recorder rec;
+  auto lines = run(kOneThread, {"BEGIN", "pid7::app+0x401200:return", "END"}, rec);
+  EXPECT_EQ(lines, (Names{
+                       "dtrace:::BEGIN t=0 tid=0 depth=0",
+                       "pid7:app:app+0x401200:return t=350 tid=7 dur=50 self=50 depth=3",
+                       "pid7:app:app+0x401200:return t=500 tid=7 dur=100 self=100 depth=3",
+                       "dtrace:::END t=1000 tid=0 depth=0",
+                   }));
+}
+
+TEST_F(DriverTest, ExitStopsFiringButEndFires) {
+  Recorder rec;
+  rec.exit_on = "pid7:app:app+0x401200:return";
+  auto lines = run(kOneThread, {"pid7:::return", "END"}, rec);
+  // END is fired by the driver; the recorder's exited() stays true, as
+  // the engine's does, and the driver fires END regardless.
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0], "pid7:app:app+0x401200:return t=350 tid=7 dur=50 self=50 depth=3");
+  EXPECT_EQ(lines[1], "dtrace:::END t=350 tid=0 depth=0");
+}
+
+TEST_F(DriverTest, NoMatchIsAnErrorUnlessZ) {
+  Recorder rec;
+  EXPECT_EQ(run(kOneThread, {"pid9:a.out:nosuch:entry"}, rec),
+            Names{"error: probe description pid9:a.out:nosuch:entry does not match any probes"});
+  Recorder rec2;
+  EXPECT_EQ(run(kOneThread, {"pid9:a.out:nosuch:entry"}, rec2, true), Names{});
+  // A module whose file is gone offers its functions as they are called:
+  // naming one is no error (it fires if called).
+  Recorder rec3;
+  EXPECT_EQ(run(kOneThread, {"pid7:a.out:nosuch:entry"}, rec3), Names{});
+}
+
+// Two threads of one process and a child process, interleaved in time:
+// firings come in tick order across them; proc events at their ticks.
+constexpr const char* kThreads = R"(clock monotonic
+process pid=7 ppid=1 exe=/nonexistent/app argv=app exit=0
+process pid=8 ppid=7 exe=/nonexistent/app argv=app exit=3 parent=0
+module process=0 path=/nonexistent/app low=0x400000 high=0x500000 bias=0
+module process=1 path=/nonexistent/app low=0x400000 high=0x500000 bias=0
+thread process=0 tid=7 name=app
+thread process=0 tid=9 name=worker
+thread process=1 tid=8 name=child
+0 entry 10 0x401000 sp=0x8000
+0 entry 20 0x401100 sp=0x7f00
+0 exit 60
+0 entry 70 0x401100 sp=0x7f00
+0 exit 75
+0 exit 200
+1 entry 30 0x401200 sp=0x6000
+1 exit 65
+1 entry 72 0x401200 sp=0x6000
+1 exit 90
+2 entry 40 0x401000 sp=0x5000
+2 exit 80
+)";
+
+TEST_F(DriverTest, ThreadsMergedInTimeOrder) {
+  Recorder rec;
+  auto lines = run(kThreads, {"pid*:::entry", "proc:::start", "proc:::create", "proc:::exit", "proc:::lwp-exit"}, rec);
+  EXPECT_EQ(lines, (Names{
+                       "proc:::start t=10 tid=7 depth=0",
+                       "pid7:app:app+0x401000:entry t=10 tid=7 depth=1",
+                       "pid7:app:app+0x401100:entry t=20 tid=7 depth=2",
+                       "pid7:app:app+0x401200:entry t=30 tid=9 depth=1",
+                       "proc:::create t=40 tid=7 depth=2",
+                       "proc:::start t=40 tid=8 depth=0",
+                       "pid8:app:app+0x401000:entry t=40 tid=8 depth=1",
+                       "pid7:app:app+0x401100:entry t=70 tid=7 depth=2",
+                       "pid7:app:app+0x401200:entry t=72 tid=9 depth=1",
+                       "proc:::lwp-exit t=80 tid=8 depth=0",
+                       "proc:::exit t=80 tid=8 depth=0",
+                       "proc:::lwp-exit t=90 tid=9 depth=0",
+                       "proc:::lwp-exit t=200 tid=7 depth=0",
+                       "proc:::exit t=200 tid=7 depth=0",
+                   }));
+}
+
+// A pause (callscope_stop .. start) counts in no frame's time; a loss is
+// the dropped calls' time: in the frame's duration, not its self time.
+constexpr const char* kGaps = R"(clock monotonic
+process pid=7 ppid=1 exe=/nonexistent/app argv=app exit=0
+module process=0 path=/nonexistent/app low=0x400000 high=0x500000 bias=0
+thread process=0 tid=7 name=app
+0 entry 0 0x401000 sp=0x8000
+0 pause 100
+0 resume 300
+0 lost 400 count=5
+0 resume 450
+0 exit 1000
+)";
+
+TEST_F(DriverTest, GapsInDurations) {
+  Recorder rec;
+  auto lines = run(kGaps, {"pid7:::return", "proc:::lost"}, rec);
+  EXPECT_EQ(lines, (Names{
+                       "proc:::lost t=400 tid=7 depth=1",
+                       "pid7:app:app+0x401000:return t=1000 tid=7 dur=800 self=750 depth=1",
+                   }));
+  ASSERT_EQ(rec.firings.size(), 2u);
+  EXPECT_EQ(rec.firings[0].arg0, 5);
+}
+
+// tick-N on trace time: every interval from the start while the trace lasts.
+TEST_F(DriverTest, TicksOnTraceTime) {
+  std::string text = "clock monotonic\nprocess pid=7 ppid=1 exe=/nonexistent/app argv=app exit=0\n"
+                     "thread process=0 tid=7 name=app\n"
+                     "0 entry 0 0x401000 sp=0x8000\n0 exit 2500000000\n";
+  Recorder rec;
+  auto lines = run(text, {"tick-1s", "profile-1s"}, rec);
+  EXPECT_EQ(lines, (Names{
+                       "profile:::tick-1s t=1000000000 tid=0 depth=0",
+                       "profile:::profile-1s t=1000000000 tid=7 depth=1",
+                       "profile:::tick-1s t=2000000000 tid=0 depth=0",
+                       "profile:::profile-1s t=2000000000 tid=7 depth=1",
+                   }));
+}
+
+}  // namespace
+}  // namespace callscope::query
