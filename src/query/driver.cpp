@@ -213,6 +213,11 @@ struct Driver::Impl {
   const ProbeInfo* info(uint32_t id) const { return id < info_by_id.size() ? info_by_id[id].get() : nullptr; }
 
   void enable_probe(uint32_t id, size_t clause) {
+    make_info(id);
+    consumer->enable(*info_by_id[id], clause);
+  }
+
+  const ProbeInfo& make_info(uint32_t id) {
     if (info_by_id.size() <= id) info_by_id.resize(id + 1);
     if (!info_by_id[id]) {
       const Probe& p = catalog.probe(id);
@@ -227,7 +232,7 @@ struct Driver::Impl {
       if (p.kind == ProbeKind::kTick || p.kind == ProbeKind::kProfile)
         clocks.push_back({info_by_id[id].get(), p.kind == ProbeKind::kProfile, p.interval_ns, p.interval_ns});
     }
-    consumer->enable(*info_by_id[id], clause);
+    return *info_by_id[id];
   }
 
   // The probes an entry address fires; the first time, the function is
@@ -286,7 +291,9 @@ struct Driver::Impl {
   void fire(const Firing& f) {
     consumer->fire(f);
     ++fired;
+    stop = consumer->exited();
   }
+  bool stop = false;  // exit() was called: asked after each firing only
   uint64_t fired = 0;
 
   // One event of thread t.
@@ -395,22 +402,20 @@ struct Driver::Impl {
       const size_t n = b.n;
       size_t pos = t.pos, vpos = t.vpos;
       bool first = true;
+      const size_t from = pos;
       while (pos < n && (first || event_key(b.ticks[pos]) < bound)) {
         first = false;
         const EventKind k = b.kinds[pos];
         const uint64_t v = format::carries_value(k) ? b.values[vpos++] : 0;
-        last_tick = std::max(last_tick, b.ticks[pos]);
         event(t, k, b.ticks[pos], v);
         ++pos;
-        ++events;
-        if (consumer->exited()) {
-          t.pos = pos;
-          t.vpos = vpos;
-          return;
-        }
+        if (stop) break;
       }
+      events += pos - from;
+      if (pos > from) last_tick = std::max(last_tick, b.ticks[pos - 1]);
       t.pos = pos;
       t.vpos = vpos;
+      if (stop) return;
       if (pos < n) return;
       if (!refill(t)) return;
       // A run goes on into the next batch, but stops at the bound there.
@@ -444,7 +449,7 @@ struct Driver::Impl {
       }
       f.arg0 = m.arg0;
       fire(f);
-      if (consumer->exited()) return;
+      if (stop) return;
     }
   }
 
@@ -516,7 +521,7 @@ struct Driver::Impl {
     if (c.profile) {
       for (uint32_t i : active) {
         fire(context(threads[i], c.info, tick));
-        if (consumer->exited()) break;
+        if (stop) break;
       }
     } else {
       fire(outside(c.info, tick));
@@ -551,8 +556,9 @@ struct Driver::Impl {
     const std::vector<Meta> meta = metadata();
     size_t next_meta = 0;
 
+    stop = consumer->exited();
     if (const ProbeInfo* begin = info(1)) fire(outside(begin, 0));
-    while (!consumer->exited()) {
+    while (!stop) {
       const uint64_t mk = next_meta < meta.size() ? meta[next_meta].key : kNever;
       // The stream with the earliest event, and the one after it.
       uint64_t best_key = kNever, second_key = kNever;
@@ -589,11 +595,11 @@ struct Driver::Impl {
       if (t.finished) active.erase(active.begin() + static_cast<std::ptrdiff_t>(best));
     }
     // Threads whose start the metadata missed (a trace cut short).
-    if (!consumer->exited()) {
-      for (uint32_t i = 0; i < threads.size() && !consumer->exited(); ++i) {
+    if (!stop) {
+      for (uint32_t i = 0; i < threads.size() && !stop; ++i) {
         if (threads[i].started) continue;
         start_thread(i);
-        while (!threads[i].finished && !consumer->exited()) run_thread(threads[i], kNever);
+        while (!threads[i].finished && !stop) run_thread(threads[i], kNever);
       }
     }
     // Stop the decoders still running (exit()).
@@ -649,6 +655,8 @@ std::string Driver::symbol(uint32_t process, uint64_t addr, uint8_t form) {
   }
   return it->second;
 }
+
+const ProbeInfo& Driver::probe_info(uint32_t id) { return impl_->make_info(id); }
 
 std::optional<uint64_t> Driver::target_pid(const TraceReader& trace) {
   if (trace.info().record.main_pid != 0) return trace.info().record.main_pid;

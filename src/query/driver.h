@@ -64,6 +64,9 @@ class Driver {
   // Enables, for each clause, the probes its descriptions match. A
   // description that matches nothing is an error unless allow_zero (-Z).
   Status enable(const std::vector<std::vector<ProbeSpec>>& clauses, bool allow_zero, Consumer& consumer);
+  // The engine's view of probe `id` (dtrace:::ERROR for set_error_probe),
+  // valid as long as the driver.
+  const ProbeInfo& probe_info(uint32_t id);
   // Fires BEGIN, the trace's probes in time order, then END.
   Status run(Consumer& consumer);
   // The name Stacks print for an address: "module`function" (form 0) or
