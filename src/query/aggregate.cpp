@@ -157,6 +157,10 @@ Aggregation::Aggregation(std::string name, AggFn fn, AggParams params)
   }
 }
 
+Aggregation::~Aggregation() = default;
+Aggregation::Aggregation(Aggregation&&) noexcept = default;
+Aggregation& Aggregation::operator=(Aggregation&&) noexcept = default;
+
 void Aggregation::add(const Key& key, int64_t value, int64_t incr) {
   Entry* e;
   auto it = index_.find(key);

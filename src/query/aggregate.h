@@ -46,6 +46,10 @@ struct PrintContext {
 class Aggregation {
  public:
   Aggregation(std::string name, AggFn fn, AggParams params = {});
+  // Out of line: Entry is complete only in the output library.
+  ~Aggregation();
+  Aggregation(Aggregation&&) noexcept;
+  Aggregation& operator=(Aggregation&&) noexcept;
   const std::string& name() const { return name_; }  // without '@'; "" for the anonymous @
   AggFn fn() const { return fn_; }
   const AggParams& params() const { return params_; }
