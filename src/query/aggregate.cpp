@@ -138,6 +138,7 @@ int64_t lquantize_levels(const AggParams& p) { return p.step > 0 ? (p.high - p.l
 size_t lquantize_bucket(const AggParams& p, int64_t value) {
   const int64_t levels = lquantize_levels(p);
   if (value < p.low) return 0;
+  if (p.step <= 0) return static_cast<size_t>(levels + 1);  // the compiler refuses it; never divide by it
   const int64_t level = (value - p.low) / p.step;
   if (level < levels) return static_cast<size_t>(level + 1);
   return static_cast<size_t>(levels + 1);

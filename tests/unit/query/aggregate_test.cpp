@@ -444,7 +444,7 @@ TEST_F(AggregateTest, ProbeLineAndHeader) {
   format_trace(out, sized(7, 4), c);
   format_probe_end(out);
   EXPECT_EQ(out, "CPU     ID                    FUNCTION:NAME\n"
-                 "  0      1" + std::string(26, ' ') + ":BEGIN " + std::string(15, ' ') + "42" + "  hi" +
+                 "  0      1" + std::string(27, ' ') + ":BEGIN " + std::string(15, ' ') + "42" + "  hi" +
                      std::string(31, ' ') + std::string(8, ' ') + "7\n");
 }
 
