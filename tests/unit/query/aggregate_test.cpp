@@ -30,11 +30,7 @@ Key key(std::initializer_list<Value> values) {
 }
 
 Value i64(int64_t v) { return Value::of_int(v); }
-Value sized(int64_t v, uint8_t bytes) {
-  Value x = Value::of_int(v);
-  x.bytes = bytes;
-  return x;
-}
+Value sized(int64_t v, uint8_t bytes) { return Value::of_sized(v, bytes); }
 
 class AggregateTest : public ::testing::Test {
  protected:
