@@ -39,11 +39,17 @@ struct PrintContext {
   bool aggsortrev = false;
   int aggsortpos = 0;
   int aggsortkeypos = 0;
+  bool quiet = false;    // -q / quiet: trace() prints bare values
+  uint32_t process = 0;  // the firing's process: whose symbols printf's %a and %A name for an integer
 };
 
 class Aggregation {
  public:
   Aggregation(std::string name, AggFn fn, AggParams params = {});
+  // Out of line: Entry is complete only in the output library.
+  ~Aggregation();
+  Aggregation(Aggregation&&) noexcept;
+  Aggregation& operator=(Aggregation&&) noexcept;
   const std::string& name() const { return name_; }  // without '@'; "" for the anonymous @
   AggFn fn() const { return fn_; }
   const AggParams& params() const { return params_; }
@@ -60,6 +66,10 @@ class Aggregation {
   void normalize(int64_t n);
   void denormalize();
   bool empty() const;
+  int64_t normal() const { return normal_; }
+  // Set by printa: END prints only the aggregations no printa printed (as dtrace).
+  bool printed() const { return printed_; }
+  void mark_printed() const { printed_ = true; }
 
   // Implementation data (the output library's).
   struct Entry;
@@ -70,18 +80,30 @@ class Aggregation {
   AggFn fn_;
   AggParams params_;
   int64_t normal_ = 1;
+  mutable bool printed_ = false;
+  size_t nbins_ = 0;  // quantize, lquantize, llquantize: buckets per key
   std::vector<std::unique_ptr<Entry>> entries_;  // in order of first add
   std::unordered_map<Key, size_t, KeyHash> index_;
 };
 
-// printa(@a) and what END prints for every aggregation not yet printed:
-// dtrace's default layout (keys, then the value right-aligned; a histogram
-// for the quantizations), a blank line before.
+// printa(@a): dtrace's default layout (keys, then the value right-aligned;
+// a histogram for the quantizations), a blank line before. Marks @a printed.
 void print_aggregation(std::string& out, const Aggregation& agg, const PrintContext& ctx);
+
+// What dtrace prints when tracing ends (after END, on exit() or Ctrl-C): a
+// newline (always, even quiet and with no aggregation), then the rows of
+// every aggregation that no printa printed, without blank lines between
+// them. `aggs` in the order the program first named them (dtrace's
+// variable ids): that is the order they print in (reversed by aggsortrev).
+void print_aggregations_at_end(std::string& out, const std::vector<const Aggregation*>& aggs,
+                               const PrintContext& ctx);
 
 // printa("format", @a, @b, ...): the format's conversions take the keys in
 // order, %@ the value of each aggregation in turn (several aggregations
-// with the same keys print as one row, as D joins them).
+// with the same keys print as one row, as D joins them; an aggregation
+// without the key prints as zero). An empty format means none:
+// printa(@a, @b) in dtrace's default layout, keys then each value.
+// Marks every aggregation printed.
 Status printa(std::string& out, const std::string& format, const std::vector<const Aggregation*>& aggs,
               const PrintContext& ctx);
 
@@ -96,17 +118,32 @@ Status format_printf(std::string& out, const std::string& format, const Value* a
 // The kinds printf's arguments must have, for the compiler: an error names
 // the conversion and the argument ("printf( ) argument #2 is incompatible
 // with conversion #2 prototype: ...", as dtrace says it).
+// `type_names` (optional, one per argument) name the arguments' D types in
+// the message ("int", "uint64_t", "string"); without them the message says
+// int64_t, string, stack or _usymaddr.
 enum class ArgType : uint8_t { kInteger, kString, kStack, kSym, kAny };
-Status check_printf(const std::string& format, const std::vector<ArgType>& args);
+Status check_printf(const std::string& format, const std::vector<ArgType>& args,
+                    const std::vector<std::string>& type_names = {});
+// printa("format", @a...): `keys` are the aggregation's key types; %@
+// conversions take the value of an aggregation whose function is `fn`
+// (count's is unsigned, the others' signed). Keys left over are allowed.
+Status check_printa(const std::string& format, const std::vector<ArgType>& keys, AggFn fn,
+                    const std::vector<std::string>& type_names = {});
 
-// trace(value): how D prints a traced value after the probe line.
+// trace(value): how D prints a traced value after the probe line (" %16lld"
+// for 8 bytes, " %8d" for 4, "  %-33s" for a string; bare when ctx.quiet).
+// A kStack value prints as the ustack() action does, a kSym as usym/ufunc/umod.
 void format_trace(std::string& out, const Value& v, const PrintContext& ctx);
 
-// The default output of a probe firing when not quiet: the header once
-// ("CPU     ID                    FUNCTION:NAME") and a line per firing;
-// callscope has no CPU number and prints its thread's index there.
+// The default output of a probe firing when not quiet: the header before
+// the first firing ("CPU     ID                    FUNCTION:NAME") and, per
+// firing, "%3d %6d %32s " (cpu, id, "function:name"), then whatever the
+// clause's actions print, then a newline (format_probe_end): dtrace prints
+// a clause's output on the probe's line. callscope has no CPU number and
+// prints its thread's index there.
 void format_probe_header(std::string& out);
 void format_probe_line(std::string& out, uint32_t cpu_column, uint32_t probe_id, const std::string& function,
                        const std::string& name);
+void format_probe_end(std::string& out);
 
 }  // namespace callscope::query

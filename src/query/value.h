@@ -26,7 +26,13 @@ enum class Kind : uint8_t {
 
 struct Value {
   Kind kind = Kind::kInt;
-  uint8_t sym_form = 0;  // kSym: 0 ufunc ("mod`func"), 1 umod ("mod"), 2 usym ("mod`func")
+  // kSym: 0 ufunc ("mod`func"), 1 umod ("mod"), 2 usym ("mod`func").
+  // kInt, kUint: the size in bytes of the value's D type when it is not 8
+  // (4: int, pid_t, uint32_t; 2: short; 1: char); 0 means 8 (int64_t,
+  // uint64_t, long, and D's integer variables and constants). dtrace prints
+  // a 4-byte key or trace() as " %8d", an 8-byte one as " %16lld", and
+  // printf's %d of an int as 32 bits.
+  uint8_t sym_form = 0;
   uint32_t process = 0;  // kSym, kStack: the process (index in the trace) whose addresses they are
   uint64_t bits = 0;
 
@@ -34,6 +40,16 @@ struct Value {
   static Value of_uint(uint64_t v) { return {Kind::kUint, 0, 0, v}; }
   static Value of_string(uint32_t id) { return {Kind::kString, 0, 0, id}; }
   static Value of_stack(uint32_t id) { return {Kind::kStack, 0, 0, id}; }
+  static Value of_sym(uint32_t process, uint64_t addr, uint8_t form) { return {Kind::kSym, form, process, addr}; }
+  // An integer of a D type narrower than 64 bits (bytes 4, 2 or 1): D's
+  // int (pid, tid, a cast to int), short, char.
+  static Value of_sized(int64_t v, uint8_t bytes, bool is_signed = true) {
+    return {is_signed ? Kind::kInt : Kind::kUint, static_cast<uint8_t>(bytes == 8 ? 0 : bytes), 0,
+            static_cast<uint64_t>(v)};
+  }
+  static Value of_int32(int32_t v) { return of_sized(v, 4); }
+  // kInt, kUint: the D type's size in bytes.
+  int size() const { return is_integer() && sym_form != 0 ? sym_form : 8; }
   bool is_integer() const { return kind == Kind::kInt || kind == Kind::kUint; }
   int64_t as_int() const { return static_cast<int64_t>(bits); }
   uint64_t as_uint() const { return bits; }
@@ -41,6 +57,7 @@ struct Value {
     return kind == o.kind && bits == o.bits && sym_form == o.sym_form && process == o.process;
   }
 };
+static_assert(sizeof(Value) == 16, "a value is two words: keys hash and compare cheaply");
 
 // Interned strings: equal texts have one id. Id 0 is "".
 class Strings {

@@ -1,0 +1,652 @@
+// The semantic pass (compile.h) and compile() of engine.h: options and
+// pragmas, names and types, aggregations' prototypes, actions' places.
+#include "query/compile.h"
+
+#include <algorithm>
+#include <optional>
+#include <set>
+
+#include "query/dnames.h"
+#include "query/parser.h"
+
+namespace callscope::query {
+
+namespace {
+
+using Vars = std::vector<VarInfo>;
+
+std::optional<VarKind> find(const Vars& vars, const std::string& name, uint32_t& slot) {
+  for (size_t i = 0; i < vars.size(); ++i)
+    if (vars[i].name == name) {
+      slot = static_cast<uint32_t>(i);
+      return VarKind::kNone;
+    }
+  return std::nullopt;
+}
+
+std::optional<int64_t> constant(const Expr& e) {
+  switch (e.kind) {
+    case ExprKind::kInt: return static_cast<int64_t>(e.value);
+    case ExprKind::kUnary: {
+      auto v = constant(*e.args[0]);
+      if (!v) return v;
+      if (e.op == "-") return -*v;
+      if (e.op == "~") return ~*v;
+      if (e.op == "+") return v;
+      return !*v;
+    }
+    case ExprKind::kBinary: {
+      auto a = constant(*e.args[0]), b = constant(*e.args[1]);
+      if (!a || !b) return std::nullopt;
+      if (e.op == "+") return *a + *b;
+      if (e.op == "-") return *a - *b;
+      if (e.op == "*") return *a * *b;
+      if (e.op == "/" && *b != 0) return *a / *b;
+      if (e.op == "<<" && *b >= 0 && *b < 64) return static_cast<int64_t>(static_cast<uint64_t>(*a) << *b);
+      return std::nullopt;
+    }
+    default: return std::nullopt;
+  }
+}
+
+ArgType arg_type(Type t) {
+  switch (t) {
+    case Type::kString: return ArgType::kString;
+    case Type::kStack: return ArgType::kStack;
+    case Type::kSym: return ArgType::kSym;
+    default: return ArgType::kInteger;
+  }
+}
+
+// Options dtrace takes that mean something here, and those accepted and
+// ignored because callscope has no buffers or CPUs to size them for.
+const std::set<std::string>& known_options() {
+  static const std::set<std::string> s = {
+      "quiet", "aggsortkey", "aggsortrev", "aggsortpos", "aggsortkeypos", "defaultargs", "nspec", "strsize",
+      "specsize", "bufsize", "aggsize", "aggrate", "switchrate", "cleanrate", "dynvarsize", "statusrate",
+      "bufpolicy", "bufresize", "zdefs", "destructive", "stackframes", "ustackframes", "rawbytes", "cpu",
+      "flowindent", "stackindent", "aggpercpu", "aggzoom", "grabanon", "jstackframes", "jstackstrsize", "nolibs",
+      "strip", "version", "dynvarrate"};
+  return s;
+}
+
+class Checker {
+ public:
+  Checker(CompiledProgram& p) : p_(p) {}
+
+  std::optional<Error> run() {
+    // Variables take the type of their first assignment, wherever it is in
+    // the script (a clause may read self->ts before the clause that sets
+    // it): passes that only learn types, then the pass that checks.
+    for (int i = 0; i < 3; ++i) {
+      infer_ = true;
+      pass();
+    }
+    infer_ = false;
+    pass();
+    return err_;
+  }
+
+ private:
+  struct ClauseState {
+    bool recorded = false;     // a data-recording action so far
+    bool speculated = false;   // speculate() so far
+    bool committed = false;    // commit() or discard() so far
+    bool aggregated = false;
+  };
+
+  void pass() {
+    for (auto& c : p_.script.clauses) {
+      if (err_) return;
+      if (c.predicate) {
+        const Type t = expr(*c.predicate, false);
+        if (!err_ && !infer_ && t != Type::kNone && !is_integer(t) && t != Type::kString)
+          fail(c.predicate->line, "predicate result must be of scalar type, not " + std::string(type_name(t)));
+      }
+      ClauseState cs;
+      body(c.body, cs, true);
+    }
+  }
+
+  void fail(int line, const std::string& msg) {
+    if (!infer_ && !err_) err_ = Error("line " + std::to_string(line) + ": " + msg);
+  }
+
+  void body(std::vector<Stmt>& stmts, ClauseState& cs, bool top) {
+    for (auto& s : stmts) {
+      if (err_) return;
+      switch (s.kind) {
+        case StmtKind::kIf: {
+          const Type t = expr(*s.expr, false);
+          if (!infer_ && t != Type::kNone && !is_integer(t) && t != Type::kString)
+            fail(s.line, "if condition must be of scalar type, not " + std::string(type_name(t)));
+          body(s.then_body, cs, false);
+          body(s.else_body, cs, false);
+          break;
+        }
+        case StmtKind::kAgg:
+          if (cs.speculated) fail(s.line, "aggregating actions may not follow speculate( )");
+          cs.aggregated = true;
+          aggregation(s);
+          break;
+        case StmtKind::kExpr:
+          if (s.expr->kind == ExprKind::kCall) action_order(*s.expr, cs);
+          expr(*s.expr, true);
+          break;
+      }
+    }
+    (void)top;
+  }
+
+  // D's rules for speculations within a clause.
+  void action_order(const Expr& call, ClauseState& cs) {
+    const auto f = find_function(call.name);
+    if (!f) return;
+    const int line = call.line;
+    switch (*f) {
+      case Func::kSpeculate:
+        if (cs.speculated) fail(line, "only one speculate( ) may be used in a clause");
+        else if (cs.recorded) fail(line, "speculate( ) may not follow data-recording actions");
+        else if (cs.aggregated) fail(line, "speculate( ) may not follow aggregating actions");
+        else if (cs.committed) fail(line, "speculate( ) may not follow commit( ) or discard( )");
+        cs.speculated = true;
+        return;
+      case Func::kCommit:
+      case Func::kDiscard:
+        if (cs.speculated) fail(line, call.name + "( ) may not follow speculate( )");
+        else if (cs.recorded && call.name == "commit") fail(line, "commit( ) may not follow data-recording actions");
+        cs.committed = true;
+        return;
+      case Func::kExit:
+        if (cs.speculated) fail(line, "exit( ) may not follow speculate( )");
+        cs.recorded = true;
+        return;
+      case Func::kPrintf: case Func::kTrace: case Func::kPrint: case Func::kPrinta: case Func::kUstack:
+      case Func::kTrunc: case Func::kClear: case Func::kNormalize: case Func::kDenormalize:
+        if (cs.committed && call.name != "printa") fail(line, "data-recording actions may not follow commit( )");
+        cs.recorded = true;
+        return;
+      default:
+        return;
+    }
+  }
+
+  uint32_t agg_slot(const std::string& name, int line, bool define) {
+    for (size_t i = 0; i < p_.aggs.size(); ++i)
+      if (p_.aggs[i].name == name) return static_cast<uint32_t>(i);
+    if (!define) {
+      fail(line, "undefined aggregation @" + name + ": no @" + name + " = ...( ) in the script");
+      return 0;
+    }
+    p_.aggs.push_back(AggInfo{name, AggFn::kCount, {}, {}, line, false});
+    return static_cast<uint32_t>(p_.aggs.size() - 1);
+  }
+
+  void aggregation(Stmt& s) {
+    static const struct {
+      const char* name;
+      AggFn fn;
+      size_t min, max;
+    } fns[] = {{"count", AggFn::kCount, 0, 0},        {"sum", AggFn::kSum, 1, 1},
+               {"avg", AggFn::kAvg, 1, 1},            {"min", AggFn::kMin, 1, 1},
+               {"max", AggFn::kMax, 1, 1},            {"stddev", AggFn::kStddev, 1, 1},
+               {"quantize", AggFn::kQuantize, 1, 2},  {"lquantize", AggFn::kLquantize, 3, 5},
+               {"llquantize", AggFn::kLlquantize, 5, 6}};
+    const auto* it = std::find_if(std::begin(fns), std::end(fns), [&](const auto& f) { return s.fn == f.name; });
+    const std::string at = "@" + s.agg;
+    if (it == std::end(fns)) {
+      fail(s.line, s.fn + "( ) is not an aggregating function (count, sum, avg, min, max, stddev, quantize, lquantize, llquantize)");
+      return;
+    }
+    const size_t n = s.fn_args.size();
+    if (n < it->min || n > it->max) {
+      std::string expected = it->min == it->max ? std::to_string(it->min)
+                                                : std::to_string(it->min) + " to " + std::to_string(it->max);
+      fail(s.line, s.fn + "( ) prototype mismatch: " + std::to_string(n) + " arg" + (n == 1 ? "" : "s") +
+                       " passed, " + expected + " expected");
+      return;
+    }
+    if (s.keys.size() > kMaxKey) {
+      fail(s.line, "aggregation " + at + " has " + std::to_string(s.keys.size()) + " keys: callscope query allows at most " +
+                       std::to_string(kMaxKey));
+      return;
+    }
+    std::vector<Type> keys;
+    for (size_t i = 0; i < s.keys.size(); ++i) {
+      const Type t = expr(*s.keys[i], false);
+      if (!infer_ && t == Type::kVoid) fail(s.keys[i]->line, at + " key #" + std::to_string(i + 1) + " has no value");
+      keys.push_back(t);
+    }
+    for (size_t i = 0; i < n; ++i) {
+      const Type t = expr(*s.fn_args[i], false);
+      if (!infer_ && t != Type::kNone && !is_integer(t))
+        fail(s.line, s.fn + "( ) argument #" + std::to_string(i + 1) + " is incompatible with prototype:\n\tprototype: integer\n\t argument: " +
+                         type_name(t));
+    }
+    if (err_) return;
+    AggParams params;
+    auto arg = [&](size_t i, const char* what) -> std::optional<int64_t> {
+      auto v = constant(*s.fn_args[i]);
+      if (!v) fail(s.line, s.fn + "( ) argument #" + std::to_string(i + 1) + " (" + what + ") must be an integer constant");
+      return v;
+    };
+    if (it->fn == AggFn::kLquantize) {
+      auto low = arg(1, "base"), high = arg(2, "limit");
+      auto step = n >= 4 ? arg(3, "step") : std::optional<int64_t>(1);
+      if (err_) return;
+      if (*low < INT32_MIN || *low > INT32_MAX) return fail(s.line, "lquantize( ) argument #2 must be a 32-bit quantity");
+      if (*high < INT32_MIN || *high > INT32_MAX) return fail(s.line, "lquantize( ) argument #3 must be a 32-bit quantity");
+      if (*low >= *high) return fail(s.line, "lquantize( ) base (argument #2) must be less than limit (argument #3)");
+      if (*step <= 0 || *step > UINT16_MAX) return fail(s.line, "lquantize( ) step (argument #4) must be a 16-bit quantity greater than 0");
+      if ((*high - *low) / *step > UINT16_MAX) return fail(s.line, "lquantize( ) has too many levels: (limit - base) / step must fit in 16 bits");
+      params.low = *low, params.high = *high, params.step = *step;
+    } else if (it->fn == AggFn::kLlquantize) {
+      auto factor = arg(1, "factor"), lo = arg(2, "low magnitude"), hi = arg(3, "high magnitude"), steps = arg(4, "number of steps");
+      if (err_) return;
+      if (*factor < 2 || *factor > UINT16_MAX) return fail(s.line, "llquantize( ) argument #2 (factor) must be a 16-bit quantity greater than 1");
+      if (*lo < 0 || *lo > INT32_MAX) return fail(s.line, "llquantize( ) argument #3 (low magnitude) must be a 32-bit quantity >= 0");
+      if (*hi < *lo || *hi > INT32_MAX) return fail(s.line, "llquantize( ) argument #4 (high magnitude) must be a 32-bit quantity >= argument #3 (low magnitude)");
+      if (*steps < 1 || *steps > UINT16_MAX) return fail(s.line, "llquantize( ) argument #5 (number of steps) must be a 16-bit quantity greater than 0");
+      if (*steps < *factor ? *factor % *steps != 0 : *steps % *factor != 0)
+        return fail(s.line, "llquantize( ) argument #2 (factor) and argument #5 (number of steps) must divide one another evenly");
+      // factor^(high+1) must fit in 64 bits (the top bucket's limit).
+      unsigned __int128 v = 1;
+      for (int64_t i = 0; i <= *hi; ++i) {
+        v *= static_cast<unsigned __int128>(*factor);
+        if (v > UINT64_MAX) return fail(s.line, "llquantize( ) argument #2 (factor) raised to the power of argument #4 (high magnitude) plus one must fit in 64 bits");
+      }
+      params.factor = *factor, params.magnitude_low = *lo, params.magnitude_high = *hi, params.nsteps = *steps;
+    }
+    const uint32_t slot = agg_slot(s.agg, s.line, true);
+    s.agg_slot = slot;
+    AggInfo& a = p_.aggs[slot];
+    if (!a.defined) {
+      a.fn = it->fn, a.params = params, a.keys = keys, a.line = s.line, a.defined = true;
+      return;
+    }
+    if (a.fn != it->fn || (a.fn == AggFn::kLquantize || a.fn == AggFn::kLlquantize
+                               ? std::tie(a.params.low, a.params.high, a.params.step, a.params.factor, a.params.magnitude_low, a.params.magnitude_high, a.params.nsteps) !=
+                                     std::tie(params.low, params.high, params.step, params.factor, params.magnitude_low, params.magnitude_high, params.nsteps)
+                               : false)) {
+      return fail(s.line, "aggregation redefined: " + at + "\n\t current: " + s.fn + "( )\n\tprevious: " +
+                              agg_fn_name(a.fn) + "( ) at line " + std::to_string(a.line));
+    }
+    if (a.keys.size() != keys.size())
+      return fail(s.line, "aggregation " + at + " used with " + std::to_string(keys.size()) + " key(s); line " +
+                              std::to_string(a.line) + " gives it " + std::to_string(a.keys.size()));
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (a.keys[i] == Type::kNone) a.keys[i] = keys[i];
+      if (!infer_ && keys[i] != Type::kNone && !compatible(a.keys[i], keys[i]))
+        return fail(s.line, "aggregation " + at + " key #" + std::to_string(i + 1) + " is " + type_name(keys[i]) +
+                                "; line " + std::to_string(a.line) + " makes it " + type_name(a.keys[i]));
+    }
+  }
+
+  static bool compatible(Type a, Type b) {
+    return a == b || (is_integer(a) && is_integer(b)) || a == Type::kNone || b == Type::kNone;
+  }
+
+  static std::string agg_fn_name(AggFn f) {
+    static const char* names[] = {"count", "sum", "avg", "min", "max", "stddev", "quantize", "lquantize", "llquantize"};
+    return names[static_cast<size_t>(f)];
+  }
+
+  // A variable gets `t` (an assignment): defined on first sight.
+  void assign_var(Expr& lhs, Type t, int line) {
+    Vars* vars = nullptr;
+    VarKind kind = VarKind::kGlobal;
+    switch (lhs.kind) {
+      case ExprKind::kIdent: vars = &p_.globals; break;
+      case ExprKind::kSelf: vars = &p_.thread_vars, kind = VarKind::kThread; break;
+      case ExprKind::kThis: vars = &p_.clause_vars, kind = VarKind::kClause; break;
+      case ExprKind::kIndex: vars = &p_.arrays, kind = VarKind::kArray; break;
+      default: return;
+    }
+    if (lhs.kind == ExprKind::kIdent) {
+      if (builtin_type(lhs.name) || refused_variable(lhs.name)) return fail(line, "operator = can only be applied to a writable variable: " + lhs.name + " is a built-in");
+      uint32_t s;
+      if (find(p_.arrays, lhs.name, s)) return fail(line, lhs.name + " is an associative array: assign " + lhs.name + "[key]");
+    } else if (lhs.kind == ExprKind::kIndex) {
+      uint32_t s;
+      if (find(p_.globals, lhs.name, s)) return fail(line, lhs.name + " is a scalar, not an associative array");
+    }
+    uint32_t slot;
+    if (!find(*vars, lhs.name, slot)) {
+      vars->push_back(VarInfo{lhs.name, t, {}, line});
+      slot = static_cast<uint32_t>(vars->size() - 1);
+    }
+    VarInfo& v = (*vars)[slot];
+    if (v.type == Type::kNone) v.type = t;
+    if (t == Type::kVoid || t == Type::kStack) {
+      if (!infer_) fail(line, std::string(t == Type::kVoid ? "void" : "stack") + " values cannot be stored in variables");
+    } else if (!infer_ && !compatible(v.type, t)) {
+      fail(line, std::string("operands have incompatible types: \"") + type_name(v.type) + "\" = \"" + type_name(t) + "\"");
+    }
+    lhs.var = kind;
+    lhs.slot = slot;
+    lhs.type = v.type;
+  }
+
+  // Reads a variable; kNone while the type is still unknown.
+  Type read_var(Expr& e) {
+    Vars* vars = e.kind == ExprKind::kSelf ? &p_.thread_vars : e.kind == ExprKind::kThis ? &p_.clause_vars : e.kind == ExprKind::kIndex ? &p_.arrays : &p_.globals;
+    uint32_t slot;
+    if (!find(*vars, e.name, slot) || (*vars)[slot].type == Type::kNone) {
+      const std::string shown = e.kind == ExprKind::kSelf ? "self->" + e.name : e.kind == ExprKind::kThis ? "this->" + e.name : e.name;
+      fail(e.line, "failed to resolve " + shown + ": Unknown variable name");
+      return Type::kNone;
+    }
+    e.var = e.kind == ExprKind::kSelf ? VarKind::kThread : e.kind == ExprKind::kThis ? VarKind::kClause : e.kind == ExprKind::kIndex ? VarKind::kArray : VarKind::kGlobal;
+    e.slot = slot;
+    e.type = (*vars)[slot].type;
+    return e.type;
+  }
+
+  void index_keys(Expr& e) {
+    uint32_t slot;
+    std::vector<Type> keys;
+    for (auto& k : e.args) keys.push_back(expr(*k, false));
+    if (!find(p_.arrays, e.name, slot)) return;
+    VarInfo& v = p_.arrays[slot];
+    if (v.keys.empty()) {
+      v.keys = keys;
+      return;
+    }
+    if (infer_) return;
+    if (v.keys.size() != keys.size())
+      return fail(e.line, e.name + "[ ] prototype mismatch: " + std::to_string(keys.size()) + " key" +
+                              (keys.size() == 1 ? "" : "s") + " passed, " + std::to_string(v.keys.size()) + " expected");
+    for (size_t i = 0; i < keys.size(); ++i)
+      if (!compatible(v.keys[i], keys[i]))
+        return fail(e.line, e.name + "[ ] key #" + std::to_string(i + 1) + " is incompatible with prototype:\n\tprototype: " +
+                                type_name(v.keys[i]) + "\n\t argument: " + type_name(keys[i]));
+  }
+
+  Type expr(Expr& e, bool statement) {
+    if (err_) return Type::kNone;
+    e.type = compute(e, statement);
+    return e.type;
+  }
+
+  Type arith(const Expr& e, Type a, Type b) {
+    if (a == Type::kNone || b == Type::kNone) return Type::kNone;
+    if (!is_integer(a) || !is_integer(b)) {
+      fail(e.line, "operator " + e.op + " requires operands of integral type, not \"" + type_name(a) + "\" and \"" + type_name(b) + "\"");
+      return Type::kNone;
+    }
+    return a == Type::kUint || b == Type::kUint ? Type::kUint : Type::kInt;
+  }
+
+  Type compute(Expr& e, bool statement) {
+    switch (e.kind) {
+      case ExprKind::kInt: return e.is_unsigned ? Type::kUint : Type::kInt;
+      case ExprKind::kString: return Type::kString;
+      case ExprKind::kIdent: {
+        if (auto b = builtin_type(e.name)) {
+          e.var = VarKind::kBuiltin;
+          e.slot = static_cast<uint32_t>(b->first);
+          return b->second;
+        }
+        if (auto why = refused_variable(e.name)) {
+          fail(e.line, *why);
+          return Type::kNone;
+        }
+        uint32_t s;
+        if (find(p_.arrays, e.name, s)) {
+          fail(e.line, e.name + " is an associative array: index it, " + e.name + "[key]");
+          return Type::kNone;
+        }
+        if (find_function(e.name) || refused_function(e.name)) {
+          fail(e.line, e.name + " is a function: call it, " + e.name + "( )");
+          return Type::kNone;
+        }
+        return read_var(e);
+      }
+      case ExprKind::kSelf:
+      case ExprKind::kThis:
+        return read_var(e);
+      case ExprKind::kIndex:
+        index_keys(e);
+        return read_var(e);
+      case ExprKind::kAggRef:
+        fail(e.line, "aggregation @" + e.name + " cannot be used in an expression: printa( ), trunc( ), clear( ), normalize( ) and denormalize( ) take it");
+        return Type::kNone;
+      case ExprKind::kCast: {
+        const Type t = expr(*e.args[0], false);
+        if (t != Type::kNone && !is_integer(t)) fail(e.line, "invalid cast expression: \"" + std::string(type_name(t)) + "\" to \"" + e.name + "\"");
+        return e.cast_signed ? Type::kInt : Type::kUint;
+      }
+      case ExprKind::kUnary: {
+        const Type t = expr(*e.args[0], false);
+        if (t == Type::kNone) return Type::kNone;
+        if (!is_integer(t)) {
+          fail(e.line, "operator " + e.op + " requires an operand of integral type, not \"" + type_name(t) + "\"");
+          return Type::kNone;
+        }
+        return e.op == "!" ? Type::kInt : t;
+      }
+      case ExprKind::kIncDec: {
+        Expr& v = *e.args[0];
+        const Type t = expr(v, false);
+        if (t != Type::kNone && !is_integer(t)) fail(e.line, "operator " + e.op + " requires an operand of integral type, not \"" + type_name(t) + "\"");
+        if (v.kind == ExprKind::kIdent && v.var == VarKind::kBuiltin) fail(e.line, "operator " + e.op + " can only be applied to a writable variable");
+        return t;
+      }
+      case ExprKind::kBinary: {
+        const Type a = expr(*e.args[0], false), b = expr(*e.args[1], false);
+        const std::string& op = e.op;
+        if (op == "&&" || op == "||" || op == "^^") {
+          for (Type t : {a, b})
+            if (t != Type::kNone && !is_integer(t) && t != Type::kString) fail(e.line, "operator " + op + " requires operands of scalar type, not \"" + type_name(t) + "\"");
+          return Type::kInt;
+        }
+        if (op == "==" || op == "!=" || op == "<" || op == "<=" || op == ">" || op == ">=") {
+          if (a != Type::kNone && b != Type::kNone && !(is_integer(a) && is_integer(b)) && !(a == b && (a == Type::kString || a == Type::kSym)))
+            fail(e.line, std::string("operands have incompatible types: \"") + type_name(a) + "\" " + op + " \"" + type_name(b) + "\"");
+          return Type::kInt;
+        }
+        if (op == "<<" || op == ">>") {
+          const Type t = arith(e, a, b);
+          return t == Type::kNone ? t : a;
+        }
+        return arith(e, a, b);
+      }
+      case ExprKind::kTernary: {
+        const Type c = expr(*e.args[0], false), a = expr(*e.args[1], false), b = expr(*e.args[2], false);
+        if (c != Type::kNone && !is_integer(c) && c != Type::kString) fail(e.line, "operator ?: requires a condition of scalar type");
+        if (a == Type::kNone || b == Type::kNone) return a == Type::kNone ? b : a;
+        if (is_integer(a) && is_integer(b)) return a == Type::kUint || b == Type::kUint ? Type::kUint : Type::kInt;
+        if (a != b) fail(e.line, std::string("operator ?: operands must have compatible types: \"") + type_name(a) + "\" and \"" + type_name(b) + "\"");
+        return a;
+      }
+      case ExprKind::kAssign: {
+        Expr& lhs = *e.args[0];
+        if (lhs.kind == ExprKind::kIndex) {
+          index_keys(lhs);
+        }
+        const Type r = expr(*e.args[1], false);
+        if (e.op != "=") {
+          const Type l = lhs.kind == ExprKind::kIdent && builtin_type(lhs.name) ? Type::kInt : read_var(lhs);
+          if (l != Type::kNone && r != Type::kNone && (!is_integer(l) || !is_integer(r)))
+            fail(e.line, "operator " + e.op + " requires operands of integral type, not \"" + type_name(l) + "\" and \"" + type_name(r) + "\"");
+        }
+        if (r == Type::kNone) {
+          // Type unknown yet: resolve the target if it is known.
+          Vars* vars = lhs.kind == ExprKind::kSelf ? &p_.thread_vars : lhs.kind == ExprKind::kThis ? &p_.clause_vars : lhs.kind == ExprKind::kIndex ? &p_.arrays : &p_.globals;
+          uint32_t s;
+          if (!find(*vars, lhs.name, s)) return Type::kNone;
+        }
+        assign_var(lhs, r == Type::kNone ? Type::kNone : r, e.line);
+        return lhs.type;
+      }
+      case ExprKind::kCall:
+        return call(e, statement);
+    }
+    return Type::kNone;
+  }
+
+  Type call(Expr& e, bool statement) {
+    if (auto why = refused_function(e.name)) {
+      fail(e.line, *why);
+      return Type::kNone;
+    }
+    const auto f = find_function(e.name);
+    if (!f) {
+      fail(e.line, "failed to resolve " + e.name + ": Unknown function");
+      return Type::kNone;
+    }
+    e.slot = static_cast<uint32_t>(*f);
+    const FunctionSig& sig = function_sig(*f);
+    const size_t n = e.args.size();
+    const std::string fname = e.name + "( )";
+    if (n < sig.min_args || n > sig.max_args) {
+      std::string expected = sig.min_args == sig.max_args ? std::to_string(sig.min_args)
+                             : sig.max_args == SIZE_MAX    ? "at least " + std::to_string(sig.min_args)
+                                                           : std::to_string(sig.min_args) + " to " + std::to_string(sig.max_args);
+      fail(e.line, fname + " prototype mismatch: " + std::to_string(n) + " arg" + (n == 1 ? "" : "s") + " passed, " + expected + " expected");
+      return Type::kNone;
+    }
+    if (sig.ret == Type::kVoid && !statement) {
+      fail(e.line, fname + " is an action: it gives no value and may only be used as a statement");
+      return Type::kNone;
+    }
+    auto mismatch = [&](size_t i, const char* proto, Type got) {
+      fail(e.line, fname + " argument #" + std::to_string(i + 1) + " is incompatible with prototype:\n\tprototype: " + proto +
+                       "\n\t argument: " + type_name(got));
+    };
+    // Aggregation arguments first (they are not expressions).
+    size_t first_expr = 0;
+    if (*f == Func::kPrinta) {
+      size_t i = 0;
+      if (n > 0 && e.args[0]->kind == ExprKind::kString) i = 1;
+      else if (n > 0 && e.args[0]->kind != ExprKind::kAggRef) {
+        fail(e.line, fname + " argument #1 must be a format string constant or an aggregation");
+        return Type::kVoid;
+      }
+      if (i == n) {
+        fail(e.line, fname + " prototype mismatch: no aggregation passed");
+        return Type::kVoid;
+      }
+      for (; i < n; ++i) {
+        if (e.args[i]->kind != ExprKind::kAggRef) {
+          fail(e.line, fname + " argument #" + std::to_string(i + 1) + " must be an aggregation");
+          return Type::kVoid;
+        }
+        if (!infer_) e.args[i]->slot = agg_slot(e.args[i]->name, e.line, false);
+      }
+      return Type::kVoid;
+    }
+    if (*f == Func::kTrunc || *f == Func::kClear || *f == Func::kNormalize || *f == Func::kDenormalize) {
+      if (e.args[0]->kind != ExprKind::kAggRef) {
+        fail(e.line, fname + " argument #1 must be an aggregation");
+        return Type::kVoid;
+      }
+      if (!infer_) e.args[0]->slot = agg_slot(e.args[0]->name, e.line, false);
+      first_expr = 1;
+    }
+    std::vector<Type> types;
+    for (size_t i = first_expr; i < n; ++i) {
+      if (e.args[i]->kind == ExprKind::kAggRef) {
+        fail(e.line, fname + " argument #" + std::to_string(i + 1) + ": an aggregation cannot be used here");
+        return Type::kNone;
+      }
+      types.push_back(expr(*e.args[i], false));
+    }
+    if (err_ || infer_) return sig.ret;
+    for (size_t i = first_expr; i < n; ++i) {
+      const Type got = types[i - first_expr];
+      if (got == Type::kNone) return sig.ret;
+      const char want = i - first_expr < sig.args.size() ? sig.args[i - first_expr] : sig.args.empty() ? 'a' : sig.args.back();
+      if (got == Type::kVoid) {
+        fail(e.line, fname + " argument #" + std::to_string(i + 1) + " has no value");
+        return sig.ret;
+      }
+      if (want == 'i' && !is_integer(got)) return mismatch(i, "integer", got), sig.ret;
+      if (want == 's' && got != Type::kString) return mismatch(i, "string", got), sig.ret;
+      if (want == 'c' && !constant(*e.args[i])) {
+        fail(e.line, fname + " argument #" + std::to_string(i + 1) + " must be an integer constant");
+        return sig.ret;
+      }
+    }
+    if (*f == Func::kPrintf) {
+      if (e.args[0]->kind != ExprKind::kString) {
+        fail(e.line, "printf( ) argument #1 must be a format string constant");
+        return sig.ret;
+      }
+      std::vector<ArgType> at;
+      for (size_t i = 1; i < n; ++i) at.push_back(arg_type(types[i]));
+      auto st = check_printf(e.args[0]->name, at);
+      if (!st) fail(e.line, st.error().message());
+    }
+    return sig.ret;
+  }
+
+  CompiledProgram& p_;
+  bool infer_ = false;
+  std::optional<Error> err_;
+};
+
+Status set_option(CompiledProgram& p, const std::string& name, const std::string& value) {
+  if (!known_options().count(name)) return Error("failed to set option " + name + ": Invalid option name");
+  p.options_[name] = value;
+  return ok_status();
+}
+
+}  // namespace
+
+bool option_set(const std::map<std::string, std::string>& options, const std::string& name) {
+  auto it = options.find(name);
+  return it != options.end() && it->second != "0" && it->second != "false" && it->second != "no";
+}
+
+const char* type_name(Type t) {
+  switch (t) {
+    case Type::kNone: return "unknown";
+    case Type::kInt: return "int64_t";
+    case Type::kUint: return "uint64_t";
+    case Type::kString: return "string";
+    case Type::kStack: return "stack";
+    case Type::kSym: return "symbol";
+    case Type::kVoid: return "void";
+  }
+  return "?";
+}
+
+Result<std::shared_ptr<const Program>> compile(std::string_view source, const std::string& file,
+                                               const CompileOptions& options) {
+  const std::string what = "failed to compile script " + file;
+  auto prog = std::make_shared<CompiledProgram>();
+  MacroArgs macros{options.macro_args, options.target, option_set(options.options, "defaultargs")};
+  auto parsed = parse(source, macros);
+  if (!parsed) return parsed.error().context(what);
+  prog->script = std::move(parsed->script);
+  for (const auto& pr : parsed->pragmas) {
+    auto st = set_option(*prog, pr.name, pr.value);
+    if (!st) return Error("line " + std::to_string(pr.line) + ": " + st.error().message()).context(what);
+  }
+  for (const auto& [k, v] : options.options) {  // the command line wins
+    auto st = set_option(*prog, k, v);
+    if (!st) return st.error();
+  }
+  prog->quiet = option_set(prog->options_, "quiet");
+  auto number = [&](const char* name, int64_t lo, int64_t hi, int64_t& out) -> Status {
+    auto it = prog->options_.find(name);
+    if (it == prog->options_.end()) return ok_status();
+    char* end = nullptr;
+    const long long v = std::strtoll(it->second.c_str(), &end, 0);
+    if (it->second.empty() || *end != '\0' || v < lo || v > hi)
+      return Error("failed to set option " + std::string(name) + " to \"" + it->second + "\": Invalid value for specified option");
+    out = v;
+    return ok_status();
+  };
+  int64_t nspec = 1, strsize = 256;
+  CALLSCOPE_CHECK(number("nspec", 1, 1 << 16, nspec));
+  CALLSCOPE_CHECK(number("strsize", 2, 1 << 20, strsize));
+  prog->nspec = static_cast<int>(nspec);
+  prog->strsize = static_cast<size_t>(strsize);
+  Checker checker(*prog);
+  if (auto err = checker.run()) return err->context(what);
+  return std::shared_ptr<const Program>(std::move(prog));
+}
+
+}  // namespace callscope::query

@@ -1,0 +1,70 @@
+// The semantic pass: gives every name of a parsed script its meaning (a
+// built-in variable, a global, an associative array, a self-> or this->
+// variable, a function), every expression its type, every aggregation its
+// function and parameters, and refuses what D refuses (or what callscope
+// cannot honour) with a located message in D's words. What it returns is
+// the Program of engine.h; the engine builds its closures from it.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "query/aggregate.h"
+#include "query/ast.h"
+#include "query/engine.h"
+
+namespace callscope::query {
+
+// Built-in variables, in the order of builtin_name().
+enum class Builtin : uint8_t {
+  kProbeprov, kProbemod, kProbefunc, kProbename, kPid, kPpid, kTid, kExecname, kTimestamp, kWalltimestamp,
+  kEpid, kId, kArg0, kArg1, kUstackdepth, kUcaller, kDuration, kSelfduration, kDepth,
+};
+
+// Functions (subroutines and actions).
+enum class Func : uint8_t {
+  // subroutines: give a value
+  kStrlen, kStrjoin, kSubstr, kStrstr, kStrchr, kStrrchr, kIndex, kRindex, kBasename, kDirname, kLltostr,
+  kStrtoll, kToupper, kTolower, kUstack, kUfunc, kUmod, kUsym, kSpeculation, kRand,
+  // actions: statements only
+  kPrintf, kTrace, kPrint, kPrinta, kExit, kSpeculate, kCommit, kDiscard, kTrunc, kClear, kNormalize,
+  kDenormalize,
+};
+
+struct VarInfo {
+  std::string name;
+  Type type = Type::kNone;
+  std::vector<Type> keys;  // associative arrays
+  int line = 0;            // first assignment
+};
+
+struct AggInfo {
+  std::string name;
+  AggFn fn = AggFn::kCount;
+  AggParams params;
+  std::vector<Type> keys;
+  int line = 0;
+  bool defined = false;  // an @name = fn( ) statement was seen
+};
+
+class CompiledProgram final : public Program {
+ public:
+  size_t clause_count() const override { return script.clauses.size(); }
+  const std::vector<ProbeSpec>& clause_probes(size_t clause) const override { return script.clauses[clause].probes; }
+  const std::map<std::string, std::string>& options() const override { return options_; }
+
+  Script script;
+  std::vector<VarInfo> globals, arrays, thread_vars, clause_vars;
+  std::vector<AggInfo> aggs;  // in order of first appearance: D prints them in this order at the end
+  std::map<std::string, std::string> options_;
+  bool quiet = false;
+  int nspec = 1;           // speculation buffers (D's nspec)
+  size_t strsize = 256;    // D's strsize: strings are cut to strsize - 1 bytes
+};
+
+// Whether an option is set: present and not "0"/"false"/"no".
+bool option_set(const std::map<std::string, std::string>& options, const std::string& name);
+
+}  // namespace callscope::query

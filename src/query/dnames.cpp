@@ -1,0 +1,139 @@
+// D's names (dnames.h): the tables of built-in variables and functions.
+#include "query/dnames.h"
+
+#include <cstdint>
+#include <map>
+
+namespace callscope::query {
+
+namespace {
+
+const std::map<std::string, std::pair<Builtin, Type>>& builtins() {
+  static const std::map<std::string, std::pair<Builtin, Type>> m = {
+      {"probeprov", {Builtin::kProbeprov, Type::kString}},
+      {"probemod", {Builtin::kProbemod, Type::kString}},
+      {"probefunc", {Builtin::kProbefunc, Type::kString}},
+      {"probename", {Builtin::kProbename, Type::kString}},
+      {"pid", {Builtin::kPid, Type::kInt}},
+      {"ppid", {Builtin::kPpid, Type::kInt}},
+      {"tid", {Builtin::kTid, Type::kInt}},
+      {"execname", {Builtin::kExecname, Type::kString}},
+      {"timestamp", {Builtin::kTimestamp, Type::kUint}},
+      {"walltimestamp", {Builtin::kWalltimestamp, Type::kUint}},
+      {"epid", {Builtin::kEpid, Type::kUint}},
+      {"id", {Builtin::kId, Type::kUint}},
+      {"arg0", {Builtin::kArg0, Type::kInt}},
+      {"arg1", {Builtin::kArg1, Type::kInt}},
+      {"ustackdepth", {Builtin::kUstackdepth, Type::kUint}},
+      {"ucaller", {Builtin::kUcaller, Type::kUint}},
+      {"duration", {Builtin::kDuration, Type::kUint}},
+      {"selfduration", {Builtin::kSelfduration, Type::kUint}},
+      {"depth", {Builtin::kDepth, Type::kInt}},
+  };
+  return m;
+}
+
+const std::map<std::string, Func>& functions() {
+  static const std::map<std::string, Func> m = {
+      {"strlen", Func::kStrlen},       {"strjoin", Func::kStrjoin},   {"substr", Func::kSubstr},
+      {"strstr", Func::kStrstr},       {"strchr", Func::kStrchr},     {"strrchr", Func::kStrrchr},
+      {"index", Func::kIndex},         {"rindex", Func::kRindex},     {"basename", Func::kBasename},
+      {"dirname", Func::kDirname},     {"lltostr", Func::kLltostr},   {"strtoll", Func::kStrtoll},
+      {"toupper", Func::kToupper},     {"tolower", Func::kTolower},   {"ustack", Func::kUstack},
+      {"ufunc", Func::kUfunc},         {"umod", Func::kUmod},         {"usym", Func::kUsym},
+      {"speculation", Func::kSpeculation}, {"rand", Func::kRand},     {"printf", Func::kPrintf},
+      {"trace", Func::kTrace},         {"print", Func::kPrint},       {"printa", Func::kPrinta},
+      {"exit", Func::kExit},           {"speculate", Func::kSpeculate}, {"commit", Func::kCommit},
+      {"discard", Func::kDiscard},     {"trunc", Func::kTrunc},       {"clear", Func::kClear},
+      {"normalize", Func::kNormalize}, {"denormalize", Func::kDenormalize},
+  };
+  return m;
+}
+
+}  // namespace
+
+std::optional<std::pair<Builtin, Type>> builtin_type(const std::string& name) {
+  auto it = builtins().find(name);
+  if (it == builtins().end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<std::string> refused_variable(const std::string& name) {
+  static const char* kernel = ": callscope query sees the functions of a traced program, not the kernel's view of it";
+  static const std::map<std::string, std::string> m = {
+      {"uregs", "uregs is not available: callscope records no registers"},
+      {"curthread", std::string("curthread is not available") + kernel},
+      {"curpsinfo", std::string("curpsinfo is not available") + kernel},
+      {"curlwpsinfo", std::string("curlwpsinfo is not available") + kernel},
+      {"curcpu", std::string("curcpu is not available") + kernel},
+      {"cpu", "cpu is not available: callscope records no CPU numbers"},
+      {"caller", "caller is a kernel address: use ucaller"},
+      {"stackdepth", "stackdepth is the kernel stack's depth: use ustackdepth"},
+      {"errno", "errno is not available: callscope records no system calls"},
+      {"cwd", std::string("cwd is not available") + kernel},
+      {"root", std::string("root is not available") + kernel},
+      {"uid", std::string("uid is not available") + kernel},
+      {"gid", std::string("gid is not available") + kernel},
+      {"zonename", std::string("zonename is not available") + kernel},
+      {"vtimestamp", "vtimestamp is not available: callscope does not know when a thread was off the CPU"},
+      {"args", "args[] is not available: callscope records no function arguments (arg0 is the function's address)"},
+  };
+  auto it = m.find(name);
+  if (it != m.end()) return it->second;
+  if (name.size() == 4 && name.starts_with("arg") && name[3] >= '2' && name[3] <= '9')
+    return name + " is not available: callscope records no function arguments (arg0 is the function's address, arg1 0)";
+  return std::nullopt;
+}
+
+std::optional<Func> find_function(const std::string& name) {
+  auto it = functions().find(name);
+  if (it == functions().end()) return std::nullopt;
+  return it->second;
+}
+
+const FunctionSig& function_sig(Func f) {
+  static const std::map<Func, FunctionSig> m = {
+      {Func::kStrlen, {1, 1, Type::kUint, "s"}},       {Func::kStrjoin, {2, 2, Type::kString, "ss"}},
+      {Func::kSubstr, {2, 3, Type::kString, "sii"}},   {Func::kStrstr, {2, 2, Type::kString, "ss"}},
+      {Func::kStrchr, {2, 2, Type::kString, "si"}},    {Func::kStrrchr, {2, 2, Type::kString, "si"}},
+      {Func::kIndex, {2, 3, Type::kInt, "ssi"}},       {Func::kRindex, {2, 3, Type::kInt, "ssi"}},
+      {Func::kBasename, {1, 1, Type::kString, "s"}},   {Func::kDirname, {1, 1, Type::kString, "s"}},
+      {Func::kLltostr, {1, 2, Type::kString, "ii"}},   {Func::kStrtoll, {1, 2, Type::kInt, "si"}},
+      {Func::kToupper, {1, 1, Type::kString, "s"}},    {Func::kTolower, {1, 1, Type::kString, "s"}},
+      {Func::kUstack, {0, 2, Type::kStack, "c"}},      {Func::kUfunc, {1, 1, Type::kSym, "i"}},
+      {Func::kUmod, {1, 1, Type::kSym, "i"}},          {Func::kUsym, {1, 1, Type::kSym, "i"}},
+      {Func::kSpeculation, {0, 0, Type::kInt, ""}},    {Func::kRand, {0, 0, Type::kInt, ""}},
+      {Func::kPrintf, {1, SIZE_MAX, Type::kVoid, "sa"}}, {Func::kTrace, {1, 1, Type::kVoid, "a"}},
+      {Func::kPrint, {1, 1, Type::kVoid, "a"}},        {Func::kPrinta, {1, SIZE_MAX, Type::kVoid, ""}},
+      {Func::kExit, {1, 1, Type::kVoid, "i"}},         {Func::kSpeculate, {1, 1, Type::kVoid, "i"}},
+      {Func::kCommit, {1, 1, Type::kVoid, "i"}},       {Func::kDiscard, {1, 1, Type::kVoid, "i"}},
+      {Func::kTrunc, {1, 2, Type::kVoid, "i"}},        {Func::kClear, {1, 1, Type::kVoid, ""}},
+      {Func::kNormalize, {2, 2, Type::kVoid, "i"}},    {Func::kDenormalize, {1, 1, Type::kVoid, ""}},
+  };
+  return m.at(f);
+}
+
+std::optional<std::string> refused_function(const std::string& name) {
+  static const std::string memory = "( ) is not supported: callscope query reads a trace, not the program's memory";
+  static const std::string destructive = "( ) is not supported: callscope query observes a program, it does not act on it";
+  static const std::map<std::string, std::string> m = {
+      {"copyin", memory}, {"copyinstr", memory}, {"copyinto", memory}, {"copyout", memory},
+      {"copyoutstr", memory}, {"tracemem", memory}, {"alloca", memory}, {"bcopy", memory},
+      {"stop", destructive}, {"system", destructive}, {"raise", destructive}, {"chill", destructive},
+      {"breakpoint", destructive}, {"panic", destructive}, {"freopen", destructive}, {"ftruncate", destructive},
+      {"stack", "( ) records the kernel's stack, which callscope does not see: use ustack( )"},
+      {"jstack", "( ) is not supported: callscope sees native functions only; use ustack( )"},
+      {"uaddr", "( ) is not supported: callscope records function entry addresses, not return addresses; use ufunc( )"},
+      {"mod", "( ) is a kernel symbol: use umod( )"}, {"func", "( ) is a kernel symbol: use ufunc( )"},
+      {"sym", "( ) is a kernel symbol: use usym( )"},
+      {"setopt", "( ) is not supported: set options with #pragma D option or -x"},
+      {"getmajor", "( ) is a kernel function, not available in callscope query"},
+      {"getminor", "( ) is a kernel function, not available in callscope query"},
+      {"progenyof", "( ) is not supported: callscope query does not know the process tree"},
+  };
+  auto it = m.find(name);
+  if (it == m.end()) return std::nullopt;
+  return name + it->second;
+}
+
+}  // namespace callscope::query

@@ -1,0 +1,31 @@
+// D's names: built-in variables and functions callscope query knows, with
+// their types and prototypes, and the ones it refuses, with why.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "query/ast.h"
+#include "query/compile.h"
+
+namespace callscope::query {
+
+std::optional<std::pair<Builtin, Type>> builtin_type(const std::string& name);
+// Why a D variable is not available ("uregs is not available: ..."), or
+// nothing when callscope does not know the name at all.
+std::optional<std::string> refused_variable(const std::string& name);
+
+struct FunctionSig {
+  size_t min_args, max_args;  // SIZE_MAX: any number
+  Type ret;                   // kVoid: an action
+  // One letter per argument, the last repeating: i integer, s string,
+  // c integer constant, a any value. Aggregation arguments are not listed.
+  std::string args;
+};
+std::optional<Func> find_function(const std::string& name);
+const FunctionSig& function_sig(Func f);
+std::optional<std::string> refused_function(const std::string& name);
+
+}  // namespace callscope::query

@@ -1,0 +1,523 @@
+// The D parser (parser.h). One token of lookahead, plus a peek past a '/'
+// to tell a predicate's end from a division, as dt_lex.l does with its
+// DT_TOK_EPRED.
+#include "query/parser.h"
+
+#include <map>
+#include <optional>
+
+namespace callscope::query {
+
+namespace {
+
+// Integer type names a cast may use: bits and signedness.
+struct IntType {
+  uint8_t bits;
+  bool is_signed;
+};
+const std::map<std::string, IntType>& typedefs() {
+  static const std::map<std::string, IntType> m = {
+      {"int8_t", {8, true}},     {"int16_t", {16, true}},   {"int32_t", {32, true}},   {"int64_t", {64, true}},
+      {"uint8_t", {8, false}},   {"uint16_t", {16, false}}, {"uint32_t", {32, false}}, {"uint64_t", {64, false}},
+      {"intptr_t", {64, true}},  {"uintptr_t", {64, false}}, {"size_t", {64, false}},  {"ssize_t", {64, true}},
+      {"pid_t", {32, true}},     {"tid_t", {32, true}},     {"id_t", {32, true}},      {"uint_t", {32, false}},
+      {"uchar_t", {8, false}},   {"ushort_t", {16, false}}, {"ulong_t", {64, false}},  {"off_t", {64, true}},
+      {"hrtime_t", {64, true}},  {"u_int", {32, false}},    {"processorid_t", {32, true}},
+  };
+  return m;
+}
+bool is_type_word(const Token& t) {
+  if (t.kind != Tok::kIdent) return false;
+  static const char* words[] = {"char", "short", "int", "long", "signed", "unsigned"};
+  for (const char* w : words)
+    if (t.text == w) return true;
+  return typedefs().count(t.text) > 0;
+}
+
+std::string near(const Token& t) {
+  switch (t.kind) {
+    case Tok::kEof: return "end of input";
+    case Tok::kString: return "\"\"" + t.text + "\"\"";
+    case Tok::kInt: return "\"" + std::to_string(t.value) + "\"";
+    case Tok::kAgg: return "\"@" + t.text + "\"";
+    default: return "\"" + t.text + "\"";
+  }
+}
+
+bool is_assign_op(const std::string& s) {
+  return s == "=" || s == "+=" || s == "-=" || s == "*=" || s == "/=" || s == "%=" || s == "&=" || s == "|=" ||
+         s == "^=" || s == "<<=" || s == ">>=";
+}
+
+bool is_lvalue(const Expr& e) {
+  return e.kind == ExprKind::kIdent || e.kind == ExprKind::kSelf || e.kind == ExprKind::kThis ||
+         e.kind == ExprKind::kIndex;
+}
+
+class Parser {
+ public:
+  Parser(std::string_view src, const MacroArgs& macros) : lex_(src, macros) {}
+
+  Result<Parsed> run() {
+    Parsed out;
+    while (!err_) {
+      if (!lex_.more()) {
+        if (lex_.pending_error()) advance();  // reports it
+        break;
+      }
+      Clause c;
+      if (!clause(c)) break;
+      out.script.clauses.push_back(std::move(c));
+    }
+    if (err_) return *err_;
+    out.pragmas = lex_.pragmas();
+    return out;
+  }
+
+ private:
+  void fail(int line, const std::string& msg) {
+    if (!err_) err_ = Error("line " + std::to_string(line) + ": " + msg);
+  }
+  void syntax_error() { fail(tok_.line, "syntax error near " + near(tok_)); }
+  void advance() {
+    tok_ = lex_.next();
+    if (tok_.kind == Tok::kError) fail(tok_.line, tok_.text);
+  }
+  bool is(const char* p) const { return tok_.kind == Tok::kPunct && tok_.text == p; }
+  bool accept(const char* p) {
+    if (!is(p)) return false;
+    advance();
+    return true;
+  }
+  bool expect(const char* p) {
+    if (accept(p)) return true;
+    syntax_error();
+    return false;
+  }
+  ExprPtr node(ExprKind k, int line) {
+    auto e = std::make_unique<Expr>();
+    e->kind = k;
+    e->line = line;
+    return e;
+  }
+
+  bool clause(Clause& c) {
+    for (;;) {
+      Token d = lex_.probe_desc();
+      if (d.kind == Tok::kError) {
+        fail(d.line, d.text);
+        return false;
+      }
+      if (d.text.empty()) {
+        advance();
+        if (!err_) syntax_error();
+        return false;
+      }
+      if (c.probes.empty()) c.line = d.line;
+      auto spec = split_probe_description(d.text, d.line);
+      if (!spec) {
+        fail(d.line, spec.error().message());
+        return false;
+      }
+      c.probes.push_back(std::move(*spec));
+      advance();
+      if (err_) return false;
+      if (!is(",")) break;
+    }
+    if (is("/")) {
+      in_predicate_ = true;
+      advance();
+      c.predicate = expression();
+      in_predicate_ = false;
+      if (err_) return false;
+      if (!is("/")) {
+        syntax_error();
+        return false;
+      }
+      const auto after = lex_.pos();
+      advance();
+      if (err_) return false;
+      if (!is("{")) {
+        lex_.reset(after);  // a clause without a body; the next description follows
+        return true;
+      }
+    }
+    if (is("{")) {
+      advance();
+      statements(c.body);
+      return !err_;  // tok_ is the closing '}'
+    }
+    if (tok_.kind == Tok::kEof) return true;
+    syntax_error();
+    return false;
+  }
+
+  // Statements up to the closing '}' (left as the current token).
+  void statements(std::vector<Stmt>& out) {
+    while (!err_ && !is("}")) {
+      if (tok_.kind == Tok::kEof) {
+        syntax_error();
+        return;
+      }
+      if (accept(";")) continue;
+      const bool block_like = tok_.kind == Tok::kIdent && tok_.text == "if";
+      out.push_back(statement());
+      if (err_) return;
+      if (!block_like && !is("}") && !accept(";")) {
+        syntax_error();
+        return;
+      }
+    }
+  }
+
+  // A statement or a { block } (the arms of if/else).
+  std::vector<Stmt> arm() {
+    std::vector<Stmt> body;
+    if (accept("{")) {
+      statements(body);
+      if (!err_) advance();  // past '}'
+      return body;
+    }
+    body.push_back(statement());
+    if (!err_ && !accept(";") && !is("}")) syntax_error();
+    return body;
+  }
+
+  Stmt statement() {
+    Stmt s;
+    s.line = tok_.line;
+    if (tok_.kind == Tok::kIdent && tok_.text == "if") {
+      s.kind = StmtKind::kIf;
+      advance();
+      if (!expect("(")) return s;
+      s.expr = expression();
+      if (err_ || !expect(")")) return s;
+      s.then_body = arm();
+      if (err_) return s;
+      if (tok_.kind == Tok::kIdent && tok_.text == "else") {
+        advance();
+        s.else_body = arm();
+      }
+      return s;
+    }
+    if (tok_.kind == Tok::kAgg) {
+      s.kind = StmtKind::kAgg;
+      s.agg = tok_.text;
+      advance();
+      if (accept("[")) {
+        s.keys = arguments("]");
+        if (err_) return s;
+      }
+      if (!is("=")) {
+        fail(tok_.line, "aggregation @" + s.agg + " must be assigned an aggregating function: @" + s.agg +
+                            " = count() and the like");
+        return s;
+      }
+      advance();
+      if (tok_.kind != Tok::kIdent) {
+        syntax_error();
+        return s;
+      }
+      s.fn = tok_.text;
+      advance();
+      if (!is("(")) {
+        fail(s.line, "aggregation @" + s.agg + " must be assigned an aggregating function, not " + s.fn);
+        return s;
+      }
+      advance();
+      s.fn_args = arguments(")");
+      return s;
+    }
+    s.kind = StmtKind::kExpr;
+    s.expr = expression();
+    return s;
+  }
+
+  // Comma-separated expressions up to `close` (consumed).
+  std::vector<ExprPtr> arguments(const char* close) {
+    std::vector<ExprPtr> out;
+    if (accept(close)) return out;
+    for (;;) {
+      out.push_back(assignment());
+      if (err_) return out;
+      if (accept(close)) return out;
+      if (!expect(",")) return out;
+    }
+  }
+
+  ExprPtr expression() { return assignment(); }
+
+  ExprPtr assignment() {
+    ExprPtr lhs = ternary();
+    if (err_ || tok_.kind != Tok::kPunct || !is_assign_op(tok_.text)) return lhs;
+    const std::string op = tok_.text;
+    const int line = tok_.line;
+    if (!is_lvalue(*lhs)) {
+      fail(line, "operator " + op + " can only be applied to a writable variable");
+      return lhs;
+    }
+    advance();
+    auto e = node(ExprKind::kAssign, line);
+    e->op = op;
+    e->args.push_back(std::move(lhs));
+    e->args.push_back(assignment());
+    return e;
+  }
+
+  ExprPtr ternary() {
+    ExprPtr c = binary(0);
+    if (err_ || !is("?")) return c;
+    const int line = tok_.line;
+    advance();
+    auto e = node(ExprKind::kTernary, line);
+    e->args.push_back(std::move(c));
+    e->args.push_back(assignment());
+    if (err_ || !expect(":")) return e;
+    e->args.push_back(ternary());
+    return e;
+  }
+
+  // Binary operators by precedence level, lowest first (D's: || ^^ && |
+  // ^ & equality relational shift additive multiplicative).
+  static int level(const std::string& op) {
+    static const std::map<std::string, int> m = {
+        {"||", 0}, {"^^", 1}, {"&&", 2}, {"|", 3},  {"^", 4},  {"&", 5},  {"==", 6}, {"!=", 6}, {"<", 7},
+        {"<=", 7}, {">", 7},  {">=", 7}, {"<<", 8}, {">>", 8}, {"+", 9},  {"-", 9},  {"*", 10}, {"/", 10},
+        {"%", 10},
+    };
+    auto it = m.find(op);
+    return it == m.end() ? -1 : it->second;
+  }
+
+  // A '/' in a predicate ends it when what follows starts the body or
+  // ends the input.
+  bool ends_predicate() {
+    if (!in_predicate_ || depth_ > 0 || !is("/")) return false;
+    const auto p = lex_.pos();
+    Token t = lex_.next();
+    lex_.reset(p);
+    return t.kind == Tok::kEof || (t.kind == Tok::kPunct && t.text == "{");
+  }
+
+  ExprPtr binary(int min_level) {
+    ExprPtr lhs = unary();
+    while (!err_ && tok_.kind == Tok::kPunct) {
+      const int l = level(tok_.text);
+      if (l < min_level || l < 0 || ends_predicate()) break;
+      auto e = node(ExprKind::kBinary, tok_.line);
+      e->op = tok_.text;
+      advance();
+      e->args.push_back(std::move(lhs));
+      e->args.push_back(binary(l + 1));
+      lhs = std::move(e);
+    }
+    return lhs;
+  }
+
+  ExprPtr unary() {
+    const int line = tok_.line;
+    if (tok_.kind == Tok::kPunct) {
+      const std::string op = tok_.text;
+      if (op == "-" || op == "+" || op == "!" || op == "~") {
+        advance();
+        auto e = node(ExprKind::kUnary, line);
+        e->op = op;
+        e->args.push_back(unary());
+        return e;
+      }
+      if (op == "++" || op == "--") {
+        advance();
+        auto e = node(ExprKind::kIncDec, line);
+        e->op = op;
+        e->prefix = true;
+        e->args.push_back(unary());
+        if (!err_ && !is_lvalue(*e->args[0])) fail(line, "operator " + op + " can only be applied to a writable variable");
+        return e;
+      }
+      if (op == "*" || op == "&") {
+        fail(line, "operator " + op + " (pointers) is not supported: callscope query does not read the program's memory");
+        return node(ExprKind::kInt, line);
+      }
+      if (op == "(") {
+        const auto p = lex_.pos();
+        Token t = lex_.next();
+        lex_.reset(p);
+        if (is_type_word(t)) return cast(line);
+      }
+    }
+    return postfix();
+  }
+
+  ExprPtr cast(int line) {
+    advance();  // past '('
+    int longs = 0, sign = 0, base_bits = 0;
+    std::optional<IntType> named;
+    std::string written;
+    while (!err_ && tok_.kind == Tok::kIdent && is_type_word(tok_)) {
+      const std::string w = tok_.text;
+      written += (written.empty() ? "" : " ") + w;
+      if (w == "unsigned") sign = -1;
+      else if (w == "signed") sign = 1;
+      else if (w == "long") ++longs;
+      else if (w == "char") base_bits = 8;
+      else if (w == "short") base_bits = 16;
+      else if (w == "int") base_bits = base_bits ? base_bits : 32;
+      else named = typedefs().at(w);
+      advance();
+    }
+    if (err_) return node(ExprKind::kInt, line);
+    if (is("*")) {
+      fail(line, "cast to (" + written + " *) is not supported: callscope query does not read the program's memory");
+      return node(ExprKind::kInt, line);
+    }
+    if (!expect(")")) return node(ExprKind::kInt, line);
+    auto e = node(ExprKind::kCast, line);
+    if (named) {
+      e->cast_bits = named->bits;
+      e->cast_signed = named->is_signed;
+    } else {
+      e->cast_bits = static_cast<uint8_t>(longs ? 64 : base_bits ? base_bits : 32);
+      e->cast_signed = sign >= 0;
+    }
+    e->name = written;
+    e->args.push_back(unary());
+    return e;
+  }
+
+  ExprPtr postfix() {
+    ExprPtr e = primary();
+    while (!err_ && tok_.kind == Tok::kPunct) {
+      const int line = tok_.line;
+      if (is("[") || is("(")) {
+        const bool call = is("(");
+        if (e->kind != ExprKind::kIdent) {
+          syntax_error();
+          return e;
+        }
+        advance();
+        ++depth_;
+        auto n = node(call ? ExprKind::kCall : ExprKind::kIndex, e->line);
+        n->name = e->name;
+        n->args = arguments(call ? ")" : "]");
+        --depth_;
+        e = std::move(n);
+      } else if (is("++") || is("--")) {
+        if (!is_lvalue(*e)) {
+          fail(line, "operator " + tok_.text + " can only be applied to a writable variable");
+          return e;
+        }
+        auto n = node(ExprKind::kIncDec, line);
+        n->op = tok_.text;
+        advance();
+        n->args.push_back(std::move(e));
+        e = std::move(n);
+      } else if (is(".") || is("->")) {
+        fail(line, "operator " + tok_.text + " is not supported here: only self-> and this-> name variables");
+        return e;
+      } else {
+        break;
+      }
+    }
+    return e;
+  }
+
+  ExprPtr primary() {
+    const Token t = tok_;
+    switch (t.kind) {
+      case Tok::kInt: {
+        advance();
+        auto e = node(ExprKind::kInt, t.line);
+        e->value = t.value;
+        e->is_unsigned = t.is_unsigned;
+        return e;
+      }
+      case Tok::kString: {
+        advance();
+        auto e = node(ExprKind::kString, t.line);
+        e->name = t.text;
+        return e;
+      }
+      case Tok::kAgg: {
+        advance();
+        auto e = node(ExprKind::kAggRef, t.line);
+        e->name = t.text;
+        if (is("[")) fail(t.line, "aggregation @" + t.text + "[...] cannot be read in an expression: print it with printa()");
+        return e;
+      }
+      case Tok::kIdent: {
+        advance();
+        if (t.text == "self" || t.text == "this") {
+          if (!expect("->")) return node(ExprKind::kInt, t.line);
+          if (tok_.kind != Tok::kIdent) {
+            syntax_error();
+            return node(ExprKind::kInt, t.line);
+          }
+          auto e = node(t.text == "self" ? ExprKind::kSelf : ExprKind::kThis, t.line);
+          e->name = tok_.text;
+          advance();
+          if (is("[")) fail(tok_.line, t.text + "->" + e->name + "[...]: associative arrays of " + t.text +
+                                           "-> variables are not supported; use a global array keyed by tid");
+          return e;
+        }
+        if (t.text == "sizeof" || t.text == "stringof" || t.text == "offsetof" || t.text == "xlate") {
+          fail(t.line, t.text + " is not supported by callscope query");
+          return node(ExprKind::kInt, t.line);
+        }
+        auto e = node(ExprKind::kIdent, t.line);
+        e->name = t.text;
+        return e;
+      }
+      case Tok::kPunct:
+        if (t.text == "(") {
+          advance();
+          ++depth_;
+          ExprPtr e = expression();
+          --depth_;
+          if (!err_) expect(")");
+          return e;
+        }
+        break;
+      default:
+        break;
+    }
+    syntax_error();
+    return node(ExprKind::kInt, t.line);
+  }
+
+  Lexer lex_;
+  Token tok_;
+  std::optional<Error> err_;
+  bool in_predicate_ = false;
+  int depth_ = 0;  // parentheses and brackets open (a '/' inside never ends a predicate)
+};
+
+}  // namespace
+
+Result<ProbeSpec> split_probe_description(const std::string& text, int line) {
+  std::vector<std::string> fields;
+  size_t b = 0;
+  for (;;) {
+    const size_t c = text.find(':', b);
+    fields.push_back(text.substr(b, c == std::string::npos ? std::string::npos : c - b));
+    if (c == std::string::npos) break;
+    b = c + 1;
+  }
+  if (fields.size() > 4)
+    return Error("invalid probe description \"" + text + "\": Overspecified probe description");
+  while (fields.size() < 4) fields.insert(fields.begin(), "");
+  ProbeSpec s;
+  s.provider = fields[0];
+  s.module = fields[1];
+  s.function = fields[2];
+  s.name = fields[3];
+  s.text = text;
+  s.line = line;
+  return s;
+}
+
+Result<Parsed> parse(std::string_view source, const MacroArgs& macros) {
+  Parser p(source, macros);
+  return p.run();
+}
+
+}  // namespace callscope::query
