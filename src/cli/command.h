@@ -41,5 +41,6 @@ Command report_command();
 Command replay_command();
 Command ctl_command();
 Command config_command();
+Command query_command();
 
 }  // namespace callscope::cli

@@ -216,6 +216,9 @@ Result<std::vector<uint32_t>> Catalog::match(const ProbeSpec& spec) {
 }
 
 bool Catalog::may_match_later(const ProbeSpec& spec) const {
+  // Only a module named outright: "any module" would always find one
+  // without symbols (the vdso) and no description would ever be refused.
+  if (spec.module.empty() || has_glob(spec.module)) return false;
   if (!is_pid_provider(spec.provider) && !spec.provider.empty()) return false;
   if (!field_matches(spec.name, "entry") && !field_matches(spec.name, "return")) return false;
   for (size_t pi = 0; pi < unlisted_.size(); ++pi) {

@@ -118,8 +118,8 @@ class Catalog {
   // is an empty list (the caller decides, -Z).
   Result<std::vector<uint32_t>> match(const ProbeSpec& spec);
   // Whether `spec` may match functions of a module whose symbols could not
-  // be read (a stripped library, a file that is gone): their probes are
-  // made as they are called, so a description naming them is no error.
+  // be read (a file that is gone): their probes are made as they are
+  // called, so a description naming such a module (no glob) is no error.
   bool may_match_later(const ProbeSpec& spec) const;
   // Whether `spec` matches probe `id` (for probes added after matching).
   bool matches(const ProbeSpec& spec, uint32_t id) const;
