@@ -1,3 +1,4 @@
+cmake_minimum_required(VERSION 3.20)
 # Runs one script of tests/query (see CMakeLists.txt). The script's first
 # lines may say, in comments:
 #   /* trace: NAME.txt */      the trace (default basic.txt)
@@ -5,6 +6,8 @@
 #                               after "--" the macro arguments after it
 # tst.*: exit 0 (or the status the .d.exit file holds) and stdout equal to
 # SCRIPT.out. err.*: a non-zero exit and stderr equal to SCRIPT.err.
+# To write the expected files of a new script: run this with -DUPDATE=1
+# (ctest -R query.NAME -V shows the command) and read what it wrote.
 get_filename_component(name ${SCRIPT} NAME)
 file(READ ${SCRIPT} source)
 set(trace_name basic.txt)
@@ -56,7 +59,17 @@ execute_process(COMMAND ${CALLSCOPE} query ${opts} -s ${SCRIPT} ${trace} ${macro
 string(REPLACE "${SCRIPT}" "SCRIPT" err "${err}")
 string(REPLACE "${SCRIPT}" "SCRIPT" out "${out}")
 string(REPLACE "${trace}" "TRACE" err "${err}")
+string(REPLACE "${trace}" "TRACE" out "${out}")
 string(REPLACE "${FIXTURE}" "FIXTURE" out "${out}")
+# -DUPDATE=1 writes what ran as the expected output (check it by eye).
+if(UPDATE)
+  if(name MATCHES "^err\\.")
+    file(WRITE ${SCRIPT}.err "${err}")
+  else()
+    file(WRITE ${SCRIPT}.out "${out}")
+  endif()
+  return()
+endif()
 if(name MATCHES "^err\\.")
   if(rc EQUAL 0)
     message(FATAL_ERROR "${name} should have failed\n--- stdout\n${out}--- stderr\n${err}")

@@ -1,0 +1,4 @@
+/* A pid provider of a process the trace does not have. */
+pid999:::entry
+{
+}

@@ -1,0 +1,5 @@
+/* A syntax error names the file and line. */
+BEGIN
+{
+	x = ;
+}

@@ -1,0 +1,7 @@
+/* Globs in every field: *, ? and [...]. */
+#pragma D option quiet
+
+pid*:a.ou?:[lp]*:e*
+{
+	printf("%s\n", probefunc);
+}
