@@ -314,7 +314,11 @@ struct Driver::Impl {
           t.gap_depth = t.frames.size();
           t.gap_depth_known = true;
         }
-        t.frames.push_back({tick, 0, t.paused, slot.ret});
+        Frame& fr = t.frames.emplace_back();
+        fr.entry_tick = tick;
+        fr.child_ticks = 0;
+        fr.paused_before = t.paused;
+        fr.ret = slot.ret;
         t.addrs.push_back(value);
         // An inherited frame began before the stream did, or in a gap:
         // callscope did not see it enter.
@@ -329,16 +333,20 @@ struct Driver::Impl {
       case EventKind::kExitUnwound:
       case EventKind::kExitTruncated: {
         if (t.frames.empty()) break;
-        const Frame fr = t.frames.back();
-        const uint64_t span = tick >= fr.entry_tick ? tick - fr.entry_tick : 0;
+        // Field by field, not a copy of the frame: the frame was written a
+        // few events ago, and a whole-struct load stalls on those stores.
+        const Frame& fr = t.frames.back();
+        const uint64_t entry_tick = fr.entry_tick;
+        const uint64_t span = tick >= entry_tick ? tick - entry_tick : 0;
         const uint64_t paused = t.paused - fr.paused_before;
         const uint64_t dur = span > paused ? span - paused : 0;
         // Only a return fires return: a frame unwound by longjmp or an
         // exception, or cut short, did not return.
-        if (fr.ret && kind == EventKind::kExit) {
-          Firing f = context(t, fr.ret, tick);
+        if (const ProbeInfo* ret = fr.ret; ret && kind == EventKind::kExit) {
+          const uint64_t child = fr.child_ticks;
+          Firing f = context(t, ret, tick);
           f.duration = ns(dur);
-          f.selfduration = ns(dur > fr.child_ticks ? dur - fr.child_ticks : 0);
+          f.selfduration = ns(dur > child ? dur - child : 0);
           fire(f);
         }
         t.frames.pop_back();
