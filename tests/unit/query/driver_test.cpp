@@ -12,6 +12,7 @@
 #include "format/trace_reader.h"
 #include "query/driver.h"
 #include "query/probes.h"
+#include "query/session.h"
 #include "symbolize/symbolizer.h"
 #include "text_trace.h"
 
@@ -240,7 +241,8 @@ class DriverTest : public ::testing::Test {
 };
 
 // main 0x401000 > work 0x401100 > leaf 0x401200; 1 tick = 1 ns. The module
-// file does not exist: functions are named by the symbolizer as met.
+// file does not exist: functions are named by the symbolizer as met, and
+// descriptions name the module (else no probe matches at the start).
 constexpr const char* kOneThread = R"(clock monotonic
 process pid=7 ppid=1 exe=/nonexistent/app argv=app exit=0
 module process=0 path=/nonexistent/app low=0x400000 high=0x500000 bias=0
@@ -257,7 +259,7 @@ thread process=0 tid=7 name=app
 
 TEST_F(DriverTest, EntriesAndReturnsWithDurations) {
   Recorder rec;
-  auto lines = run(kOneThread, {"pid$target:::entry", "pid7:::return"}, rec);
+  auto lines = run(kOneThread, {"pid$target:app::entry", "pid7:app::return"}, rec);
   EXPECT_EQ(lines, (Names{
                        "pid7:app:app+0x401000:entry t=100 tid=7 depth=1",
                        "pid7:app:app+0x401100:entry t=200 tid=7 depth=2",
@@ -277,7 +279,7 @@ TEST_F(DriverTest, EntriesAndReturnsWithDurations) {
 
 TEST_F(DriverTest, OnlyEnabledProbesFireAndBeginEndBracketThem) {
   Recorder rec;
-  auto lines = run(kOneThread, {"BEGIN", "pid7::app+0x401200:return", "END"}, rec);
+  auto lines = run(kOneThread, {"BEGIN", "pid7:app:app+0x401200:return", "END"}, rec);
   EXPECT_EQ(lines, (Names{
                        "dtrace:::BEGIN t=0 tid=0 depth=0",
                        "pid7:app:app+0x401200:return t=350 tid=7 dur=50 self=50 depth=3",
@@ -289,7 +291,7 @@ TEST_F(DriverTest, OnlyEnabledProbesFireAndBeginEndBracketThem) {
 TEST_F(DriverTest, ExitStopsFiringButEndFires) {
   Recorder rec;
   rec.exit_on = "pid7:app:app+0x401200:return";
-  auto lines = run(kOneThread, {"pid7:::return", "END"}, rec);
+  auto lines = run(kOneThread, {"pid7:app::return", "END"}, rec);
   // END is fired by the driver; the recorder's exited() stays true, as
   // the engine's does, and the driver fires END regardless.
   ASSERT_EQ(lines.size(), 2u);
@@ -307,6 +309,10 @@ TEST_F(DriverTest, NoMatchIsAnErrorUnlessZ) {
   // naming one is no error (it fires if called).
   Recorder rec3;
   EXPECT_EQ(run(kOneThread, {"pid7:a.out:nosuch:entry"}, rec3), Names{});
+  // Any module: refused, or no description would ever be.
+  Recorder rec4;
+  EXPECT_EQ(run(kOneThread, {"pid7::nosuch:entry"}, rec4),
+            Names{"error: probe description pid7::nosuch:entry does not match any probes"});
 }
 
 // Two threads of one process and a child process, interleaved in time:
@@ -335,7 +341,7 @@ thread process=1 tid=8 name=child
 
 TEST_F(DriverTest, ThreadsMergedInTimeOrder) {
   Recorder rec;
-  auto lines = run(kThreads, {"pid*:::entry", "proc:::start", "proc:::create", "proc:::exit", "proc:::lwp-exit"}, rec);
+  auto lines = run(kThreads, {"pid*:app::entry", "proc:::start", "proc:::create", "proc:::exit", "proc:::lwp-exit"}, rec);
   EXPECT_EQ(lines, (Names{
                        "proc:::start t=10 tid=7 depth=0",
                        "pid7:app:app+0x401000:entry t=10 tid=7 depth=1",
@@ -370,7 +376,7 @@ thread process=0 tid=7 name=app
 
 TEST_F(DriverTest, GapsInDurations) {
   Recorder rec;
-  auto lines = run(kGaps, {"pid7:::return", "proc:::lost"}, rec);
+  auto lines = run(kGaps, {"pid7:app::return", "proc:::lost"}, rec);
   EXPECT_EQ(lines, (Names{
                        "proc:::lost t=400 tid=7 depth=1",
                        "pid7:app:app+0x401000:return t=1000 tid=7 dur=800 self=750 depth=1",
@@ -392,6 +398,25 @@ TEST_F(DriverTest, TicksOnTraceTime) {
                        "profile:::tick-1s t=2000000000 tid=0 depth=0",
                        "profile:::profile-1s t=2000000000 tid=7 depth=1",
                    }));
+}
+
+}  // namespace
+}  // namespace callscope::query
+
+namespace callscope::query {
+namespace {
+
+// -P, -m, -f and -n as dtrace(1) reads them: the description completed to
+// four fields from the left, then the clause (or D's default action).
+TEST(DescriptionFlags, CompleteTheDescription) {
+  EXPECT_EQ(description_clause('P', "pid1"), "pid1::: {}");
+  EXPECT_EQ(description_clause('m', "libc"), ":libc:: {}");
+  EXPECT_EQ(description_clause('m', "pid1:libc"), "pid1:libc:: {}");
+  EXPECT_EQ(description_clause('f', "main"), "::main: {}");
+  EXPECT_EQ(description_clause('f', "a.out:main /arg0/ { @ = count(); }"), ":a.out:main: /arg0/ { @ = count(); }");
+  EXPECT_EQ(description_clause('f', "main,lex{}"), "::main:,::lex:{}");
+  EXPECT_EQ(description_clause('n', "entry"), "entry {}");
+  EXPECT_EQ(description_clause('n', "BEGIN { exit(0); }"), "BEGIN { exit(0); }");
 }
 
 }  // namespace
