@@ -312,11 +312,11 @@ class Checker {
     }
     uint32_t slot;
     if (!find(*vars, lhs.name, slot)) {
-      vars->push_back(VarInfo{lhs.name, t, {}, line});
+      vars->push_back(VarInfo{lhs.name, t, rhs_bytes_, {}, line});
       slot = static_cast<uint32_t>(vars->size() - 1);
     }
     VarInfo& v = (*vars)[slot];
-    if (v.type == Type::kNone) v.type = t;
+    if (v.type == Type::kNone) v.type = t, v.bytes = rhs_bytes_;
     if (t == Type::kVoid || t == Type::kStack) {
       if (!infer_) fail(line, std::string(t == Type::kVoid ? "void" : "stack") + " values cannot be stored in variables");
     } else if (!infer_ && !compatible(v.type, t)) {
@@ -365,7 +365,43 @@ class Checker {
   Type expr(Expr& e, bool statement) {
     if (err_) return Type::kNone;
     e.type = compute(e, statement);
+    e.bytes = size_of(e);
     return e.type;
+  }
+
+  // The size of an integer expression's D type, as C's conversions give it
+  // (at least an int's 4 bytes for arithmetic).
+  uint8_t size_of(Expr& e) {
+    auto wider = [](uint8_t a, uint8_t b) { return std::max<uint8_t>({a, b, 4}); };
+    switch (e.kind) {
+      case ExprKind::kInt:
+        return !e.is_unsigned && e.value <= static_cast<uint64_t>(INT32_MAX) ? 4 : 8;
+      case ExprKind::kIdent:
+        if (e.var == VarKind::kBuiltin) return builtin_bytes(static_cast<Builtin>(e.slot));
+        [[fallthrough]];
+      case ExprKind::kSelf:
+      case ExprKind::kThis:
+      case ExprKind::kIndex: {
+        const Vars* vars = e.var == VarKind::kThread ? &p_.thread_vars : e.var == VarKind::kClause ? &p_.clause_vars : e.var == VarKind::kArray ? &p_.arrays : &p_.globals;
+        return e.slot < vars->size() ? (*vars)[e.slot].bytes : 8;
+      }
+      case ExprKind::kCast: return static_cast<uint8_t>(std::max(1, e.cast_bits / 8));
+      case ExprKind::kUnary: return e.op == "!" ? 4 : wider(e.args[0]->bytes, 4);
+      case ExprKind::kIncDec: return e.args[0]->bytes;
+      case ExprKind::kBinary:
+        if (e.op == "&&" || e.op == "||" || e.op == "^^" || e.op == "==" || e.op == "!=" || e.op == "<" ||
+            e.op == "<=" || e.op == ">" || e.op == ">=")
+          return 4;
+        if (e.op == "<<" || e.op == ">>") return wider(e.args[0]->bytes, 4);
+        return wider(e.args[0]->bytes, e.args[1]->bytes);
+      case ExprKind::kTernary: return wider(e.args[1]->bytes, e.args[2]->bytes);
+      case ExprKind::kAssign: return e.args[0]->bytes;
+      case ExprKind::kCall: {
+        const auto f = static_cast<Func>(e.slot);
+        return f == Func::kIndex || f == Func::kRindex || f == Func::kSpeculation || f == Func::kRand ? 4 : 8;
+      }
+      default: return 8;
+    }
   }
 
   Type arith(const Expr& e, Type a, Type b) {
@@ -374,6 +410,8 @@ class Checker {
       fail(e.line, "operator " + e.op + " requires operands of integral type, not \"" + type_name(a) + "\" and \"" + type_name(b) + "\"");
       return Type::kNone;
     }
+    const uint8_t ba = std::max<uint8_t>(e.args[0]->bytes, 4), bb = std::max<uint8_t>(e.args[1]->bytes, 4);
+    if (ba != bb) return ba > bb ? a : b;  // the wider type wins
     return a == Type::kUint || b == Type::kUint ? Type::kUint : Type::kInt;
   }
 
@@ -476,6 +514,7 @@ class Checker {
           uint32_t s;
           if (!find(*vars, lhs.name, s)) return Type::kNone;
         }
+        rhs_bytes_ = e.args[1]->bytes;
         assign_var(lhs, r == Type::kNone ? Type::kNone : r, e.line);
         return lhs.type;
       }
@@ -534,6 +573,14 @@ class Checker {
         }
         if (!infer_) e.args[i]->slot = agg_slot(e.args[i]->name, e.line, false);
       }
+      if (!infer_ && !err_ && e.args[0]->kind == ExprKind::kString) {
+        const AggInfo& a = p_.aggs[e.args[1]->slot];
+        std::vector<ArgType> keys;
+        std::vector<std::string> names;
+        for (Type t : a.keys) keys.push_back(arg_type(t)), names.push_back(type_name(t));
+        auto st = check_printa(e.args[0]->name, keys, a.fn, names);
+        if (!st) fail(e.line, st.error().message());
+      }
       return Type::kVoid;
     }
     if (*f == Func::kTrunc || *f == Func::kClear || *f == Func::kNormalize || *f == Func::kDenormalize) {
@@ -574,14 +621,16 @@ class Checker {
         return sig.ret;
       }
       std::vector<ArgType> at;
-      for (size_t i = 1; i < n; ++i) at.push_back(arg_type(types[i]));
-      auto st = check_printf(e.args[0]->name, at);
+      std::vector<std::string> names;
+      for (size_t i = 1; i < n; ++i) at.push_back(arg_type(types[i])), names.push_back(type_name(types[i]));
+      auto st = check_printf(e.args[0]->name, at, names);
       if (!st) fail(e.line, st.error().message());
     }
     return sig.ret;
   }
 
   CompiledProgram& p_;
+  uint8_t rhs_bytes_ = 8;  // the size of the value assign_var() stores
   bool infer_ = false;
   std::optional<Error> err_;
 };

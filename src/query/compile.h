@@ -36,6 +36,7 @@ enum class Func : uint8_t {
 struct VarInfo {
   std::string name;
   Type type = Type::kNone;
+  uint8_t bytes = 8;       // integers: the size of the first assignment's type
   std::vector<Type> keys;  // associative arrays
   int line = 0;            // first assignment
 };

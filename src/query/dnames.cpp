@@ -58,6 +58,16 @@ std::optional<std::pair<Builtin, Type>> builtin_type(const std::string& name) {
   return it->second;
 }
 
+uint8_t builtin_bytes(Builtin b) {
+  switch (b) {
+    case Builtin::kPid: case Builtin::kPpid: case Builtin::kTid: case Builtin::kEpid: case Builtin::kId:
+    case Builtin::kUstackdepth: case Builtin::kDepth:
+      return 4;
+    default:
+      return 8;
+  }
+}
+
 std::optional<std::string> refused_variable(const std::string& name) {
   static const char* kernel = ": callscope query sees the functions of a traced program, not the kernel's view of it";
   static const std::map<std::string, std::string> m = {

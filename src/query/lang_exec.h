@@ -13,6 +13,9 @@
 #include <vector>
 
 #include "query/aggregate.h"
+// Aggregation's destructor is implicit and needs Entry complete (the output
+// library's); this include can go once ~Aggregation is declared out of line.
+#include "query/aggregate_internal.h"
 #include "query/compile.h"
 #include "query/engine.h"
 #include "query/value.h"
@@ -76,8 +79,7 @@ struct EngineState {
   std::vector<Value> thread_defaults;
   std::vector<Value> clause_vars, clause_defaults;
 
-  std::vector<std::unique_ptr<Aggregation>> aggs;
-  std::vector<bool> printed;
+  std::vector<std::unique_ptr<Aggregation>> aggs;  // in the program's order
 
   struct Speculation {
     bool busy = false;
