@@ -317,6 +317,9 @@ class Checker {
     }
     VarInfo& v = (*vars)[slot];
     if (v.type == Type::kNone) v.type = t, v.bytes = rhs_bytes_;
+    // An integer variable is as wide as the widest value stored in it
+    // (self->ts = 0 before self->ts = timestamp must not cut timestamps).
+    if (is_integer(v.type) && is_integer(t) && rhs_bytes_ > v.bytes) v.type = t, v.bytes = rhs_bytes_;
     if (t == Type::kVoid || t == Type::kStack) {
       if (!infer_) fail(line, std::string(t == Type::kVoid ? "void" : "stack") + " values cannot be stored in variables");
     } else if (!infer_ && !compatible(v.type, t)) {
@@ -499,9 +502,6 @@ class Checker {
       }
       case ExprKind::kAssign: {
         Expr& lhs = *e.args[0];
-        if (lhs.kind == ExprKind::kIndex) {
-          index_keys(lhs);
-        }
         const Type r = expr(*e.args[1], false);
         if (e.op != "=") {
           const Type l = lhs.kind == ExprKind::kIdent && builtin_type(lhs.name) ? Type::kInt : read_var(lhs);
@@ -516,6 +516,7 @@ class Checker {
         }
         rhs_bytes_ = e.args[1]->bytes;
         assign_var(lhs, r == Type::kNone ? Type::kNone : r, e.line);
+        if (lhs.kind == ExprKind::kIndex) index_keys(lhs);
         return lhs.type;
       }
       case ExprKind::kCall:
