@@ -227,7 +227,7 @@ Value n_incdec(const Node& n, Ctx& c) {
 // --- statements ---------------------------------------------------------
 
 Value n_agg(const Node& n, Ctx& c) {
-  Key k;
+  Key& k = n.key;
   eval_key(n, c, k);
   const int64_t v = n.a ? n.a->fn(*n.a, c).as_int() : 0;
   const int64_t incr = n.b ? n.b->fn(*n.b, c).as_int() : 1;
