@@ -73,7 +73,7 @@ uint64_t stddev_of(const int64_t* v, uint64_t normal) {
   if (v[0] == 0 || normal == 0) return 0;
   const u128 squares = (u128{static_cast<uint64_t>(v[3])} << 64) | static_cast<uint64_t>(v[2]);
   const u128 avg_of_squares = squares / normal / normal / static_cast<uint64_t>(v[0]);
-  int64_t avg = v[1] / static_cast<int64_t>(normal) / v[0];
+  int64_t avg = sdiv(sdiv(v[1], static_cast<int64_t>(normal)), v[0]);
   if (avg < 0) avg = -avg;
   const u128 square_of_avg = u128{static_cast<uint64_t>(avg)} * static_cast<uint64_t>(avg);
   return sqrt128(avg_of_squares - square_of_avg);  // wraps as dtrace's does if truncation makes it negative
@@ -251,7 +251,11 @@ void Aggregation::trunc(int64_t n) {
   entries_ = std::move(rest);
 }
 
-void Aggregation::normalize(int64_t n) { normal_ = n; }
+bool Aggregation::normalize(int64_t n) {
+  if (n == 0) return false;
+  normal_ = n;
+  return true;
+}
 void Aggregation::denormalize() { normal_ = 1; }
 bool Aggregation::empty() const { return entries_.empty(); }
 
@@ -309,7 +313,7 @@ int compare_values(const Aggregation& agg, const Entry& a, const Entry& b) {
     case AggFn::kMin:
     case AggFn::kMax: return sign_of(a.v[0], b.v[0]);
     case AggFn::kAvg: {
-      const int64_t la = a.v[0] ? a.v[1] / a.v[0] : 0, ra = b.v[0] ? b.v[1] / b.v[0] : 0;
+      const int64_t la = sdiv(a.v[1], a.v[0]), ra = sdiv(b.v[1], b.v[0]);
       return sign_of(la, ra);
     }
     case AggFn::kStddev: return sign_of(stddev_of(a.v, 1), stddev_of(b.v, 1));
@@ -704,7 +708,7 @@ void print_value(std::string& out, const Aggregation& agg, const Entry& e) {
       appendf(out, " %16lld", static_cast<long long>(static_cast<uint64_t>(e.v[0]) / normal));
       break;
     case AggFn::kAvg:
-      appendf(out, " %16lld", e.v[0] != 0 ? static_cast<long long>(e.v[1] / agg.normal() / e.v[0]) : 0LL);
+      appendf(out, " %16lld", static_cast<long long>(detail::sdiv(detail::sdiv(e.v[1], agg.normal()), e.v[0])));
       break;
     case AggFn::kStddev:
       appendf(out, " %16llu", e.v[0] != 0 ? static_cast<unsigned long long>(detail::stddev_of(e.v, normal)) : 0ULL);

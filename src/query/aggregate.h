@@ -63,7 +63,9 @@ class Aggregation {
   void trunc();
   void trunc(int64_t n);
   // normalize(@, n): printed values divided by n; denormalize(@) undoes it.
-  void normalize(int64_t n);
+  // n == 0 is refused (false, the normal unchanged): dtrace aborts on it,
+  // the caller reports the fault.
+  bool normalize(int64_t n);
   void denormalize();
   bool empty() const;
   int64_t normal() const { return normal_; }

@@ -474,7 +474,7 @@ Status print_agg_value(std::string& out, const Piece& pd, int index, int width, 
       if (print == Print::kUint || (print == Print::kDint && count))
         bits = static_cast<uint64_t>(e.v[0]) / normal;
       else
-        bits = static_cast<uint64_t>(e.v[0] / static_cast<int64_t>(normal));
+        bits = static_cast<uint64_t>(detail::sdiv(e.v[0], static_cast<int64_t>(normal)));
       break;
   }
   if (print == Print::kDint && count) conv = 'u';

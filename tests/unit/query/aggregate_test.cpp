@@ -129,9 +129,11 @@ TEST_F(AggregateTest, NormalizeMatchesDtraceSuite) {
   PrintContext c = ctx();
   c.quiet = true;
   ASSERT_TRUE(format_printf(out, "normalized data:\n", nullptr, 0, c));
-  a.normalize(5);
+  ASSERT_TRUE(a.normalize(5));
   print_aggregations_at_end(out, {&a}, c);
   EXPECT_EQ(out, golden("tst.normalize.d.out"));
+  EXPECT_FALSE(a.normalize(0)) << "dtrace refuses a zero normal";
+  EXPECT_EQ(a.normal(), 5);
   a.denormalize();
   out.clear();
   print_aggregation(out, a, c);
@@ -190,6 +192,18 @@ TEST_F(AggregateTest, StddevOfSpreadValues) {
   out.clear();
   print_aggregation(out, big, ctx());
   EXPECT_EQ(out, "\n 9223372036854775807\n");
+}
+
+TEST_F(AggregateTest, NoTrapOnExtremeDivisions) {
+  Aggregation avg("", AggFn::kAvg), sum("", AggFn::kSum);
+  avg.add(Key{}, INT64_MIN);
+  sum.add(Key{}, INT64_MIN);
+  ASSERT_TRUE(avg.normalize(-1));
+  ASSERT_TRUE(sum.normalize(-1));
+  std::string out;
+  print_aggregation(out, avg, ctx());
+  ASSERT_TRUE(printa(out, "%@d\n", {&sum}, ctx()));
+  EXPECT_EQ(out, "\n -9223372036854775808\n-9223372036854775808\n");
 }
 
 TEST_F(AggregateTest, MinAndMaxKeepExtremes) {
@@ -415,7 +429,7 @@ TEST_F(AggregateTest, PrintaWithFormatAndHistograms) {
   Aggregation avg("", AggFn::kAvg);
   avg.add(key({i64(7)}), 10);
   avg.add(key({i64(7)}), 21);
-  avg.normalize(3);
+  ASSERT_TRUE(avg.normalize(3));
   out.clear();
   ASSERT_TRUE(printa(out, "%d=%@x %@d\n", {&avg}, ctx()));  // %@ past the last aggregation repeats it
   EXPECT_EQ(out, "7=5 5\n");
