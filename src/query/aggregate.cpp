@@ -226,12 +226,16 @@ void Aggregation::trunc() {
 
 // dt_trunc: walk by value, largest first (n > 0) or smallest first (n < 0),
 // keep |n| entries. The aggsort options play no part.
-void Aggregation::trunc(int64_t n) {
+void Aggregation::trunc(int64_t n, const PrintContext* ctx) {
   if (n == 0) return trunc();
   const bool smallest = n < 0;
   const uint64_t keep = smallest ? 0 - static_cast<uint64_t>(n) : static_cast<uint64_t>(n);
   if (keep >= entries_.size()) return;
   PrintContext plain;
+  if (ctx != nullptr) {
+    plain.strings = ctx->strings;
+    plain.stacks = ctx->stacks;
+  }
   std::vector<size_t> order(entries_.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {

@@ -61,7 +61,9 @@ class Aggregation {
   // trunc(@, n): only the n largest kept (n < 0: the -n smallest).
   void clear();
   void trunc();
-  void trunc(int64_t n);
+  // `ctx` (its strings and stacks) breaks ties between equal values by key
+  // as dtrace does; without it keys tie-break by their interned ids.
+  void trunc(int64_t n, const PrintContext* ctx = nullptr);
   // normalize(@, n): printed values divided by n; denormalize(@) undoes it.
   // n == 0 is refused (false, the normal unchanged): dtrace aborts on it,
   // the caller reports the fault.

@@ -271,6 +271,14 @@ TEST_F(AggregateTest, TruncKeepsLargestOrSmallest) {
   out.clear();
   print_aggregation(out, b, ctx());
   EXPECT_EQ(out, "\n                1               10\n                2               20\n");
+  // Ties keep the keys that sort last (largest first), by content.
+  Aggregation t("", AggFn::kCount);
+  for (const char* k : {"b", "a", "c"}) t.add(key({str(k)}), 0);
+  const PrintContext c = ctx();
+  t.trunc(2, &c);
+  out.clear();
+  print_aggregation(out, t, ctx());
+  EXPECT_EQ(out, "\n  b" + std::string(49, ' ') + "                1\n  c" + std::string(49, ' ') + "                1\n");
   b.trunc(10);
   EXPECT_EQ(b.entries().size(), 2u);
   b.trunc();
