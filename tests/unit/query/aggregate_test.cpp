@@ -321,6 +321,23 @@ TEST_F(AggregateTest, QuantizeNegativeAndMixedSigns) {
   EXPECT_EQ(out, golden("quantize_mixed.out"));
 }
 
+// Negative increments make negative counts: dtrace draws half-length bars
+// either side of a centre line.
+TEST_F(AggregateTest, QuantizeNegativeCountsDrawBothSides) {
+  Aggregation a("", AggFn::kQuantize);
+  a.add(Key{}, 1, 2);
+  a.add(Key{}, 4, -2);
+  std::string out;
+  print_aggregation(out, a, ctx());
+  const std::string s20(20, ' '), s10(10, ' '), at10(10, '@');
+  EXPECT_EQ(out, "\n\n           value  ------------- Distribution ------------- count    \n"
+                 "               0 " + s20 + "|" + s20 + " 0        \n"
+                 "               1 " + s20 + "|" + at10 + s10 + " 2        \n"
+                 "               2 " + s20 + "|" + s20 + " 0        \n"
+                 "               4 " + s10 + at10 + "|" + s20 + " -2       \n"
+                 "               8 " + s20 + "|" + s20 + " 0        \n\n");
+}
+
 TEST_F(AggregateTest, QuantizeAfterClearPrintsTheBucketsAroundZero) {
   Aggregation a("", AggFn::kQuantize);
   a.add(Key{}, 1000);
