@@ -139,6 +139,13 @@ Status check_printa(const std::string& format, const std::vector<ArgType>& keys,
 // A kStack value prints as the ustack() action does, a kSym as usym/ufunc/umod.
 void format_trace(std::string& out, const Value& v, const PrintContext& ctx);
 
+// print(value): dtrace's typed printing (dt_print.c) of a scalar: the type
+// name, a space, the value (integers in hex as "%#llx", a char as 'c',
+// a string quoted), a newline: "int 0xa", "string \"foo\"". `type_name` is
+// the D type the compiler gave the expression; empty: int64_t, uint64_t,
+// string by the value's kind.
+void format_print(std::string& out, const Value& v, const std::string& type_name, const PrintContext& ctx);
+
 // The default output of a probe firing when not quiet: the header before
 // the first firing ("CPU     ID                    FUNCTION:NAME") and, per
 // firing, "%3d %6d %32s " (cpu, id, "function:name"), then whatever the

@@ -101,6 +101,17 @@ TEST_F(PrintfTest, WalltimestampAsDtracePrintsIt) {
   tzset();
 }
 
+TEST_F(PrintfTest, PrintActionTypedAsDtrace) {
+  std::string out;
+  format_print(out, Value::of_int(10), "int", ctx);
+  format_print(out, Value::of_int32(-1), "", ctx);
+  format_print(out, Value::of_uint(0), "", ctx);
+  format_print(out, str("foo"), "", ctx);
+  format_print(out, Value::of_sized('A', 1), "char", ctx);
+  format_print(out, Value::of_sized(0, 1), "char", ctx);
+  EXPECT_EQ(out, "int 0xa\nint32_t 0xffffffff\nuint64_t 0\nstring \"foo\"\nchar 'A'\nchar '\\0'\n");
+}
+
 TEST_F(PrintfTest, RuntimeKindMismatchIsAnError) {
   std::string out;
   const Value s = str("x");
