@@ -73,7 +73,7 @@ uint64_t stddev_of(const int64_t* v, uint64_t normal) {
   if (v[0] == 0 || normal == 0) return 0;
   const u128 squares = (u128{static_cast<uint64_t>(v[3])} << 64) | static_cast<uint64_t>(v[2]);
   const u128 avg_of_squares = squares / normal / normal / static_cast<uint64_t>(v[0]);
-  int64_t avg = v[1] / static_cast<int64_t>(normal) / v[0];
+  int64_t avg = sdiv(sdiv(v[1], static_cast<int64_t>(normal)), v[0]);
   if (avg < 0) avg = -avg;
   const u128 square_of_avg = u128{static_cast<uint64_t>(avg)} * static_cast<uint64_t>(avg);
   return sqrt128(avg_of_squares - square_of_avg);  // wraps as dtrace's does if truncation makes it negative
@@ -138,6 +138,7 @@ int64_t lquantize_levels(const AggParams& p) { return p.step > 0 ? (p.high - p.l
 size_t lquantize_bucket(const AggParams& p, int64_t value) {
   const int64_t levels = lquantize_levels(p);
   if (value < p.low) return 0;
+  if (p.step <= 0) return static_cast<size_t>(levels + 1);  // the compiler refuses it; never divide by it
   const int64_t level = (value - p.low) / p.step;
   if (level < levels) return static_cast<size_t>(level + 1);
   return static_cast<size_t>(levels + 1);
@@ -156,6 +157,10 @@ Aggregation::Aggregation(std::string name, AggFn fn, AggParams params)
     default: break;
   }
 }
+
+Aggregation::~Aggregation() = default;
+Aggregation::Aggregation(Aggregation&&) noexcept = default;
+Aggregation& Aggregation::operator=(Aggregation&&) noexcept = default;
 
 void Aggregation::add(const Key& key, int64_t value, int64_t incr) {
   Entry* e;
@@ -221,12 +226,16 @@ void Aggregation::trunc() {
 
 // dt_trunc: walk by value, largest first (n > 0) or smallest first (n < 0),
 // keep |n| entries. The aggsort options play no part.
-void Aggregation::trunc(int64_t n) {
+void Aggregation::trunc(int64_t n, const PrintContext* ctx) {
   if (n == 0) return trunc();
   const bool smallest = n < 0;
   const uint64_t keep = smallest ? 0 - static_cast<uint64_t>(n) : static_cast<uint64_t>(n);
   if (keep >= entries_.size()) return;
   PrintContext plain;
+  if (ctx != nullptr) {
+    plain.strings = ctx->strings;
+    plain.stacks = ctx->stacks;
+  }
   std::vector<size_t> order(entries_.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -246,7 +255,11 @@ void Aggregation::trunc(int64_t n) {
   entries_ = std::move(rest);
 }
 
-void Aggregation::normalize(int64_t n) { normal_ = n; }
+bool Aggregation::normalize(int64_t n) {
+  if (n == 0) return false;
+  normal_ = n;
+  return true;
+}
 void Aggregation::denormalize() { normal_ = 1; }
 bool Aggregation::empty() const { return entries_.empty(); }
 
@@ -304,7 +317,7 @@ int compare_values(const Aggregation& agg, const Entry& a, const Entry& b) {
     case AggFn::kMin:
     case AggFn::kMax: return sign_of(a.v[0], b.v[0]);
     case AggFn::kAvg: {
-      const int64_t la = a.v[0] ? a.v[1] / a.v[0] : 0, ra = b.v[0] ? b.v[1] / b.v[0] : 0;
+      const int64_t la = sdiv(a.v[1], a.v[0]), ra = sdiv(b.v[1], b.v[0]);
       return sign_of(la, ra);
     }
     case AggFn::kStddev: return sign_of(stddev_of(a.v, 1), stddev_of(b.v, 1));
@@ -699,7 +712,7 @@ void print_value(std::string& out, const Aggregation& agg, const Entry& e) {
       appendf(out, " %16lld", static_cast<long long>(static_cast<uint64_t>(e.v[0]) / normal));
       break;
     case AggFn::kAvg:
-      appendf(out, " %16lld", e.v[0] != 0 ? static_cast<long long>(e.v[1] / agg.normal() / e.v[0]) : 0LL);
+      appendf(out, " %16lld", static_cast<long long>(detail::sdiv(detail::sdiv(e.v[1], agg.normal()), e.v[0])));
       break;
     case AggFn::kStddev:
       appendf(out, " %16llu", e.v[0] != 0 ? static_cast<unsigned long long>(detail::stddev_of(e.v, normal)) : 0ULL);

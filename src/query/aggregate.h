@@ -46,6 +46,10 @@ struct PrintContext {
 class Aggregation {
  public:
   Aggregation(std::string name, AggFn fn, AggParams params = {});
+  // Out of line: Entry is complete only in the output library.
+  ~Aggregation();
+  Aggregation(Aggregation&&) noexcept;
+  Aggregation& operator=(Aggregation&&) noexcept;
   const std::string& name() const { return name_; }  // without '@'; "" for the anonymous @
   AggFn fn() const { return fn_; }
   const AggParams& params() const { return params_; }
@@ -57,9 +61,13 @@ class Aggregation {
   // trunc(@, n): only the n largest kept (n < 0: the -n smallest).
   void clear();
   void trunc();
-  void trunc(int64_t n);
+  // `ctx` (its strings and stacks) breaks ties between equal values by key
+  // as dtrace does; without it keys tie-break by their interned ids.
+  void trunc(int64_t n, const PrintContext* ctx = nullptr);
   // normalize(@, n): printed values divided by n; denormalize(@) undoes it.
-  void normalize(int64_t n);
+  // n == 0 is refused (false, the normal unchanged): dtrace aborts on it,
+  // the caller reports the fault.
+  bool normalize(int64_t n);
   void denormalize();
   bool empty() const;
   int64_t normal() const { return normal_; }
@@ -130,6 +138,13 @@ Status check_printa(const std::string& format, const std::vector<ArgType>& keys,
 // for 8 bytes, " %8d" for 4, "  %-33s" for a string; bare when ctx.quiet).
 // A kStack value prints as the ustack() action does, a kSym as usym/ufunc/umod.
 void format_trace(std::string& out, const Value& v, const PrintContext& ctx);
+
+// print(value): dtrace's typed printing (dt_print.c) of a scalar: the type
+// name, a space, the value (integers in hex as "%#llx", a char as 'c',
+// a string quoted), a newline: "int 0xa", "string \"foo\"". `type_name` is
+// the D type the compiler gave the expression; empty: int64_t, uint64_t,
+// string by the value's kind.
+void format_print(std::string& out, const Value& v, const std::string& type_name, const PrintContext& ctx);
 
 // The default output of a probe firing when not quiet: the header before
 // the first firing ("CPU     ID                    FUNCTION:NAME") and, per

@@ -35,6 +35,13 @@ int64_t quantize_bucket_value(int b);
 void appendf(std::string& out, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 void vappendf(std::string& out, const char* fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 
+// a / b in int64_t without C's traps: 0 for b == 0, INT64_MIN / -1 wraps.
+inline int64_t sdiv(int64_t a, int64_t b) {
+  if (b == 0) return 0;
+  if (b == -1) return static_cast<int64_t>(0 - static_cast<uint64_t>(a));
+  return a / b;
+}
+
 // dtrace's dt_stddev: integer arithmetic on the 128-bit sum of squares.
 uint64_t stddev_of(const int64_t* v, uint64_t normal);
 

@@ -474,7 +474,7 @@ Status print_agg_value(std::string& out, const Piece& pd, int index, int width, 
       if (print == Print::kUint || (print == Print::kDint && count))
         bits = static_cast<uint64_t>(e.v[0]) / normal;
       else
-        bits = static_cast<uint64_t>(e.v[0] / static_cast<int64_t>(normal));
+        bits = static_cast<uint64_t>(detail::sdiv(e.v[0], static_cast<int64_t>(normal)));
       break;
   }
   if (print == Print::kDint && count) conv = 'u';
@@ -588,6 +588,43 @@ void format_trace(std::string& out, const Value& v, const PrintContext& ctx) {
     case Kind::kSym: appendf(out, "  %-50s", detail::symbol_text(v, ctx).c_str()); break;
     case Kind::kStack: detail::print_ustack(out, v, ctx, "%s", 14); break;
   }
+}
+
+void format_print(std::string& out, const Value& v, const std::string& type_name, const PrintContext& ctx) {
+  std::string type = type_name;
+  if (type.empty()) {
+    switch (v.kind) {
+      case Kind::kInt: type = v.size() == 8 ? "int64_t" : v.size() == 4 ? "int32_t" : v.size() == 2 ? "int16_t" : "char"; break;
+      case Kind::kUint: type = v.size() == 8 ? "uint64_t" : v.size() == 4 ? "uint32_t" : v.size() == 2 ? "uint16_t" : "uint8_t"; break;
+      case Kind::kString: type = "string"; break;
+      case Kind::kStack: type = "stack"; break;
+      case Kind::kSym: type = "_usymaddr"; break;
+    }
+  }
+  out += type;
+  out += ' ';
+  switch (v.kind) {
+    case Kind::kString:
+      out += '"';
+      if (ctx.strings != nullptr) out += ctx.strings->text(static_cast<uint32_t>(v.bits));
+      out += '"';
+      break;
+    case Kind::kStack: detail::print_ustack(out, v, ctx, "%s", 14); return;
+    default: {
+      const int size = v.kind == Kind::kSym ? 8 : v.size();
+      if (size == 1 && (type == "char" || type == "signed char" || type == "unsigned char")) {
+        const auto c = static_cast<char>(v.bits);  // dt_print_int's characters
+        if (c >= 0x20 && c < 0x7f) appendf(out, "'%c'", c);
+        else if (c == 0) out += "'\\0'";
+        else appendf(out, "'\\%03o'", static_cast<unsigned char>(c));
+        break;
+      }
+      const uint64_t mask = size >= 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * size)) - 1;
+      appendf(out, "%#llx", static_cast<unsigned long long>(v.bits & mask));
+      break;
+    }
+  }
+  out += '\n';
 }
 
 void format_probe_header(std::string& out) { appendf(out, "%3s %6s %32s\n", "CPU", "ID", "FUNCTION:NAME"); }

@@ -26,28 +26,30 @@ enum class Kind : uint8_t {
 
 struct Value {
   Kind kind = Kind::kInt;
-  uint8_t sym_form = 0;  // kSym: 0 ufunc ("mod`func"), 1 umod ("mod"), 2 usym ("mod`func")
-  // kInt, kUint: the size in bytes of the value's D type (8: int64_t,
-  // uint64_t, long; 4: int, pid_t, uint32_t; 2; 1). dtrace prints a 4-byte
-  // key or trace() as " %8d" and an 8-byte one as " %16lld", and printf's
-  // %d of an int as 32 bits. 0 reads as 8. Not part of equality: a key
-  // position has one type.
-  uint8_t bytes = 8;
+  // kSym: 0 ufunc ("mod`func"), 1 umod ("mod"), 2 usym ("mod`func").
+  // kInt, kUint: the size in bytes of the value's D type when it is not 8
+  // (4: int, pid_t, uint32_t; 2: short; 1: char); 0 means 8 (int64_t,
+  // uint64_t, long, and D's integer variables and constants). dtrace prints
+  // a 4-byte key or trace() as " %8d", an 8-byte one as " %16lld", and
+  // printf's %d of an int as 32 bits.
+  uint8_t sym_form = 0;
   uint32_t process = 0;  // kSym, kStack: the process (index in the trace) whose addresses they are
   uint64_t bits = 0;
 
-  static Value of_int(int64_t v) { return {.kind = Kind::kInt, .bits = static_cast<uint64_t>(v)}; }
-  static Value of_uint(uint64_t v) { return {.kind = Kind::kUint, .bits = v}; }
-  // D's int (32 bits): pid, tid, ppid, an integer constant that fits.
-  static Value of_int32(int32_t v) {
-    return {.kind = Kind::kInt, .bytes = 4, .bits = static_cast<uint64_t>(static_cast<int64_t>(v))};
+  static Value of_int(int64_t v) { return {Kind::kInt, 0, 0, static_cast<uint64_t>(v)}; }
+  static Value of_uint(uint64_t v) { return {Kind::kUint, 0, 0, v}; }
+  static Value of_string(uint32_t id) { return {Kind::kString, 0, 0, id}; }
+  static Value of_stack(uint32_t id) { return {Kind::kStack, 0, 0, id}; }
+  static Value of_sym(uint32_t process, uint64_t addr, uint8_t form) { return {Kind::kSym, form, process, addr}; }
+  // An integer of a D type narrower than 64 bits (bytes 4, 2 or 1): D's
+  // int (pid, tid, a cast to int), short, char.
+  static Value of_sized(int64_t v, uint8_t bytes, bool is_signed = true) {
+    return {is_signed ? Kind::kInt : Kind::kUint, static_cast<uint8_t>(bytes == 8 ? 0 : bytes), 0,
+            static_cast<uint64_t>(v)};
   }
-  static Value of_string(uint32_t id) { return {.kind = Kind::kString, .bits = id}; }
-  static Value of_stack(uint32_t id) { return {.kind = Kind::kStack, .bits = id}; }
-  static Value of_sym(uint32_t process, uint64_t addr, uint8_t form) {
-    return {.kind = Kind::kSym, .sym_form = form, .process = process, .bits = addr};
-  }
-  int size() const { return bytes == 0 ? 8 : bytes; }
+  static Value of_int32(int32_t v) { return of_sized(v, 4); }
+  // kInt, kUint: the D type's size in bytes.
+  int size() const { return is_integer() && sym_form != 0 ? sym_form : 8; }
   bool is_integer() const { return kind == Kind::kInt || kind == Kind::kUint; }
   int64_t as_int() const { return static_cast<int64_t>(bits); }
   uint64_t as_uint() const { return bits; }
@@ -96,11 +98,25 @@ class Stacks {
   }
   void set_symbol(Symbol s) { symbol_ = std::move(s); }
 
+  // What an address stands for as a key, as libdtrace normalizes it before
+  // aggregating (dt_aggregate_usym, dt_aggregate_umod): usym/ufunc (forms 0
+  // and 2) the start of the function containing it, umod (form 1) the start
+  // of its module; so that @[umod(arg0)] has one row per module. The driver
+  // sets it (it knows the symbols and the module map); the interpreter
+  // builds usym/ufunc/umod values with Value::of_sym(p, normalize(p, a, f), f).
+  // Without one, addresses stay as they are.
+  using Normalize = std::function<uint64_t(uint32_t process, uint64_t addr, uint8_t form)>;
+  uint64_t normalize(uint32_t process, uint64_t addr, uint8_t form) const {
+    return normalize_ ? normalize_(process, addr, form) : addr;
+  }
+  void set_normalize(Normalize n) { normalize_ = std::move(n); }
+
  private:
   static std::string fallback(uint64_t addr);
   std::vector<Stack> stacks_;
   std::unordered_map<std::string, uint32_t> ids_;  // process + frames as bytes
   Symbol symbol_;
+  Normalize normalize_;
 };
 
 // An aggregation's key: a tuple of up to kMaxKey values (D allows more, but
