@@ -189,6 +189,15 @@ Value fn_trace(const Node& n, Ctx& c) {
   return none();
 }
 
+Value fn_print(const Node& n, Ctx& c) {
+  const Value v = arg(n, c, 0);
+  if (c.fault) return none();
+  record(c);
+  c.s->pctx.process = c.f->process;
+  format_print(*c.out, v, n.text, c.s->pctx);
+  return none();
+}
+
 // ustack() as a statement: the stack is printed, as trace(ustack()).
 Value fn_ustack_action(const Node& n, Ctx& c) {
   const Value v = fn_ustack(n, c);
@@ -292,7 +301,8 @@ NodeFn function_fn(Func f) {
     case Func::kSpeculation: return fn_speculation;
     case Func::kRand: return fn_rand;
     case Func::kPrintf: return fn_printf;
-    case Func::kTrace: case Func::kPrint: return fn_trace;
+    case Func::kTrace: return fn_trace;
+    case Func::kPrint: return fn_print;
     case Func::kPrinta: return fn_printa;
     case Func::kExit: return fn_exit;
     case Func::kSpeculate: return fn_speculate;

@@ -14,11 +14,7 @@ namespace {
 
 Value n_const(const Node& n, Ctx&) { return n.k; }
 
-Value uint32(uint32_t v) {
-  Value r = Value::of_uint(v);
-  r.bytes = 4;
-  return r;
-}
+Value uint32(uint32_t v) { return Value::of_sized(v, 4, false); }
 
 // An integer of `bytes` bytes: narrower results wrap as C's would.
 Value make_int(Kind kind, uint8_t bytes, uint64_t v) {
@@ -28,10 +24,7 @@ Value make_int(Kind kind, uint8_t bytes, uint64_t v) {
     v &= mask;
     if (kind == Kind::kInt && (v >> (bits - 1)) & 1) v |= ~mask;
   }
-  Value r;
-  r.kind = kind;
-  r.bytes = bytes ? bytes : 8;
-  r.bits = v;
+  Value r = Value::of_sized(static_cast<int64_t>(v), bytes ? bytes : 8, kind == Kind::kInt);
   return r;
 }
 
@@ -139,7 +132,7 @@ template <BinOp O>
 Value n_bin(const Node& n, Ctx& c) {
   const Value a = n.a->fn(*n.a, c);
   const Value b = n.b->fn(*n.b, c);
-  return arith(O, a.bits, b.bits, n.k.kind, n.k.bytes, c);
+  return arith(O, a.bits, b.bits, n.k.kind, static_cast<uint8_t>(n.k.size()), c);
 }
 
 // Comparisons: strings by content, integers signed unless either operand
@@ -176,8 +169,8 @@ Value n_and(const Node& n, Ctx& c) { return Value::of_int32(truthy(n.a->fn(*n.a,
 Value n_or(const Node& n, Ctx& c) { return Value::of_int32(truthy(n.a->fn(*n.a, c)) || truthy(n.b->fn(*n.b, c))); }
 Value n_xor(const Node& n, Ctx& c) { return Value::of_int32(truthy(n.a->fn(*n.a, c)) != truthy(n.b->fn(*n.b, c))); }
 Value n_not(const Node& n, Ctx& c) { return Value::of_int32(!truthy(n.a->fn(*n.a, c))); }
-Value n_neg(const Node& n, Ctx& c) { return make_int(n.k.kind, n.k.bytes, 0 - n.a->fn(*n.a, c).bits); }
-Value n_bitnot(const Node& n, Ctx& c) { return make_int(n.k.kind, n.k.bytes, ~n.a->fn(*n.a, c).bits); }
+Value n_neg(const Node& n, Ctx& c) { return make_int(n.k.kind, static_cast<uint8_t>(n.k.size()), 0 - n.a->fn(*n.a, c).bits); }
+Value n_bitnot(const Node& n, Ctx& c) { return make_int(n.k.kind, static_cast<uint8_t>(n.k.size()), ~n.a->fn(*n.a, c).bits); }
 Value n_ternary(const Node& n, Ctx& c) {
   return truthy(n.a->fn(*n.a, c)) ? n.b->fn(*n.b, c) : n.c->fn(*n.c, c);
 }
@@ -196,7 +189,7 @@ void settle(const Node& lv, Ctx& c, const Key& key, const Value& v) {
 
 // A stored integer takes the variable's type (its first assignment's).
 Value convert(Value v, const Node& lv) {
-  if (v.is_integer() && lv.k.is_integer()) return make_int(lv.k.kind, lv.k.bytes, v.bits);
+  if (v.is_integer() && lv.k.is_integer()) return make_int(lv.k.kind, static_cast<uint8_t>(lv.k.size()), v.bits);
   return v;
 }
 
@@ -206,7 +199,7 @@ Value n_assign(const Node& n, Ctx& c) {
   Value r = n.b->fn(*n.b, c);
   if (c.fault) return r;
   Value* p = ref(*n.a, c, key);
-  if (n.prefix) r = arith(static_cast<BinOp>(n.op), p->bits, r.bits, n.a->k.kind, n.a->k.bytes, c);  // compound
+  if (n.prefix) r = arith(static_cast<BinOp>(n.op), p->bits, r.bits, n.a->k.kind, static_cast<uint8_t>(n.a->k.size()), c);  // compound
   r = convert(r, *n.a);
   *p = r;
   settle(*n.a, c, key, r);
@@ -218,7 +211,7 @@ Value n_incdec(const Node& n, Ctx& c) {
   if (static_cast<VarKind>(n.a->lkind) == VarKind::kArray) eval_key(*n.a, c, key);
   Value* p = ref(*n.a, c, key);
   const Value old = *p;
-  const Value now = convert(make_int(old.kind, old.bytes, n.op ? old.bits - 1 : old.bits + 1), *n.a);
+  const Value now = convert(make_int(old.kind, static_cast<uint8_t>(old.size()), n.op ? old.bits - 1 : old.bits + 1), *n.a);
   *p = now;
   settle(*n.a, c, key, now);
   return n.prefix ? now : old;
@@ -440,6 +433,28 @@ class Builder {
     return &n;
   }
 
+  // The D type print() names: a built-in's own, a cast's, else by size.
+  static std::string d_type_name(const Expr& e) {
+    if (e.kind == ExprKind::kIdent && e.var == VarKind::kBuiltin) {
+      switch (static_cast<Builtin>(e.slot)) {
+        case Builtin::kPid: case Builtin::kPpid: return "pid_t";
+        case Builtin::kTid: return "id_t";
+        case Builtin::kEpid: case Builtin::kId: return "uint_t";
+        default: break;
+      }
+    }
+    if (e.kind == ExprKind::kCast) return e.name;
+    if (e.type == Type::kString) return "string";
+    if (!is_integer(e.type)) return "";
+    const bool u = e.type == Type::kUint;
+    switch (e.bytes) {
+      case 1: return u ? "uint8_t" : "char";
+      case 2: return u ? "uint16_t" : "short";
+      case 4: return u ? "uint32_t" : "int";
+      default: return u ? "uint64_t" : "int64_t";
+    }
+  }
+
   const Node* call(const Expr& e, bool statement) {
     const auto f = static_cast<Func>(e.slot);
     Node& n = make(f == Func::kUstack && statement ? ustack_action_fn() : function_fn(f));
@@ -457,6 +472,7 @@ class Builder {
       return &n;
     }
     for (size_t i = first; i < e.args.size(); ++i) n.args.push_back(expr(*e.args[i]));
+    if (f == Func::kPrint) n.text = d_type_name(*e.args[0]);
     return &n;
   }
 

@@ -13,9 +13,6 @@
 #include <vector>
 
 #include "query/aggregate.h"
-// Aggregation's destructor is implicit and needs Entry complete (the output
-// library's); this include can go once ~Aggregation is declared out of line.
-#include "query/aggregate_internal.h"
 #include "query/compile.h"
 #include "query/engine.h"
 #include "query/value.h"

@@ -242,3 +242,64 @@ TEST(Engine, NoClauseIsCheap) {
 
 }  // namespace
 }  // namespace callscope::query
+
+namespace callscope::query {
+namespace {
+
+TEST(EngineMore, PrintTraceAndSizes) {
+  Script s("#pragma D option quiet\nBEGIN { print(pid); print(\"s\"); x = 10; print(x); trace(pid); trace(timestamp); printf(\"\\n%d\\n\", (int8_t)300 + 1); }");
+  ASSERT_TRUE(s.ok());
+  s.fire(s.at(s.probe("dtrace", "", "", "BEGIN"), 7));
+  EXPECT_EQ(s.out, "pid_t 0x64\nstring \"s\"\nint 0xa\n1007\n45\n");
+}
+
+TEST(EngineMore, TraceAfterProbeLine) {
+  Script s("BEGIN { trace(pid); trace(\"str\"); }");
+  ASSERT_TRUE(s.ok());
+  s.fire(s.at(s.probe("dtrace", "", "", "BEGIN")));
+  EXPECT_EQ(s.out, "CPU     ID                    FUNCTION:NAME\n"
+                   "  0      1                           :BEGIN       100  str                              \n");
+}
+
+TEST(EngineMore, FaultDropsTheClausesOutputAndNamesThePredicate) {
+  Script s("#pragma D option quiet\nBEGIN /1 % (pid - pid)/ { printf(\"no\"); }\nBEGIN { printf(\"a\"); x = lltostr(1, 99); }");
+  ASSERT_TRUE(s.ok());
+  s.fire(s.at(s.probe("dtrace", "", "", "BEGIN")));
+  EXPECT_EQ(s.out, "");
+  EXPECT_EQ(s.engine().take_messages(),
+            "callscope query: error on enabled probe ID 1 (ID 1: dtrace:::BEGIN): divide-by-zero in predicate\n"
+            "callscope query: error on enabled probe ID 2 (ID 1: dtrace:::BEGIN): illegal operation in action #2\n");
+  EXPECT_EQ(s.engine().errors(), 2u);
+}
+
+TEST(EngineMore, ArrayElementsAssignedZeroAreDeleted) {
+  Script s("#pragma D option quiet\nBEGIN { a[1] = 2; a[1] = 0; a[2]++; a[2]++; printf(\"%d %d\\n\", a[1], a[2]); }");
+  ASSERT_TRUE(s.ok());
+  s.fire(s.at(s.probe("dtrace", "", "", "BEGIN")));
+  EXPECT_EQ(s.out, "0 2\n");
+}
+
+TEST(EngineMore, AggregationFunctionsAndActions) {
+  Script s("#pragma D option quiet\n"
+           "BEGIN { @c[\"a\"] = count(); @c[\"b\"] = count(); @c[\"b\"] = count(); @s = sum(10); @s = sum(-3);"
+           " @mn = min(5); @mn = min(2); @mx = max(5); @av = avg(4); @av = avg(6); }\n"
+           "END { trunc(@c, 1); printa(\"%s %@d\\n\", @c); printa(@s); clear(@mx); normalize(@av, 5); }");
+  ASSERT_TRUE(s.ok());
+  s.fire(s.at(s.probe("dtrace", "", "", "BEGIN")));
+  s.fire(s.at(s.probe("dtrace", "", "", "END")));
+  EXPECT_EQ(s.finish(), "b 2\n\n                7\n\n                2\n                0\n                1\n");
+}
+
+TEST(EngineMore, UnknownSpeculationDropsQuietly) {
+  Script s("#pragma D option quiet\n#pragma D option nspec=1\n"
+           "BEGIN { a = speculation(); b = speculation(); printf(\"%d %d\\n\", a, b); }\n"
+           "BEGIN { speculate(b); printf(\"lost\\n\"); }\nBEGIN { speculate(a); printf(\"kept\\n\"); }\nBEGIN { commit(a); }");
+  ASSERT_TRUE(s.ok());
+  s.fire(s.at(s.probe("dtrace", "", "", "BEGIN")));
+  s.finish();
+  EXPECT_EQ(s.out, "1 0\nkept\n\n");
+  EXPECT_EQ(s.engine().take_messages(), "callscope query: 1 speculative drop\n");
+}
+
+}  // namespace
+}  // namespace callscope::query
