@@ -330,6 +330,13 @@ class Checker {
     lhs.type = v.type;
   }
 
+  // Whether a variable has been given a type by an assignment.
+  bool known(const Expr& e) const {
+    const Vars* vars = e.kind == ExprKind::kSelf ? &p_.thread_vars : e.kind == ExprKind::kThis ? &p_.clause_vars : e.kind == ExprKind::kIndex ? &p_.arrays : &p_.globals;
+    uint32_t slot;
+    return find(*vars, e.name, slot) && (*vars)[slot].type != Type::kNone;
+  }
+
   // Reads a variable; kNone while the type is still unknown.
   Type read_var(Expr& e) {
     Vars* vars = e.kind == ExprKind::kSelf ? &p_.thread_vars : e.kind == ExprKind::kThis ? &p_.clause_vars : e.kind == ExprKind::kIndex ? &p_.arrays : &p_.globals;
@@ -468,6 +475,17 @@ class Checker {
       }
       case ExprKind::kIncDec: {
         Expr& v = *e.args[0];
+        // x++ and self->depth++ declare an int when nothing assigned the
+        // variable before, as D does.
+        if (v.kind != ExprKind::kIdent || !builtin_type(v.name)) {
+          if (!known(v)) {
+            if (v.kind == ExprKind::kIndex)
+              for (auto& k : v.args) expr(*k, false);
+            rhs_bytes_ = 4;
+            assign_var(v, Type::kInt, e.line);
+            if (v.kind == ExprKind::kIndex) index_keys(v);
+          }
+        }
         const Type t = expr(v, false);
         if (t != Type::kNone && !is_integer(t)) fail(e.line, "operator " + e.op + " requires an operand of integral type, not \"" + type_name(t) + "\"");
         if (v.kind == ExprKind::kIdent && v.var == VarKind::kBuiltin) fail(e.line, "operator " + e.op + " can only be applied to a writable variable");
@@ -503,7 +521,7 @@ class Checker {
       case ExprKind::kAssign: {
         Expr& lhs = *e.args[0];
         const Type r = expr(*e.args[1], false);
-        if (e.op != "=") {
+        if (e.op != "=" && !(lhs.kind != ExprKind::kIdent || !builtin_type(lhs.name) ? !known(lhs) : false)) {
           const Type l = lhs.kind == ExprKind::kIdent && builtin_type(lhs.name) ? Type::kInt : read_var(lhs);
           if (l != Type::kNone && r != Type::kNone && (!is_integer(l) || !is_integer(r)))
             fail(e.line, "operator " + e.op + " requires operands of integral type, not \"" + type_name(l) + "\" and \"" + type_name(r) + "\"");

@@ -303,3 +303,21 @@ TEST(EngineMore, UnknownSpeculationDropsQuietly) {
 
 }  // namespace
 }  // namespace callscope::query
+
+namespace callscope::query {
+namespace {
+
+TEST(EngineMore, IncrementDeclaresAnInt) {
+  Script s("#pragma D option quiet\npid1:::entry { self->depth++; n[probefunc] += 2; total += 1; }\n"
+           "pid1:::return { printf(\"%d %d %d\\n\", self->depth, n[probefunc], total); self->depth--; }");
+  ASSERT_TRUE(s.ok());
+  const auto& e = s.probe("pid1", "a.out", "f", "entry");
+  const auto& r = s.probe("pid1", "a.out", "f", "return");
+  s.fire(s.at(e));
+  s.fire(s.at(e));
+  s.fire(s.at(r));
+  EXPECT_EQ(s.out, "2 4 2\n");
+}
+
+}  // namespace
+}  // namespace callscope::query
