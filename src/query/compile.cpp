@@ -641,7 +641,7 @@ class Checker {
       }
       std::vector<ArgType> at;
       std::vector<std::string> names;
-      for (size_t i = 1; i < n; ++i) at.push_back(arg_type(types[i])), names.push_back(type_name(types[i]));
+      for (size_t i = 1; i < n; ++i) at.push_back(arg_type(types[i])), names.push_back(d_type_name(*e.args[i]));
       auto st = check_printf(e.args[0]->name, at, names);
       if (!st) fail(e.line, st.error().message());
     }

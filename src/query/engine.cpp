@@ -4,6 +4,7 @@
 // integers, aggregations, the probe line, runtime faults and ERROR.
 #include <cstring>
 
+#include "query/dnames.h"
 #include "query/lang_exec.h"
 
 namespace callscope::query {
@@ -431,28 +432,6 @@ class Builder {
     n.prefix = ta == Type::kString;  // comparisons: by content
     n.sign = !(ta == Type::kUint || tb == Type::kUint || ta == Type::kSym);
     return &n;
-  }
-
-  // The D type print() names: a built-in's own, a cast's, else by size.
-  static std::string d_type_name(const Expr& e) {
-    if (e.kind == ExprKind::kIdent && e.var == VarKind::kBuiltin) {
-      switch (static_cast<Builtin>(e.slot)) {
-        case Builtin::kPid: case Builtin::kPpid: return "pid_t";
-        case Builtin::kTid: return "id_t";
-        case Builtin::kEpid: case Builtin::kId: return "uint_t";
-        default: break;
-      }
-    }
-    if (e.kind == ExprKind::kCast) return e.name;
-    if (e.type == Type::kString) return "string";
-    if (!is_integer(e.type)) return "";
-    const bool u = e.type == Type::kUint;
-    switch (e.bytes) {
-      case 1: return u ? "uint8_t" : "char";
-      case 2: return u ? "uint16_t" : "short";
-      case 4: return u ? "uint32_t" : "int";
-      default: return u ? "uint64_t" : "int64_t";
-    }
   }
 
   const Node* call(const Expr& e, bool statement) {
