@@ -156,3 +156,32 @@ TEST(Compile, MacroArguments) {
 
 }  // namespace
 }  // namespace callscope::query
+
+namespace callscope::query {
+namespace {
+
+// Every prefix of a script that uses most of the language compiles or
+// fails with a located message; none crashes (the sanitizer build runs it).
+TEST(Compile, EveryPrefixFailsCleanly) {
+  const std::string script =
+      "#pragma D option quiet\n"
+      "pid$target:a.out:f*:entry, pid$target::g:entry /self->ts == 0 && arg0 != 0x10/ {\n"
+      "  self->ts = timestamp; this->s = strjoin(probefunc, \"/x\"); a[this->s, 1] = 'c';\n"
+      "  if (substr(this->s, 1) == \"\") { x = (uint8_t)-1 ? 1 : 2; } else { x ^= ~3 >> 1; }\n"
+      "}\n"
+      "pid$target:::return /self->ts/ { @q[ustack(2), probefunc] = quantize(duration); @l = lquantize(depth, 0, 10, 2);\n"
+      "  printf(\"%s %d\\n\", basename(\"/a/b\"), x++); self->ts = 0; }\n"
+      "END { printa(\"%@d\\n\", @l); trunc(@q, 3); exit(0); }\n";
+  CompileOptions o;
+  o.target = 1;
+  ASSERT_TRUE(compile(script, "all.d", o).ok()) << compile(script, "all.d", o).error().message();
+  for (size_t n = 0; n < script.size(); ++n) {
+    auto r = compile(script.substr(0, n), "all.d", o);
+    if (!r) {
+      EXPECT_EQ(r.error().message().rfind("failed to compile script all.d: line ", 0), 0u) << r.error().message();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace callscope::query
