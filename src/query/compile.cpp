@@ -178,7 +178,7 @@ class Checker {
       fail(line, "undefined aggregation @" + name + ": no @" + name + " = ...( ) in the script");
       return 0;
     }
-    p_.aggs.push_back(AggInfo{name, AggFn::kCount, {}, {}, line, false});
+    p_.aggs.push_back(AggInfo{name, AggFn::kCount, {}, {}, {}, line, false});
     return static_cast<uint32_t>(p_.aggs.size() - 1);
   }
 
@@ -262,6 +262,7 @@ class Checker {
     AggInfo& a = p_.aggs[slot];
     if (!a.defined) {
       a.fn = it->fn, a.params = params, a.keys = keys, a.line = s.line, a.defined = true;
+      for (const auto& k : s.keys) a.key_names.push_back(d_type_name(*k));
       return;
     }
     if (a.fn != it->fn || (a.fn == AggFn::kLquantize || a.fn == AggFn::kLlquantize
@@ -596,7 +597,8 @@ class Checker {
         const AggInfo& a = p_.aggs[e.args[1]->slot];
         std::vector<ArgType> keys;
         std::vector<std::string> names;
-        for (Type t : a.keys) keys.push_back(arg_type(t)), names.push_back(type_name(t));
+        for (size_t k = 0; k < a.keys.size(); ++k)
+          keys.push_back(arg_type(a.keys[k])), names.push_back(k < a.key_names.size() ? a.key_names[k] : type_name(a.keys[k]));
         auto st = check_printa(e.args[0]->name, keys, a.fn, names);
         if (!st) fail(e.line, st.error().message());
       }
@@ -707,7 +709,9 @@ Result<std::shared_ptr<const Program>> compile(std::string_view source, const st
     out = v;
     return ok_status();
   };
-  int64_t nspec = 1, strsize = 256;
+  int64_t nspec = 1, strsize = 256, pos = 0;
+  CALLSCOPE_CHECK(number("aggsortpos", 0, INT32_MAX, pos));
+  CALLSCOPE_CHECK(number("aggsortkeypos", 0, INT32_MAX, pos));
   CALLSCOPE_CHECK(number("nspec", 1, 1 << 16, nspec));
   CALLSCOPE_CHECK(number("strsize", 2, 1 << 20, strsize));
   prog->nspec = static_cast<int>(nspec);

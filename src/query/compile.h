@@ -46,6 +46,7 @@ struct AggInfo {
   AggFn fn = AggFn::kCount;
   AggParams params;
   std::vector<Type> keys;
+  std::vector<std::string> key_names;  // the keys' D types, for messages
   int line = 0;
   bool defined = false;  // an @name = fn( ) statement was seen
 };

@@ -43,6 +43,9 @@ TEST(Compile, ProbesAndOptions) {
   CompileOptions bad;
   bad.options["nspec"] = "x";
   EXPECT_EQ(error_of("BEGIN {}", bad), "failed to set option nspec to \"x\": Invalid value for specified option");
+  CompileOptions neg;
+  neg.options["aggsortpos"] = "-1";
+  EXPECT_EQ(error_of("BEGIN {}", neg), "failed to set option aggsortpos to \"-1\": Invalid value for specified option");
 }
 
 TEST(Compile, VariablesTakeTheirFirstAssignmentsType) {
@@ -112,6 +115,9 @@ TEST(Compile, AggregationPrototypes) {
 }
 
 TEST(Compile, PrintfChecks) {
+  EXPECT_EQ(error_of("BEGIN { @a[pid] = count(); printa(\"%s %@d\", @a); }"),
+            "failed to compile script t.d: line 1: printa( ) argument #2 is incompatible with conversion #1 prototype:\n"
+            "\tconversion: %s\n\t prototype: char [] or string (or use stringof)\n\t  argument: pid_t");
   EXPECT_TRUE(build("BEGIN { printf(\"%s %d %u\\n\", probefunc, pid, timestamp); }").ok());
   EXPECT_EQ(error_of("BEGIN { x = \"%d\"; printf(x, 1); }"),
             "failed to compile script t.d: line 1: printf( ) argument #1 must be a format string constant");
