@@ -122,15 +122,18 @@ size_t llquantize_bucket(const AggParams& p, int64_t value) {
   return static_cast<size_t>(base);
 }
 
+// dtrace_aggregate_quantize's bucket, by the value's highest bit: a
+// negative value goes to the bucket of the largest power of two its
+// magnitude reaches (-3 to "-2"), a positive one to that of the largest
+// power of two not above it.
 size_t quantize_bucket(int64_t value) {
   if (value < 0) {
-    for (int i = 0; i < kQuantizeZero; ++i)
-      if (value <= quantize_bucket_value(i)) return static_cast<size_t>(i);
-    return kQuantizeZero - 1;  // unreachable: -1 is bucket 62
+    const uint64_t magnitude = 0 - static_cast<uint64_t>(value);
+    const int k = std::min(63 - __builtin_clzll(magnitude), kQuantizeZero - 1);
+    return static_cast<size_t>(kQuantizeZero - 1 - k);
   }
-  for (int i = kQuantizeZero + 1; i < kQuantizeBuckets; ++i)
-    if (value < quantize_bucket_value(i)) return static_cast<size_t>(i - 1);
-  return kQuantizeBuckets - 1;
+  if (value == 0) return kQuantizeZero;
+  return static_cast<size_t>(kQuantizeZero + 1 + (63 - __builtin_clzll(static_cast<uint64_t>(value))));
 }
 
 int64_t lquantize_levels(const AggParams& p) { return p.step > 0 ? (p.high - p.low) / p.step : 0; }
@@ -162,21 +165,42 @@ Aggregation::~Aggregation() = default;
 Aggregation::Aggregation(Aggregation&&) noexcept = default;
 Aggregation& Aggregation::operator=(Aggregation&&) noexcept = default;
 
-void Aggregation::add(const Key& key, int64_t value, int64_t incr) {
-  Entry* e;
-  auto it = index_.find(key);
-  if (it != index_.end()) {
-    e = entries_[it->second].get();
-  } else {
-    auto fresh = std::make_unique<Entry>();
-    fresh->key = key;
-    if (fn_ == AggFn::kMin) fresh->v[0] = INT64_MAX;
-    if (fn_ == AggFn::kMax) fresh->v[0] = INT64_MIN;
-    fresh->bins.assign(nbins_, 0);
-    index_.emplace(key, entries_.size());
-    e = fresh.get();
-    entries_.push_back(std::move(fresh));
+void Aggregation::rebuild_index() {
+  size_t capacity = 16;
+  while (capacity < entries_.size() * 2) capacity *= 2;
+  slots_.assign(capacity, 0);
+  const size_t mask = capacity - 1;
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    size_t at = entries_[i]->hash & mask;
+    while (slots_[at] != 0) at = (at + 1) & mask;
+    slots_[at] = static_cast<uint32_t>(i + 1);
   }
+}
+
+Aggregation::Entry* Aggregation::find_or_add(const Key& key) {
+  if (slots_.empty()) rebuild_index();
+  const size_t hash = KeyHash{}(key);
+  const size_t mask = slots_.size() - 1;
+  size_t at = hash & mask;
+  for (uint32_t slot; (slot = slots_[at]) != 0; at = (at + 1) & mask) {
+    Entry* e = entries_[slot - 1].get();
+    if (e->hash == hash && e->key == key) return e;
+  }
+  auto fresh = std::make_unique<Entry>();
+  fresh->key = key;
+  fresh->hash = hash;
+  if (fn_ == AggFn::kMin) fresh->v[0] = INT64_MAX;
+  if (fn_ == AggFn::kMax) fresh->v[0] = INT64_MIN;
+  fresh->bins.assign(nbins_, 0);
+  Entry* e = fresh.get();
+  entries_.push_back(std::move(fresh));
+  if (entries_.size() * 2 > slots_.size()) rebuild_index();
+  else slots_[at] = static_cast<uint32_t>(entries_.size());
+  return e;
+}
+
+void Aggregation::add(const Key& key, int64_t value, int64_t incr) {
+  Entry* e = find_or_add(key);
   // Unsigned arithmetic: D's sums wrap, they do not trap.
   auto wrap_add = [](int64_t& a, int64_t b) {
     a = static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
@@ -221,7 +245,7 @@ void Aggregation::clear() {
 
 void Aggregation::trunc() {
   entries_.clear();
-  index_.clear();
+  slots_.clear();
 }
 
 // dt_trunc: walk by value, largest first (n > 0) or smallest first (n < 0),
@@ -246,13 +270,10 @@ void Aggregation::trunc(int64_t n, const PrintContext* ctx) {
   std::vector<bool> kept(entries_.size(), false);
   for (size_t i = 0; i < keep; ++i) kept[order[i]] = true;
   std::vector<std::unique_ptr<Entry>> rest;
-  index_.clear();
-  for (size_t i = 0; i < entries_.size(); ++i) {
-    if (!kept[i]) continue;
-    index_.emplace(entries_[i]->key, rest.size());
-    rest.push_back(std::move(entries_[i]));
-  }
+  for (size_t i = 0; i < entries_.size(); ++i)
+    if (kept[i]) rest.push_back(std::move(entries_[i]));
   entries_ = std::move(rest);
+  rebuild_index();
 }
 
 bool Aggregation::normalize(int64_t n) {

@@ -87,7 +87,11 @@ class Aggregation {
   mutable bool printed_ = false;
   size_t nbins_ = 0;  // quantize, lquantize, llquantize: buckets per key
   std::vector<std::unique_ptr<Entry>> entries_;  // in order of first add
-  std::unordered_map<Key, size_t, KeyHash> index_;
+  // Open addressing over entries_ (index + 1; 0 empty), a power of two at
+  // most half full: a probe costs a hash and, mostly, one key comparison.
+  std::vector<uint32_t> slots_;
+  Entry* find_or_add(const Key& key);
+  void rebuild_index();
 };
 
 // printa(@a): dtrace's default layout (keys, then the value right-aligned;

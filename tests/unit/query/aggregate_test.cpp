@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "query/aggregate.h"
+#include "query/aggregate_internal.h"
 
 namespace callscope::query {
 namespace {
@@ -336,6 +337,52 @@ TEST_F(AggregateTest, QuantizeNegativeCountsDrawBothSides) {
                  "               2 " + s20 + "|" + s20 + " 0        \n"
                  "               4 " + s10 + at10 + "|" + s20 + " -2       \n"
                  "               8 " + s20 + "|" + s20 + " 0        \n\n");
+}
+
+// The bucket of every power of two and its neighbours, against
+// dtrace_aggregate_quantize's linear search written out.
+TEST_F(AggregateTest, QuantizeBucketsAsDtraceSearchesThem) {
+  auto bucket_value = [](int b) -> int64_t {
+    if (b < 63) return -(int64_t{1} << (62 - b));
+    if (b == 63) return 0;
+    return int64_t{1} << (b - 64);
+  };
+  auto reference = [&](int64_t v) {
+    if (v < 0) {
+      for (int i = 0; i < 63; ++i)
+        if (v <= bucket_value(i)) return i;
+      return -1;
+    }
+    for (int i = 64; i < 127; ++i)
+      if (v < bucket_value(i)) return i - 1;
+    return 126;
+  };
+  std::vector<int64_t> values{0, INT64_MIN, INT64_MAX, INT64_MIN + 1};
+  for (int b = 0; b < 63; ++b)
+    for (int64_t d : {-1, 0, 1}) {
+      values.push_back((int64_t{1} << b) + d);
+      values.push_back(-(int64_t{1} << b) + d);
+    }
+  for (int64_t v : values) {
+    Aggregation a("", AggFn::kQuantize);
+    a.add(Key{}, v);
+    int got = -1;
+    for (size_t i = 0; i < a.entries()[0]->bins.size(); ++i)
+      if (a.entries()[0]->bins[i] != 0) got = static_cast<int>(i);
+    EXPECT_EQ(got, reference(v)) << v;
+  }
+}
+
+TEST_F(AggregateTest, ManyKeysStayDistinct) {
+  Aggregation a("", AggFn::kSum);
+  for (int round = 0; round < 3; ++round)
+    for (int64_t k = 0; k < 5000; ++k) a.add(key({i64(k), str(k % 2 ? "odd" : "even")}), k);
+  ASSERT_EQ(a.entries().size(), 5000u);
+  for (const auto& e : a.entries()) EXPECT_EQ(e->v[0], 3 * e->key.v[0].as_int());
+  a.trunc(-10);
+  a.add(key({i64(0), str("even")}), 1);
+  a.add(key({i64(4999), str("odd")}), 1);
+  EXPECT_EQ(a.entries().size(), 11u);
 }
 
 TEST_F(AggregateTest, QuantizeAfterClearPrintsTheBucketsAroundZero) {
