@@ -4,6 +4,7 @@
 // argument, %@ taking an aggregation's value; and trace(), the default
 // probe line. The C library's snprintf does the final formatting of each
 // conversion, as dtrace's does.
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -488,6 +489,8 @@ Status print_agg_value(std::string& out, const Piece& pd, int index, int width, 
   return ok_status();
 }
 
+constexpr int64_t kMaxWidth = 65536;
+
 // The engine of printf and printa (dt_printf_format): `args` the values
 // (printa: the keys), `aggs`/`row` the aggregations whose values %@ takes.
 Status run(std::string& out, const std::vector<Piece>& pieces, const Value* args, size_t n, const PrintContext& ctx,
@@ -496,7 +499,9 @@ Status run(std::string& out, const std::vector<Piece>& pieces, const Value* args
   int index = 0;
   auto take_int = [&](int& into) -> Status {
     if (next >= n) return Error("printf( ) has too few arguments for its format");
-    into = static_cast<int>(static_cast<int64_t>(args[next++].bits));
+    // Bounded: a width of 2^31 from a script would build a 2 GB string (and
+    // negating INT_MIN overflows); no terminal line is 64k columns wide.
+    into = static_cast<int>(std::clamp<int64_t>(args[next++].as_int(), -kMaxWidth, kMaxWidth));
     return ok_status();
   };
   for (const Piece& pd : pieces) {

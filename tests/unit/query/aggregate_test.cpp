@@ -435,6 +435,40 @@ TEST_F(AggregateTest, LlquantizeLogLinearBuckets) {
   EXPECT_EQ(out, golden("llquantize_edges.out"));
 }
 
+// FreeBSD r322773's case: 100^10 does not fit in 64 bits. And parameters
+// the compiler refuses still never crash the printing.
+TEST_F(AggregateTest, LlquantizeExtremeParameters) {
+  AggParams p;
+  p.factor = 100;
+  p.magnitude_low = 0;
+  p.magnitude_high = 9;
+  p.nsteps = 100;
+  Aggregation a("", AggFn::kLlquantize, p);
+  a.add(Key{}, 0);
+  a.add(Key{}, INT64_MAX);
+  std::string out;
+  print_aggregation(out, a, ctx());
+  EXPECT_NE(out.find("             < 1 |@@@@@@@@@@@@@@@@@@@@"), std::string::npos) << out;
+  EXPECT_NE(out.find(" |@@@@@@@@@@@@@@@@@@@@                     1"), std::string::npos);
+  AggParams bad;
+  bad.factor = 1;
+  Aggregation b("", AggFn::kLlquantize, bad);
+  b.add(Key{}, 5);
+  out.clear();
+  print_aggregation(out, b, ctx());
+  EXPECT_NE(out.find("|@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@ 1"), std::string::npos) << out;
+  AggParams wide;
+  wide.low = INT64_MIN;
+  wide.high = INT64_MAX;
+  wide.step = 1;
+  Aggregation c("", AggFn::kLquantize, wide);
+  c.add(Key{}, INT64_MAX);
+  c.add(Key{}, INT64_MIN);
+  out.clear();
+  print_aggregation(out, c, ctx());
+  EXPECT_NE(out.find(">= -9223372036854710273"), std::string::npos) << out;  // 65535 levels at most
+}
+
 TEST_F(AggregateTest, StackKeysPrintOneFramePerLine) {
   stacks.set_symbol([](uint32_t, uint64_t addr, uint8_t) { return "a.out`f" + std::to_string(addr); });
   const uint64_t frames[] = {3, 2, 1};

@@ -57,6 +57,7 @@ TEST_F(PrintfTest, FlagsWidthsPrecisions) {
                                      Value::of_int(2), str("abcdef")}),
             "[   1][2   ][ab]");
   EXPECT_EQ(fmt("[%-8s][%8s][%.2s]", {str("ab"), str("ab"), str("abc")}), "[ab      ][      ab][ab]");
+  EXPECT_EQ(fmt("%*d", {Value::of_int(INT64_MIN), Value::of_int(1)}).size(), 65536u) << "widths are bounded";
   // %? is a pointer's width: 16 columns.
   EXPECT_EQ(fmt("[%?d]", {Value::of_int(1)}), "[               1]");
 }
