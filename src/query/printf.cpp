@@ -548,6 +548,31 @@ Status check_printa(const std::string& format, const std::vector<ArgType>& keys,
   return validate(format, "printa", keys, type_names, true, fn == AggFn::kCount ? "uint64_t" : "int64_t", false);
 }
 
+Status check_printa_keys(const std::string& first, const std::vector<ArgType>& first_keys,
+                         const std::vector<std::string>& first_names, const std::string& other,
+                         const std::vector<ArgType>& other_keys, const std::vector<std::string>& other_names) {
+  const size_t n = first_keys.size(), m = other_keys.size();
+  if (n != m) {
+    return Error("printa( ): @" + first + " and @" + other + " do not have matching key signatures: @" + first +
+                 " has " + std::to_string(n) + " key" + (n == 1 ? "" : "s") + ", @" + other + " has " +
+                 std::to_string(m) + " key" + (m == 1 ? "" : "s"));
+  }
+  auto name = [](const std::vector<ArgType>& t, const std::vector<std::string>& names, size_t i) {
+    return i < names.size() && !names[i].empty() ? names[i] : std::string(default_type_name(t[i]));
+  };
+  auto integer = [](ArgType t) { return t == ArgType::kInteger || t == ArgType::kSym; };
+  for (size_t i = 0; i < n; ++i) {
+    const ArgType a = first_keys[i], b = other_keys[i];
+    if (a == b || a == ArgType::kAny || b == ArgType::kAny || (integer(a) && integer(b))) continue;
+    char line1[512], line2[512];
+    std::snprintf(line1, sizeof line1, "%9s key #%zu: %s", first.c_str(), i + 1, name(first_keys, first_names, i).c_str());
+    std::snprintf(line2, sizeof line2, "%9s key #%zu: %s", other.c_str(), i + 1, name(other_keys, other_names, i).c_str());
+    return Error("printa( ): @" + other + "[ ] key #" + std::to_string(i + 1) + " is incompatible with @" + first +
+                 ":\n" + line1 + "\n" + line2);
+  }
+  return ok_status();
+}
+
 Status printa(std::string& out, const std::string& format, const std::vector<const Aggregation*>& aggs,
               const PrintContext& ctx) {
   if (aggs.empty()) return Error("printa( ) needs an aggregation");

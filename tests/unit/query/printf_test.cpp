@@ -202,5 +202,20 @@ TEST_F(PrintfTest, PrintaChecks) {
             "\t  argument: uint64_t");
 }
 
+TEST_F(PrintfTest, PrintaKeySignatures) {
+  using T = ArgType;
+  EXPECT_TRUE(check_printa_keys("a", {T::kString, T::kInteger}, {}, "b", {T::kString, T::kInteger}, {}).ok());
+  auto st = check_printa_keys("a", {T::kString}, {}, "b", {T::kString, T::kInteger}, {});
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().message(),
+            "printa( ): @a and @b do not have matching key signatures: @a has 1 key, @b has 2 keys");
+  st = check_printa_keys("a", {T::kString}, {"string"}, "bb", {T::kInteger}, {"int"});
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().message(),
+            "printa( ): @bb[ ] key #1 is incompatible with @a:\n"
+            "        a key #1: string\n"
+            "       bb key #1: int");
+}
+
 }  // namespace
 }  // namespace callscope::query
