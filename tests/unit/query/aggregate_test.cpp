@@ -141,6 +141,55 @@ TEST_F(AggregateTest, NormalizeMatchesDtraceSuite) {
   EXPECT_NE(out.find("             3000"), std::string::npos) << out;
 }
 
+// tst.multinormalize.d: printa of one normalized aggregation; the other,
+// normalized, printed at the end.
+TEST_F(AggregateTest, MultiNormalizeMatchesDtraceSuite) {
+  Aggregation f1("func1", AggFn::kSum), f2("func2", AggFn::kSum);
+  for (int64_t i = 0; i < 20; ++i) {
+    f1.add(key({i64(i % 5)}), i * 100);
+    f2.add(key({i64(i % 5 + 1)}), i * 200);
+  }
+  PrintContext c = ctx();
+  c.quiet = true;
+  std::string out;
+  ASSERT_TRUE(format_printf(out, "normalized data #1:\n", nullptr, 0, c));
+  ASSERT_TRUE(f1.normalize(5));
+  ASSERT_TRUE(printa(out, "", {&f1}, c));
+  ASSERT_TRUE(format_printf(out, "\nnormalized data #2:\n", nullptr, 0, c));
+  ASSERT_TRUE(f2.normalize(5));
+  print_aggregations_at_end(out, {&f1, &f2}, c);
+  EXPECT_EQ(out, golden("tst.multinormalize.d.out"));
+}
+
+// tst.signedkeyspos.d: aggsortkey, aggsortkeypos=1 and aggsortrev together:
+// the aggregations in reverse, keys from the second member on, unsigned.
+TEST_F(AggregateTest, SignedKeysPositionMatchesDtraceSuite) {
+  Aggregation i8("i8", AggFn::kSum), i16("i16", AggFn::kSum), i32("i32", AggFn::kSum), i64a("i64", AggFn::kSum);
+  const int64_t scale[] = {1, 11, 111};
+  const char* i8_names[] = {"cat", "dog", "mouse"};
+  const char* i16_names[] = {"mouse", "dog", "cat"};
+  const char* i32_names[] = {"mouse", "bear", "cat"};
+  const char* i64_names[] = {"cat", "bear", "dog"};
+  for (int64_t v = -2; v <= 2; ++v)
+    for (int n = 0; n < 3; ++n) {
+      // The script's sums: v, v * 11, v * 111 by name; 0, 10, 100 for v = 0.
+      const int64_t zero_sums[] = {0, 10, 100};
+      const int64_t digits = v == 0 ? zero_sums[n] : v * scale[n];
+      i8.add(key({str(i8_names[n]), sized(v, 1)}), digits);
+      i16.add(key({str(i16_names[n]), sized(v, 2)}), digits);
+      i32.add(key({str(i32_names[n]), i64(v)}), digits);
+      i64a.add(key({str(i64_names[n]), i64(v)}), digits);
+    }
+  PrintContext c = ctx();
+  c.quiet = true;
+  c.aggsortkey = true;
+  c.aggsortkeypos = 1;
+  c.aggsortrev = true;
+  std::string out;
+  print_aggregations_at_end(out, {&i8, &i16, &i32, &i64a}, c);
+  EXPECT_EQ(out, golden("tst.signedkeyspos.d.out"));
+}
+
 TEST_F(AggregateTest, ScalarFunctionsPrintAsDtrace) {
   Aggregation count("c", AggFn::kCount), sum("s", AggFn::kSum), avg("a", AggFn::kAvg), mn("mn", AggFn::kMin),
       mx("mx", AggFn::kMax), sd("sd", AggFn::kStddev);
