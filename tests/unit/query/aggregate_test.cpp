@@ -569,6 +569,43 @@ TEST_F(AggregateTest, PrintaJoinsAggregationsByKey) {
                      "                1                0\n  f" + pad + "                2              100\n");
 }
 
+// multiaggs/tst.many.d: printa joining aggregations, some of which never
+// aggregated anything (a quantize, an lquantize, a count, a min: they print
+// as zero-filled records), one named twice; then END prints the rest.
+TEST_F(AggregateTest, ManyJoinedAggregationsMatchDtraceSuite) {
+  // In the order the script names them: the never-run clause comes first.
+  AggParams lq;
+  lq.low = -10;
+  lq.high = 10;
+  lq.step = 1;
+  Aggregation a996("agg996", AggFn::kQuantize), a997("agg997", AggFn::kCount), a998("agg998", AggFn::kMin),
+      a999("agg999", AggFn::kLquantize, lq);
+  std::vector<std::unique_ptr<Aggregation>> sums;
+  for (int64_t i = 0; i <= 246; ++i) {
+    sums.push_back(std::make_unique<Aggregation>("agg" + std::to_string(i), AggFn::kSum));
+    sums.back()->add(key({i64(i)}), i);
+  }
+  auto agg = [&](int i) -> const Aggregation* { return sums[static_cast<size_t>(i)].get(); };
+  PrintContext c = ctx();
+  c.quiet = true;
+  std::string out;
+  ASSERT_TRUE(printa(out, "%8d %8@d %8@d\n", {agg(0), agg(1)}, c));
+  out += "\n";
+  ASSERT_TRUE(printa(out, "%8d %8@d %8@d\n", {agg(0), &a996}, c));
+  out += "\n";
+  ASSERT_TRUE(printa(out, "%4d %4@d %4@d %4@d %4@d %4@d %4@d %4@d %4@d %4@d %4@d %4@d\n",
+                     {agg(12), agg(3), agg(73), &a997, agg(9), agg(9), agg(4), &a998, agg(11), agg(23), agg(69)}, c));
+  out += "\n";
+  ASSERT_TRUE(printa(out, "%8d %8@d %8@d\n", {agg(245), agg(246)}, c));
+  out += "\n";
+  ASSERT_TRUE(printa(out, "%8d %8@d %8@d\n", {&a999, agg(246)}, c));
+  out += "\n";
+  std::vector<const Aggregation*> all{&a996, &a997, &a998, &a999};
+  for (const auto& a : sums) all.push_back(a.get());
+  print_aggregations_at_end(out, all, c);
+  EXPECT_EQ(out, golden("tst.many.d.out"));
+}
+
 TEST_F(AggregateTest, PrintaWithFormatAndHistograms) {
   Aggregation q("", AggFn::kQuantize);
   q.add(key({str("x")}), 1);
