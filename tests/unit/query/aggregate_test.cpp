@@ -1,8 +1,9 @@
 // The aggregations and their printing against dtrace's own outputs. Files
 // named tst.*.d.out under golden/ are the expected outputs of the dtrace
-// test suite (usr/src/cmd/dtrace/test/tst/common/aggs/) for the script of
-// the same name, which each test replays call by call; the other golden
-// files were worked out by hand from libdtrace's printing code.
+// test suite (usr/src/cmd/dtrace/test/tst/common/aggs/ and, for tst.many,
+// multiaggs/) for the script of the same name, which each test replays
+// call by call; the other golden files were worked out by hand from
+// libdtrace's printing code (dt_consume.c) and checked line by line.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -188,6 +189,27 @@ TEST_F(AggregateTest, SignedKeysPositionMatchesDtraceSuite) {
   std::string out;
   print_aggregations_at_end(out, {&i8, &i16, &i32, &i64a}, c);
   EXPECT_EQ(out, golden("tst.signedkeyspos.d.out"));
+}
+
+// tst.clear.d: the script's ticks replayed: sums for i = 0..9, printa,
+// clear, printa, sums for i = 11..19 (the tick that cleared also skipped
+// i = 10), printa, exit.
+TEST_F(AggregateTest, ClearMatchesDtraceSuite) {
+  Aggregation f("func", AggFn::kSum);
+  PrintContext c = ctx();
+  c.quiet = true;
+  std::string out;
+  for (int64_t i = 0; i < 10; ++i) f.add(key({i64(i % 5)}), i * 100);
+  out += "Aggregation data before clear():\n";
+  ASSERT_TRUE(printa(out, "", {&f}, c));
+  f.clear();
+  out += "Aggregation data after clear():\n";
+  ASSERT_TRUE(printa(out, "", {&f}, c));
+  for (int64_t i = 11; i < 20; ++i) f.add(key({i64(i % 5)}), i * 100);
+  out += "Final aggregation data:\n";
+  ASSERT_TRUE(printa(out, "", {&f}, c));
+  print_aggregations_at_end(out, {&f}, c);
+  EXPECT_EQ(out, golden("tst.clear.d.out"));
 }
 
 TEST_F(AggregateTest, ScalarFunctionsPrintAsDtrace) {
