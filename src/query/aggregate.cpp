@@ -89,31 +89,53 @@ using Entry = Aggregation::Entry;
 
 namespace {
 
+// Saturating arithmetic for llquantize's powers: factor^(high + 1) may not
+// fit in 64 bits (llquantize(x, 100, 0, 9, 100)); dtrace's kernel guards
+// the same overflow, and C++ must not overflow signed integers at all.
+int64_t smul(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
+}
+int64_t sadd(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_add_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
 // llquantize's buckets: one below factor^low, then per order of magnitude
 // from low to high, nsteps buckets (fewer while factor^(order+1) < nsteps),
 // the first factor-th of which overlap the previous order and are skipped;
 // one at and above factor^(high+1). Returns the index of the top bucket.
 int64_t llquantize_top(const AggParams& p) {
   int64_t base = 1, power = 1;
-  for (int64_t order = 0; order < p.magnitude_low; ++order) power *= p.factor;
-  power *= p.factor;
+  for (int64_t order = 0; order < p.magnitude_low; ++order) power = smul(power, p.factor);
+  power = smul(power, p.factor);
   for (int64_t order = p.magnitude_low; order <= p.magnitude_high; ++order) {
     const int64_t nbuckets = power > p.nsteps ? p.nsteps : power;
-    base += nbuckets - nbuckets / p.factor;
-    power *= p.factor;
+    base = sadd(base, nbuckets - nbuckets / p.factor);
+    power = smul(power, p.factor);
   }
   return base;
+}
+
+// The parameters dtrace's compiler accepts (factor >= 2, nsteps a multiple
+// of factor, 0 <= low <= high); anything else gets one bucket.
+bool llquantize_valid(const AggParams& p) {
+  return p.factor >= 2 && p.nsteps >= p.factor && p.nsteps % p.factor == 0 && p.magnitude_low >= 0 &&
+         p.magnitude_high >= p.magnitude_low && p.magnitude_high < 64 && llquantize_top(p) < (int64_t{1} << 20);
 }
 
 // dtrace_aggregate_llquantize_bucket.
 size_t llquantize_bucket(const AggParams& p, int64_t value) {
   int64_t power = 1, last, next;
   int64_t base = 1, order;
-  for (order = 0; order < p.magnitude_low; ++order) power *= p.factor;
+  for (order = 0; order < p.magnitude_low; ++order) power = smul(power, p.factor);
   if (value < (last = power)) return 0;
-  for (power *= p.factor; order <= p.magnitude_high; ++order) {
+  for (power = smul(power, p.factor); order <= p.magnitude_high; ++order) {
     const int64_t nbuckets = power > p.nsteps ? p.nsteps : power;
-    if ((next = power * p.factor) < power) value = power - 1;  // overflow: clamp as dtrace does
+    if (__builtin_mul_overflow(power, p.factor, &next)) {
+      next = INT64_MAX;
+      if (value >= power) value = power - 1;  // overflow: clamped into this order, as dtrace does
+    }
     if (value < power) return static_cast<size_t>(base + (value - last) / (power / nbuckets));
     base += nbuckets - nbuckets / p.factor;
     last = power;
@@ -122,24 +144,32 @@ size_t llquantize_bucket(const AggParams& p, int64_t value) {
   return static_cast<size_t>(base);
 }
 
+// dtrace_aggregate_quantize's bucket, by the value's highest bit: a
+// negative value goes to the bucket of the largest power of two its
+// magnitude reaches (-3 to "-2"), a positive one to that of the largest
+// power of two not above it.
 size_t quantize_bucket(int64_t value) {
   if (value < 0) {
-    for (int i = 0; i < kQuantizeZero; ++i)
-      if (value <= quantize_bucket_value(i)) return static_cast<size_t>(i);
-    return kQuantizeZero - 1;  // unreachable: -1 is bucket 62
+    const uint64_t magnitude = 0 - static_cast<uint64_t>(value);
+    const int k = std::min(63 - __builtin_clzll(magnitude), kQuantizeZero - 1);
+    return static_cast<size_t>(kQuantizeZero - 1 - k);
   }
-  for (int i = kQuantizeZero + 1; i < kQuantizeBuckets; ++i)
-    if (value < quantize_bucket_value(i)) return static_cast<size_t>(i - 1);
-  return kQuantizeBuckets - 1;
+  if (value == 0) return kQuantizeZero;
+  return static_cast<size_t>(kQuantizeZero + 1 + (63 - __builtin_clzll(static_cast<uint64_t>(value))));
 }
 
-int64_t lquantize_levels(const AggParams& p) { return p.step > 0 ? (p.high - p.low) / p.step : 0; }
+// At most 65535 levels: dtrace keeps them in 16 bits (its compiler refuses more).
+int64_t lquantize_levels(const AggParams& p) {
+  if (p.step <= 0 || p.high <= p.low) return 0;
+  const __int128 levels = (static_cast<__int128>(p.high) - p.low) / p.step;
+  return levels > 65535 ? 65535 : static_cast<int64_t>(levels);
+}
 
 size_t lquantize_bucket(const AggParams& p, int64_t value) {
   const int64_t levels = lquantize_levels(p);
   if (value < p.low) return 0;
   if (p.step <= 0) return static_cast<size_t>(levels + 1);  // the compiler refuses it; never divide by it
-  const int64_t level = (value - p.low) / p.step;
+  const __int128 level = (static_cast<__int128>(value) - p.low) / p.step;
   if (level < levels) return static_cast<size_t>(level + 1);
   return static_cast<size_t>(levels + 1);
 }
@@ -151,9 +181,7 @@ Aggregation::Aggregation(std::string name, AggFn fn, AggParams params)
   switch (fn_) {
     case AggFn::kQuantize: nbins_ = kQuantizeBuckets; break;
     case AggFn::kLquantize: nbins_ = static_cast<size_t>(lquantize_levels(params_) + 2); break;
-    case AggFn::kLlquantize:
-      nbins_ = params_.factor >= 2 && params_.nsteps > 0 ? static_cast<size_t>(llquantize_top(params_) + 1) : 1;
-      break;
+    case AggFn::kLlquantize: nbins_ = llquantize_valid(params_) ? static_cast<size_t>(llquantize_top(params_) + 1) : 1; break;
     default: break;
   }
 }
@@ -162,21 +190,42 @@ Aggregation::~Aggregation() = default;
 Aggregation::Aggregation(Aggregation&&) noexcept = default;
 Aggregation& Aggregation::operator=(Aggregation&&) noexcept = default;
 
-void Aggregation::add(const Key& key, int64_t value, int64_t incr) {
-  Entry* e;
-  auto it = index_.find(key);
-  if (it != index_.end()) {
-    e = entries_[it->second].get();
-  } else {
-    auto fresh = std::make_unique<Entry>();
-    fresh->key = key;
-    if (fn_ == AggFn::kMin) fresh->v[0] = INT64_MAX;
-    if (fn_ == AggFn::kMax) fresh->v[0] = INT64_MIN;
-    fresh->bins.assign(nbins_, 0);
-    index_.emplace(key, entries_.size());
-    e = fresh.get();
-    entries_.push_back(std::move(fresh));
+void Aggregation::rebuild_index() {
+  size_t capacity = 16;
+  while (capacity < entries_.size() * 2) capacity *= 2;
+  slots_.assign(capacity, 0);
+  const size_t mask = capacity - 1;
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    size_t at = entries_[i]->hash & mask;
+    while (slots_[at] != 0) at = (at + 1) & mask;
+    slots_[at] = static_cast<uint32_t>(i + 1);
   }
+}
+
+Aggregation::Entry* Aggregation::find_or_add(const Key& key) {
+  if (slots_.empty()) rebuild_index();
+  const size_t hash = KeyHash{}(key);
+  const size_t mask = slots_.size() - 1;
+  size_t at = hash & mask;
+  for (uint32_t slot; (slot = slots_[at]) != 0; at = (at + 1) & mask) {
+    Entry* e = entries_[slot - 1].get();
+    if (e->hash == hash && e->key == key) return e;
+  }
+  auto fresh = std::make_unique<Entry>();
+  fresh->key = key;
+  fresh->hash = hash;
+  if (fn_ == AggFn::kMin) fresh->v[0] = INT64_MAX;
+  if (fn_ == AggFn::kMax) fresh->v[0] = INT64_MIN;
+  fresh->bins.assign(nbins_, 0);
+  Entry* e = fresh.get();
+  entries_.push_back(std::move(fresh));
+  if (entries_.size() * 2 > slots_.size()) rebuild_index();
+  else slots_[at] = static_cast<uint32_t>(entries_.size());
+  return e;
+}
+
+void Aggregation::add(const Key& key, int64_t value, int64_t incr) {
+  Entry* e = find_or_add(key);
   // Unsigned arithmetic: D's sums wrap, they do not trap.
   auto wrap_add = [](int64_t& a, int64_t b) {
     a = static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
@@ -221,7 +270,7 @@ void Aggregation::clear() {
 
 void Aggregation::trunc() {
   entries_.clear();
-  index_.clear();
+  slots_.clear();
 }
 
 // dt_trunc: walk by value, largest first (n > 0) or smallest first (n < 0),
@@ -246,13 +295,10 @@ void Aggregation::trunc(int64_t n, const PrintContext* ctx) {
   std::vector<bool> kept(entries_.size(), false);
   for (size_t i = 0; i < keep; ++i) kept[order[i]] = true;
   std::vector<std::unique_ptr<Entry>> rest;
-  index_.clear();
-  for (size_t i = 0; i < entries_.size(); ++i) {
-    if (!kept[i]) continue;
-    index_.emplace(entries_[i]->key, rest.size());
-    rest.push_back(std::move(entries_[i]));
-  }
+  for (size_t i = 0; i < entries_.size(); ++i)
+    if (kept[i]) rest.push_back(std::move(entries_[i]));
   entries_ = std::move(rest);
+  rebuild_index();
 }
 
 bool Aggregation::normalize(int64_t n) {
@@ -276,7 +322,7 @@ int sign_of(T a, T b) {
 // dt_aggregate_lquantizedsum/zero: each bucket weighted by its value.
 void lquantize_weights(const AggParams& p, const Entry& e, long double& total, int64_t& zero) {
   const int64_t levels = lquantize_levels(p);
-  int64_t base = p.low;
+  __int128 base = p.low;
   total = static_cast<long double>(e.bins[0]) * static_cast<long double>(base - 1);
   zero = base - 1 == 0 ? e.bins[0] : 0;
   for (int64_t i = 0; i < levels; base += p.step, ++i) {
@@ -290,17 +336,19 @@ void lquantize_weights(const AggParams& p, const Entry& e, long double& total, i
 // The lower bound of each llquantize bucket, as dt_print_llquantize labels them.
 std::vector<int64_t> llquantize_labels(const AggParams& p, size_t nbins) {
   std::vector<int64_t> labels(nbins, 0);
+  if (nbins < 2) return labels;
   int64_t value = 1;
   int64_t order;
-  for (order = 0; order < p.magnitude_low; ++order) value *= p.factor;
-  int64_t next = value * p.factor;
+  for (order = 0; order < p.magnitude_low; ++order) value = smul(value, p.factor);
+  int64_t next = smul(value, p.factor);
   int64_t step = next > p.nsteps ? next / p.nsteps : 1;
   labels[0] = value - 1;
   size_t bin = 1;
   while (order <= p.magnitude_high && bin < nbins) {
     labels[bin++] = value;
-    if ((value += step) != next) continue;
-    next = value * p.factor;
+    if ((value = sadd(value, step)) < next) continue;
+    value = next;
+    next = smul(value, p.factor);
     step = next > p.nsteps ? next / p.nsteps : 1;
     ++order;
   }
@@ -620,10 +668,10 @@ void print_lquantize(std::string& out, const AggParams& p, const std::vector<int
       std::snprintf(c, sizeof c, "< %lld", static_cast<long long>(p.low));
       appendf(out, "%16s ", c);
     } else if (i == levels + 1) {
-      std::snprintf(c, sizeof c, ">= %lld", static_cast<long long>(p.low + levels * p.step));
+      std::snprintf(c, sizeof c, ">= %lld", static_cast<long long>(static_cast<__int128>(p.low) + static_cast<__int128>(levels) * p.step));
       appendf(out, "%16s ", c);
     } else {
-      appendf(out, "%16lld ", static_cast<long long>(p.low + (i - 1) * p.step));
+      appendf(out, "%16lld ", static_cast<long long>(static_cast<__int128>(p.low) + static_cast<__int128>(i - 1) * p.step));
     }
     quantline(out, data[static_cast<size_t>(i)], normal, total, positives, negatives);
   }
@@ -637,9 +685,14 @@ void print_llquantize(std::string& out, const AggParams& p, const std::vector<in
   bool positives, negatives;
   totals(data, first, last, total, positives, negatives);
   histogram_header(out);
+  if (levels < 2) {  // parameters dtrace refuses: the one bucket, unlabelled
+    appendf(out, "%16s ", "?");
+    quantline(out, data[0], normal, total, positives, negatives);
+    return;
+  }
   int64_t value = 1, order;
-  for (order = 0; order < p.magnitude_low; ++order) value *= p.factor;
-  int64_t next = value * p.factor;
+  for (order = 0; order < p.magnitude_low; ++order) value = smul(value, p.factor);
+  int64_t next = smul(value, p.factor);
   int64_t step = next > p.nsteps ? next / p.nsteps : 1;
   char c[32];
   if (first == 0) {
@@ -648,14 +701,15 @@ void print_llquantize(std::string& out, const AggParams& p, const std::vector<in
     quantline(out, data[0], normal, total, positives, negatives);
   }
   int bin = 1;
-  while (order <= p.magnitude_high) {
+  while (order <= p.magnitude_high && bin < levels - 1) {
     if (bin >= first && bin <= last) {
       appendf(out, "%16lld ", static_cast<long long>(value));
       quantline(out, data[static_cast<size_t>(bin)], normal, total, positives, negatives);
     }
     ++bin;
-    if ((value += step) != next) continue;
-    next = value * p.factor;
+    if ((value = sadd(value, step)) < next) continue;
+    value = next;
+    next = smul(value, p.factor);
     step = next > p.nsteps ? next / p.nsteps : 1;
     ++order;
   }

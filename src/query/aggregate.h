@@ -87,7 +87,11 @@ class Aggregation {
   mutable bool printed_ = false;
   size_t nbins_ = 0;  // quantize, lquantize, llquantize: buckets per key
   std::vector<std::unique_ptr<Entry>> entries_;  // in order of first add
-  std::unordered_map<Key, size_t, KeyHash> index_;
+  // Open addressing over entries_ (index + 1; 0 empty), a power of two at
+  // most half full: a probe costs a hash and, mostly, one key comparison.
+  std::vector<uint32_t> slots_;
+  Entry* find_or_add(const Key& key);
+  void rebuild_index();
 };
 
 // printa(@a): dtrace's default layout (keys, then the value right-aligned;
@@ -133,6 +137,15 @@ Status check_printf(const std::string& format, const std::vector<ArgType>& args,
 // (count's is unsigned, the others' signed). Keys left over are allowed.
 Status check_printa(const std::string& format, const std::vector<ArgType>& keys, AggFn fn,
                     const std::vector<std::string>& type_names = {});
+
+// printa(fmt, @a, @b): the aggregations must have keys of one signature
+// (dt_printa_validate): "printa( ): @a and @b do not have matching key
+// signatures: @a has 1 key, @b has 2 keys" or "printa( ): @b[ ] key #1 is
+// incompatible with @a: ...". Names without '@'; `*_names` the keys' D
+// type names (optional, as for check_printf).
+Status check_printa_keys(const std::string& first, const std::vector<ArgType>& first_keys,
+                         const std::vector<std::string>& first_names, const std::string& other,
+                         const std::vector<ArgType>& other_keys, const std::vector<std::string>& other_names);
 
 // trace(value): how D prints a traced value after the probe line (" %16lld"
 // for 8 bytes, " %8d" for 4, "  %-33s" for a string; bare when ctx.quiet).

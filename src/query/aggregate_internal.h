@@ -20,6 +20,7 @@ namespace callscope::query {
 // 128-bit sum of squares (low word first); the quantizations: bins.
 struct Aggregation::Entry {
   Key key;
+  size_t hash = 0;  // KeyHash of key
   int64_t v[4] = {0, 0, 0, 0};
   std::vector<int64_t> bins;
 };

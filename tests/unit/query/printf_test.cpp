@@ -57,6 +57,7 @@ TEST_F(PrintfTest, FlagsWidthsPrecisions) {
                                      Value::of_int(2), str("abcdef")}),
             "[   1][2   ][ab]");
   EXPECT_EQ(fmt("[%-8s][%8s][%.2s]", {str("ab"), str("ab"), str("abc")}), "[ab      ][      ab][ab]");
+  EXPECT_EQ(fmt("%*d", {Value::of_int(INT64_MIN), Value::of_int(1)}).size(), 65536u) << "widths are bounded";
   // %? is a pointer's width: 16 columns.
   EXPECT_EQ(fmt("[%?d]", {Value::of_int(1)}), "[               1]");
 }
@@ -199,6 +200,21 @@ TEST_F(PrintfTest, PrintaChecks) {
             "\tconversion: %s\n"
             "\t prototype: char [] or string (or use stringof)\n"
             "\t  argument: uint64_t");
+}
+
+TEST_F(PrintfTest, PrintaKeySignatures) {
+  using T = ArgType;
+  EXPECT_TRUE(check_printa_keys("a", {T::kString, T::kInteger}, {}, "b", {T::kString, T::kInteger}, {}).ok());
+  auto st = check_printa_keys("a", {T::kString}, {}, "b", {T::kString, T::kInteger}, {});
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().message(),
+            "printa( ): @a and @b do not have matching key signatures: @a has 1 key, @b has 2 keys");
+  st = check_printa_keys("a", {T::kString}, {"string"}, "bb", {T::kInteger}, {"int"});
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().message(),
+            "printa( ): @bb[ ] key #1 is incompatible with @a:\n"
+            "        a key #1: string\n"
+            "       bb key #1: int");
 }
 
 }  // namespace
