@@ -2,7 +2,8 @@
 // functions (dtrace's kernel arithmetic, dtrace_aggregate_* in dtrace.c),
 // the order of printing (dt_aggregate.c's comparisons, aggsort* options)
 // and the default layout of printa and of the end of tracing
-// (dt_consume.c: dt_print_aggs, dt_print_quantize and friends).
+// (dt_consume.c: dt_print_aggs). The histograms are quantize.cpp's, the
+// formats printf.cpp's.
 #include <algorithm>
 #include <cinttypes>
 #include <climits>
@@ -73,10 +74,29 @@ uint64_t stddev_of(const int64_t* v, uint64_t normal) {
   if (v[0] == 0 || normal == 0) return 0;
   const u128 squares = (u128{static_cast<uint64_t>(v[3])} << 64) | static_cast<uint64_t>(v[2]);
   const u128 avg_of_squares = squares / normal / normal / static_cast<uint64_t>(v[0]);
-  int64_t avg = v[1] / static_cast<int64_t>(normal) / v[0];
+  int64_t avg = sdiv(sdiv(v[1], static_cast<int64_t>(normal)), v[0]);
   if (avg < 0) avg = -avg;
   const u128 square_of_avg = u128{static_cast<uint64_t>(avg)} * static_cast<uint64_t>(avg);
   return sqrt128(avg_of_squares - square_of_avg);  // wraps as dtrace's does if truncation makes it negative
+}
+
+// Saturating arithmetic for llquantize's powers: factor^(high + 1) may not
+// fit in 64 bits (llquantize(x, 100, 0, 9, 100)); dtrace's kernel guards
+// the same overflow, and C++ must not overflow signed integers at all.
+int64_t smul(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
+}
+int64_t sadd(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_add_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
+// At most 65535 levels: dtrace keeps them in 16 bits (its compiler refuses more).
+int64_t lquantize_levels(const AggParams& p) {
+  if (p.step <= 0 || p.high <= p.low) return 0;
+  const __int128 levels = (static_cast<__int128>(p.high) - p.low) / p.step;
+  return levels > 65535 ? 65535 : static_cast<int64_t>(levels);
 }
 
 }  // namespace detail
@@ -84,7 +104,10 @@ uint64_t stddev_of(const int64_t* v, uint64_t normal) {
 using detail::appendf;
 using detail::kQuantizeBuckets;
 using detail::kQuantizeZero;
+using detail::lquantize_levels;
 using detail::quantize_bucket_value;
+using detail::sadd;
+using detail::smul;
 using Entry = Aggregation::Entry;
 
 namespace {
@@ -95,25 +118,35 @@ namespace {
 // one at and above factor^(high+1). Returns the index of the top bucket.
 int64_t llquantize_top(const AggParams& p) {
   int64_t base = 1, power = 1;
-  for (int64_t order = 0; order < p.magnitude_low; ++order) power *= p.factor;
-  power *= p.factor;
+  for (int64_t order = 0; order < p.magnitude_low; ++order) power = smul(power, p.factor);
+  power = smul(power, p.factor);
   for (int64_t order = p.magnitude_low; order <= p.magnitude_high; ++order) {
     const int64_t nbuckets = power > p.nsteps ? p.nsteps : power;
-    base += nbuckets - nbuckets / p.factor;
-    power *= p.factor;
+    base = sadd(base, nbuckets - nbuckets / p.factor);
+    power = smul(power, p.factor);
   }
   return base;
+}
+
+// The parameters dtrace's compiler accepts (factor >= 2, nsteps a multiple
+// of factor, 0 <= low <= high); anything else gets one bucket.
+bool llquantize_valid(const AggParams& p) {
+  return p.factor >= 2 && p.nsteps >= p.factor && p.nsteps % p.factor == 0 && p.magnitude_low >= 0 &&
+         p.magnitude_high >= p.magnitude_low && p.magnitude_high < 64 && llquantize_top(p) < (int64_t{1} << 20);
 }
 
 // dtrace_aggregate_llquantize_bucket.
 size_t llquantize_bucket(const AggParams& p, int64_t value) {
   int64_t power = 1, last, next;
   int64_t base = 1, order;
-  for (order = 0; order < p.magnitude_low; ++order) power *= p.factor;
+  for (order = 0; order < p.magnitude_low; ++order) power = smul(power, p.factor);
   if (value < (last = power)) return 0;
-  for (power *= p.factor; order <= p.magnitude_high; ++order) {
+  for (power = smul(power, p.factor); order <= p.magnitude_high; ++order) {
     const int64_t nbuckets = power > p.nsteps ? p.nsteps : power;
-    if ((next = power * p.factor) < power) value = power - 1;  // overflow: clamp as dtrace does
+    if (__builtin_mul_overflow(power, p.factor, &next)) {
+      next = INT64_MAX;
+      if (value >= power) value = power - 1;  // overflow: clamped into this order, as dtrace does
+    }
     if (value < power) return static_cast<size_t>(base + (value - last) / (power / nbuckets));
     base += nbuckets - nbuckets / p.factor;
     last = power;
@@ -122,24 +155,25 @@ size_t llquantize_bucket(const AggParams& p, int64_t value) {
   return static_cast<size_t>(base);
 }
 
+// dtrace_aggregate_quantize's bucket, by the value's highest bit: a
+// negative value goes to the bucket of the largest power of two its
+// magnitude reaches (-3 to "-2"), a positive one to that of the largest
+// power of two not above it.
 size_t quantize_bucket(int64_t value) {
   if (value < 0) {
-    for (int i = 0; i < kQuantizeZero; ++i)
-      if (value <= quantize_bucket_value(i)) return static_cast<size_t>(i);
-    return kQuantizeZero - 1;  // unreachable: -1 is bucket 62
+    const uint64_t magnitude = 0 - static_cast<uint64_t>(value);
+    const int k = std::min(63 - __builtin_clzll(magnitude), kQuantizeZero - 1);
+    return static_cast<size_t>(kQuantizeZero - 1 - k);
   }
-  for (int i = kQuantizeZero + 1; i < kQuantizeBuckets; ++i)
-    if (value < quantize_bucket_value(i)) return static_cast<size_t>(i - 1);
-  return kQuantizeBuckets - 1;
+  if (value == 0) return kQuantizeZero;
+  return static_cast<size_t>(kQuantizeZero + 1 + (63 - __builtin_clzll(static_cast<uint64_t>(value))));
 }
-
-int64_t lquantize_levels(const AggParams& p) { return p.step > 0 ? (p.high - p.low) / p.step : 0; }
 
 size_t lquantize_bucket(const AggParams& p, int64_t value) {
   const int64_t levels = lquantize_levels(p);
   if (value < p.low) return 0;
   if (p.step <= 0) return static_cast<size_t>(levels + 1);  // the compiler refuses it; never divide by it
-  const int64_t level = (value - p.low) / p.step;
+  const __int128 level = (static_cast<__int128>(value) - p.low) / p.step;
   if (level < levels) return static_cast<size_t>(level + 1);
   return static_cast<size_t>(levels + 1);
 }
@@ -151,9 +185,7 @@ Aggregation::Aggregation(std::string name, AggFn fn, AggParams params)
   switch (fn_) {
     case AggFn::kQuantize: nbins_ = kQuantizeBuckets; break;
     case AggFn::kLquantize: nbins_ = static_cast<size_t>(lquantize_levels(params_) + 2); break;
-    case AggFn::kLlquantize:
-      nbins_ = params_.factor >= 2 && params_.nsteps > 0 ? static_cast<size_t>(llquantize_top(params_) + 1) : 1;
-      break;
+    case AggFn::kLlquantize: nbins_ = llquantize_valid(params_) ? static_cast<size_t>(llquantize_top(params_) + 1) : 1; break;
     default: break;
   }
 }
@@ -162,21 +194,42 @@ Aggregation::~Aggregation() = default;
 Aggregation::Aggregation(Aggregation&&) noexcept = default;
 Aggregation& Aggregation::operator=(Aggregation&&) noexcept = default;
 
-void Aggregation::add(const Key& key, int64_t value, int64_t incr) {
-  Entry* e;
-  auto it = index_.find(key);
-  if (it != index_.end()) {
-    e = entries_[it->second].get();
-  } else {
-    auto fresh = std::make_unique<Entry>();
-    fresh->key = key;
-    if (fn_ == AggFn::kMin) fresh->v[0] = INT64_MAX;
-    if (fn_ == AggFn::kMax) fresh->v[0] = INT64_MIN;
-    fresh->bins.assign(nbins_, 0);
-    index_.emplace(key, entries_.size());
-    e = fresh.get();
-    entries_.push_back(std::move(fresh));
+void Aggregation::rebuild_index() {
+  size_t capacity = 16;
+  while (capacity < entries_.size() * 2) capacity *= 2;
+  slots_.assign(capacity, 0);
+  const size_t mask = capacity - 1;
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    size_t at = entries_[i]->hash & mask;
+    while (slots_[at] != 0) at = (at + 1) & mask;
+    slots_[at] = static_cast<uint32_t>(i + 1);
   }
+}
+
+Aggregation::Entry* Aggregation::find_or_add(const Key& key) {
+  if (slots_.empty()) rebuild_index();
+  const size_t hash = KeyHash{}(key);
+  const size_t mask = slots_.size() - 1;
+  size_t at = hash & mask;
+  for (uint32_t slot; (slot = slots_[at]) != 0; at = (at + 1) & mask) {
+    Entry* e = entries_[slot - 1].get();
+    if (e->hash == hash && e->key == key) return e;
+  }
+  auto fresh = std::make_unique<Entry>();
+  fresh->key = key;
+  fresh->hash = hash;
+  if (fn_ == AggFn::kMin) fresh->v[0] = INT64_MAX;
+  if (fn_ == AggFn::kMax) fresh->v[0] = INT64_MIN;
+  fresh->bins.assign(nbins_, 0);
+  Entry* e = fresh.get();
+  entries_.push_back(std::move(fresh));
+  if (entries_.size() * 2 > slots_.size()) rebuild_index();
+  else slots_[at] = static_cast<uint32_t>(entries_.size());
+  return e;
+}
+
+void Aggregation::add(const Key& key, int64_t value, int64_t incr) {
+  Entry* e = find_or_add(key);
   // Unsigned arithmetic: D's sums wrap, they do not trap.
   auto wrap_add = [](int64_t& a, int64_t b) {
     a = static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
@@ -221,17 +274,21 @@ void Aggregation::clear() {
 
 void Aggregation::trunc() {
   entries_.clear();
-  index_.clear();
+  slots_.clear();
 }
 
 // dt_trunc: walk by value, largest first (n > 0) or smallest first (n < 0),
 // keep |n| entries. The aggsort options play no part.
-void Aggregation::trunc(int64_t n) {
+void Aggregation::trunc(int64_t n, const PrintContext* ctx) {
   if (n == 0) return trunc();
   const bool smallest = n < 0;
   const uint64_t keep = smallest ? 0 - static_cast<uint64_t>(n) : static_cast<uint64_t>(n);
   if (keep >= entries_.size()) return;
   PrintContext plain;
+  if (ctx != nullptr) {
+    plain.strings = ctx->strings;
+    plain.stacks = ctx->stacks;
+  }
   std::vector<size_t> order(entries_.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -242,16 +299,17 @@ void Aggregation::trunc(int64_t n) {
   std::vector<bool> kept(entries_.size(), false);
   for (size_t i = 0; i < keep; ++i) kept[order[i]] = true;
   std::vector<std::unique_ptr<Entry>> rest;
-  index_.clear();
-  for (size_t i = 0; i < entries_.size(); ++i) {
-    if (!kept[i]) continue;
-    index_.emplace(entries_[i]->key, rest.size());
-    rest.push_back(std::move(entries_[i]));
-  }
+  for (size_t i = 0; i < entries_.size(); ++i)
+    if (kept[i]) rest.push_back(std::move(entries_[i]));
   entries_ = std::move(rest);
+  rebuild_index();
 }
 
-void Aggregation::normalize(int64_t n) { normal_ = n; }
+bool Aggregation::normalize(int64_t n) {
+  if (n == 0) return false;
+  normal_ = n;
+  return true;
+}
 void Aggregation::denormalize() { normal_ = 1; }
 bool Aggregation::empty() const { return entries_.empty(); }
 
@@ -268,7 +326,7 @@ int sign_of(T a, T b) {
 // dt_aggregate_lquantizedsum/zero: each bucket weighted by its value.
 void lquantize_weights(const AggParams& p, const Entry& e, long double& total, int64_t& zero) {
   const int64_t levels = lquantize_levels(p);
-  int64_t base = p.low;
+  __int128 base = p.low;
   total = static_cast<long double>(e.bins[0]) * static_cast<long double>(base - 1);
   zero = base - 1 == 0 ? e.bins[0] : 0;
   for (int64_t i = 0; i < levels; base += p.step, ++i) {
@@ -282,17 +340,19 @@ void lquantize_weights(const AggParams& p, const Entry& e, long double& total, i
 // The lower bound of each llquantize bucket, as dt_print_llquantize labels them.
 std::vector<int64_t> llquantize_labels(const AggParams& p, size_t nbins) {
   std::vector<int64_t> labels(nbins, 0);
+  if (nbins < 2) return labels;
   int64_t value = 1;
   int64_t order;
-  for (order = 0; order < p.magnitude_low; ++order) value *= p.factor;
-  int64_t next = value * p.factor;
+  for (order = 0; order < p.magnitude_low; ++order) value = smul(value, p.factor);
+  int64_t next = smul(value, p.factor);
   int64_t step = next > p.nsteps ? next / p.nsteps : 1;
   labels[0] = value - 1;
   size_t bin = 1;
   while (order <= p.magnitude_high && bin < nbins) {
     labels[bin++] = value;
-    if ((value += step) != next) continue;
-    next = value * p.factor;
+    if ((value = sadd(value, step)) < next) continue;
+    value = next;
+    next = smul(value, p.factor);
     step = next > p.nsteps ? next / p.nsteps : 1;
     ++order;
   }
@@ -309,7 +369,7 @@ int compare_values(const Aggregation& agg, const Entry& a, const Entry& b) {
     case AggFn::kMin:
     case AggFn::kMax: return sign_of(a.v[0], b.v[0]);
     case AggFn::kAvg: {
-      const int64_t la = a.v[0] ? a.v[1] / a.v[0] : 0, ra = b.v[0] ? b.v[1] / b.v[0] : 0;
+      const int64_t la = sdiv(a.v[1], a.v[0]), ra = sdiv(b.v[1], b.v[0]);
       return sign_of(la, ra);
     }
     case AggFn::kStddev: return sign_of(stddev_of(a.v, 1), stddev_of(b.v, 1));
@@ -499,174 +559,6 @@ void print_ustack(std::string& out, const Value& v, const PrintContext& ctx, con
   }
 }
 
-namespace {
-
-constexpr const char kAts[] = "@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@";
-constexpr const char kSpaces[] = "                                        ";
-constexpr unsigned kBar = 40;
-
-long double magnitude(int64_t v) {
-  const auto d = static_cast<long double>(v);
-  return d < 0 ? -d : d;
-}
-
-// dt_print_quantline: the bar and the count. (long long)val / normal in
-// dtrace divides as unsigned: the same bits for normal 1.
-void quantline(std::string& out, int64_t val, uint64_t normal, long double total, bool positives,
-               bool negatives) {
-  const long long shown = static_cast<long long>(static_cast<uint64_t>(val) / normal);
-  unsigned len = kBar;
-  const char* ats = kAts;
-  const char* spaces = kSpaces;
-  if (!negatives) {
-    unsigned depth = 0;
-    if (positives) depth = static_cast<unsigned>(magnitude(val) * len / total + 0.5L);
-    appendf(out, "|%s%s %-9lld\n", ats + len - depth, spaces + depth, shown);
-    return;
-  }
-  if (!positives) {
-    const auto depth = static_cast<unsigned>(magnitude(val) * len / total + 0.5L);
-    appendf(out, "%s%s| %-9lld\n", spaces + depth, ats + len - depth, shown);
-    return;
-  }
-  // Both signs: half-length bars either side of a centre line.
-  len /= 2;
-  ats += len;
-  spaces += len;
-  const auto depth = static_cast<unsigned>(magnitude(val) * len / total + 0.5L);
-  if (val <= 0)
-    appendf(out, "%s%s|%*s %-9lld\n", spaces + depth, ats + len - depth, static_cast<int>(len), "", shown);
-  else
-    appendf(out, "%20s|%s%s %-9lld\n", "", ats + len - depth, spaces + depth, shown);
-}
-
-void histogram_header(std::string& out) {
-  appendf(out, "\n%16s %41s %-9s\n", "value", "------------- Distribution -------------", "count");
-}
-
-// The rows printed: from the bucket before the first non-zero one to the
-// bucket after the last; `empty_first`/`empty_last` when all are zero.
-void trim(const std::vector<int64_t>& data, int empty_first, int empty_last, int& first, int& last) {
-  const int n = static_cast<int>(data.size());
-  first = 0;
-  while (first < n && data[static_cast<size_t>(first)] == 0) ++first;
-  if (first == n) {
-    first = empty_first;
-    last = empty_last;
-    return;
-  }
-  if (first > 0) --first;
-  last = n - 1;
-  while (last > 0 && data[static_cast<size_t>(last)] == 0) --last;
-  if (last < n - 1) ++last;
-}
-
-void totals(const std::vector<int64_t>& data, int first, int last, long double& total, bool& positives,
-            bool& negatives) {
-  total = 0;
-  positives = negatives = false;
-  for (int i = first; i <= last; ++i) {
-    const int64_t v = data[static_cast<size_t>(i)];
-    positives |= v > 0;
-    negatives |= v < 0;
-    total += magnitude(v);
-  }
-}
-
-void print_quantize(std::string& out, const std::vector<int64_t>& data, uint64_t normal) {
-  int first, last;
-  // dt_print_quantize scans to the next-to-last bucket only: all zero
-  // there prints the buckets around zero.
-  first = 0;
-  while (first < kQuantizeBuckets - 1 && data[static_cast<size_t>(first)] == 0) ++first;
-  if (first == kQuantizeBuckets - 1) {
-    first = kQuantizeZero - 1;
-    last = kQuantizeZero + 1;
-  } else {
-    if (first > 0) --first;
-    last = kQuantizeBuckets - 1;
-    while (last > 0 && data[static_cast<size_t>(last)] == 0) --last;
-    if (last < kQuantizeBuckets - 1) ++last;
-  }
-  long double total;
-  bool positives, negatives;
-  totals(data, first, last, total, positives, negatives);
-  histogram_header(out);
-  for (int i = first; i <= last; ++i) {
-    appendf(out, "%16lld ", static_cast<long long>(quantize_bucket_value(i)));
-    quantline(out, data[static_cast<size_t>(i)], normal, total, positives, negatives);
-  }
-}
-
-void print_lquantize(std::string& out, const AggParams& p, const std::vector<int64_t>& data, uint64_t normal) {
-  const int levels = static_cast<int>(lquantize_levels(p));
-  int first, last;
-  trim(data, 0, 2, first, last);
-  long double total;
-  bool positives, negatives;
-  totals(data, first, last, total, positives, negatives);
-  histogram_header(out);
-  for (int i = first; i <= last; ++i) {
-    char c[32];
-    if (i == 0) {
-      std::snprintf(c, sizeof c, "< %lld", static_cast<long long>(p.low));
-      appendf(out, "%16s ", c);
-    } else if (i == levels + 1) {
-      std::snprintf(c, sizeof c, ">= %lld", static_cast<long long>(p.low + levels * p.step));
-      appendf(out, "%16s ", c);
-    } else {
-      appendf(out, "%16lld ", static_cast<long long>(p.low + (i - 1) * p.step));
-    }
-    quantline(out, data[static_cast<size_t>(i)], normal, total, positives, negatives);
-  }
-}
-
-void print_llquantize(std::string& out, const AggParams& p, const std::vector<int64_t>& data, uint64_t normal) {
-  const int levels = static_cast<int>(data.size());
-  int first, last;
-  trim(data, 0, 1, first, last);
-  long double total;
-  bool positives, negatives;
-  totals(data, first, last, total, positives, negatives);
-  histogram_header(out);
-  int64_t value = 1, order;
-  for (order = 0; order < p.magnitude_low; ++order) value *= p.factor;
-  int64_t next = value * p.factor;
-  int64_t step = next > p.nsteps ? next / p.nsteps : 1;
-  char c[32];
-  if (first == 0) {
-    std::snprintf(c, sizeof c, "< %lld", static_cast<long long>(value));
-    appendf(out, "%16s ", c);
-    quantline(out, data[0], normal, total, positives, negatives);
-  }
-  int bin = 1;
-  while (order <= p.magnitude_high) {
-    if (bin >= first && bin <= last) {
-      appendf(out, "%16lld ", static_cast<long long>(value));
-      quantline(out, data[static_cast<size_t>(bin)], normal, total, positives, negatives);
-    }
-    ++bin;
-    if ((value += step) != next) continue;
-    next = value * p.factor;
-    step = next > p.nsteps ? next / p.nsteps : 1;
-    ++order;
-  }
-  if (last < bin || bin >= levels) return;
-  std::snprintf(c, sizeof c, ">= %lld", static_cast<long long>(value));
-  appendf(out, "%16s ", c);
-  quantline(out, data[static_cast<size_t>(bin)], normal, total, positives, negatives);
-}
-
-}  // namespace
-
-void print_histogram(std::string& out, const Aggregation& agg, const Entry& e, uint64_t normal) {
-  switch (agg.fn()) {
-    case AggFn::kQuantize: print_quantize(out, e.bins, normal); break;
-    case AggFn::kLquantize: print_lquantize(out, agg.params(), e.bins, normal); break;
-    case AggFn::kLlquantize: print_llquantize(out, agg.params(), e.bins, normal); break;
-    default: break;
-  }
-}
 
 }  // namespace detail
 
@@ -704,7 +596,7 @@ void print_value(std::string& out, const Aggregation& agg, const Entry& e) {
       appendf(out, " %16lld", static_cast<long long>(static_cast<uint64_t>(e.v[0]) / normal));
       break;
     case AggFn::kAvg:
-      appendf(out, " %16lld", e.v[0] != 0 ? static_cast<long long>(e.v[1] / agg.normal() / e.v[0]) : 0LL);
+      appendf(out, " %16lld", static_cast<long long>(detail::sdiv(detail::sdiv(e.v[1], agg.normal()), e.v[0])));
       break;
     case AggFn::kStddev:
       appendf(out, " %16llu", e.v[0] != 0 ? static_cast<unsigned long long>(detail::stddev_of(e.v, normal)) : 0ULL);

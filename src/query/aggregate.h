@@ -61,9 +61,13 @@ class Aggregation {
   // trunc(@, n): only the n largest kept (n < 0: the -n smallest).
   void clear();
   void trunc();
-  void trunc(int64_t n);
+  // `ctx` (its strings and stacks) breaks ties between equal values by key
+  // as dtrace does; without it keys tie-break by their interned ids.
+  void trunc(int64_t n, const PrintContext* ctx = nullptr);
   // normalize(@, n): printed values divided by n; denormalize(@) undoes it.
-  void normalize(int64_t n);
+  // n == 0 is refused (false, the normal unchanged): dtrace aborts on it,
+  // the caller reports the fault.
+  bool normalize(int64_t n);
   void denormalize();
   bool empty() const;
   int64_t normal() const { return normal_; }
@@ -83,7 +87,11 @@ class Aggregation {
   mutable bool printed_ = false;
   size_t nbins_ = 0;  // quantize, lquantize, llquantize: buckets per key
   std::vector<std::unique_ptr<Entry>> entries_;  // in order of first add
-  std::unordered_map<Key, size_t, KeyHash> index_;
+  // Open addressing over entries_ (index + 1; 0 empty), a power of two at
+  // most half full: a probe costs a hash and, mostly, one key comparison.
+  std::vector<uint32_t> slots_;
+  Entry* find_or_add(const Key& key);
+  void rebuild_index();
 };
 
 // printa(@a): dtrace's default layout (keys, then the value right-aligned;
@@ -130,10 +138,26 @@ Status check_printf(const std::string& format, const std::vector<ArgType>& args,
 Status check_printa(const std::string& format, const std::vector<ArgType>& keys, AggFn fn,
                     const std::vector<std::string>& type_names = {});
 
+// printa(fmt, @a, @b): the aggregations must have keys of one signature
+// (dt_printa_validate): "printa( ): @a and @b do not have matching key
+// signatures: @a has 1 key, @b has 2 keys" or "printa( ): @b[ ] key #1 is
+// incompatible with @a: ...". Names without '@'; `*_names` the keys' D
+// type names (optional, as for check_printf).
+Status check_printa_keys(const std::string& first, const std::vector<ArgType>& first_keys,
+                         const std::vector<std::string>& first_names, const std::string& other,
+                         const std::vector<ArgType>& other_keys, const std::vector<std::string>& other_names);
+
 // trace(value): how D prints a traced value after the probe line (" %16lld"
 // for 8 bytes, " %8d" for 4, "  %-33s" for a string; bare when ctx.quiet).
 // A kStack value prints as the ustack() action does, a kSym as usym/ufunc/umod.
 void format_trace(std::string& out, const Value& v, const PrintContext& ctx);
+
+// print(value): dtrace's typed printing (dt_print.c) of a scalar: the type
+// name, a space, the value (integers in hex as "%#llx", a char as 'c',
+// a string quoted), a newline: "int 0xa", "string \"foo\"". `type_name` is
+// the D type the compiler gave the expression; empty: int64_t, uint64_t,
+// string by the value's kind.
+void format_print(std::string& out, const Value& v, const std::string& type_name, const PrintContext& ctx);
 
 // The default output of a probe firing when not quiet: the header before
 // the first firing ("CPU     ID                    FUNCTION:NAME") and, per

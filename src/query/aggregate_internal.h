@@ -20,6 +20,7 @@ namespace callscope::query {
 // 128-bit sum of squares (low word first); the quantizations: bins.
 struct Aggregation::Entry {
   Key key;
+  size_t hash = 0;  // KeyHash of key
   int64_t v[4] = {0, 0, 0, 0};
   std::vector<int64_t> bins;
 };
@@ -32,8 +33,21 @@ inline constexpr int kQuantizeZero = 63;      // DTRACE_QUANTIZE_ZEROBUCKET
 // The lower bound of quantize bucket `b`: ..., -2, -1, 0, 1, 2, 4, ...
 int64_t quantize_bucket_value(int b);
 
+// Saturating int64_t product and sum (llquantize's powers of the factor).
+int64_t smul(int64_t a, int64_t b);
+int64_t sadd(int64_t a, int64_t b);
+// lquantize's levels: (high - low) / step, at most 65535.
+int64_t lquantize_levels(const AggParams& p);
+
 void appendf(std::string& out, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 void vappendf(std::string& out, const char* fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+
+// a / b in int64_t without C's traps: 0 for b == 0, INT64_MIN / -1 wraps.
+inline int64_t sdiv(int64_t a, int64_t b) {
+  if (b == 0) return 0;
+  if (b == -1) return static_cast<int64_t>(0 - static_cast<uint64_t>(a));
+  return a / b;
+}
 
 // dtrace's dt_stddev: integer arithmetic on the 128-bit sum of squares.
 uint64_t stddev_of(const int64_t* v, uint64_t normal);

@@ -55,6 +55,7 @@ struct Expr {
 
   // Set by the compiler.
   Type type = Type::kNone;
+  uint8_t bytes = 8;  // integers: the size of the D type (4: int, pid_t; 8: int64_t, uint64_t)
   VarKind var = VarKind::kNone;
   uint32_t slot = 0;  // the variable's, the built-in's or the aggregation's index
 };

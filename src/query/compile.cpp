@@ -178,7 +178,7 @@ class Checker {
       fail(line, "undefined aggregation @" + name + ": no @" + name + " = ...( ) in the script");
       return 0;
     }
-    p_.aggs.push_back(AggInfo{name, AggFn::kCount, {}, {}, line, false});
+    p_.aggs.push_back(AggInfo{name, AggFn::kCount, {}, {}, {}, line, false});
     return static_cast<uint32_t>(p_.aggs.size() - 1);
   }
 
@@ -262,6 +262,7 @@ class Checker {
     AggInfo& a = p_.aggs[slot];
     if (!a.defined) {
       a.fn = it->fn, a.params = params, a.keys = keys, a.line = s.line, a.defined = true;
+      for (const auto& k : s.keys) a.key_names.push_back(d_type_name(*k));
       return;
     }
     if (a.fn != it->fn || (a.fn == AggFn::kLquantize || a.fn == AggFn::kLlquantize
@@ -312,11 +313,14 @@ class Checker {
     }
     uint32_t slot;
     if (!find(*vars, lhs.name, slot)) {
-      vars->push_back(VarInfo{lhs.name, t, {}, line});
+      vars->push_back(VarInfo{lhs.name, t, rhs_bytes_, {}, line});
       slot = static_cast<uint32_t>(vars->size() - 1);
     }
     VarInfo& v = (*vars)[slot];
-    if (v.type == Type::kNone) v.type = t;
+    if (v.type == Type::kNone) v.type = t, v.bytes = rhs_bytes_;
+    // An integer variable is as wide as the widest value stored in it
+    // (self->ts = 0 before self->ts = timestamp must not cut timestamps).
+    if (is_integer(v.type) && is_integer(t) && rhs_bytes_ > v.bytes) v.type = t, v.bytes = rhs_bytes_;
     if (t == Type::kVoid || t == Type::kStack) {
       if (!infer_) fail(line, std::string(t == Type::kVoid ? "void" : "stack") + " values cannot be stored in variables");
     } else if (!infer_ && !compatible(v.type, t)) {
@@ -325,6 +329,13 @@ class Checker {
     lhs.var = kind;
     lhs.slot = slot;
     lhs.type = v.type;
+  }
+
+  // Whether a variable has been given a type by an assignment.
+  bool known(const Expr& e) const {
+    const Vars* vars = e.kind == ExprKind::kSelf ? &p_.thread_vars : e.kind == ExprKind::kThis ? &p_.clause_vars : e.kind == ExprKind::kIndex ? &p_.arrays : &p_.globals;
+    uint32_t slot;
+    return find(*vars, e.name, slot) && (*vars)[slot].type != Type::kNone;
   }
 
   // Reads a variable; kNone while the type is still unknown.
@@ -365,7 +376,43 @@ class Checker {
   Type expr(Expr& e, bool statement) {
     if (err_) return Type::kNone;
     e.type = compute(e, statement);
+    e.bytes = size_of(e);
     return e.type;
+  }
+
+  // The size of an integer expression's D type, as C's conversions give it
+  // (at least an int's 4 bytes for arithmetic).
+  uint8_t size_of(Expr& e) {
+    auto wider = [](uint8_t a, uint8_t b) { return std::max<uint8_t>({a, b, 4}); };
+    switch (e.kind) {
+      case ExprKind::kInt:
+        return !e.is_unsigned && e.value <= static_cast<uint64_t>(INT32_MAX) ? 4 : 8;
+      case ExprKind::kIdent:
+        if (e.var == VarKind::kBuiltin) return builtin_bytes(static_cast<Builtin>(e.slot));
+        [[fallthrough]];
+      case ExprKind::kSelf:
+      case ExprKind::kThis:
+      case ExprKind::kIndex: {
+        const Vars* vars = e.var == VarKind::kThread ? &p_.thread_vars : e.var == VarKind::kClause ? &p_.clause_vars : e.var == VarKind::kArray ? &p_.arrays : &p_.globals;
+        return e.slot < vars->size() ? (*vars)[e.slot].bytes : 8;
+      }
+      case ExprKind::kCast: return static_cast<uint8_t>(std::max(1, e.cast_bits / 8));
+      case ExprKind::kUnary: return e.op == "!" ? 4 : wider(e.args[0]->bytes, 4);
+      case ExprKind::kIncDec: return e.args[0]->bytes;
+      case ExprKind::kBinary:
+        if (e.op == "&&" || e.op == "||" || e.op == "^^" || e.op == "==" || e.op == "!=" || e.op == "<" ||
+            e.op == "<=" || e.op == ">" || e.op == ">=")
+          return 4;
+        if (e.op == "<<" || e.op == ">>") return wider(e.args[0]->bytes, 4);
+        return wider(e.args[0]->bytes, e.args[1]->bytes);
+      case ExprKind::kTernary: return wider(e.args[1]->bytes, e.args[2]->bytes);
+      case ExprKind::kAssign: return e.args[0]->bytes;
+      case ExprKind::kCall: {
+        const auto f = static_cast<Func>(e.slot);
+        return f == Func::kIndex || f == Func::kRindex || f == Func::kSpeculation || f == Func::kRand ? 4 : 8;
+      }
+      default: return 8;
+    }
   }
 
   Type arith(const Expr& e, Type a, Type b) {
@@ -374,6 +421,8 @@ class Checker {
       fail(e.line, "operator " + e.op + " requires operands of integral type, not \"" + type_name(a) + "\" and \"" + type_name(b) + "\"");
       return Type::kNone;
     }
+    const uint8_t ba = std::max<uint8_t>(e.args[0]->bytes, 4), bb = std::max<uint8_t>(e.args[1]->bytes, 4);
+    if (ba != bb) return ba > bb ? a : b;  // the wider type wins
     return a == Type::kUint || b == Type::kUint ? Type::kUint : Type::kInt;
   }
 
@@ -427,6 +476,17 @@ class Checker {
       }
       case ExprKind::kIncDec: {
         Expr& v = *e.args[0];
+        // x++ and self->depth++ declare an int when nothing assigned the
+        // variable before, as D does.
+        if (v.kind != ExprKind::kIdent || !builtin_type(v.name)) {
+          if (!known(v)) {
+            if (v.kind == ExprKind::kIndex)
+              for (auto& k : v.args) expr(*k, false);
+            rhs_bytes_ = 4;
+            assign_var(v, Type::kInt, e.line);
+            if (v.kind == ExprKind::kIndex) index_keys(v);
+          }
+        }
         const Type t = expr(v, false);
         if (t != Type::kNone && !is_integer(t)) fail(e.line, "operator " + e.op + " requires an operand of integral type, not \"" + type_name(t) + "\"");
         if (v.kind == ExprKind::kIdent && v.var == VarKind::kBuiltin) fail(e.line, "operator " + e.op + " can only be applied to a writable variable");
@@ -461,11 +521,8 @@ class Checker {
       }
       case ExprKind::kAssign: {
         Expr& lhs = *e.args[0];
-        if (lhs.kind == ExprKind::kIndex) {
-          index_keys(lhs);
-        }
         const Type r = expr(*e.args[1], false);
-        if (e.op != "=") {
+        if (e.op != "=" && !(lhs.kind != ExprKind::kIdent || !builtin_type(lhs.name) ? !known(lhs) : false)) {
           const Type l = lhs.kind == ExprKind::kIdent && builtin_type(lhs.name) ? Type::kInt : read_var(lhs);
           if (l != Type::kNone && r != Type::kNone && (!is_integer(l) || !is_integer(r)))
             fail(e.line, "operator " + e.op + " requires operands of integral type, not \"" + type_name(l) + "\" and \"" + type_name(r) + "\"");
@@ -476,7 +533,9 @@ class Checker {
           uint32_t s;
           if (!find(*vars, lhs.name, s)) return Type::kNone;
         }
+        rhs_bytes_ = e.args[1]->bytes;
         assign_var(lhs, r == Type::kNone ? Type::kNone : r, e.line);
+        if (lhs.kind == ExprKind::kIndex) index_keys(lhs);
         return lhs.type;
       }
       case ExprKind::kCall:
@@ -534,6 +593,15 @@ class Checker {
         }
         if (!infer_) e.args[i]->slot = agg_slot(e.args[i]->name, e.line, false);
       }
+      if (!infer_ && !err_ && e.args[0]->kind == ExprKind::kString) {
+        const AggInfo& a = p_.aggs[e.args[1]->slot];
+        std::vector<ArgType> keys;
+        std::vector<std::string> names;
+        for (size_t k = 0; k < a.keys.size(); ++k)
+          keys.push_back(arg_type(a.keys[k])), names.push_back(k < a.key_names.size() ? a.key_names[k] : type_name(a.keys[k]));
+        auto st = check_printa(e.args[0]->name, keys, a.fn, names);
+        if (!st) fail(e.line, st.error().message());
+      }
       return Type::kVoid;
     }
     if (*f == Func::kTrunc || *f == Func::kClear || *f == Func::kNormalize || *f == Func::kDenormalize) {
@@ -574,14 +642,16 @@ class Checker {
         return sig.ret;
       }
       std::vector<ArgType> at;
-      for (size_t i = 1; i < n; ++i) at.push_back(arg_type(types[i]));
-      auto st = check_printf(e.args[0]->name, at);
+      std::vector<std::string> names;
+      for (size_t i = 1; i < n; ++i) at.push_back(arg_type(types[i])), names.push_back(d_type_name(*e.args[i]));
+      auto st = check_printf(e.args[0]->name, at, names);
       if (!st) fail(e.line, st.error().message());
     }
     return sig.ret;
   }
 
   CompiledProgram& p_;
+  uint8_t rhs_bytes_ = 8;  // the size of the value assign_var() stores
   bool infer_ = false;
   std::optional<Error> err_;
 };
@@ -639,7 +709,9 @@ Result<std::shared_ptr<const Program>> compile(std::string_view source, const st
     out = v;
     return ok_status();
   };
-  int64_t nspec = 1, strsize = 256;
+  int64_t nspec = 1, strsize = 256, pos = 0;
+  CALLSCOPE_CHECK(number("aggsortpos", 0, INT32_MAX, pos));
+  CALLSCOPE_CHECK(number("aggsortkeypos", 0, INT32_MAX, pos));
   CALLSCOPE_CHECK(number("nspec", 1, 1 << 16, nspec));
   CALLSCOPE_CHECK(number("strsize", 2, 1 << 20, strsize));
   prog->nspec = static_cast<int>(nspec);

@@ -36,6 +36,7 @@ enum class Func : uint8_t {
 struct VarInfo {
   std::string name;
   Type type = Type::kNone;
+  uint8_t bytes = 8;       // integers: the size of the first assignment's type
   std::vector<Type> keys;  // associative arrays
   int line = 0;            // first assignment
 };
@@ -45,6 +46,7 @@ struct AggInfo {
   AggFn fn = AggFn::kCount;
   AggParams params;
   std::vector<Type> keys;
+  std::vector<std::string> key_names;  // the keys' D types, for messages
   int line = 0;
   bool defined = false;  // an @name = fn( ) statement was seen
 };

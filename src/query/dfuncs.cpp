@@ -66,13 +66,13 @@ Value fn_index(const Node& n, Ctx& c) {
   size_t at;
   if (!reverse) {
     if (start < 0) start = 0;
-    if (start > len) return Value::of_int(-1);
+    if (start > len) return Value::of_int32(-1);
     at = s.find(sub, static_cast<size_t>(start));
   } else {
-    if (start < 0) return Value::of_int(-1);
+    if (start < 0) return Value::of_int32(-1);
     at = s.rfind(sub, static_cast<size_t>(std::min(start, len)));
   }
-  return Value::of_int(at == std::string::npos ? -1 : static_cast<int64_t>(at));
+  return Value::of_int32(at == std::string::npos ? -1 : static_cast<int32_t>(at));
 }
 
 // basename and dirname as dtrace.c computes them ("/" -> "/", "" -> ".").
@@ -144,12 +144,8 @@ Value fn_ustack(const Node& n, Ctx& c) {
 }
 
 Value fn_sym(const Node& n, Ctx& c) {
-  Value v;
-  v.kind = Kind::kSym;
-  v.bits = arg(n, c, 0).as_uint();
-  v.process = c.f->process;
-  v.sym_form = n.slot == static_cast<uint32_t>(Func::kUfunc) ? 0 : n.slot == static_cast<uint32_t>(Func::kUmod) ? 1 : 2;
-  return v;
+  const uint8_t form = n.slot == static_cast<uint32_t>(Func::kUfunc) ? 0 : n.slot == static_cast<uint32_t>(Func::kUmod) ? 1 : 2;
+  return Value::of_sym(c.f->process, arg(n, c, 0).as_uint(), form);
 }
 
 Value fn_speculation(const Node&, Ctx& c) {
@@ -158,16 +154,16 @@ Value fn_speculation(const Node&, Ctx& c) {
     if (!specs[i].busy) {
       specs[i].busy = true;
       specs[i].buf.clear();
-      return Value::of_int(static_cast<int64_t>(i));
+      return Value::of_int32(static_cast<int32_t>(i));
     }
   ++c.s->spec_drops;  // all buffers busy: D gives 0, and what is speculated on 0 is dropped
-  return Value::of_int(0);
+  return Value::of_int32(0);
 }
 
 Value fn_rand(const Node&, Ctx& c) {
   uint64_t& x = c.s->rand_state;  // xorshift64: D's rand() promises no quality either
   x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-  return Value::of_int(static_cast<int64_t>(x & 0x7fffffff));
+  return Value::of_int32(static_cast<int32_t>(x & 0x7fffffff));
 }
 
 Value none() { return Value::of_int(0); }
@@ -178,6 +174,7 @@ Value fn_printf(const Node& n, Ctx& c) {
   for (size_t i = 0; i < count; ++i) vals[i] = arg(n, c, i + 1);
   if (c.fault) return none();
   record(c);
+  c.s->pctx.process = c.f->process;
   auto st = format_printf(*c.out, n.text, vals, count, c.s->pctx);
   if (!st) c.fault = "illegal operation";
   return none();
@@ -187,7 +184,17 @@ Value fn_trace(const Node& n, Ctx& c) {
   const Value v = arg(n, c, 0);
   if (c.fault) return none();
   record(c);
+  c.s->pctx.process = c.f->process;
   format_trace(*c.out, v, c.s->pctx);
+  return none();
+}
+
+Value fn_print(const Node& n, Ctx& c) {
+  const Value v = arg(n, c, 0);
+  if (c.fault) return none();
+  record(c);
+  c.s->pctx.process = c.f->process;
+  format_print(*c.out, v, n.text, c.s->pctx);
   return none();
 }
 
@@ -202,10 +209,8 @@ Value fn_ustack_action(const Node& n, Ctx& c) {
 Value fn_printa(const Node& n, Ctx& c) {
   record(c);
   std::vector<const Aggregation*> aggs;
-  for (const Node* a : n.args) {
-    aggs.push_back(c.s->aggs[a->slot].get());
-    c.s->printed[a->slot] = true;
-  }
+  for (const Node* a : n.args) aggs.push_back(c.s->aggs[a->slot].get());
+  c.s->pctx.process = c.f->process;
   if (!n.prefix) {  // no format
     for (const Aggregation* a : aggs) print_aggregation(*c.out, *a, c.s->pctx);
   } else {
@@ -296,7 +301,8 @@ NodeFn function_fn(Func f) {
     case Func::kSpeculation: return fn_speculation;
     case Func::kRand: return fn_rand;
     case Func::kPrintf: return fn_printf;
-    case Func::kTrace: case Func::kPrint: return fn_trace;
+    case Func::kTrace: return fn_trace;
+    case Func::kPrint: return fn_print;
     case Func::kPrinta: return fn_printa;
     case Func::kExit: return fn_exit;
     case Func::kSpeculate: return fn_speculate;

@@ -58,6 +58,37 @@ std::optional<std::pair<Builtin, Type>> builtin_type(const std::string& name) {
   return it->second;
 }
 
+uint8_t builtin_bytes(Builtin b) {
+  switch (b) {
+    case Builtin::kPid: case Builtin::kPpid: case Builtin::kTid: case Builtin::kEpid: case Builtin::kId:
+    case Builtin::kUstackdepth: case Builtin::kDepth:
+      return 4;
+    default:
+      return 8;
+  }
+}
+
+std::string d_type_name(const Expr& e) {
+  if (e.kind == ExprKind::kIdent && e.var == VarKind::kBuiltin) {
+    switch (static_cast<Builtin>(e.slot)) {
+      case Builtin::kPid: case Builtin::kPpid: return "pid_t";
+      case Builtin::kTid: return "id_t";
+      case Builtin::kEpid: case Builtin::kId: return "uint_t";
+      default: break;
+    }
+  }
+  if (e.kind == ExprKind::kCast) return e.name;
+  if (e.type == Type::kString) return "string";
+  if (!is_integer(e.type)) return "";
+  const bool u = e.type == Type::kUint;
+  switch (e.bytes) {
+    case 1: return u ? "uint8_t" : "char";
+    case 2: return u ? "uint16_t" : "short";
+    case 4: return u ? "uint32_t" : "int";
+    default: return u ? "uint64_t" : "int64_t";
+  }
+}
+
 std::optional<std::string> refused_variable(const std::string& name) {
   static const char* kernel = ": callscope query sees the functions of a traced program, not the kernel's view of it";
   static const std::map<std::string, std::string> m = {

@@ -13,6 +13,12 @@
 namespace callscope::query {
 
 std::optional<std::pair<Builtin, Type>> builtin_type(const std::string& name);
+// The size of a built-in's D type: 4 for pid_t, id_t, uint_t, int; else 8.
+uint8_t builtin_bytes(Builtin b);
+// The name of an expression's D type, as print() and messages give it:
+// a built-in's own (pid_t, id_t, uint_t), a cast's, else by kind and size
+// (int, int64_t, uint64_t, string); "" for stacks and symbols.
+std::string d_type_name(const Expr& e);
 // Why a D variable is not available ("uregs is not available: ..."), or
 // nothing when callscope does not know the name at all.
 std::optional<std::string> refused_variable(const std::string& name);

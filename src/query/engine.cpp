@@ -4,6 +4,7 @@
 // integers, aggregations, the probe line, runtime faults and ERROR.
 #include <cstring>
 
+#include "query/dnames.h"
 #include "query/lang_exec.h"
 
 namespace callscope::query {
@@ -14,21 +15,35 @@ namespace {
 
 Value n_const(const Node& n, Ctx&) { return n.k; }
 
+Value uint32(uint32_t v) { return Value::of_sized(v, 4, false); }
+
+// An integer of `bytes` bytes: narrower results wrap as C's would.
+Value make_int(Kind kind, uint8_t bytes, uint64_t v) {
+  if (bytes && bytes < 8) {
+    const unsigned bits = bytes * 8u;
+    const uint64_t mask = (uint64_t{1} << bits) - 1;
+    v &= mask;
+    if (kind == Kind::kInt && (v >> (bits - 1)) & 1) v |= ~mask;
+  }
+  Value r = Value::of_sized(static_cast<int64_t>(v), bytes ? bytes : 8, kind == Kind::kInt);
+  return r;
+}
+
 Value b_probeprov(const Node&, Ctx& c) { return Value::of_string(c.f->probe->provider); }
 Value b_probemod(const Node&, Ctx& c) { return Value::of_string(c.f->probe->module); }
 Value b_probefunc(const Node&, Ctx& c) { return Value::of_string(c.f->probe->function); }
 Value b_probename(const Node&, Ctx& c) { return Value::of_string(c.f->probe->name); }
-Value b_pid(const Node&, Ctx& c) { return Value::of_int(c.f->pid); }
-Value b_ppid(const Node&, Ctx& c) { return Value::of_int(c.f->ppid); }
-Value b_tid(const Node&, Ctx& c) { return Value::of_int(c.f->tid); }
+Value b_pid(const Node&, Ctx& c) { return Value::of_int32(static_cast<int32_t>(c.f->pid)); }
+Value b_ppid(const Node&, Ctx& c) { return Value::of_int32(static_cast<int32_t>(c.f->ppid)); }
+Value b_tid(const Node&, Ctx& c) { return Value::of_int32(static_cast<int32_t>(c.f->tid)); }
 Value b_execname(const Node&, Ctx& c) { return Value::of_string(c.f->execname); }
 Value b_timestamp(const Node&, Ctx& c) { return Value::of_uint(c.f->timestamp); }
 Value b_walltimestamp(const Node&, Ctx& c) { return Value::of_uint(c.f->walltimestamp); }
-Value b_epid(const Node&, Ctx& c) { return Value::of_uint(c.epid); }
-Value b_id(const Node&, Ctx& c) { return Value::of_uint(c.f->probe->id); }
+Value b_epid(const Node&, Ctx& c) { return uint32(c.epid); }
+Value b_id(const Node&, Ctx& c) { return uint32(c.f->probe->id); }
 Value b_arg0(const Node&, Ctx& c) { return Value::of_int(c.f->arg0); }
 Value b_arg1(const Node&, Ctx& c) { return Value::of_int(c.f->arg1); }
-Value b_ustackdepth(const Node&, Ctx& c) { return Value::of_uint(c.f->nframes); }
+Value b_ustackdepth(const Node&, Ctx& c) { return uint32(c.f->nframes); }
 // The caller of the function the probe is in: the frame below it.
 Value b_ucaller(const Node&, Ctx& c) {
   return Value::of_uint(c.f->nframes >= 2 ? c.f->frames[c.f->nframes - 2] : 0);
@@ -36,7 +51,7 @@ Value b_ucaller(const Node&, Ctx& c) {
 Value b_duration(const Node&, Ctx& c) { return Value::of_uint(c.f->duration); }
 Value b_selfduration(const Node&, Ctx& c) { return Value::of_uint(c.f->selfduration); }
 // Calls between the thread's outermost function and this one (0 for it).
-Value b_depth(const Node&, Ctx& c) { return Value::of_int(c.f->nframes ? c.f->nframes - 1 : 0); }
+Value b_depth(const Node&, Ctx& c) { return Value::of_int32(c.f->nframes ? static_cast<int32_t>(c.f->nframes - 1) : 0); }
 
 constexpr NodeFn kBuiltins[] = {
     b_probeprov, b_probemod, b_probefunc, b_probename, b_pid, b_ppid, b_tid, b_execname, b_timestamp,
@@ -87,7 +102,7 @@ Value* ref(const Node& lv, Ctx& c, Key& key) {
 
 // --- operators ----------------------------------------------------------
 
-Value arith(BinOp o, uint64_t x, uint64_t y, Kind kind, Ctx& c) {
+Value arith(BinOp o, uint64_t x, uint64_t y, Kind kind, uint8_t bytes, Ctx& c) {
   const bool u = kind == Kind::kUint;
   uint64_t r = 0;
   switch (o) {
@@ -111,14 +126,14 @@ Value arith(BinOp o, uint64_t x, uint64_t y, Kind kind, Ctx& c) {
     case BinOp::kShl: r = x << (y & 63); break;
     case BinOp::kShr: r = u ? x >> (y & 63) : static_cast<uint64_t>(static_cast<int64_t>(x) >> (y & 63)); break;
   }
-  return Value{kind, 0, 0, r};
+  return make_int(kind, bytes, r);
 }
 
 template <BinOp O>
 Value n_bin(const Node& n, Ctx& c) {
   const Value a = n.a->fn(*n.a, c);
   const Value b = n.b->fn(*n.b, c);
-  return arith(O, a.bits, b.bits, n.k.kind, c);
+  return arith(O, a.bits, b.bits, n.k.kind, static_cast<uint8_t>(n.k.size()), c);
 }
 
 // Comparisons: strings by content, integers signed unless either operand
@@ -145,30 +160,24 @@ Value n_cmp(const Node& n, Ctx& c) {
     case Cmp::kGt: v = r > 0; break;
     case Cmp::kGe: v = r >= 0; break;
   }
-  return Value::of_int(v);
+  return Value::of_int32(v);
 }
 
 // A string is true when not empty: id 0 is "", so bits works for both.
 inline bool truthy(const Value& v) { return v.bits != 0; }
 
-Value n_and(const Node& n, Ctx& c) { return Value::of_int(truthy(n.a->fn(*n.a, c)) && truthy(n.b->fn(*n.b, c))); }
-Value n_or(const Node& n, Ctx& c) { return Value::of_int(truthy(n.a->fn(*n.a, c)) || truthy(n.b->fn(*n.b, c))); }
-Value n_xor(const Node& n, Ctx& c) { return Value::of_int(truthy(n.a->fn(*n.a, c)) != truthy(n.b->fn(*n.b, c))); }
-Value n_not(const Node& n, Ctx& c) { return Value::of_int(!truthy(n.a->fn(*n.a, c))); }
-Value n_neg(const Node& n, Ctx& c) { return Value{n.k.kind, 0, 0, 0 - n.a->fn(*n.a, c).bits}; }
-Value n_bitnot(const Node& n, Ctx& c) { return Value{n.k.kind, 0, 0, ~n.a->fn(*n.a, c).bits}; }
+Value n_and(const Node& n, Ctx& c) { return Value::of_int32(truthy(n.a->fn(*n.a, c)) && truthy(n.b->fn(*n.b, c))); }
+Value n_or(const Node& n, Ctx& c) { return Value::of_int32(truthy(n.a->fn(*n.a, c)) || truthy(n.b->fn(*n.b, c))); }
+Value n_xor(const Node& n, Ctx& c) { return Value::of_int32(truthy(n.a->fn(*n.a, c)) != truthy(n.b->fn(*n.b, c))); }
+Value n_not(const Node& n, Ctx& c) { return Value::of_int32(!truthy(n.a->fn(*n.a, c))); }
+Value n_neg(const Node& n, Ctx& c) { return make_int(n.k.kind, static_cast<uint8_t>(n.k.size()), 0 - n.a->fn(*n.a, c).bits); }
+Value n_bitnot(const Node& n, Ctx& c) { return make_int(n.k.kind, static_cast<uint8_t>(n.k.size()), ~n.a->fn(*n.a, c).bits); }
 Value n_ternary(const Node& n, Ctx& c) {
   return truthy(n.a->fn(*n.a, c)) ? n.b->fn(*n.b, c) : n.c->fn(*n.c, c);
 }
 
 Value n_cast(const Node& n, Ctx& c) {
-  uint64_t v = n.a->fn(*n.a, c).bits;
-  if (n.bits < 64) {
-    const uint64_t mask = (uint64_t{1} << n.bits) - 1;
-    v &= mask;
-    if (n.sign && (v >> (n.bits - 1)) & 1) v |= ~mask;
-  }
-  return Value{n.sign ? Kind::kInt : Kind::kUint, 0, 0, v};
+  return make_int(n.sign ? Kind::kInt : Kind::kUint, static_cast<uint8_t>(n.bits / 8), n.a->fn(*n.a, c).bits);
 }
 
 bool is_zero(const Value& v) { return v.bits == 0; }
@@ -179,8 +188,9 @@ void settle(const Node& lv, Ctx& c, const Key& key, const Value& v) {
   if (static_cast<VarKind>(lv.lkind) == VarKind::kArray && is_zero(v)) c.s->arrays[lv.slot].erase(key);
 }
 
+// A stored integer takes the variable's type (its first assignment's).
 Value convert(Value v, const Node& lv) {
-  if (v.is_integer() && (lv.k.kind == Kind::kInt || lv.k.kind == Kind::kUint)) v.kind = lv.k.kind;
+  if (v.is_integer() && lv.k.is_integer()) return make_int(lv.k.kind, static_cast<uint8_t>(lv.k.size()), v.bits);
   return v;
 }
 
@@ -190,7 +200,7 @@ Value n_assign(const Node& n, Ctx& c) {
   Value r = n.b->fn(*n.b, c);
   if (c.fault) return r;
   Value* p = ref(*n.a, c, key);
-  if (n.prefix) r = arith(static_cast<BinOp>(n.op), p->bits, r.bits, n.a->k.kind, c);  // compound
+  if (n.prefix) r = arith(static_cast<BinOp>(n.op), p->bits, r.bits, n.a->k.kind, static_cast<uint8_t>(n.a->k.size()), c);  // compound
   r = convert(r, *n.a);
   *p = r;
   settle(*n.a, c, key, r);
@@ -202,8 +212,7 @@ Value n_incdec(const Node& n, Ctx& c) {
   if (static_cast<VarKind>(n.a->lkind) == VarKind::kArray) eval_key(*n.a, c, key);
   Value* p = ref(*n.a, c, key);
   const Value old = *p;
-  Value now = old;
-  now.bits = n.op ? old.bits - 1 : old.bits + 1;
+  const Value now = convert(make_int(old.kind, static_cast<uint8_t>(old.size()), n.op ? old.bits - 1 : old.bits + 1), *n.a);
   *p = now;
   settle(*n.a, c, key, now);
   return n.prefix ? now : old;
@@ -212,7 +221,7 @@ Value n_incdec(const Node& n, Ctx& c) {
 // --- statements ---------------------------------------------------------
 
 Value n_agg(const Node& n, Ctx& c) {
-  Key k;
+  Key& k = n.key;
   eval_key(n, c, k);
   const int64_t v = n.a ? n.a->fn(*n.a, c).as_int() : 0;
   const int64_t incr = n.b ? n.b->fn(*n.b, c).as_int() : 1;
@@ -230,11 +239,11 @@ Value n_if(const Node& n, Ctx& c) {
   return Value{};
 }
 
-Value default_of(Type t) {
+Value default_of(Type t, uint8_t bytes = 8) {
   switch (t) {
     case Type::kString: return Value::of_string(0);
-    case Type::kUint: return Value::of_uint(0);
-    default: return Value::of_int(0);
+    case Type::kUint: return make_int(Kind::kUint, bytes, 0);
+    default: return make_int(Kind::kInt, bytes, 0);
   }
 }
 
@@ -256,7 +265,7 @@ class Builder {
     switch (e.kind) {
       case ExprKind::kInt: {
         Node& n = make(n_const);
-        n.k = e.type == Type::kUint ? Value::of_uint(e.value) : Value::of_int(static_cast<int64_t>(e.value));
+        n.k = make_int(e.type == Type::kUint ? Kind::kUint : Kind::kInt, e.bytes, e.value);
         return &n;
       }
       case ExprKind::kString: {
@@ -287,7 +296,7 @@ class Builder {
         if (e.op == "+") return expr(*e.args[0]);
         Node& n = make(e.op == "-" ? n_neg : e.op == "~" ? n_bitnot : n_not);
         n.a = expr(*e.args[0]);
-        n.k.kind = kind_of(e.type);
+        n.k = make_int(kind_of(e.type), e.bytes, 0);
         return &n;
       }
       case ExprKind::kIncDec: {
@@ -368,10 +377,10 @@ class Builder {
   Value default_for(const Expr& e) const {
     const auto& p = *s_.prog;
     switch (e.var) {
-      case VarKind::kGlobal: return default_of(p.globals[e.slot].type);
-      case VarKind::kArray: return default_of(p.arrays[e.slot].type);
-      case VarKind::kThread: return default_of(p.thread_vars[e.slot].type);
-      default: return default_of(p.clause_vars[e.slot].type);
+      case VarKind::kGlobal: return default_of(p.globals[e.slot].type, p.globals[e.slot].bytes);
+      case VarKind::kArray: return default_of(p.arrays[e.slot].type, p.arrays[e.slot].bytes);
+      case VarKind::kThread: return default_of(p.thread_vars[e.slot].type, p.thread_vars[e.slot].bytes);
+      default: return default_of(p.clause_vars[e.slot].type, p.clause_vars[e.slot].bytes);
     }
   }
 
@@ -418,7 +427,7 @@ class Builder {
     Node& n = make(fn);
     n.a = expr(*e.args[0]);
     n.b = expr(*e.args[1]);
-    n.k.kind = kind_of(e.type);
+    n.k = make_int(kind_of(e.type), e.bytes, 0);
     const Type ta = e.args[0]->type, tb = e.args[1]->type;
     n.prefix = ta == Type::kString;  // comparisons: by content
     n.sign = !(ta == Type::kUint || tb == Type::kUint || ta == Type::kSym);
@@ -442,6 +451,7 @@ class Builder {
       return &n;
     }
     for (size_t i = first; i < e.args.size(); ++i) n.args.push_back(expr(*e.args[i]));
+    if (f == Func::kPrint) n.text = d_type_name(*e.args[0]);
     return &n;
   }
 
@@ -504,7 +514,7 @@ struct Engine::State : EngineState {
       fault(f, epid, c.fault, action);
       return;
     }
-    if (c.line_printed) *c.out += '\n';  // dtrace ends each probe's output with a newline when not quiet
+    if (c.line_printed) format_probe_end(*c.out);
     if (!c.committed.empty()) out += c.committed;
   }
 
@@ -540,20 +550,18 @@ Engine::Engine(std::shared_ptr<const Program> program, Strings& strings, Stacks&
     auto it = opts.find(name);
     return it == opts.end() ? 0 : std::atoi(it->second.c_str());
   };
+  s.pctx.quiet = s.quiet;
   s.pctx.aggsortpos = num("aggsortpos");
   s.pctx.aggsortkeypos = num("aggsortkeypos");
-  for (const auto& v : prog->globals) s.globals.push_back(default_of(v.type));
+  for (const auto& v : prog->globals) s.globals.push_back(default_of(v.type, v.bytes));
   for (const auto& v : prog->arrays) {
     s.arrays.emplace_back();
-    s.array_defaults.push_back(default_of(v.type));
+    s.array_defaults.push_back(default_of(v.type, v.bytes));
   }
-  for (const auto& v : prog->thread_vars) s.thread_defaults.push_back(default_of(v.type));
-  for (const auto& v : prog->clause_vars) s.clause_defaults.push_back(default_of(v.type));
+  for (const auto& v : prog->thread_vars) s.thread_defaults.push_back(default_of(v.type, v.bytes));
+  for (const auto& v : prog->clause_vars) s.clause_defaults.push_back(default_of(v.type, v.bytes));
   s.clause_vars = s.clause_defaults;
-  for (const auto& a : prog->aggs) {
-    s.aggs.push_back(std::make_unique<Aggregation>(a.name, a.fn, a.params));
-    s.printed.push_back(false);
-  }
+  for (const auto& a : prog->aggs) s.aggs.push_back(std::make_unique<Aggregation>(a.name, a.fn, a.params));
   s.specs.resize(static_cast<size_t>(prog->nspec) + 1);
   Builder b(s);
   for (const auto& cl : prog->script.clauses) {
@@ -591,11 +599,9 @@ int Engine::exit_status() const { return s_->exit_status; }
 
 void Engine::finish() {
   auto& s = *s_;
-  for (size_t i = 0; i < s.aggs.size(); ++i) {
-    if (s.printed[i] || s.aggs[i]->empty()) continue;
-    print_aggregation(s.out, *s.aggs[i], s.pctx);
-    s.printed[i] = true;
-  }
+  std::vector<const Aggregation*> aggs;
+  for (const auto& a : s.aggs) aggs.push_back(a.get());
+  print_aggregations_at_end(s.out, aggs, s.pctx);
   // Speculations never committed are dropped, as at dtrace's exit.
   for (auto& sp : s.specs) sp = {};
   if (s.spec_drops) {

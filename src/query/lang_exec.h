@@ -37,6 +37,10 @@ struct Node {
   bool prefix = false;
   uint8_t lkind = 0;   // assignments: the VarKind of the target
   std::string text;    // printf and printa formats
+  // Aggregation statements: the key is built here, not in a fresh Key per
+  // firing (zeroing 10 values cost more than the count itself). A key
+  // cannot hold another aggregation statement, so nothing re-enters it.
+  mutable Key key;
 };
 
 enum class BinOp : uint8_t { kAdd, kSub, kMul, kDiv, kMod, kAnd, kOr, kXor, kShl, kShr };
@@ -76,8 +80,7 @@ struct EngineState {
   std::vector<Value> thread_defaults;
   std::vector<Value> clause_vars, clause_defaults;
 
-  std::vector<std::unique_ptr<Aggregation>> aggs;
-  std::vector<bool> printed;
+  std::vector<std::unique_ptr<Aggregation>> aggs;  // in the program's order
 
   struct Speculation {
     bool busy = false;

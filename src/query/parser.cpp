@@ -120,8 +120,13 @@ class Parser {
         return false;
       }
       c.probes.push_back(std::move(*spec));
+      const auto after = lex_.pos();
       advance();
       if (err_) return false;
+      if (tok_.kind == Tok::kIdent || tok_.kind == Tok::kInt) {
+        lex_.reset(after);  // a clause of descriptions alone; another clause follows
+        return true;
+      }
       if (!is(",")) break;
     }
     if (is("/")) {
@@ -178,8 +183,9 @@ class Parser {
       if (!err_) advance();  // past '}'
       return body;
     }
+    const bool nested_if = tok_.kind == Tok::kIdent && tok_.text == "if";
     body.push_back(statement());
-    if (!err_ && !accept(";") && !is("}")) syntax_error();
+    if (!err_ && !nested_if && !accept(";") && !is("}")) syntax_error();
     return body;
   }
 

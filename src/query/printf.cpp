@@ -4,6 +4,7 @@
 // argument, %@ taking an aggregation's value; and trace(), the default
 // probe line. The C library's snprintf does the final formatting of each
 // conversion, as dtrace's does.
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -474,7 +475,7 @@ Status print_agg_value(std::string& out, const Piece& pd, int index, int width, 
       if (print == Print::kUint || (print == Print::kDint && count))
         bits = static_cast<uint64_t>(e.v[0]) / normal;
       else
-        bits = static_cast<uint64_t>(e.v[0] / static_cast<int64_t>(normal));
+        bits = static_cast<uint64_t>(detail::sdiv(e.v[0], static_cast<int64_t>(normal)));
       break;
   }
   if (print == Print::kDint && count) conv = 'u';
@@ -488,6 +489,8 @@ Status print_agg_value(std::string& out, const Piece& pd, int index, int width, 
   return ok_status();
 }
 
+constexpr int64_t kMaxWidth = 65536;
+
 // The engine of printf and printa (dt_printf_format): `args` the values
 // (printa: the keys), `aggs`/`row` the aggregations whose values %@ takes.
 Status run(std::string& out, const std::vector<Piece>& pieces, const Value* args, size_t n, const PrintContext& ctx,
@@ -496,7 +499,9 @@ Status run(std::string& out, const std::vector<Piece>& pieces, const Value* args
   int index = 0;
   auto take_int = [&](int& into) -> Status {
     if (next >= n) return Error("printf( ) has too few arguments for its format");
-    into = static_cast<int>(static_cast<int64_t>(args[next++].bits));
+    // Bounded: a width of 2^31 from a script would build a 2 GB string (and
+    // negating INT_MIN overflows); no terminal line is 64k columns wide.
+    into = static_cast<int>(std::clamp<int64_t>(args[next++].as_int(), -kMaxWidth, kMaxWidth));
     return ok_status();
   };
   for (const Piece& pd : pieces) {
@@ -541,6 +546,31 @@ Status check_printf(const std::string& format, const std::vector<ArgType>& args,
 Status check_printa(const std::string& format, const std::vector<ArgType>& keys, AggFn fn,
                     const std::vector<std::string>& type_names) {
   return validate(format, "printa", keys, type_names, true, fn == AggFn::kCount ? "uint64_t" : "int64_t", false);
+}
+
+Status check_printa_keys(const std::string& first, const std::vector<ArgType>& first_keys,
+                         const std::vector<std::string>& first_names, const std::string& other,
+                         const std::vector<ArgType>& other_keys, const std::vector<std::string>& other_names) {
+  const size_t n = first_keys.size(), m = other_keys.size();
+  if (n != m) {
+    return Error("printa( ): @" + first + " and @" + other + " do not have matching key signatures: @" + first +
+                 " has " + std::to_string(n) + " key" + (n == 1 ? "" : "s") + ", @" + other + " has " +
+                 std::to_string(m) + " key" + (m == 1 ? "" : "s"));
+  }
+  auto name = [](const std::vector<ArgType>& t, const std::vector<std::string>& names, size_t i) {
+    return i < names.size() && !names[i].empty() ? names[i] : std::string(default_type_name(t[i]));
+  };
+  auto integer = [](ArgType t) { return t == ArgType::kInteger || t == ArgType::kSym; };
+  for (size_t i = 0; i < n; ++i) {
+    const ArgType a = first_keys[i], b = other_keys[i];
+    if (a == b || a == ArgType::kAny || b == ArgType::kAny || (integer(a) && integer(b))) continue;
+    char line1[512], line2[512];
+    std::snprintf(line1, sizeof line1, "%9s key #%zu: %s", first.c_str(), i + 1, name(first_keys, first_names, i).c_str());
+    std::snprintf(line2, sizeof line2, "%9s key #%zu: %s", other.c_str(), i + 1, name(other_keys, other_names, i).c_str());
+    return Error("printa( ): @" + other + "[ ] key #" + std::to_string(i + 1) + " is incompatible with @" + first +
+                 ":\n" + line1 + "\n" + line2);
+  }
+  return ok_status();
 }
 
 Status printa(std::string& out, const std::string& format, const std::vector<const Aggregation*>& aggs,
@@ -588,6 +618,43 @@ void format_trace(std::string& out, const Value& v, const PrintContext& ctx) {
     case Kind::kSym: appendf(out, "  %-50s", detail::symbol_text(v, ctx).c_str()); break;
     case Kind::kStack: detail::print_ustack(out, v, ctx, "%s", 14); break;
   }
+}
+
+void format_print(std::string& out, const Value& v, const std::string& type_name, const PrintContext& ctx) {
+  std::string type = type_name;
+  if (type.empty()) {
+    switch (v.kind) {
+      case Kind::kInt: type = v.size() == 8 ? "int64_t" : v.size() == 4 ? "int32_t" : v.size() == 2 ? "int16_t" : "char"; break;
+      case Kind::kUint: type = v.size() == 8 ? "uint64_t" : v.size() == 4 ? "uint32_t" : v.size() == 2 ? "uint16_t" : "uint8_t"; break;
+      case Kind::kString: type = "string"; break;
+      case Kind::kStack: type = "stack"; break;
+      case Kind::kSym: type = "_usymaddr"; break;
+    }
+  }
+  out += type;
+  out += ' ';
+  switch (v.kind) {
+    case Kind::kString:
+      out += '"';
+      if (ctx.strings != nullptr) out += ctx.strings->text(static_cast<uint32_t>(v.bits));
+      out += '"';
+      break;
+    case Kind::kStack: detail::print_ustack(out, v, ctx, "%s", 14); return;
+    default: {
+      const int size = v.kind == Kind::kSym ? 8 : v.size();
+      if (size == 1 && (type == "char" || type == "signed char" || type == "unsigned char")) {
+        const auto c = static_cast<char>(v.bits);  // dt_print_int's characters
+        if (c >= 0x20 && c < 0x7f) appendf(out, "'%c'", c);
+        else if (c == 0) out += "'\\0'";
+        else appendf(out, "'\\%03o'", static_cast<unsigned char>(c));
+        break;
+      }
+      const uint64_t mask = size >= 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * size)) - 1;
+      appendf(out, "%#llx", static_cast<unsigned long long>(v.bits & mask));
+      break;
+    }
+  }
+  out += '\n';
 }
 
 void format_probe_header(std::string& out) { appendf(out, "%3s %6s %32s\n", "CPU", "ID", "FUNCTION:NAME"); }

@@ -98,11 +98,25 @@ class Stacks {
   }
   void set_symbol(Symbol s) { symbol_ = std::move(s); }
 
+  // What an address stands for as a key, as libdtrace normalizes it before
+  // aggregating (dt_aggregate_usym, dt_aggregate_umod): usym/ufunc (forms 0
+  // and 2) the start of the function containing it, umod (form 1) the start
+  // of its module; so that @[umod(arg0)] has one row per module. The driver
+  // sets it (it knows the symbols and the module map); the interpreter
+  // builds usym/ufunc/umod values with Value::of_sym(p, normalize(p, a, f), f).
+  // Without one, addresses stay as they are.
+  using Normalize = std::function<uint64_t(uint32_t process, uint64_t addr, uint8_t form)>;
+  uint64_t normalize(uint32_t process, uint64_t addr, uint8_t form) const {
+    return normalize_ ? normalize_(process, addr, form) : addr;
+  }
+  void set_normalize(Normalize n) { normalize_ = std::move(n); }
+
  private:
   static std::string fallback(uint64_t addr);
   std::vector<Stack> stacks_;
   std::unordered_map<std::string, uint32_t> ids_;  // process + frames as bytes
   Symbol symbol_;
+  Normalize normalize_;
 };
 
 // An aggregation's key: a tuple of up to kMaxKey values (D allows more, but

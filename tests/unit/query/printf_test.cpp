@@ -57,6 +57,7 @@ TEST_F(PrintfTest, FlagsWidthsPrecisions) {
                                      Value::of_int(2), str("abcdef")}),
             "[   1][2   ][ab]");
   EXPECT_EQ(fmt("[%-8s][%8s][%.2s]", {str("ab"), str("ab"), str("abc")}), "[ab      ][      ab][ab]");
+  EXPECT_EQ(fmt("%*d", {Value::of_int(INT64_MIN), Value::of_int(1)}).size(), 65536u) << "widths are bounded";
   // %? is a pointer's width: 16 columns.
   EXPECT_EQ(fmt("[%?d]", {Value::of_int(1)}), "[               1]");
 }
@@ -99,6 +100,17 @@ TEST_F(PrintfTest, WalltimestampAsDtracePrintsIt) {
   if (old != nullptr) setenv("TZ", saved.c_str(), 1);
   else unsetenv("TZ");
   tzset();
+}
+
+TEST_F(PrintfTest, PrintActionTypedAsDtrace) {
+  std::string out;
+  format_print(out, Value::of_int(10), "int", ctx);
+  format_print(out, Value::of_int32(-1), "", ctx);
+  format_print(out, Value::of_uint(0), "", ctx);
+  format_print(out, str("foo"), "", ctx);
+  format_print(out, Value::of_sized('A', 1), "char", ctx);
+  format_print(out, Value::of_sized(0, 1), "char", ctx);
+  EXPECT_EQ(out, "int 0xa\nint32_t 0xffffffff\nuint64_t 0\nstring \"foo\"\nchar 'A'\nchar '\\0'\n");
 }
 
 TEST_F(PrintfTest, RuntimeKindMismatchIsAnError) {
@@ -188,6 +200,21 @@ TEST_F(PrintfTest, PrintaChecks) {
             "\tconversion: %s\n"
             "\t prototype: char [] or string (or use stringof)\n"
             "\t  argument: uint64_t");
+}
+
+TEST_F(PrintfTest, PrintaKeySignatures) {
+  using T = ArgType;
+  EXPECT_TRUE(check_printa_keys("a", {T::kString, T::kInteger}, {}, "b", {T::kString, T::kInteger}, {}).ok());
+  auto st = check_printa_keys("a", {T::kString}, {}, "b", {T::kString, T::kInteger}, {});
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().message(),
+            "printa( ): @a and @b do not have matching key signatures: @a has 1 key, @b has 2 keys");
+  st = check_printa_keys("a", {T::kString}, {"string"}, "bb", {T::kInteger}, {"int"});
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().message(),
+            "printa( ): @bb[ ] key #1 is incompatible with @a:\n"
+            "        a key #1: string\n"
+            "       bb key #1: int");
 }
 
 }  // namespace

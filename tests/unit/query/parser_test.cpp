@@ -1,0 +1,119 @@
+// The D parser: clause shapes, precedence, statements and syntax errors.
+#include "query/parser.h"
+
+#include <gtest/gtest.h>
+
+namespace callscope::query {
+namespace {
+
+// The tree of an expression as a Lisp-like string, to check precedence.
+std::string show(const Expr& e) {
+  switch (e.kind) {
+    case ExprKind::kInt: return std::to_string(e.value);
+    case ExprKind::kString: return "\"" + e.name + "\"";
+    case ExprKind::kIdent: return e.name;
+    case ExprKind::kSelf: return "self->" + e.name;
+    case ExprKind::kThis: return "this->" + e.name;
+    case ExprKind::kAggRef: return "@" + e.name;
+    case ExprKind::kCast: return "(" + e.name + ")" + show(*e.args[0]);
+    case ExprKind::kIncDec: return e.prefix ? e.op + show(*e.args[0]) : show(*e.args[0]) + e.op;
+    default: break;
+  }
+  std::string s = "(" + (e.kind == ExprKind::kIndex || e.kind == ExprKind::kCall ? e.name + (e.kind == ExprKind::kIndex ? "[]" : "()")
+                         : e.kind == ExprKind::kTernary ? std::string("?:")
+                                                        : e.op);
+  for (const auto& a : e.args) s += " " + show(*a);
+  return s + ")";
+}
+
+Parsed must_parse(const std::string& src, const MacroArgs& m = {}) {
+  auto r = parse(src, m);
+  EXPECT_TRUE(r.ok()) << r.error().message();
+  return r ? std::move(*r) : Parsed{};
+}
+
+std::string expr_of(const std::string& e) {
+  auto p = must_parse("BEGIN { " + e + "; }");
+  if (p.script.clauses.empty() || p.script.clauses[0].body.empty()) return "?";
+  return show(*p.script.clauses[0].body[0].expr);
+}
+
+std::string error_of(const std::string& src) {
+  auto r = parse(src, MacroArgs{});
+  return r ? "(parsed)" : r.error().message();
+}
+
+TEST(Parser, Precedence) {
+  EXPECT_EQ(expr_of("a = 1 + 2 * 3"), "(= a (+ 1 (* 2 3)))");
+  EXPECT_EQ(expr_of("a || b ^^ c && d"), "(|| a (^^ b (&& c d)))");
+  EXPECT_EQ(expr_of("a | b ^ c & d == e < f << g + h"), "(| a (^ b (& c (== d (< e (<< f (+ g h)))))))");
+  EXPECT_EQ(expr_of("x = a ? b : c ? d : e"), "(= x (?: a b (?: c d e)))");
+  EXPECT_EQ(expr_of("x += y -= 2"), "(+= x (-= y 2))");
+  EXPECT_EQ(expr_of("a - b - c"), "(- (- a b) c)");
+  EXPECT_EQ(expr_of("-!~x"), "(- (! (~ x)))");
+  EXPECT_EQ(expr_of("(unsigned long)x + (int8_t)y"), "(+ (unsigned long)x (int8_t)y)");
+  EXPECT_EQ(expr_of("self->x++"), "self->x++");
+  EXPECT_EQ(expr_of("--this->y"), "--this->y");
+  EXPECT_EQ(expr_of("a[1, \"k\"] = strlen(s)"), "(= (a[] 1 \"k\") (strlen() s))");
+  EXPECT_EQ(expr_of("printa(\"%@d\", @a, @)"), "(printa() \"%@d\" @a @)");
+}
+
+TEST(Parser, ClauseShapes) {
+  auto p = must_parse("BEGIN\n/* c */ syscall::read:entry, pid$target:a.out:main:return /x/\n{ a = 1 }\ntick-1s { } END /y / 2 == 1/",
+                      MacroArgs{{}, 9, false});
+  ASSERT_EQ(p.script.clauses.size(), 4u);
+  EXPECT_EQ(p.script.clauses[0].probes[0].name, "BEGIN");
+  EXPECT_TRUE(p.script.clauses[0].body.empty());
+  const auto& c1 = p.script.clauses[1];
+  ASSERT_EQ(c1.probes.size(), 2u);
+  EXPECT_EQ(c1.probes[0].provider, "syscall");
+  EXPECT_EQ(c1.probes[1].provider, "pid9");
+  EXPECT_EQ(c1.probes[1].function, "main");
+  EXPECT_EQ(c1.line, 2);
+  ASSERT_TRUE(c1.predicate);
+  EXPECT_EQ(c1.body.size(), 1u);
+  // A predicate with a division, and a clause without a body after it.
+  EXPECT_EQ(p.script.clauses[2].probes[0].name, "tick-1s");
+  EXPECT_EQ(show(*p.script.clauses[3].predicate), "(== (/ y 2) 1)");
+}
+
+TEST(Parser, PartialDescriptionsReadFromTheRight) {
+  auto a = split_probe_description("entry", 1);
+  EXPECT_EQ(a->name, "entry");
+  EXPECT_EQ(a->provider, "");
+  auto b = split_probe_description("foo:entry", 1);
+  EXPECT_EQ(b->function, "foo");
+  auto c = split_probe_description("m:f:n", 1);
+  EXPECT_EQ(c->module, "m");
+  EXPECT_EQ(split_probe_description("a:b:c:d:e", 1).error().message(),
+            "invalid probe description \"a:b:c:d:e\": Overspecified probe description");
+}
+
+TEST(Parser, IfElseAndAggregations) {
+  auto p = must_parse("BEGIN { if (x) { a = 1; } else if (y) b = 2; else { c = 3 } @n[probefunc, 1] = lquantize(x, 0, 10, 2); @ = count() }");
+  const auto& body = p.script.clauses[0].body;
+  ASSERT_EQ(body.size(), 3u);
+  EXPECT_EQ(body[0].kind, StmtKind::kIf);
+  EXPECT_EQ(body[0].else_body[0].kind, StmtKind::kIf);
+  EXPECT_EQ(body[1].kind, StmtKind::kAgg);
+  EXPECT_EQ(body[1].agg, "n");
+  EXPECT_EQ(body[1].keys.size(), 2u);
+  EXPECT_EQ(body[1].fn, "lquantize");
+  EXPECT_EQ(body[1].fn_args.size(), 4u);
+  EXPECT_EQ(body[2].agg, "");
+}
+
+TEST(Parser, SyntaxErrors) {
+  EXPECT_EQ(error_of("BEGIN {\n x = 1\n y = 2;\n}"), "line 3: syntax error near \"y\"");
+  EXPECT_EQ(error_of("BEGIN { x = ; }"), "line 1: syntax error near \";\"");
+  EXPECT_EQ(error_of("BEGIN {\n x = 1;\n"), "line 3: syntax error near end of input");
+  EXPECT_EQ(error_of("}"), "line 1: syntax error near \"}\"");
+  EXPECT_EQ(error_of("BEGIN { 1 = x; }"), "line 1: operator = can only be applied to a writable variable");
+  EXPECT_EQ(error_of("BEGIN { @a; }"), "line 1: aggregation @a must be assigned an aggregating function: @a = count() and the like");
+  EXPECT_EQ(error_of("BEGIN { x = *p; }"), "line 1: operator * (pointers) is not supported: callscope query does not read the program's memory");
+  EXPECT_EQ(error_of("BEGIN { x = 1 # 2; }"), "line 1: invalid character '#'");
+  EXPECT_EQ(error_of("BEGIN { x = a.b; }"), "line 1: operator . is not supported here: only self-> and this-> name variables");
+}
+
+}  // namespace
+}  // namespace callscope::query
