@@ -191,7 +191,14 @@ Result<int> run_query(const QueryRequest& req, std::FILE* out, std::FILE* err) {
     return 0;
   }
 
-  CALLSCOPE_TRY(std::shared_ptr<const Program> program, compile(source, file, co));
+  auto compiled = compile(source, file, co);
+  if (!compiled) {
+    // A trace cut short may lack what the script needs ($target: its
+    // processes): say what is wrong with it too.
+    for (const std::string& p : trace->problems()) std::fprintf(err, "callscope query: damaged trace: %s\n", p.c_str());
+    return compiled.error();
+  }
+  std::shared_ptr<const Program> program = std::move(*compiled);
   symbolize::Symbolizer sym(*trace);
   Strings strings;
   Stacks stacks;
@@ -203,7 +210,10 @@ Result<int> run_query(const QueryRequest& req, std::FILE* out, std::FILE* err) {
   EngineConsumer consumer(engine, text, catalog, out, err, req.json ? &records : nullptr);
   std::vector<std::vector<ProbeSpec>> clauses;
   for (size_t c = 0; c < program->clause_count(); ++c) clauses.push_back(program->clause_probes(c));
-  CALLSCOPE_CHECK(driver.enable(clauses, req.allow_zero, consumer));
+  if (auto enabled = driver.enable(clauses, req.allow_zero, consumer); !enabled) {
+    for (const std::string& p : trace->problems()) std::fprintf(err, "callscope query: damaged trace: %s\n", p.c_str());
+    return enabled.error();
+  }
   engine.set_error_probe(driver.probe_info(3));  // dtrace:::ERROR
   const Status ran = driver.run(consumer);
   engine.finish();
