@@ -360,6 +360,16 @@ TEST_F(DriverTest, ThreadsMergedInTimeOrder) {
                    }));
 }
 
+// exit() while several threads' decoders run: they stop, END fires.
+TEST_F(DriverTest, ExitAcrossThreadsStopsEveryDecoder) {
+  Recorder rec;
+  rec.exit_on = "pid8:app:app+0x401000:entry";
+  auto lines = run(kThreads, {"pid*:app::entry", "END"}, rec);
+  ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(lines.back(), "dtrace:::END t=40 tid=0 depth=0");
+  EXPECT_EQ(lines[lines.size() - 2], "pid8:app:app+0x401000:entry t=40 tid=8 depth=1");
+}
+
 // A pause (callscope_stop .. start) counts in no frame's time; a loss is
 // the dropped calls' time: in the frame's duration, not its self time.
 constexpr const char* kGaps = R"(clock monotonic
