@@ -251,7 +251,7 @@ Value fn_commit(const Node& n, Ctx& c) {
   record(c);
   if (id > 0 && static_cast<size_t>(id) < specs.size() && specs[static_cast<size_t>(id)].busy) {
     auto& sp = specs[static_cast<size_t>(id)];
-    if (n.slot == static_cast<uint32_t>(Func::kCommit)) c.committed += sp.buf;
+    if (n.slot == static_cast<uint32_t>(Func::kCommit)) c.s->committed += sp.buf;
     sp.buf.clear();
     sp.busy = false;
   }
