@@ -354,6 +354,11 @@ class Checker {
   }
 
   void index_keys(Expr& e) {
+    if (e.args.size() > kMaxKey) {
+      fail(e.line, e.name + "[ ] has " + std::to_string(e.args.size()) + " keys: callscope query allows at most " +
+                       std::to_string(kMaxKey));
+      return;
+    }
     uint32_t slot;
     std::vector<Type> keys;
     for (auto& k : e.args) keys.push_back(expr(*k, false));
@@ -637,6 +642,10 @@ class Checker {
       }
     }
     if (*f == Func::kPrintf) {
+      if (n > 65) {
+        fail(e.line, "printf( ) has " + std::to_string(n - 1) + " value arguments: callscope query allows at most 64");
+        return sig.ret;
+      }
       if (e.args[0]->kind != ExprKind::kString) {
         fail(e.line, "printf( ) argument #1 must be a format string constant");
         return sig.ret;
