@@ -33,6 +33,12 @@ inline constexpr int kQuantizeZero = 63;      // DTRACE_QUANTIZE_ZEROBUCKET
 // The lower bound of quantize bucket `b`: ..., -2, -1, 0, 1, 2, 4, ...
 int64_t quantize_bucket_value(int b);
 
+// Saturating int64_t product and sum (llquantize's powers of the factor).
+int64_t smul(int64_t a, int64_t b);
+int64_t sadd(int64_t a, int64_t b);
+// lquantize's levels: (high - low) / step, at most 65535.
+int64_t lquantize_levels(const AggParams& p);
+
 void appendf(std::string& out, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 void vappendf(std::string& out, const char* fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 
