@@ -266,7 +266,7 @@ Value fn_aggact(const Node& n, Ctx& c) {
   record(c);
   switch (f) {
     case Func::kTrunc:
-      if (n.args.size() > 1) a.trunc(v);
+      if (n.args.size() > 1) a.trunc(v, &c.s->pctx);
       else a.trunc();
       break;
     case Func::kClear: a.clear(); break;
@@ -275,7 +275,7 @@ Value fn_aggact(const Node& n, Ctx& c) {
         c.fault = "divide-by-zero";
         break;
       }
-      a.normalize(v);
+      if (!a.normalize(v)) c.fault = "divide-by-zero";
       break;
     default: a.denormalize(); break;
   }
