@@ -15,13 +15,13 @@ namespace {
 
 using Vars = std::vector<VarInfo>;
 
-std::optional<VarKind> find(const Vars& vars, const std::string& name, uint32_t& slot) {
+bool find(const Vars& vars, const std::string& name, uint32_t& slot) {
   for (size_t i = 0; i < vars.size(); ++i)
     if (vars[i].name == name) {
       slot = static_cast<uint32_t>(i);
-      return VarKind::kNone;
+      return true;
     }
-  return std::nullopt;
+  return false;
 }
 
 std::optional<int64_t> constant(const Expr& e) {
@@ -104,7 +104,7 @@ class Checker {
           fail(c.predicate->line, "predicate result must be of scalar type, not " + std::string(type_name(t)));
       }
       ClauseState cs;
-      body(c.body, cs, true);
+      body(c.body, cs);
     }
   }
 
@@ -112,7 +112,7 @@ class Checker {
     if (!infer_ && !err_) err_ = Error("line " + std::to_string(line) + ": " + msg);
   }
 
-  void body(std::vector<Stmt>& stmts, ClauseState& cs, bool top) {
+  void body(std::vector<Stmt>& stmts, ClauseState& cs) {
     for (auto& s : stmts) {
       if (err_) return;
       switch (s.kind) {
@@ -120,8 +120,8 @@ class Checker {
           const Type t = expr(*s.expr, false);
           if (!infer_ && t != Type::kNone && !is_integer(t) && t != Type::kString)
             fail(s.line, "if condition must be of scalar type, not " + std::string(type_name(t)));
-          body(s.then_body, cs, false);
-          body(s.else_body, cs, false);
+          body(s.then_body, cs);
+          body(s.else_body, cs);
           break;
         }
         case StmtKind::kAgg:
@@ -135,7 +135,6 @@ class Checker {
           break;
       }
     }
-    (void)top;
   }
 
   // D's rules for speculations within a clause.
@@ -354,6 +353,11 @@ class Checker {
   }
 
   void index_keys(Expr& e) {
+    if (e.args.size() > kMaxKey) {
+      fail(e.line, e.name + "[ ] has " + std::to_string(e.args.size()) + " keys: callscope query allows at most " +
+                       std::to_string(kMaxKey));
+      return;
+    }
     uint32_t slot;
     std::vector<Type> keys;
     for (auto& k : e.args) keys.push_back(expr(*k, false));
@@ -637,6 +641,10 @@ class Checker {
       }
     }
     if (*f == Func::kPrintf) {
+      if (n > 65) {
+        fail(e.line, "printf( ) has " + std::to_string(n - 1) + " value arguments: callscope query allows at most 64");
+        return sig.ret;
+      }
       if (e.args[0]->kind != ExprKind::kString) {
         fail(e.line, "printf( ) argument #1 must be a format string constant");
         return sig.ret;

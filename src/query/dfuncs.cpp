@@ -251,7 +251,7 @@ Value fn_commit(const Node& n, Ctx& c) {
   record(c);
   if (id > 0 && static_cast<size_t>(id) < specs.size() && specs[static_cast<size_t>(id)].busy) {
     auto& sp = specs[static_cast<size_t>(id)];
-    if (n.slot == static_cast<uint32_t>(Func::kCommit)) c.committed += sp.buf;
+    if (n.slot == static_cast<uint32_t>(Func::kCommit)) c.s->committed += sp.buf;
     sp.buf.clear();
     sp.busy = false;
   }
@@ -266,7 +266,7 @@ Value fn_aggact(const Node& n, Ctx& c) {
   record(c);
   switch (f) {
     case Func::kTrunc:
-      if (n.args.size() > 1) a.trunc(v);
+      if (n.args.size() > 1) a.trunc(v, &c.s->pctx);
       else a.trunc();
       break;
     case Func::kClear: a.clear(); break;
@@ -275,7 +275,7 @@ Value fn_aggact(const Node& n, Ctx& c) {
         c.fault = "divide-by-zero";
         break;
       }
-      a.normalize(v);
+      if (!a.normalize(v)) c.fault = "divide-by-zero";
       break;
     default: a.denormalize(); break;
   }

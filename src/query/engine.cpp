@@ -510,12 +510,16 @@ struct Engine::State : EngineState {
     if (c.fault) {
       // D drops what the faulting clause recorded; its stores stay.
       c.out->resize(c.out_mark);
+      committed.clear();
       if (!had_header) header_printed = false;
       fault(f, epid, c.fault, action);
       return;
     }
     if (c.line_printed) format_probe_end(*c.out);
-    if (!c.committed.empty()) out += c.committed;
+    if (!committed.empty()) {
+      out += committed;
+      committed.clear();
+    }
   }
 
   void fault(const Firing& f, uint32_t epid, const char* what, int action) {

@@ -88,6 +88,7 @@ struct EngineState {
   };
   std::vector<Speculation> specs;  // [0] unused: speculation ids start at 1
   std::string scratch;             // output of a speculate() on a bad id, dropped
+  std::string committed;           // commit()'s data: printed after the committing clause's own
   uint64_t spec_drops = 0;
 
   bool header_printed = false;
@@ -108,7 +109,6 @@ struct Ctx {
   uint32_t epid = 0;
   const char* fault = nullptr;  // set by a faulting node; the clause stops
   bool line_printed = false;
-  std::string committed;  // commit()'s data: printed after the committing clause's own
 };
 
 // The probe line before the first data a clause records (not when quiet).

@@ -192,6 +192,14 @@ class Parser {
   Stmt statement() {
     Stmt s;
     s.line = tok_.line;
+    struct Guard {
+      int& n;
+      ~Guard() { --n; }
+    } guard{++stmt_nesting_};
+    if (stmt_nesting_ > kMaxNesting) {
+      fail(tok_.line, "statements nested more than " + std::to_string(kMaxNesting) + " deep");
+      return s;
+    }
     if (tok_.kind == Tok::kIdent && tok_.text == "if") {
       s.kind = StmtKind::kIf;
       advance();
@@ -307,7 +315,12 @@ class Parser {
 
   ExprPtr binary(int min_level) {
     ExprPtr lhs = unary();
+    int chain = 0;  // a left-leaning chain (a + b + c ...) is as deep as it is long
     while (!err_ && tok_.kind == Tok::kPunct) {
+      if (++chain > kMaxChain) {
+        fail(tok_.line, "expression longer than " + std::to_string(kMaxChain) + " operators");
+        break;
+      }
       const int l = level(tok_.text);
       if (l < min_level || l < 0 || ends_predicate()) break;
       auto e = node(ExprKind::kBinary, tok_.line);
@@ -320,7 +333,21 @@ class Parser {
     return lhs;
   }
 
+  // Every nested expression passes here: a bound on the nesting keeps a
+  // hostile script from exhausting the stack.
   ExprPtr unary() {
+    struct Guard {
+      int& n;
+      ~Guard() { --n; }
+    } guard{++nesting_};
+    if (nesting_ > kMaxNesting) {
+      fail(tok_.line, "expression nested more than " + std::to_string(kMaxNesting) + " deep");
+      return node(ExprKind::kInt, tok_.line);
+    }
+    return unary_inner();
+  }
+
+  ExprPtr unary_inner() {
     const int line = tok_.line;
     if (tok_.kind == Tok::kPunct) {
       const std::string op = tok_.text;
@@ -495,6 +522,10 @@ class Parser {
   std::optional<Error> err_;
   bool in_predicate_ = false;
   int depth_ = 0;  // parentheses and brackets open (a '/' inside never ends a predicate)
+  int nesting_ = 0;       // expressions within expressions
+  int stmt_nesting_ = 0;  // statements within if/else
+  static constexpr int kMaxNesting = 256;
+  static constexpr int kMaxChain = 1024;
 };
 
 }  // namespace

@@ -82,6 +82,10 @@ TEST(Compile, TypeErrors) {
   EXPECT_EQ(error_of("BEGIN { a[1] = 1; a[\"x\"] = 2; }"),
             "failed to compile script t.d: line 1: a[ ] key #1 is incompatible with prototype:\n\tprototype: int64_t\n\t argument: string");
   EXPECT_EQ(error_of("BEGIN { a[1] = 1; x = a; }"), "failed to compile script t.d: line 1: a is an associative array: index it, a[key]");
+  EXPECT_EQ(error_of("BEGIN { a[1,2,3,4,5,6,7,8,9,10,11] = 1; }"),
+            "failed to compile script t.d: line 1: a[ ] has 11 keys: callscope query allows at most 10");
+  EXPECT_EQ(error_of("BEGIN { x = b[1,2,3,4,5,6,7,8,9,10,11]; }"),
+            "failed to compile script t.d: line 1: b[ ] has 11 keys: callscope query allows at most 10");
 }
 
 TEST(Compile, AggregationPrototypes) {

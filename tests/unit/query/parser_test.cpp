@@ -103,6 +103,20 @@ TEST(Parser, IfElseAndAggregations) {
   EXPECT_EQ(body[2].agg, "");
 }
 
+TEST(Parser, DeepNestingIsAnErrorNotACrash) {
+  const std::string deep = "BEGIN { x = " + std::string(100000, '(') + "1" + std::string(100000, ')') + "; }";
+  EXPECT_EQ(error_of(deep), "line 1: expression nested more than 256 deep");
+  const std::string minus = "BEGIN { x = " + std::string(100000, '-') + "1; }";
+  EXPECT_EQ(error_of(minus), "line 1: expression nested more than 256 deep");
+  std::string chain = "BEGIN { x = 1";
+  for (int i = 0; i < 100000; ++i) chain += " + 1";
+  EXPECT_EQ(error_of(chain + "; }"), "line 1: expression longer than 1024 operators");
+  std::string ifs = "BEGIN { x = 1; if (x) x = 2;";
+  for (int i = 0; i < 100000; ++i) ifs += " else if (x) x = 2;";
+  EXPECT_EQ(error_of(ifs + " }"), "line 1: statements nested more than 256 deep");
+  EXPECT_EQ(error_of("BEGIN { x = " + std::string(100, '(') + "1" + std::string(100, ')') + "; }"), "(parsed)");
+}
+
 TEST(Parser, SyntaxErrors) {
   EXPECT_EQ(error_of("BEGIN {\n x = 1\n y = 2;\n}"), "line 3: syntax error near \"y\"");
   EXPECT_EQ(error_of("BEGIN { x = ; }"), "line 1: syntax error near \";\"");
