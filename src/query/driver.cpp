@@ -296,64 +296,78 @@ struct Driver::Impl {
   bool stop = false;  // exit() was called: asked after each firing only
   uint64_t fired = 0;
 
-  // One event of thread t.
+  // One event of thread t. Entries and returns, nearly every event, take
+  // the short way: no jump table, and the firing's context (a Firing on
+  // the stack) built out of line only when a probe fires.
   void event(Thread& t, EventKind kind, uint64_t tick, uint64_t value) {
+    if (kind == EventKind::kEntry || kind == EventKind::kEntryInherited) {
+      enter(t, kind, tick, value);
+    } else if (kind == EventKind::kExit || kind == EventKind::kExitUnwound || kind == EventKind::kExitTruncated) {
+      leave(t, kind, tick);
+    } else {
+      other(t, kind, tick, value);
+    }
+  }
+
+  void enter(Thread& t, EventKind kind, uint64_t tick, uint64_t value) {
+    FnSlot slot;
+    if (t.has_last && t.last_addr == value) {
+      slot = t.last_slot;
+    } else {
+      slot = lookup(t.process, value, tick);
+      t.last_addr = value;
+      t.last_slot = slot;
+      t.has_last = true;
+    }
+    if (t.in_gap && !t.gap_depth_known) {
+      t.gap_depth = t.frames.size();
+      t.gap_depth_known = true;
+    }
+    Frame& fr = t.frames.emplace_back();
+    fr.entry_tick = tick;
+    fr.child_ticks = 0;
+    fr.paused_before = t.paused;
+    fr.ret = slot.ret;
+    t.addrs.push_back(value);
+    // An inherited frame began before the stream did, or in a gap:
+    // callscope did not see it enter.
+    if (slot.entry && kind == EventKind::kEntry) fire_entry(t, slot.entry, tick, value);
+  }
+
+  void leave(Thread& t, EventKind kind, uint64_t tick) {
+    if (t.frames.empty()) return;
+    // Field by field, not a copy of the frame: the frame was written a
+    // few events ago, and a whole-struct load stalls on those stores.
+    const Frame& fr = t.frames.back();
+    const uint64_t entry_tick = fr.entry_tick;
+    const uint64_t span = tick >= entry_tick ? tick - entry_tick : 0;
+    const uint64_t paused = t.paused - fr.paused_before;
+    const uint64_t dur = span > paused ? span - paused : 0;
+    // Only a return fires return: a frame unwound by longjmp or an
+    // exception, or cut short, did not return.
+    if (const ProbeInfo* ret = fr.ret; ret && kind == EventKind::kExit) fire_return(t, ret, tick, dur, fr.child_ticks);
+    t.frames.pop_back();
+    t.addrs.pop_back();
+    if (!t.frames.empty()) t.frames.back().child_ticks += dur;
+  }
+
+  [[gnu::noinline]] void fire_entry(const Thread& t, const ProbeInfo* p, uint64_t tick, uint64_t addr) {
+    Firing f = context(t, p, tick);
+    f.arg0 = static_cast<int64_t>(addr);
+    fire(f);
+  }
+
+  [[gnu::noinline]] void fire_return(const Thread& t, const ProbeInfo* p, uint64_t tick, uint64_t dur,
+                                     uint64_t child) {
+    Firing f = context(t, p, tick);
+    f.duration = ns(dur);
+    f.selfduration = ns(dur > child ? dur - child : 0);
+    fire(f);
+  }
+
+  // Losses, pauses and the rest.
+  [[gnu::noinline]] void other(Thread& t, EventKind kind, uint64_t tick, uint64_t value) {
     switch (kind) {
-      case EventKind::kEntry:
-      case EventKind::kEntryInherited: {
-        FnSlot slot;
-        if (t.has_last && t.last_addr == value) {
-          slot = t.last_slot;
-        } else {
-          slot = lookup(t.process, value, tick);
-          t.last_addr = value;
-          t.last_slot = slot;
-          t.has_last = true;
-        }
-        if (t.in_gap && !t.gap_depth_known) {
-          t.gap_depth = t.frames.size();
-          t.gap_depth_known = true;
-        }
-        Frame& fr = t.frames.emplace_back();
-        fr.entry_tick = tick;
-        fr.child_ticks = 0;
-        fr.paused_before = t.paused;
-        fr.ret = slot.ret;
-        t.addrs.push_back(value);
-        // An inherited frame began before the stream did, or in a gap:
-        // callscope did not see it enter.
-        if (slot.entry && kind == EventKind::kEntry) {
-          Firing f = context(t, slot.entry, tick);
-          f.arg0 = static_cast<int64_t>(value);
-          fire(f);
-        }
-        break;
-      }
-      case EventKind::kExit:
-      case EventKind::kExitUnwound:
-      case EventKind::kExitTruncated: {
-        if (t.frames.empty()) break;
-        // Field by field, not a copy of the frame: the frame was written a
-        // few events ago, and a whole-struct load stalls on those stores.
-        const Frame& fr = t.frames.back();
-        const uint64_t entry_tick = fr.entry_tick;
-        const uint64_t span = tick >= entry_tick ? tick - entry_tick : 0;
-        const uint64_t paused = t.paused - fr.paused_before;
-        const uint64_t dur = span > paused ? span - paused : 0;
-        // Only a return fires return: a frame unwound by longjmp or an
-        // exception, or cut short, did not return.
-        if (const ProbeInfo* ret = fr.ret; ret && kind == EventKind::kExit) {
-          const uint64_t child = fr.child_ticks;
-          Firing f = context(t, ret, tick);
-          f.duration = ns(dur);
-          f.selfduration = ns(dur > child ? dur - child : 0);
-          fire(f);
-        }
-        t.frames.pop_back();
-        t.addrs.pop_back();
-        if (!t.frames.empty()) t.frames.back().child_ticks += dur;
-        break;
-      }
       case EventKind::kLost:
         for (const ProbeInfo* p : proc_probes[static_cast<int>(ProcEvent::kLost)]) {
           Firing f = context(t, p, tick);
