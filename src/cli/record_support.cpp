@@ -359,7 +359,7 @@ int WritingSignals::received() const { return g_writing_signals; }
 
 void print_summary(const char* command, const fmt::FinalizeSummary& sum, const std::string& output) {
   for (const std::string& w : sum.warnings) print_warning(command, w);  // paths and names from the session
-  if (sum.calls == 0)
+  if (sum.calls == 0 && sum.untraced_threads.empty())  // else the warning below says why
     std::fprintf(stderr,
                  "callscope %s: no instrumented function was called: compile the program with "
                  "-finstrument-functions (the trace holds no calls)\n",

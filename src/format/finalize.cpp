@@ -535,7 +535,8 @@ Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::
       info.main_core_dumped = main->core_dumped;
     }
   }
-  if (sum.calls == 0 && !any_profile) info.flags |= kInfoNotInstrumented;
+  // No call, because no thread could be traced, is not a program without hooks.
+  if (sum.calls == 0 && !any_profile && sum.untraced_threads.empty()) info.flags |= kInfoNotInstrumented;
   if (any_profile) info.flags |= kInfoProfile;
   if (any_filtered) info.flags |= kInfoFiltered;
   std::string cmdline = s.recorder_cmdline;
