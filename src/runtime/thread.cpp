@@ -126,6 +126,10 @@ CALLSCOPE_NOINSTR bool enter_segment(ThreadState* t, uint64_t n) {
 // pages on the first lap) and maps the whole ring once.
 CALLSCOPE_NOINSTR bool open_ring(ThreadState* t) {
   const uint64_t ring_bytes = uint64_t{fmt::kRingSegments} * fmt::kSegmentBytes;
+  // The first segment's pages before the ring's size: the recorder takes up
+  // a file once it has the ring's size, so a file whose first segment finds
+  // no space (then removed, its thread untraced) is never taken for a thread.
+  if (!allocate(t->fd, kPageBytes, fmt::kSegmentBytes)) return false;
   if (::ftruncate(t->fd, static_cast<off_t>(kPageBytes + ring_bytes)) != 0) return false;
   void* m = ::mmap(nullptr, ring_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, t->fd, kPageBytes);
   if (m == MAP_FAILED) return false;

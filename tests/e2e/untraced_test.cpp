@@ -73,10 +73,14 @@ TEST_P(UntracedTest, AThreadThatFindsTheFileSystemFullIsNamed) {
                               "be made for it: 'late-worker' (pid "))
       << r.err;
   EXPECT_TRUE(contains(r.err, "): No space left on device (ENOSPC)); 'callscope info' lists it\n")) << r.err;
+  // The file the thread began (a header page, no segment) was removed: no
+  // thread file found damaged, no second record of the thread.
+  EXPECT_FALSE(contains(r.err, ".ev")) << r.err;
 
   TraceSummary s = summarize(trace);
   auto u = untraced(s);
   ASSERT_EQ(u.size(), 1u);
+  EXPECT_EQ(s.reader->threads().size(), 2u);
   EXPECT_EQ(u[0]->name, "late-worker");
   EXPECT_EQ(u[0]->record.untraced_error, ENOSPC);
   EXPECT_EQ(u[0]->record.events, 0u);
