@@ -165,20 +165,27 @@ bool all_digits(const std::string& s) {
 Result<std::vector<uint32_t>> select_threads(const format::TraceReader& trace, const std::vector<std::string>& specs) {
   const auto& threads = trace.threads();
   std::vector<bool> chosen(threads.size(), specs.empty());
+  // Threads that ran without being recorded have no calls: never in a
+  // table (the commands' loss warning names them), and asked for alone, an
+  // error that says so.
+  auto untraced = [&](uint32_t i) { return (threads[i].record.flags & format::kThreadUntraced) != 0; };
   for (const std::string& spec : specs) {
-    bool any = false;
+    bool any = false, only_untraced = false;
     for (uint32_t i = 0; i < threads.size(); ++i) {
       bool match = all_digits(spec) ? std::to_string(i) == spec : glob_match(spec, threads[i].name);
       for (const auto& n : threads[i].names) match = match || (!all_digits(spec) && glob_match(spec, n.name));
-      if (match) chosen[i] = any = true;
+      if (match && untraced(i)) only_untraced = true;
+      else if (match) chosen[i] = any = true;
     }
+    if (!any && only_untraced)
+      return Error("thread '" + spec + "' ran without being recorded: it has no calls ('callscope info' says why)");
     if (!any)
       return Error("no thread matches '" + spec + "' (the trace has " + std::to_string(threads.size()) +
                    " threads; see 'callscope info')");
   }
   std::vector<uint32_t> out;
   for (uint32_t i = 0; i < threads.size(); ++i)
-    if (chosen[i]) out.push_back(i);
+    if (chosen[i] && !untraced(i)) out.push_back(i);
   return out;
 }
 

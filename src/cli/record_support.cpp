@@ -21,6 +21,7 @@
 #include <iterator>
 
 #include "format/raw_session.h"
+#include "views/format_util.h"
 
 namespace callscope::cli {
 
@@ -358,7 +359,7 @@ int WritingSignals::received() const { return g_writing_signals; }
 
 void print_summary(const char* command, const fmt::FinalizeSummary& sum, const std::string& output) {
   for (const std::string& w : sum.warnings) print_warning(command, w);  // paths and names from the session
-  if (sum.calls == 0)
+  if (sum.calls == 0 && sum.untraced_threads.empty())  // else the warning below says why
     std::fprintf(stderr,
                  "callscope %s: no instrumented function was called: compile the program with "
                  "-finstrument-functions (the trace holds no calls)\n",
@@ -379,6 +380,20 @@ void print_summary(const char* command, const fmt::FinalizeSummary& sum, const s
                  "callscope %s: warning: %llu events were lost (no space for them, or dropped with "
                  "--drop-when-behind); the trace marks where\n",
                  command, static_cast<unsigned long long>(sum.lost));
+  if (!sum.untraced_threads.empty()) {
+    std::string which;
+    for (size_t i = 0; i < sum.untraced_threads.size() && i < 3; ++i) {
+      const auto& u = sum.untraced_threads[i];
+      which += (i ? ", " : "") + std::string("'") + terminal_safe(u.name) + "' (pid " + std::to_string(u.pid) +
+               ", tid " + std::to_string(u.tid) + "): " + views::describe_errno(u.error);
+    }
+    if (sum.untraced_threads.size() > 3) which += ", ...";
+    const size_t n = sum.untraced_threads.size();
+    std::fprintf(stderr,
+                 "callscope %s: warning: %zu thread%s ran without being recorded (no event file could be made "
+                 "for %s: %s); 'callscope info' lists %s\n",
+                 command, n, n == 1 ? "" : "s", n == 1 ? "it" : "them", which.c_str(), n == 1 ? "it" : "them");
+  }
   if (sum.waits)
     std::fprintf(stderr, "callscope %s: the program waited %.3f s in all for the recorder to keep up (%llu time%s)\n",
                  command, static_cast<double>(sum.wait_ns) / 1e9, static_cast<unsigned long long>(sum.waits),

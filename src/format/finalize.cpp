@@ -341,6 +341,25 @@ Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::
     CALLSCOPE_CHECK(live->finish_thread(*lt, 0));
     place(0, lt->path, lt->header, lt->record, i, lt->events->blocks());
   }
+  // Threads that ran untraced (no file for their events): a record each,
+  // with no events, so that every view can say they were not recorded.
+  for (size_t pi = 0; pi < s.processes.size(); ++pi) {
+    const RawProcess& p = s.processes[pi];
+    for (const RawUntracedThread& u : p.untraced) {
+      ThreadRecord r{};
+      r.process_index = static_cast<uint32_t>(pi);
+      r.tid = u.tid;
+      r.start_tick = to_trace(p, u.tick);
+      r.end_tick = r.start_tick;
+      r.flags = kThreadUntraced | (u.tid == p.pid ? kThreadMain : 0);
+      r.untraced_error = u.error;
+      r.name = thread_strings.add(std::string(u.name, strnlen(u.name, sizeof u.name)));
+      const auto index = static_cast<uint32_t>(threads.size());
+      threads.push_back(r);
+      thread_of.try_emplace({static_cast<uint32_t>(pi), u.tid}, index);  // a traced thread of that tid comes first
+      sum.untraced_threads.push_back({p.pid, u.tid, u.error, std::string(u.name, strnlen(u.name, sizeof u.name))});
+    }
+  }
   // What the live stream found missing or damaged (also a dead recorder's).
   if (live) sum.warnings.insert(sum.warnings.end(), live->warnings().begin(), live->warnings().end());
 
@@ -516,7 +535,8 @@ Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::
       info.main_core_dumped = main->core_dumped;
     }
   }
-  if (sum.calls == 0 && !any_profile) info.flags |= kInfoNotInstrumented;
+  // No call, because no thread could be traced, is not a program without hooks.
+  if (sum.calls == 0 && !any_profile && sum.untraced_threads.empty()) info.flags |= kInfoNotInstrumented;
   if (any_profile) info.flags |= kInfoProfile;
   if (any_filtered) info.flags |= kInfoFiltered;
   std::string cmdline = s.recorder_cmdline;

@@ -30,6 +30,15 @@ struct FinalizeSummary {
   uint64_t calls = 0;
   uint64_t lost = 0;
   uint64_t torn = 0;
+  // Threads that ran without being recorded (no event file: a full file
+  // system, no descriptor left, ...).
+  struct Untraced {
+    uint32_t pid;
+    uint32_t tid;
+    int error;  // errno
+    std::string name;
+  };
+  std::vector<Untraced> untraced_threads;
   uint64_t wait_ns = 0;  // the program's threads waited this long for the recorder (ring full)
   uint64_t waits = 0;
   uint64_t file_bytes = 0;

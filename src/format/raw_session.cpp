@@ -108,6 +108,11 @@ Status read_process(RawProcess& p, std::vector<std::string>& warnings) {
         if (take(buf, body, end, n)) p.thread_names.push_back(n);
         break;
       }
+      case RawMetaType::kUntracedThread: {
+        RawUntracedThread u;
+        if (take(buf, body, end, u)) p.untraced.push_back(u);
+        break;
+      }
       case RawMetaType::kMode: {
         RawMode m;
         if (take(buf, body, end, m)) p.mode = m;

@@ -44,6 +44,7 @@ struct RawProcess {
   std::vector<RawClear> clears;           // callscope_clear() calls, in order
   std::vector<RawSwitch> switches;        // stops and starts, in order
   std::vector<RawThreadName> thread_names;  // names given while threads ran, in order
+  std::vector<RawUntracedThread> untraced;  // threads that ran without an event file, in order
   std::string dumps_file;                 // empty when the process wrote no snapshot
 };
 

@@ -37,6 +37,12 @@
 //                      last bytes of reserved). Readers check every header
 //                      field's range, in traces of every version, and the
 //                      check from 1.3 on (see "File header" below).
+//   raw 2, final 1.4 — threads that could not be traced: the kUntracedThread
+//                      meta record (RawUntracedThread), and ThreadRecord's
+//                      kThreadUntraced flag with untraced_error (the record
+//                      grows from 72 to 80 bytes; a 1.3 record reads with 0
+//                      there). The runtime keeps a reserve of space allocated
+//                      past the end of `meta` (not part of the layout).
 #pragma once
 
 #include <stddef.h>
@@ -169,6 +175,7 @@ enum class RawMetaType : uint32_t {
   kClear = 10,         // RawClear: callscope_clear() (for threads that never applied it)
   kThreadName = 11,    // RawThreadName: a thread was named while it ran
   kSwitch = 12,        // RawSwitch: a stop or a start (callscope_stop/start, ctl)
+  kUntracedThread = 13,  // RawUntracedThread: a thread that runs without being recorded
   kStream = 20,        // RawStream + path (recorder only): where the live trace is written
   kStreamThread = 21,  // RawStreamThread + path (recorder only): a thread file it streams
 };
@@ -278,6 +285,19 @@ struct RawThreadName {
   char old_name[16];    // the name it had until then ("" when unknown)
 };
 static_assert(sizeof(RawThreadName) == 48);
+
+// A thread that could not get its event file (or, in profile mode, its
+// tree file): no space on the raw session's file system, no descriptor left
+// (EMFILE), ... It runs untraced from its first call on; this record is all
+// the trace knows of it, so that its absence is never silent. Its name is
+// the one it had at that first call.
+struct RawUntracedThread {
+  uint64_t tick;        // its first call (relative to the process base)
+  uint32_t tid;
+  int32_t error;        // errno of the step that failed
+  char name[16];        // from /proc/thread-self/comm, NUL-padded
+};
+static_assert(sizeof(RawUntracedThread) == 32);
 
 // A stop (odd seq) or a start (even seq), written when it happens: seq
 // counts them over the process's life, tick is when (relative to the
@@ -434,7 +454,7 @@ static_assert(sizeof(RawRecorderInfo) == 16);
 
 inline constexpr char kTraceMagic[8] = {'C', 'A', 'L', 'L', 'S', 'C', 'P', '\x1a'};
 inline constexpr uint16_t kTraceVersionMajor = 1;
-inline constexpr uint16_t kTraceVersionMinor = 3;
+inline constexpr uint16_t kTraceVersionMinor = 4;
 // The first minor version whose header carries a check.
 inline constexpr uint16_t kTraceMinorHeaderCheck = 3;
 
@@ -585,13 +605,19 @@ struct ThreadRecord {
   uint64_t calls;            // entry events
   uint64_t lost_events;
   uint64_t torn_events;      // half-written events found at a crash point
-  uint32_t flags;            // kThreadMain, kThreadExitedCleanly
+  uint32_t flags;            // kThreadMain, kThreadExitedCleanly, kThreadUntraced
   uint32_t blocks;           // kEvents blocks of this thread
   StrRef name;               // the last name it had (1.2; before: at its exit, else at its start)
+  int32_t untraced_error;    // 1.4, kThreadUntraced: the errno that kept it from being traced
+  uint32_t reserved;
 };
-static_assert(sizeof(ThreadRecord) == 72);
+static_assert(sizeof(ThreadRecord) == 80);
 inline constexpr uint32_t kThreadMain = 1;
 inline constexpr uint32_t kThreadExitedCleanly = 2;
+// 1.4: the thread ran without being recorded (RawUntracedThread): it has no
+// events; start_tick is its first call, end_tick the same (its end is
+// unknown).
+inline constexpr uint32_t kThreadUntraced = 4;
 
 // A snapshot of every thread's call tree of one process.
 struct DumpRecord {

@@ -54,6 +54,12 @@ struct KnownDir {
 KnownDir g_session;
 KnownDir g_process;
 int g_meta_fd = -1;
+// The meta file's reserve (write_meta): bytes appended so far, and the end
+// of the space allocated for it; 0 reserved: none could be made (a file
+// system without fallocate), records are then written at our risk.
+uint64_t g_meta_bytes = 0;
+uint64_t g_meta_reserved = 0;
+constexpr uint64_t kMetaReserveBytes = 64 << 10;
 uint32_t g_incarnation = 0;
 int g_meta_pid = 0;  // the process g_meta_fd describes (a vfork child shares our memory, not our record)
 using ExitFn = void (*)(int);
@@ -345,6 +351,9 @@ CALLSCOPE_NOINSTR bool start_process_record(uint32_t parent_n, uint32_t flags) {
   g_meta_pid = static_cast<int>(pid);
   g_meta_fd = process_dir_open("meta", O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);
   if (g_meta_fd < 0) return false;
+  g_meta_bytes = 0;
+  g_meta_reserved = 0;
+  if (::fallocate(g_meta_fd, FALLOC_FL_KEEP_SIZE, 0, kMetaReserveBytes) == 0) g_meta_reserved = kMetaReserveBytes;
   fmt::RawFileHeader fh{};
   memcpy(fh.magic, fmt::kRawMetaMagic, sizeof fh.magic);
   fh.version = fmt::kRawVersion;
@@ -518,19 +527,67 @@ int process_dir_open(const char* name, int flags, unsigned mode) {
   return fd;
 }
 
+void process_dir_unlink(const char* name) {
+  const int e = errno;
+  bool fresh = false;
+  const int dir = known_dir_fd(g_process, &fresh);
+  if (dir >= 0) {
+    ::unlinkat(dir, name, 0);
+    if (fresh) ::close(dir);
+  }
+  errno = e;
+}
+
 // One record, one write(2) on an O_APPEND descriptor: records of different
 // threads never interleave.
+//
+// The reserve. Meta records say what the event files cannot: a thread that
+// could not be traced (its file found no space), a library loaded, a name
+// given, the process's exit. They must land when the raw session's file
+// system is full, which is exactly when threads lose events and cannot get
+// files. So the meta file keeps kMetaReserveBytes allocated past its end
+// (fallocate FALLOC_FL_KEEP_SIZE: blocks, not size; readers see only the
+// records), and a record that takes it below half is the moment to extend
+// it by as much again. What it guarantees: once the file system is full, at
+// least kMetaReserveBytes / 2 bytes of records still land (hundreds of
+// thread records, dozens of module loads with their paths, the exit); the
+// limit: past that, while the file system stays full, a record that does
+// not fit is dropped whole -- never half-written, which would hide every
+// record after it -- and on a file system without fallocate, or one already
+// full when the process starts, there is no reserve at all. Counted without a lock (a signal handler may write the
+// exit record while a thread of the process is here): each writer claims
+// its bytes with one atomic add, so the sum of claims bounds the file's end.
 void write_meta(fmt::RawMetaType type, const void* body, uint32_t body_size, const void* extra1,
                 uint32_t extra1_size, const void* extra2, uint32_t extra2_size) {
   if (g_meta_fd < 0) return;
   static const uint8_t kZeros[8] = {0};
   const uint64_t raw = sizeof(fmt::RawMetaHeader) + body_size + extra1_size + extra2_size;
-  fmt::RawMetaHeader h{static_cast<uint32_t>(type), static_cast<uint32_t>(round8(raw))};
+  const uint64_t size = round8(raw);
+  if (__atomic_load_n(&g_meta_reserved, __ATOMIC_RELAXED) != 0) {
+    const uint64_t end = __atomic_add_fetch(&g_meta_bytes, size, __ATOMIC_RELAXED);
+    uint64_t reserved = __atomic_load_n(&g_meta_reserved, __ATOMIC_RELAXED);
+    if (end + kMetaReserveBytes / 2 > reserved) {
+      const uint64_t want = end + kMetaReserveBytes;
+      if (::fallocate(g_meta_fd, FALLOC_FL_KEEP_SIZE, static_cast<off_t>(reserved),
+                      static_cast<off_t>(want - reserved)) == 0) {
+        while (reserved < want &&
+               !__atomic_compare_exchange_n(&g_meta_reserved, &reserved, want, false, __ATOMIC_RELAXED,
+                                            __ATOMIC_RELAXED)) {
+        }
+        reserved = want;
+      }
+      if (end > reserved) {  // no space left, not even in the reserve: drop it whole
+        __atomic_sub_fetch(&g_meta_bytes, size, __ATOMIC_RELAXED);
+        return;
+      }
+    }
+  }
+  fmt::RawMetaHeader h{static_cast<uint32_t>(type), static_cast<uint32_t>(size)};
   iovec iov[5] = {{&h, sizeof h},
                   {const_cast<void*>(body), body_size},
                   {const_cast<void*>(extra1), extra1_size},
                   {const_cast<void*>(extra2), extra2_size},
-                  {const_cast<uint8_t*>(kZeros), static_cast<size_t>(round8(raw) - raw)}};
+                  {const_cast<uint8_t*>(kZeros), static_cast<size_t>(size - raw)}};
   ssize_t ignored = ::writev(g_meta_fd, iov, 5);
   (void)ignored;
 }

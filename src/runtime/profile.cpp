@@ -463,18 +463,21 @@ CALLSCOPE_NOINSTR bool open_prof_file(ThreadState* t) {
   }
   if (fd < 0) return false;
   // The header and the stack are sparse until touched; nodes get real blocks.
+  // On failure no file is left behind (a tree file without a header reads
+  // as damage); errno says why, for the untraced-thread record.
+  auto fail = [&] {
+    const int e = errno;
+    ::close(fd);
+    process_dir_unlink(name.c_str());
+    errno = e;
+    return false;
+  };
   if (::ftruncate(fd, static_cast<off_t>(prof_bytes(0))) != 0 ||
       ::fallocate(fd, 0, 0, static_cast<off_t>(fmt::kRawProfHeaderSize)) != 0) {
-    if (errno != EOPNOTSUPP && errno != ENOSYS) {
-      ::close(fd);
-      return false;
-    }
+    if (errno != EOPNOTSUPP && errno != ENOSYS) return fail();
   }
   void* m = ::mmap(nullptr, prof_bytes(kMaxNodes), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
-  if (m == MAP_FAILED) {
-    ::close(fd);
-    return false;
-  }
+  if (m == MAP_FAILED) return fail();
   auto* h = static_cast<RawProfHeader*>(m);
   t->prof_fd = fd;
   t->prof = h;

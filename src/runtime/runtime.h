@@ -295,6 +295,12 @@ bool process_ensure_init();
 // relative to the directory the runtime made and checked, never through a
 // path another user could change; -1 with errno on failure.
 int process_dir_open(const char* name, int flags, unsigned mode);
+// Removes NAME from the current process's directory (a file we made and
+// could not set up); errno is kept.
+void process_dir_unlink(const char* name);
+// Appends one record to the process's meta file. It lands even when the
+// raw session's file system is full, within the meta file's reserve
+// (process.cpp says how much).
 void write_meta(fmt::RawMetaType type, const void* body, uint32_t body_size, const void* extra1,
                 uint32_t extra1_size, const void* extra2, uint32_t extra2_size);
 extern unsigned long g_thread_key;  // pthread_key_t

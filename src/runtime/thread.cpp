@@ -23,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -125,6 +126,10 @@ CALLSCOPE_NOINSTR bool enter_segment(ThreadState* t, uint64_t n) {
 // pages on the first lap) and maps the whole ring once.
 CALLSCOPE_NOINSTR bool open_ring(ThreadState* t) {
   const uint64_t ring_bytes = uint64_t{fmt::kRingSegments} * fmt::kSegmentBytes;
+  // The first segment's pages before the ring's size: the recorder takes up
+  // a file once it has the ring's size, so a file whose first segment finds
+  // no space (then removed, its thread untraced) is never taken for a thread.
+  if (!allocate(t->fd, kPageBytes, fmt::kSegmentBytes)) return false;
   if (::ftruncate(t->fd, static_cast<off_t>(kPageBytes + ring_bytes)) != 0) return false;
   void* m = ::mmap(nullptr, ring_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, t->fd, kPageBytes);
   if (m == MAP_FAILED) return false;
@@ -185,9 +190,10 @@ CALLSCOPE_NOINSTR void read_thread_name(char (&name)[16]) {
 }
 
 // Creates the thread's event file in the current process directory, maps its
-// header page and its first chunk.
-CALLSCOPE_NOINSTR bool open_thread_file(ThreadState* t, uint64_t now) {
-  PathBuf name;
+// header page and its first chunk. On failure, returns the errno of the step
+// that failed and leaves no file behind (a reader would take an empty or
+// headerless file for damage); `name` is the file's name on success.
+CALLSCOPE_NOINSTR int open_thread_file(ThreadState* t, uint64_t now, PathBuf& name) {
   int fd = -1;
   for (unsigned attempt = 0; attempt < 100 && fd < 0; ++attempt) {
     name.clear();
@@ -195,18 +201,17 @@ CALLSCOPE_NOINSTR bool open_thread_file(ThreadState* t, uint64_t now) {
     if (attempt) name.add(".").add_uint(attempt);  // a tid reused within the process
     name.add(".ev");
     fd = process_dir_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0 && errno != EEXIST) return false;
+    if (fd < 0 && errno != EEXIST) return errno;
   }
-  if (fd < 0) return false;
-  if (!allocate(fd, 0, kPageBytes)) {
+  if (fd < 0) return EEXIST;
+  auto fail = [&](int e) {
     ::close(fd);
-    return false;
-  }
+    process_dir_unlink(name.c_str());
+    return e != 0 ? e : EIO;
+  };
+  if (!allocate(fd, 0, kPageBytes)) return fail(errno);
   void* h = ::mmap(nullptr, kPageBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (h == MAP_FAILED) {
-    ::close(fd);
-    return false;
-  }
+  if (h == MAP_FAILED) return fail(errno);
   t->fd = fd;
   t->header = static_cast<fmt::RawThreadHeader*>(h);
   t->file_end = kPageBytes;
@@ -225,13 +230,29 @@ CALLSCOPE_NOINSTR bool open_thread_file(ThreadState* t, uint64_t now) {
   read_thread_name(hd->name);
   t->ring_segment = 0;
   if (!((g_recorder_pid && open_ring(t)) || map_next_chunk(t, 0))) {
+    const int e = errno;
     ::munmap(t->header, kPageBytes);
     t->header = nullptr;
-    ::close(fd);
     t->fd = -1;
-    return false;
+    return fail(e);
   }
-  return true;
+  return 0;
+}
+
+// A thread that cannot be traced says so in the process's meta file (whose
+// reserve lets the record land on a full file system: process.cpp), with
+// the errno that stopped it: the trace lists it as untraced instead of not
+// knowing it existed.
+CALLSCOPE_NOINSTR void note_untraced(ThreadState* t, uint64_t tick, int error) {
+  fmt::RawUntracedThread r{};
+  r.tick = tick;
+  r.tid = t->tid;
+  r.error = error;
+  // Not /proc/thread-self/comm: with no descriptor left (EMFILE) it cannot
+  // be opened. The system call, not prctl(): ours is a wrapper (names.cpp).
+  ::syscall(SYS_prctl, PR_GET_NAME, r.name);
+  r.name[sizeof r.name - 1] = '\0';
+  write_meta(fmt::RawMetaType::kUntracedThread, &r, sizeof r, nullptr, 0, nullptr, 0);
 }
 
 CALLSCOPE_NOINSTR void close_thread_file(ThreadState* t) {
@@ -264,22 +285,31 @@ bool thread_init(ThreadState* t) {
   SignalBlock block;
   t->tid = static_cast<uint32_t>(::syscall(SYS_gettid));
   t->fd = -1;
+  const uint64_t now = now_tick();
+  PathBuf file;
+  int error = 0;
   void* s = ::mmap(nullptr, uint64_t{kStackCapacity} * sizeof(Frame), PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (s == MAP_FAILED || !open_thread_file(t, now_tick())) {
+  if (s == MAP_FAILED)
+    error = errno;
+  else
+    error = open_thread_file(t, now, file);
+  if (error == 0) {
+    t->stack = static_cast<Frame*>(s);
+    t->depth = 0;
+    t->overflow = 0;
+    errno = 0;
+    if (!engine_thread_init(t)) {
+      error = errno != 0 ? errno : EIO;
+      close_thread_file(t);
+      process_dir_unlink(file.c_str());  // an event file with no tree beside it would read as a thread
+      t->stack = nullptr;
+    }
+  }
+  if (error != 0) {
     if (s != MAP_FAILED) ::munmap(s, uint64_t{kStackCapacity} * sizeof(Frame));
     t->status = kDisabled;
-    errno = saved_errno;
-    return false;
-  }
-  t->stack = static_cast<Frame*>(s);
-  t->depth = 0;
-  t->overflow = 0;
-  if (!engine_thread_init(t)) {
-    close_thread_file(t);
-    ::munmap(s, uint64_t{kStackCapacity} * sizeof(Frame));
-    t->stack = nullptr;
-    t->status = kDisabled;
+    note_untraced(t, now, error);
     errno = saved_errno;
     return false;
   }
@@ -333,8 +363,11 @@ void thread_reset_after_fork(ThreadState* t) {
   t->dropping = 0;
   t->no_space = 0;
   t->lost_pending = 0;
-  if (!open_thread_file(t, now_tick())) {
+  PathBuf file;
+  const uint64_t now = now_tick();
+  if (const int error = open_thread_file(t, now, file); error != 0) {
     t->status = kDisabled;
+    note_untraced(t, now, error);
     errno = saved_errno;
     return;
   }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 namespace callscope::views {
 
@@ -100,15 +101,38 @@ std::string fit_name(const std::string& name, size_t width) {
 
 std::string loss_warning(const format::TraceReader& trace) {
   uint64_t lost = 0, threads = 0;
+  std::vector<std::string> untraced;
   for (const format::ThreadInfo& t : trace.threads()) {
     lost += t.record.lost_events;
     threads += t.record.lost_events ? 1 : 0;
+    if (t.record.flags & format::kThreadUntraced)
+      untraced.push_back("'" + terminal_safe(t.name) + "' (tid " + std::to_string(t.record.tid) +
+                         "): " + describe_errno(t.record.untraced_error));
   }
-  if (!lost) return "";
-  return std::to_string(lost) + " events were lost in " + std::to_string(threads) + " of " +
-         std::to_string(trace.threads().size()) +
-         " threads; the trace marks where ('callscope replay' shows them), and the time of each gap belongs "
-         "to '[lost events]', not to the frames around it (docs/recording.md)";
+  std::string w;
+  if (lost)
+    w = std::to_string(lost) + " events were lost in " + std::to_string(threads) + " of " +
+        std::to_string(trace.threads().size()) +
+        " threads; the trace marks where ('callscope replay' shows them), and the time of each gap belongs "
+        "to '[lost events]', not to the frames around it (docs/recording.md)";
+  if (!untraced.empty()) {
+    if (!w.empty()) w += "; and ";
+    w += count_of(untraced.size(), "thread", "threads") + " ran without being recorded (" +
+         (untraced.size() == 1 ? "its event file" : "their event files") + " could not be made: ";
+    const size_t shown = std::min<size_t>(untraced.size(), 3);
+    for (size_t i = 0; i < shown; ++i) w += (i ? ", " : "") + untraced[i];
+    if (shown < untraced.size()) w += ", ...";
+    w += "): the figures leave " + std::string(untraced.size() == 1 ? "it" : "them") +
+         " out ('callscope info' lists them)";
+  }
+  return w;
+}
+
+std::string describe_errno(int error) {
+  const char* name = error > 0 ? ::strerrorname_np(error) : nullptr;
+  std::string s = error > 0 ? std::strerror(error) : "unknown reason";
+  if (name) s += std::string(" (") + name + ")";
+  return s;
 }
 
 std::string format_percent(double pct) {

@@ -24,12 +24,17 @@ std::string format_hex(uint64_t v);          // "0x401a20"
 std::string describe_exit(format::ExitHow how, int code, int signal, bool core_dumped);
 std::string signal_name(int signal);         // "SIGSEGV"
 std::string format_realtime(uint64_t ns_since_epoch);  // "2026-11-20 23:40:01 UTC"
-// A name cut to at most `width` characters, the last three "..." when cut
-// (width 0: the whole name). Counts UTF-8 characters, never splits one.
-// When events of the trace were lost: one line naming how many, in how many
+// When events of the trace were lost, or threads ran without being
+// recorded (kThreadUntraced): one line naming how many, in how many
 // threads, and what that means for the figures; "" otherwise. Every command
 // that reads events prints it ("callscope CMD: warning: ...").
 std::string loss_warning(const format::TraceReader& trace);
+// Why a thread could not be traced, from its errno: "No space left on
+// device (ENOSPC)".
+std::string describe_errno(int error);
+
+// A name cut to at most `width` characters, the last three "..." when cut
+// (width 0: the whole name). Counts UTF-8 characters, never splits one.
 
 std::string fit_name(const std::string& name, size_t width);
 

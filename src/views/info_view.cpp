@@ -22,6 +22,7 @@ std::string join(const std::vector<std::string>& argv) {
 
 struct Totals {
   uint64_t events = 0, calls = 0, lost = 0, torn = 0;
+  uint64_t untraced = 0;  // threads that ran without being recorded
 };
 
 Totals totals(const fmt::TraceReader& t) {
@@ -31,6 +32,7 @@ Totals totals(const fmt::TraceReader& t) {
     x.calls += th.record.calls;
     x.lost += th.record.lost_events;
     x.torn += th.record.torn_events;
+    x.untraced += (th.record.flags & fmt::kThreadUntraced) ? 1 : 0;
   }
   return x;
 }
@@ -87,6 +89,9 @@ void print_info_text(const fmt::TraceReader& t, const std::vector<analysis::Stre
   std::fprintf(out, "lost:       %llu events", static_cast<unsigned long long>(x.lost));
   if (x.torn) std::fprintf(out, "; %llu half-written at a crash point", static_cast<unsigned long long>(x.torn));
   std::fprintf(out, "\n");
+  if (x.untraced)
+    std::fprintf(out, "untraced:   %s ran without being recorded (listed below)\n",
+                 count_of(x.untraced, "thread", "threads").c_str());
   if (info.record.flags & fmt::kInfoNotInstrumented)
     std::fprintf(out, "note:       no instrumented function ran (compile with -finstrument-functions)\n");
 
@@ -117,6 +122,19 @@ void print_info_text(const fmt::TraceReader& t, const std::vector<analysis::Stre
                  terminal_safe(th.name).c_str(),
                  static_cast<unsigned long long>(th.record.calls), static_cast<unsigned long long>(th.record.events),
                  static_cast<unsigned long long>(th.record.lost_events), format_duration_ns(t.ticks_to_ns(dur)).c_str());
+  }
+
+  if (x.untraced) {
+    std::fprintf(out, "\nuntraced threads (they ran, but no event file could be made for them; the figures leave "
+                      "them out):\n  %5s %7s %7s %-16s %12s  %s\n",
+                 "#", "PID", "TID", "NAME", "SINCE", "WHY");
+    for (size_t i = 0; i < t.threads().size(); ++i) {
+      const auto& th = t.threads()[i];
+      if (!(th.record.flags & fmt::kThreadUntraced)) continue;
+      std::fprintf(out, "  %5zu %7u %7u %-16s %12s  %s\n", i, pid_of(t, th.record.process_index), th.record.tid,
+                   terminal_safe(th.name).c_str(), format_timestamp_ns(t.ticks_to_ns(th.record.start_tick)).c_str(),
+                   describe_errno(th.record.untraced_error).c_str());
+    }
   }
 
   bool renamed = false;
@@ -206,6 +224,7 @@ nlohmann::json info_json(const fmt::TraceReader& t, const std::vector<analysis::
   j["events"] = x.events;
   j["lost_events"] = x.lost;
   j["torn_events"] = x.torn;
+  j["untraced_threads"] = x.untraced;
   j["processes"] = json::array();
   for (const auto& p : t.processes())
     j["processes"].push_back({{"pid", p.record.pid},
@@ -233,6 +252,8 @@ nlohmann::json info_json(const fmt::TraceReader& t, const std::vector<analysis::
       tj["unclosed_frames"] = b.unclosed();  // negative: closed more often than entered
       tj["balanced"] = b.balanced();
     }
+    if (th.record.flags & fmt::kThreadUntraced)  // ran without being recorded, and why
+      tj["untraced"] = {{"errno", th.record.untraced_error}, {"reason", describe_errno(th.record.untraced_error)}};
     if (!th.names.empty()) {  // renamed while it ran: every name, from when
       tj["names"] = json::array();
       for (const auto& n : th.names) tj["names"].push_back({{"time_ns", t.ticks_to_ns(n.tick)}, {"name", n.name}});

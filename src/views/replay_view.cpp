@@ -398,11 +398,16 @@ Status print_replay(fmt::TraceReader& t, symbolize::Symbolizer& sym, const Repla
   if (o.thread && *o.thread >= t.threads().size())
     return Error("no thread " + std::to_string(*o.thread) + " in the trace (it has " +
                  std::to_string(t.threads().size()) + "; see 'callscope info')");
+  auto untraced = [&](uint32_t ti) { return (t.threads()[ti].record.flags & fmt::kThreadUntraced) != 0; };
+  if (o.thread && untraced(*o.thread))
+    return Error("thread " + std::to_string(*o.thread) +
+                 " ran without being recorded: it has no calls ('callscope info' says why)");
   Sink sink(o.format, out);
   Replayer replayer(t, sym, o, sink);
   sink.begin();
   for (uint32_t ti = 0; ti < t.threads().size(); ++ti) {
     if (o.thread && *o.thread != ti) continue;
+    if (untraced(ti)) continue;  // no calls; the loss warning names it
     sink.thread_header(thread_title(t, ti));
     Status st = replayer.run_thread(ti);
     if (!st) {

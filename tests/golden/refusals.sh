@@ -8,6 +8,7 @@ mkdir -p "$WORK" || exit 1
 cd "$WORK" || exit 1
 "$TT" "$CASES/profile_snapshots.txt" prof.trace || exit 1
 "$TT" "$CASES/report_profile.txt" rec.trace || exit 1
+"$TT" "$CASES/untraced.txt" untraced.trace || exit 1
 failed=0
 
 # expect CODE TEXT ARGS...: callscope ARGS exits with CODE and says TEXT on stderr.
@@ -32,6 +33,10 @@ expect 2 "--depth: '-1' is not a count" replay -D -1 rec.trace
 expect 2 "--depth: '0x10' is not a count" report --tree --depth 0x10 rec.trace
 expect 2 "--dump: '0' is not a snapshot number: snapshots are numbered from 1" report --dump 0 prof.trace
 expect 2 "--top: '-3' is not a count" stack -n -3 /bin/true
+
+# A thread that ran without being recorded has no calls to show.
+expect 1 "thread 'late-worker' ran without being recorded: it has no calls ('callscope info' says why)" report -t late-worker untraced.trace
+expect 1 "thread 1 ran without being recorded: it has no calls" replay -t 1 untraced.trace
 
 # A settings file that is a directory.
 mkdir -p conf.d

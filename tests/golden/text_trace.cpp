@@ -1,6 +1,7 @@
 #include "text_trace.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -26,6 +27,16 @@ std::map<std::string, std::string> fields(std::istringstream& in) {
 }
 
 uint64_t num(const std::string& s) { return std::stoull(s, nullptr, 0); }
+
+// "ENOSPC" or "28": the errno of an untraced thread; 0 when unknown.
+int errno_of(const std::string& s) {
+  static const std::map<std::string, int> kNames = {
+      {"ENOSPC", ENOSPC}, {"EMFILE", EMFILE}, {"ENFILE", ENFILE}, {"EDQUOT", EDQUOT}, {"EFBIG", EFBIG},
+      {"EACCES", EACCES}, {"EROFS", EROFS},   {"ENOMEM", ENOMEM}, {"EIO", EIO}};
+  if (auto it = kNames.find(s); it != kNames.end()) return it->second;
+  if (!s.empty() && s.find_first_not_of("0123456789") == std::string::npos) return static_cast<int>(std::stoi(s));
+  return 0;
+}
 
 struct Event {
   uint32_t thread;
@@ -144,6 +155,13 @@ Status text_to_trace(const std::string& text, const std::string& out_path) {
         t.process_index = static_cast<uint32_t>(num(f["process"]));
         t.tid = static_cast<uint32_t>(num(f["tid"]));
         t.name = tstr.add(f["name"]);
+        if (f.count("untraced")) {
+          const int e = errno_of(f["untraced"]);
+          if (e <= 0) return Error(where + ": untraced= takes an errno name (ENOSPC, EMFILE, ...) or number, not '" +
+                                   f["untraced"] + "'");
+          t.flags |= fmt::kThreadUntraced;
+          t.untraced_error = e;
+        }
         threads.push_back(t);
         declared_span.emplace_back(f.count("start") ? num(f["start"]) : 0, f.count("end") ? num(f["end"]) : 0);
       } else if (head == "mode") {
@@ -241,6 +259,9 @@ Status text_to_trace(const std::string& text, const std::string& out_path) {
   for (size_t i = 0; i < events.size(); ++i) {
     const Event& e = events[i];
     fmt::ThreadRecord& t = threads[e.thread];
+    if (t.flags & fmt::kThreadUntraced)
+      return Error("event " + std::to_string(i + 1) + ": thread " + std::to_string(e.thread) +
+                   " is untraced: it has no events");
     if (t.events == 0) t.start_tick = e.tick;
     if (e.tick < t.end_tick) return Error("event " + std::to_string(i + 1) + ": ticks of a thread must not decrease");
     t.end_tick = e.tick;
@@ -258,10 +279,11 @@ Status text_to_trace(const std::string& text, const std::string& out_path) {
   for (uint32_t i = 0; i < threads.size(); ++i) {
     CALLSCOPE_CHECK(enc[i]->flush());
     threads[i].blocks = enc[i]->blocks();
-    threads[i].flags |= fmt::kThreadExitedCleanly;
+    // An untraced thread's end is unknown: finalize gives it its start.
+    if (!(threads[i].flags & fmt::kThreadUntraced)) threads[i].flags |= fmt::kThreadExitedCleanly;
     if (threads[i].events == 0) {
       threads[i].start_tick = declared_span[i].first;
-      threads[i].end_tick = declared_span[i].second;
+      threads[i].end_tick = (threads[i].flags & fmt::kThreadUntraced) ? declared_span[i].first : declared_span[i].second;
     }
     total += threads[i].events;
     last = std::max(last, threads[i].end_tick);

@@ -3,13 +3,16 @@
 //   clock monotonic | tsc TICKS_PER_NS
 //   process pid=100 ppid=1 exe=/bin/app argv=app,-v exit=0|signal=11|exec|unknown [parent=K]
 //   module process=0 path=/bin/app low=0x400000 high=0x401000 bias=0 [build_id=HEX] [unloaded=TICK]
-//   thread process=0 tid=100 name=main [start=TICK end=TICK]
+//   thread process=0 tid=100 name=main [start=TICK end=TICK] [untraced=ENOSPC]
 //   THREAD KIND TICK [ADDR] [sp=ADDR] [count=N]
 //
 // KIND is entry, exit, unwound, truncated, stray, lost, inherited or mark;
 // blank lines and '#' comments are ignored. Errors name the line. A thread's
 // start and end are those of its events; start= and end= give them to a
-// thread without events (profile mode).
+// thread without events (profile mode). untraced=ERRNO (a name -- ENOSPC,
+// EMFILE, ENFILE, EDQUOT, EFBIG, EACCES, EROFS, ENOMEM, EIO -- or a number)
+// makes a thread that ran without being recorded (kThreadUntraced): it has
+// no events, start= is when it was found untraced, and its end is its start.
 //
 // Profile mode (what finalize writes for CALLSCOPE_MODE=profile: kProfile
 // blocks, kDumps, kMarks, InfoRecord flag kInfoProfile):

@@ -152,7 +152,7 @@ TEST_F(MetadataFinalize, RenamedThreadsOfAKilledProcess) {
   write_bytes(dir_.file("100.0/t102.ev"), thread_file(100, 102, "srv", 20, 0));
   auto r = finalize();
   ASSERT_TRUE(r);
-  EXPECT_EQ(r->header().version_minor, 3u);
+  EXPECT_EQ(r->header().version_minor, kTraceVersionMinor);
   const auto& t = r->threads();
   ASSERT_EQ(t.size(), 3u);
   EXPECT_EQ(t[0].name, "srv");
