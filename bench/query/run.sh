@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # How fast `callscope query` answers D over a recorded trace (issue 11's
 # targets: >= 50 M events/s for a count() by probefunc, >= 30 M events/s for
-# a quantize of durations), beside `callscope report` on the same trace.
+# a quantize of durations), beside `callscope report` on the same trace and
+# the nearest offline answer a user has today: `uftrace report` (calls and
+# times per function, no histograms, no D) on the same program's uftrace data.
 # One command:   bench/query/run.sh
 # Settings: FIB_N=36 (about 97 M events), REPS=3, CALLSCOPE_BUILD (default
 # build-bench, else build), WORK (default /dev/shm/callscope-query-bench.$$).
@@ -18,6 +20,8 @@ trap 'rm -rf "$WORK"' EXIT
 
 gcc -O2 -g -finstrument-functions "$ROOT/bench/programs/fib.c" -o "$WORK/fib"
 "$CS" record -f -o "$WORK/fib.trace" -- "$WORK/fib" "$FIB_N" >/dev/null 2>&1
+command -v uftrace >/dev/null || { echo "needs uftrace (apt-get install uftrace)" >&2; exit 1; }
+uftrace record --no-libcall -d "$WORK/uftrace.data" "$WORK/fib" "$FIB_N" >/dev/null
 events=$("$CS" info --format json "$WORK/fib.trace" | python3 -c 'import json,sys; print(json.load(sys.stdin)["events"])')
 
 # Per run: wall seconds of the command alone; then max RSS (KiB) of one more run.
@@ -52,3 +56,4 @@ row '`query pid$target:::return { @[probefunc] = quantize(duration); }`' \
 row '`query pid$target::nosuch*:entry` (no probe fires)' \
   "$CS" query -q -Z -n 'pid$target::nosuch*:entry { @ = count(); }' "$WORK/fib.trace"
 row '`report` (same trace)' "$CS" report "$WORK/fib.trace"
+row '`uftrace report` (its own recording of the same run)' uftrace report -d "$WORK/uftrace.data"
