@@ -21,6 +21,7 @@
 #include <iterator>
 
 #include "format/raw_session.h"
+#include "symbolize/elf_symbols.h"
 #include "views/format_util.h"
 
 namespace callscope::cli {
@@ -94,23 +95,15 @@ HookSymbol hook_symbol(const std::string& path) {
   if (elf && elf_kind(elf) == ELF_K_ELF && gelf_getehdr(elf, &eh)) {
     h.elf = true;
     h.shared_object = eh.e_type == ET_DYN;
-    Elf_Scn* scn = nullptr;
-    while ((scn = elf_nextscn(elf, scn)) != nullptr && !h.defined) {
-      GElf_Shdr sh;
-      if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB) || sh.sh_entsize == 0)
-        continue;
-      Elf_Data* data = elf_getdata(scn, nullptr);
-      if (!data) continue;
-      const size_t n = sh.sh_size / sh.sh_entsize;
-      for (size_t i = 0; i < n; ++i) {
-        GElf_Sym sym;
-        if (!gelf_getsym(data, static_cast<int>(i), &sym)) continue;
-        const char* name = elf_strptr(elf, sh.sh_link, sym.st_name);
+    for (Elf64_Word type : {SHT_DYNSYM, SHT_SYMTAB}) {
+      symbolize::for_each_elf_symbol(elf, type, [&](const GElf_Sym& sym, const char* name) {
         if (name && std::strcmp(name, "__cyg_profile_func_enter") == 0) {
           h.referenced = true;
           h.defined = h.defined || sym.st_shndx != SHN_UNDEF;
         }
-      }
+        return !h.defined;
+      });
+      if (h.defined) break;
     }
   }
   if (elf) elf_end(elf);

@@ -11,6 +11,7 @@
 
 #include "common/glob.h"
 #include "format/trace_reader.h"
+#include "symbolize/elf_symbols.h"
 #include "symbolize/symbolizer.h"
 
 namespace callscope::query {
@@ -64,29 +65,20 @@ Result<std::vector<FunctionSymbol>> elf_functions(const std::string& path, uint6
   }
   std::vector<FunctionSymbol> out;
   for (Elf64_Word wanted : {SHT_SYMTAB, SHT_DYNSYM}) {
-    for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
-      GElf_Shdr sh;
-      if (!gelf_getshdr(scn, &sh) || sh.sh_type != wanted || sh.sh_entsize == 0) continue;
-      Elf_Data* data = elf_getdata(scn, nullptr);
-      if (!data) continue;
-      const size_t n = sh.sh_size / sh.sh_entsize;
-      for (size_t i = 0; i < n; ++i) {
-        GElf_Sym sym;
-        if (!gelf_getsym(data, static_cast<int>(i), &sym)) continue;
-        const int type = GELF_ST_TYPE(sym.st_info);
-        if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF || sym.st_value == 0) continue;
-        const char* name = elf_strptr(elf, sh.sh_link, sym.st_name);
-        if (!name || !*name) continue;
-        FunctionSymbol f;
-        f.mangled = name;
-        // Versioned dynamic names ("memcpy@@GLIBC_2.14") are not in .dynsym's
-        // strings; nothing to strip.
-        f.name = symbolize::demangle(f.mangled);
-        if (f.name == f.mangled) f.mangled.clear();
-        f.addr = sym.st_value + bias;
-        out.push_back(std::move(f));
-      }
-    }
+    symbolize::for_each_elf_symbol(elf, wanted, [&](const GElf_Sym& sym, const char* name) {
+      const int type = GELF_ST_TYPE(sym.st_info);
+      if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF || sym.st_value == 0) return true;
+      if (!name || !*name) return true;
+      FunctionSymbol f;
+      f.mangled = name;
+      // Versioned dynamic names ("memcpy@@GLIBC_2.14") are not in .dynsym's
+      // strings; nothing to strip.
+      f.name = symbolize::demangle(f.mangled);
+      if (f.name == f.mangled) f.mangled.clear();
+      f.addr = sym.st_value + bias;
+      out.push_back(std::move(f));
+      return true;
+    });
     if (!out.empty()) break;
   }
   elf_end(elf);
