@@ -8,6 +8,7 @@
 #include <set>
 
 #include "common/files.h"
+#include "common/output_format.h"
 #include "format/trace_reader.h"
 #include "query/driver.h"
 #include "query/engine.h"
@@ -23,6 +24,12 @@ size_t description_end(const std::string& text) {
   return e == std::string::npos ? text.size() : e;
 }
 
+// D's options are set unless 0, false or no (as the engine reads them).
+bool quiet(const std::map<std::string, std::string>& options) {
+  auto it = options.find("quiet");
+  return it != options.end() && it->second != "0" && it->second != "false" && it->second != "no";
+}
+
 bool has_clause(const std::string& text) {
   return text.find_first_not_of(" \t\n", description_end(text)) != std::string::npos;
 }
@@ -34,7 +41,12 @@ class EngineConsumer final : public Consumer {
   EngineConsumer(Engine& engine, std::string& out, const Catalog& catalog, std::FILE* file, std::FILE* err,
                  nlohmann::json* records)
       : engine_(engine), out_(out), catalog_(catalog), file_(file), err_(err), records_(records) {}
-  void enable(const ProbeInfo& probe, size_t clause) override { engine_.enable(probe, clause); }
+  void enable(const ProbeInfo& probe, size_t clause) override {
+    engine_.enable(probe, clause);
+    enabled_.insert(probe.id);
+  }
+  // The probes at least one clause fires on.
+  size_t probes_enabled() const { return enabled_.size(); }
   void fire(const Firing& f) override {
     engine_.fire(f);
     if (!out_.empty()) flush(&f);
@@ -72,6 +84,7 @@ class EngineConsumer final : public Consumer {
   std::FILE* file_;
   std::FILE* err_;
   nlohmann::json* records_;
+  std::set<uint32_t> enabled_;
 };
 
 Result<std::string> read_script(const std::string& path) {
@@ -213,6 +226,15 @@ Result<int> run_query(const QueryRequest& req, std::FILE* out, std::FILE* err) {
   if (auto enabled = driver.enable(clauses, req.allow_zero, consumer); !enabled) {
     for (const std::string& p : trace->problems()) std::fprintf(err, "callscope query: damaged trace: %s\n", p.c_str());
     return enabled.error();
+  }
+  if (!quiet(program->options())) {
+    // As dtrace says it, unless quiet: what the probe descriptions matched.
+    const size_t n = consumer.probes_enabled();
+    const std::string what = req.script_file.empty()
+                                 ? (req.descriptions.size() == 1 ? "description '" + req.descriptions[0].second.substr(0, description_end(req.descriptions[0].second)) + "'"
+                                                                 : std::string("descriptions"))
+                                 : "script '" + req.script_file + "'";
+    std::fprintf(err, "callscope query: %s matched %zu probe%s\n", terminal_safe(what).c_str(), n, n == 1 ? "" : "s");
   }
   engine.set_error_probe(driver.probe_info(3));  // dtrace:::ERROR
   const Status ran = driver.run(consumer);

@@ -5,7 +5,8 @@ cmake_minimum_required(VERSION 3.20)
 #   /* args: -Z -x aggsortkey ... -- $1 $2 */  options before the trace, and
 #                               after "--" the macro arguments after it
 # tst.*: exit 0 (or the status the .d.exit file holds) and stdout equal to
-# SCRIPT.out. err.*: a non-zero exit and stderr equal to SCRIPT.err.
+# SCRIPT.out (and stderr equal to SCRIPT.stderr when there is one).
+# err.*: a non-zero exit and stderr equal to SCRIPT.err.
 # To write the expected files of a new script: run this with -DUPDATE=1
 # (ctest -R query.NAME -V shows the command) and read what it wrote.
 get_filename_component(name ${SCRIPT} NAME)
@@ -86,5 +87,11 @@ else()
   file(READ ${SCRIPT}.out expected)
   if(NOT out STREQUAL expected OR NOT rc EQUAL want_rc)
     message(FATAL_ERROR "${name}: differs from ${SCRIPT}.out\n--- expected (exit ${want_rc})\n${expected}--- actual (exit ${rc})\n${out}--- stderr\n${err}")
+  endif()
+  if(EXISTS ${SCRIPT}.stderr)
+    file(READ ${SCRIPT}.stderr expected_err)
+    if(NOT err STREQUAL expected_err)
+      message(FATAL_ERROR "${name}: stderr differs from ${SCRIPT}.stderr\n--- expected\n${expected_err}--- actual\n${err}")
+    endif()
   endif()
 endif()
