@@ -84,7 +84,31 @@ struct Clause {
   int line = 0;
 };
 
+// A declared D type: an integer type (its size and signedness, and the
+// name D gives it in messages) or string.
+struct DeclType {
+  Type type = Type::kInt;
+  uint8_t bytes = 4;
+  std::string name;  // "int", "uint64_t", "unsigned long", "string"
+};
+
+// A top-level declaration: `int x;`, `self uint64_t ts;`, `this int n;`,
+// `int counts[string];`, `inline int LIMIT = 100;`. The parser puts a copy
+// of an inline's expression (cast to its type) where its name is used; the
+// definition stays here so that the compiler checks it even when unused.
+struct Decl {
+  ExprKind scope = ExprKind::kIdent;  // kIdent: global (kIndex: an array), kSelf, kThis
+  std::string name;
+  DeclType type;
+  std::vector<DeclType> keys;  // an associative array's key types
+  bool is_array = false;
+  bool is_inline = false;
+  ExprPtr value;  // an inline's definition (its uses are copies of it)
+  int line = 0;
+};
+
 struct Script {
+  std::vector<Decl> decls;
   std::vector<Clause> clauses;
 };
 

@@ -24,13 +24,23 @@ bool find(const Vars& vars, const std::string& name, uint32_t& slot) {
   return false;
 }
 
+// The value of an integer constant expression (literals, operators on
+// them, casts of them: inlines arrive as casts), or nothing. Arithmetic
+// wraps as the DIF would, without C's undefined overflow.
 std::optional<int64_t> constant(const Expr& e) {
   switch (e.kind) {
     case ExprKind::kInt: return static_cast<int64_t>(e.value);
+    case ExprKind::kCast: {
+      auto v = constant(*e.args[0]);
+      if (!v || e.cast_bits >= 64) return v;
+      const unsigned shift = 64u - e.cast_bits;
+      const uint64_t up = static_cast<uint64_t>(*v) << shift;
+      return e.cast_signed ? static_cast<int64_t>(up) >> shift : static_cast<int64_t>(up >> shift);
+    }
     case ExprKind::kUnary: {
       auto v = constant(*e.args[0]);
       if (!v) return v;
-      if (e.op == "-") return -*v;
+      if (e.op == "-") return static_cast<int64_t>(0 - static_cast<uint64_t>(*v));
       if (e.op == "~") return ~*v;
       if (e.op == "+") return v;
       return !*v;
@@ -38,11 +48,17 @@ std::optional<int64_t> constant(const Expr& e) {
     case ExprKind::kBinary: {
       auto a = constant(*e.args[0]), b = constant(*e.args[1]);
       if (!a || !b) return std::nullopt;
-      if (e.op == "+") return *a + *b;
-      if (e.op == "-") return *a - *b;
-      if (e.op == "*") return *a * *b;
-      if (e.op == "/" && *b != 0) return *a / *b;
-      if (e.op == "<<" && *b >= 0 && *b < 64) return static_cast<int64_t>(static_cast<uint64_t>(*a) << *b);
+      const uint64_t ua = static_cast<uint64_t>(*a), ub = static_cast<uint64_t>(*b);
+      if (e.op == "+") return static_cast<int64_t>(ua + ub);
+      if (e.op == "-") return static_cast<int64_t>(ua - ub);
+      if (e.op == "*") return static_cast<int64_t>(ua * ub);
+      if ((e.op == "/" || e.op == "%") && *b != 0 && !(*a == INT64_MIN && *b == -1))
+        return e.op == "/" ? *a / *b : *a % *b;
+      if (e.op == "&") return *a & *b;
+      if (e.op == "|") return *a | *b;
+      if (e.op == "^") return *a ^ *b;
+      if (e.op == "<<" && *b >= 0 && *b < 64) return static_cast<int64_t>(ua << *b);
+      if (e.op == ">>" && *b >= 0 && *b < 64) return *a >> *b;
       return std::nullopt;
     }
     default: return std::nullopt;
@@ -75,6 +91,8 @@ class Checker {
   Checker(CompiledProgram& p) : p_(p) {}
 
   std::optional<Error> run() {
+    declare();
+    if (err_) return err_;
     // Variables take the type of their first assignment, wherever it is in
     // the script (a clause may read self->ts before the clause that sets
     // it): passes that only learn types, then the pass that checks.
@@ -95,7 +113,73 @@ class Checker {
     bool aggregated = false;
   };
 
+  // Declared variables exist, with their types, before any clause uses
+  // them; a second declaration must say the same as the first, as in D.
+  void declare() {
+    for (const Decl& d : p_.script.decls) {
+      if (err_) return;
+      if (d.scope == ExprKind::kIdent &&
+          (builtin_type(d.name) || refused_variable(d.name) || find_function(d.name) || refused_function(d.name)))
+        return fail(d.line, "built-in identifier redeclared: " + d.name);
+      if (d.is_inline) continue;
+      Vars* vars = d.scope == ExprKind::kSelf   ? &p_.thread_vars
+                   : d.scope == ExprKind::kThis ? &p_.clause_vars
+                   : d.is_array                 ? &p_.arrays
+                                                : &p_.globals;
+      std::string keys_named;
+      std::vector<Type> keys;
+      std::vector<std::string> key_names;
+      for (const auto& k : d.keys) {
+        keys.push_back(k.type), key_names.push_back(k.name);
+        keys_named += (keys_named.empty() ? "" : ", ") + k.name;
+      }
+      auto shown = [&](bool array, const std::string& type, const std::string& ks) {
+        return (array ? "associative array " : "scalar ") + type + (array ? "[" + ks + "]" : "");
+      };
+      const std::string current = shown(d.is_array, d.type.name, keys_named);
+      if (d.scope == ExprKind::kIdent) {  // the other kind of global of the same name
+        uint32_t s;
+        const Vars& other = d.is_array ? p_.globals : p_.arrays;
+        if (find(other, d.name, s)) {
+          std::string ks;
+          for (const auto& k : other[s].key_names) ks += (ks.empty() ? "" : ", ") + k;
+          return fail(d.line, "identifier redeclared: " + d.name + "\n\t current: " + current +
+                                  "\n\tprevious: " + shown(!d.is_array, other[s].decl_name, ks));
+        }
+      }
+      uint32_t slot;
+      if (find(*vars, d.name, slot)) {
+        const VarInfo& v = (*vars)[slot];
+        if (v.decl_name != d.type.name || v.key_names != key_names)
+          return fail(d.line, "identifier redeclared: " + d.name + "\n\t current: " + current +
+                                  "\n\tprevious: " + shown(d.is_array, v.decl_name, [&] {
+                                    std::string ks;
+                                    for (const auto& k : v.key_names) ks += (ks.empty() ? "" : ", ") + k;
+                                    return ks;
+                                  }()));
+        continue;
+      }
+      VarInfo v{d.name, d.type.type, d.type.bytes, keys, d.line};
+      v.declared = true, v.decl_name = d.type.name, v.key_names = key_names;
+      vars->push_back(std::move(v));
+    }
+  }
+
+  // An inline's definition must give a value of the inline's type.
+  void check_inlines() {
+    for (Decl& d : p_.script.decls) {
+      if (err_ || !d.is_inline) continue;
+      const Type t = expr(*d.value, false);
+      if (t == Type::kNone) continue;
+      const bool ok = d.type.type == Type::kString ? t == Type::kString : is_integer(t);
+      if (!ok)
+        fail(d.line, "inline " + d.name + " definition uses incompatible types: \"" + d.type.name + "\" = \"" +
+                         (d_type_name(*d.value).empty() ? type_name(t) : d_type_name(*d.value)) + "\"");
+    }
+  }
+
   void pass() {
+    if (!infer_) check_inlines();
     for (auto& c : p_.script.clauses) {
       if (err_) return;
       if (c.predicate) {
@@ -318,12 +402,16 @@ class Checker {
     VarInfo& v = (*vars)[slot];
     if (v.type == Type::kNone) v.type = t, v.bytes = rhs_bytes_;
     // An integer variable is as wide as the widest value stored in it
-    // (self->ts = 0 before self->ts = timestamp must not cut timestamps).
-    if (is_integer(v.type) && is_integer(t) && rhs_bytes_ > v.bytes) v.type = t, v.bytes = rhs_bytes_;
+    // (self->ts = 0 before self->ts = timestamp must not cut timestamps),
+    // unless it was declared: then stores convert to its type, as in C.
+    if (!v.declared && is_integer(v.type) && is_integer(t) && rhs_bytes_ > v.bytes) v.type = t, v.bytes = rhs_bytes_;
     if (t == Type::kVoid || t == Type::kStack) {
       if (!infer_) fail(line, std::string(t == Type::kVoid ? "void" : "stack") + " values cannot be stored in variables");
     } else if (!infer_ && !compatible(v.type, t)) {
-      fail(line, std::string("operands have incompatible types: \"") + type_name(v.type) + "\" = \"" + type_name(t) + "\"");
+      if (v.declared)  // in D's words, with D's type names
+        fail(line, "operands have incompatible types: \"" + v.decl_name + "\" = \"" + (rhs_name_.empty() ? type_name(t) : rhs_name_) + "\"");
+      else
+        fail(line, std::string("operands have incompatible types: \"") + type_name(v.type) + "\" = \"" + type_name(t) + "\"");
     }
     lhs.var = kind;
     lhs.slot = slot;
@@ -430,6 +518,13 @@ class Checker {
     return a == Type::kUint || b == Type::kUint ? Type::kUint : Type::kInt;
   }
 
+  // A constant zero divisor is a compile error in D, not a fault when the
+  // clause runs (dt_node_op2: "expression contains division by zero").
+  void divisor(const Expr& e) {
+    const auto z = constant(*e.args[1]);
+    if (z && *z == 0) fail(e.line, "expression contains division by zero");
+  }
+
   Type compute(Expr& e, bool statement) {
     switch (e.kind) {
       case ExprKind::kInt: return e.is_unsigned ? Type::kUint : Type::kInt;
@@ -487,6 +582,7 @@ class Checker {
             if (v.kind == ExprKind::kIndex)
               for (auto& k : v.args) expr(*k, false);
             rhs_bytes_ = 4;
+            rhs_name_ = "int";
             assign_var(v, Type::kInt, e.line);
             if (v.kind == ExprKind::kIndex) index_keys(v);
           }
@@ -499,6 +595,7 @@ class Checker {
       case ExprKind::kBinary: {
         const Type a = expr(*e.args[0], false), b = expr(*e.args[1], false);
         const std::string& op = e.op;
+        if (op == "/" || op == "%") divisor(e);
         if (op == "&&" || op == "||" || op == "^^") {
           for (Type t : {a, b})
             if (t != Type::kNone && !is_integer(t) && t != Type::kString) fail(e.line, "operator " + op + " requires operands of scalar type, not \"" + type_name(t) + "\"");
@@ -526,6 +623,7 @@ class Checker {
       case ExprKind::kAssign: {
         Expr& lhs = *e.args[0];
         const Type r = expr(*e.args[1], false);
+        if (e.op == "/=" || e.op == "%=") divisor(e);
         if (e.op != "=" && !(lhs.kind != ExprKind::kIdent || !builtin_type(lhs.name) ? !known(lhs) : false)) {
           const Type l = lhs.kind == ExprKind::kIdent && builtin_type(lhs.name) ? Type::kInt : read_var(lhs);
           if (l != Type::kNone && r != Type::kNone && (!is_integer(l) || !is_integer(r)))
@@ -538,6 +636,7 @@ class Checker {
           if (!find(*vars, lhs.name, s)) return Type::kNone;
         }
         rhs_bytes_ = e.args[1]->bytes;
+        rhs_name_ = d_type_name(*e.args[1]);
         assign_var(lhs, r == Type::kNone ? Type::kNone : r, e.line);
         if (lhs.kind == ExprKind::kIndex) index_keys(lhs);
         return lhs.type;
@@ -660,6 +759,7 @@ class Checker {
 
   CompiledProgram& p_;
   uint8_t rhs_bytes_ = 8;  // the size of the value assign_var() stores
+  std::string rhs_name_;   // and its D type's name, for messages
   bool infer_ = false;
   std::optional<Error> err_;
 };

@@ -38,7 +38,10 @@ struct VarInfo {
   Type type = Type::kNone;
   uint8_t bytes = 8;       // integers: the size of the first assignment's type
   std::vector<Type> keys;  // associative arrays
-  int line = 0;            // first assignment
+  int line = 0;            // first assignment (or the declaration)
+  bool declared = false;   // by a declaration: its type is fixed, not widened by assignments
+  std::string decl_name;   // declared: the D type's name ("int", "uint64_t", "string")
+  std::vector<std::string> key_names;  // declared arrays: the keys' D type names
 };
 
 struct AggInfo {

@@ -34,6 +34,27 @@ bool is_type_word(const Token& t) {
   return typedefs().count(t.text) > 0;
 }
 
+// Words that start a declaration at the top of a script, besides the
+// integer type words: those callscope declares with, and C's, which it
+// refuses by name.
+bool starts_declaration(const Token& t) {
+  if (t.kind != Tok::kIdent) return false;
+  static const char* words[] = {"string", "self",   "this",  "inline", "struct",   "union",     "enum",
+                                "typedef", "extern", "static", "register", "auto", "const", "volatile",
+                                "void",    "float",  "double", "translator"};
+  for (const char* w : words)
+    if (t.text == w) return true;
+  return is_type_word(t);
+}
+
+ExprPtr clone(const Expr& e) {
+  auto c = std::make_unique<Expr>();
+  c->kind = e.kind, c->line = e.line, c->op = e.op, c->name = e.name, c->value = e.value;
+  c->is_unsigned = e.is_unsigned, c->prefix = e.prefix, c->cast_bits = e.cast_bits, c->cast_signed = e.cast_signed;
+  for (const auto& a : e.args) c->args.push_back(clone(*a));
+  return c;
+}
+
 std::string near(const Token& t) {
   switch (t.kind) {
     case Tok::kEof: return "end of input";
@@ -64,6 +85,10 @@ class Parser {
       if (!lex_.more()) {
         if (lex_.pending_error()) advance();  // reports it
         break;
+      }
+      if (declaration_ahead()) {
+        declaration(out.script);
+        continue;
       }
       Clause c;
       if (!clause(c)) break;
@@ -99,6 +124,159 @@ class Parser {
     e->kind = k;
     e->line = line;
     return e;
+  }
+
+  // A declaration is a declaration word followed by a name or another
+  // word ("int x", "self int x", "unsigned long x", "struct foo x"); a
+  // probe description never lexes that way ("int:::entry" is one).
+  bool declaration_ahead() {
+    const auto p = lex_.pos();
+    const Token a = lex_.next();
+    bool decl = false;
+    if (starts_declaration(a)) {
+      const Token b = lex_.next();
+      decl = b.kind == Tok::kIdent || (b.kind == Tok::kPunct && b.text == "*");
+    }
+    lex_.reset(p);
+    return decl;
+  }
+
+  // [self|this] [inline] type declarator {, declarator} ;
+  void declaration(Script& script) {
+    advance();
+    const int line = tok_.line;
+    ExprKind scope = ExprKind::kIdent;
+    if (tok_.text == "self" || tok_.text == "this") {
+      scope = tok_.text == "self" ? ExprKind::kSelf : ExprKind::kThis;
+      advance();
+    }
+    bool is_inline = false;
+    if (tok_.kind == Tok::kIdent && tok_.text == "inline") {
+      if (scope != ExprKind::kIdent) return fail(line, "inline may not be declared self or this: an inline is a named constant");
+      is_inline = true;
+      advance();
+    }
+    DeclType type;
+    if (!type_spec(type, line)) return;
+    for (;;) {
+      if (is("*"))
+        return fail(line, "pointer declarations (" + type.name +
+                              " *) are not supported: callscope query does not read the program's memory");
+      if (tok_.kind != Tok::kIdent || starts_declaration(tok_)) return syntax_error();
+      Decl d;
+      d.scope = scope, d.name = tok_.text, d.type = type, d.line = tok_.line, d.is_inline = is_inline;
+      advance();
+      if (err_) return;
+      if (is_inline) {
+        if (!expect("=")) return;
+        d.value = assignment();
+        if (err_) return;
+        inlines_[d.name] = {type, d.value.get()};
+      } else if (accept("[")) {
+        if (scope == ExprKind::kThis)
+          return fail(line, "associative arrays may not be declared as local variables: " + d.name);
+        if (scope == ExprKind::kSelf)
+          return fail(line, "self->" + d.name + "[...]: associative arrays of self-> variables are not supported; "
+                                                "use a global array keyed by tid");
+        if (tok_.kind == Tok::kInt)
+          return fail(line, d.name + "[" + std::to_string(tok_.value) +
+                                "]: arrays of fixed size are not supported; declare an associative array, " + d.name +
+                                "[int]");
+        if (is("]")) return fail(line, "array declaration requires array dimension or tuple signature: " + d.name);
+        for (;;) {
+          DeclType k;
+          if (!type_spec(k, line)) return;
+          d.keys.push_back(k);
+          if (accept("]")) break;
+          if (!expect(",")) return;
+        }
+        d.is_array = true;
+      }
+      script.decls.push_back(std::move(d));
+      if (accept(",")) continue;
+      if (!is(";")) return syntax_error();
+      return;  // tok_ is the ';': the next clause or declaration starts after it
+    }
+  }
+
+  // A D type: the integer type words (in C's combinations) or string;
+  // anything else is refused by name.
+  bool type_spec(DeclType& out, int line) {
+    int longs = 0, sign = 0, base_bits = 0;
+    std::optional<IntType> named;
+    std::string written, named_word;
+    bool str = false;
+    while (!err_ && tok_.kind == Tok::kIdent) {
+      const std::string w = tok_.text;
+      if (w == "struct" || w == "union" || w == "enum") {
+        advance();
+        const std::string tag = tok_.kind == Tok::kIdent ? " " + tok_.text : "";
+        fail(line, w + tag + ": " + w +
+                       " types are not supported: callscope query declares integer and string variables only");
+        return false;
+      }
+      if (w == "typedef" || w == "extern" || w == "static" || w == "register" || w == "auto" || w == "const" ||
+          w == "volatile" || w == "translator") {
+        fail(line, w + " is not supported in declarations: callscope query declares integer and string variables only");
+        return false;
+      }
+      if (w == "void" || w == "float" || w == "double") {
+        fail(line, w + " variables are not supported: callscope query declares integer and string variables only");
+        return false;
+      }
+      if (w == "string") {
+        if (!written.empty()) {
+          fail(line, "invalid type combination: " + written + " string");
+          return false;
+        }
+        str = true;
+        written = w;
+        advance();
+        break;
+      }
+      if (!is_type_word(tok_)) break;
+      if ((named && !written.empty()) || (!written.empty() && typedefs().count(w))) {
+        fail(line, "invalid type combination: " + written + " " + w);
+        return false;
+      }
+      written += (written.empty() ? "" : " ") + w;
+      if (w == "unsigned") sign = -1;
+      else if (w == "signed") sign = 1;
+      else if (w == "long") ++longs;
+      else if (w == "char") base_bits = 8;
+      else if (w == "short") base_bits = 16;
+      else if (w == "int") base_bits = base_bits ? base_bits : 32;
+      else named = typedefs().at(w), named_word = w;
+      advance();
+    }
+    if (err_) return false;
+    if (written.empty()) {
+      syntax_error();
+      return false;
+    }
+    if (str) {
+      out.type = Type::kString, out.bytes = 8, out.name = "string";
+      return true;
+    }
+    if ((longs && base_bits && base_bits != 32) || longs > 2) {
+      fail(line, "invalid type combination: " + written);
+      return false;
+    }
+    uint8_t bits;
+    bool is_signed;
+    if (named) {
+      bits = named->bits, is_signed = named->is_signed;
+      out.name = named_word;
+    } else {
+      bits = static_cast<uint8_t>(longs ? 64 : base_bits ? base_bits : 32);
+      is_signed = sign >= 0;
+      // The name D gives the type: "unsigned long", "char", "long long".
+      const std::string base = longs == 2 ? "long long" : longs ? "long" : bits == 8 ? "char" : bits == 16 ? "short" : "int";
+      out.name = (sign < 0 ? "unsigned " : sign > 0 && bits == 8 ? "signed " : "") + base;
+    }
+    out.type = is_signed ? Type::kInt : Type::kUint;
+    out.bytes = static_cast<uint8_t>(bits / 8);
+    return true;
   }
 
   bool clause(Clause& c) {
@@ -496,6 +674,7 @@ class Parser {
           fail(t.line, t.text + " is not supported by callscope query");
           return node(ExprKind::kInt, t.line);
         }
+        if (auto in = inlines_.find(t.text); in != inlines_.end()) return inline_use(in->second, t.line);
         auto e = node(ExprKind::kIdent, t.line);
         e->name = t.text;
         return e;
@@ -517,8 +696,27 @@ class Parser {
     return node(ExprKind::kInt, t.line);
   }
 
+  struct Inline {
+    DeclType type;
+    const Expr* value;  // owned by the Script's Decl
+  };
+
+  // An inline's name stands for a copy of its expression, converted to
+  // the inline's type as an assignment would convert it.
+  ExprPtr inline_use(const Inline& in, int line) {
+    ExprPtr v = clone(*in.value);
+    if (in.type.type == Type::kString) return v;
+    auto e = node(ExprKind::kCast, line);
+    e->cast_bits = static_cast<uint8_t>(in.type.bytes * 8);
+    e->cast_signed = in.type.type == Type::kInt;
+    e->name = in.type.name;
+    e->args.push_back(std::move(v));
+    return e;
+  }
+
   Lexer lex_;
   Token tok_;
+  std::map<std::string, Inline> inlines_;
   std::optional<Error> err_;
   bool in_predicate_ = false;
   int depth_ = 0;  // parentheses and brackets open (a '/' inside never ends a predicate)

@@ -195,3 +195,92 @@ TEST(Compile, EveryPrefixFailsCleanly) {
 
 }  // namespace
 }  // namespace callscope::query
+
+namespace callscope::query {
+namespace {
+
+TEST(CompileDecl, DeclaredTypesAreFixed) {
+  auto r = build("int x;\nself uint64_t ts;\nthis int n;\nint counts[string];\nunsigned char c;\n"
+                 "BEGIN { x = timestamp; self->ts = 0; this->n = 1; counts[\"a\"] = 1; c = 1; }");
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  const auto& p = prog(r);
+  ASSERT_EQ(p.globals.size(), 2u);
+  EXPECT_EQ(p.globals[0].type, Type::kInt);
+  EXPECT_EQ(p.globals[0].bytes, 4);  // not widened by the uint64_t stored in it
+  EXPECT_EQ(p.globals[1].type, Type::kUint);
+  EXPECT_EQ(p.globals[1].bytes, 1);
+  ASSERT_EQ(p.thread_vars.size(), 1u);
+  EXPECT_EQ(p.thread_vars[0].type, Type::kUint);
+  EXPECT_EQ(p.thread_vars[0].bytes, 8);  // not narrowed by the int 0
+  ASSERT_EQ(p.arrays.size(), 1u);
+  ASSERT_EQ(p.arrays[0].keys.size(), 1u);
+  EXPECT_EQ(p.arrays[0].keys[0], Type::kString);
+  ASSERT_EQ(p.clause_vars.size(), 1u);
+}
+
+TEST(CompileDecl, DeclaredVariablesReadBeforeAnyAssignment) {
+  EXPECT_EQ(error_of("int x;\nstring s;\nself int d;\nBEGIN { trace(x); trace(s); trace(self->d); }"), "(compiled)");
+  EXPECT_EQ(error_of("BEGIN { trace(x); }"), "failed to compile script t.d: line 1: failed to resolve x: Unknown variable name");
+}
+
+TEST(CompileDecl, AssignmentsOfAnotherTypeAreErrors) {
+  EXPECT_EQ(error_of("int x;\nBEGIN { x = \"s\"; }"),
+            "failed to compile script t.d: line 2: operands have incompatible types: \"int\" = \"string\"");
+  EXPECT_EQ(error_of("string s;\nBEGIN {\n s = 1;\n}"),
+            "failed to compile script t.d: line 3: operands have incompatible types: \"string\" = \"int\"");
+  EXPECT_EQ(error_of("self uint64_t ts;\nBEGIN { self->ts = probefunc; }"),
+            "failed to compile script t.d: line 2: operands have incompatible types: \"uint64_t\" = \"string\"");
+  EXPECT_EQ(error_of("string s;\nBEGIN { s++; }"),
+            "failed to compile script t.d: line 2: operator ++ requires an operand of integral type, not \"string\"");
+  EXPECT_EQ(error_of("int counts[string];\nBEGIN { counts[1] = 1; }"),
+            "failed to compile script t.d: line 2: counts[ ] key #1 is incompatible with prototype:\n\tprototype: string\n\t argument: int64_t");
+  EXPECT_EQ(error_of("int m[int, string];\nBEGIN { m[1] = 1; }"),
+            "failed to compile script t.d: line 2: m[ ] prototype mismatch: 1 key passed, 2 expected");
+  EXPECT_EQ(error_of("int x;\nBEGIN { x[1] = 1; }"),
+            "failed to compile script t.d: line 2: x is a scalar, not an associative array");
+}
+
+TEST(CompileDecl, Redeclarations) {
+  EXPECT_EQ(error_of("int x;\nint x;\nBEGIN { x = 1; }"), "(compiled)");  // the same again is fine, as in D
+  EXPECT_EQ(error_of("int x;\nstring x;"),
+            "failed to compile script t.d: line 2: identifier redeclared: x\n\t current: scalar string\n\tprevious: scalar int");
+  EXPECT_EQ(error_of("int x;\nint x[string];"),
+            "failed to compile script t.d: line 2: identifier redeclared: x\n\t current: associative array int[string]\n"
+            "\tprevious: scalar int");
+  EXPECT_EQ(error_of("int a[string];\nint a[int];"),
+            "failed to compile script t.d: line 2: identifier redeclared: a\n\t current: associative array int[int]\n"
+            "\tprevious: associative array int[string]");
+  EXPECT_EQ(error_of("int pid;"), "failed to compile script t.d: line 1: built-in identifier redeclared: pid");
+  EXPECT_EQ(error_of("inline int timestamp = 1;"), "failed to compile script t.d: line 1: built-in identifier redeclared: timestamp");
+  EXPECT_EQ(error_of("string printf;"), "failed to compile script t.d: line 1: built-in identifier redeclared: printf");
+}
+
+TEST(CompileDecl, Inlines) {
+  EXPECT_EQ(error_of("inline int LIMIT = 100;\ninline string NAME = \"x\";\n"
+                     "BEGIN { @ = lquantize(1, 0, LIMIT, LIMIT / 10); s = NAME; exit(0); }"),
+            "(compiled)");
+  EXPECT_EQ(error_of("inline int X = \"s\";"),
+            "failed to compile script t.d: line 1: inline X definition uses incompatible types: \"int\" = \"string\"");
+  EXPECT_EQ(error_of("inline string S = 1;"),
+            "failed to compile script t.d: line 1: inline S definition uses incompatible types: \"string\" = \"int\"");
+  EXPECT_EQ(error_of("inline int X = 1;\nBEGIN { X = 2; }"),
+            "failed to compile script t.d: line 2: operator = can only be applied to a writable variable");
+}
+
+TEST(CompileDecl, ConstantDivisorsOfZeroAreCompileErrors) {
+  const std::string e = "failed to compile script t.d: line 1: expression contains division by zero";
+  EXPECT_EQ(error_of("BEGIN { x = 1 / 0; }"), e);
+  EXPECT_EQ(error_of("BEGIN { x = 1 % 0; }"), e);
+  EXPECT_EQ(error_of("BEGIN { x = timestamp / (2 - 2); }"), e);  // folded, as D folds it
+  EXPECT_EQ(error_of("BEGIN { x = 5; x /= 0; }"), e);
+  EXPECT_EQ(error_of("BEGIN { x = 5; x %= 0; }"), e);
+  EXPECT_EQ(error_of("inline int ZERO = 0;\nBEGIN { x = 1 / ZERO; }"),
+            "failed to compile script t.d: line 2: expression contains division by zero");
+  EXPECT_EQ(error_of("BEGIN /1 / 0/ { }"), e);
+  EXPECT_EQ(error_of("BEGIN { x = (uint8_t)256; y = 1 / x; }"), "(compiled)");  // x is a variable: a runtime fault
+  EXPECT_EQ(error_of("BEGIN { y = 1 / (uint8_t)256; }"), e);                   // the cast folds to 0
+  EXPECT_EQ(error_of("BEGIN { y = 1 / 1; z = 1 % 3; }"), "(compiled)");
+}
+
+}  // namespace
+}  // namespace callscope::query

@@ -321,3 +321,19 @@ TEST(EngineMore, IncrementDeclaresAnInt) {
 
 }  // namespace
 }  // namespace callscope::query
+
+namespace callscope::query {
+namespace {
+
+TEST(EngineDecl, StoresConvertToTheDeclaredType) {
+  Script s("#pragma D option quiet\nint x;\nunsigned char c;\nself uint64_t ts;\nint counts[string];\n"
+           "inline int LIMIT = 0x1ffffffff;\n"
+           "BEGIN { x = 0x1ffffffff; c = 300; self->ts = 0; self->ts += timestamp; counts[\"a\"]++;\n"
+           "printf(\"%d %d %d %d %d %d\\n\", x, c, self->ts, counts[\"a\"], counts[\"b\"], LIMIT); }");
+  ASSERT_TRUE(s.ok());
+  s.fire(s.at(s.probe("dtrace", "", "", "BEGIN"), 0x100000000ull));
+  EXPECT_EQ(s.out, "-1 44 4294967296 1 0 -1\n");
+}
+
+}  // namespace
+}  // namespace callscope::query

@@ -131,3 +131,77 @@ TEST(Parser, SyntaxErrors) {
 
 }  // namespace
 }  // namespace callscope::query
+
+namespace callscope::query {
+namespace {
+
+TEST(ParserDecl, DeclarationsOfEveryScopeAndShape) {
+  auto p = must_parse("int x;\nself uint64_t ts;\nthis int n;\nint a, b;\nint counts[string];\nint m[int, string];\n"
+                      "unsigned long long u;\nsigned char c;\nstring s;\nBEGIN { x = 1; }\nshort t;\nEND { }");
+  const auto& d = p.script.decls;
+  ASSERT_EQ(d.size(), 11u);
+  EXPECT_EQ(d[0].name, "x");
+  EXPECT_EQ(d[0].scope, ExprKind::kIdent);
+  EXPECT_EQ(d[0].type.name, "int");
+  EXPECT_EQ(d[0].type.bytes, 4);
+  EXPECT_EQ(d[0].type.type, Type::kInt);
+  EXPECT_EQ(d[1].scope, ExprKind::kSelf);
+  EXPECT_EQ(d[1].type.name, "uint64_t");
+  EXPECT_EQ(d[1].type.type, Type::kUint);
+  EXPECT_EQ(d[1].type.bytes, 8);
+  EXPECT_EQ(d[2].scope, ExprKind::kThis);
+  EXPECT_EQ(d[3].name, "a");
+  EXPECT_EQ(d[4].name, "b");
+  EXPECT_TRUE(d[5].is_array);
+  ASSERT_EQ(d[5].keys.size(), 1u);
+  EXPECT_EQ(d[5].keys[0].type, Type::kString);
+  ASSERT_EQ(d[6].keys.size(), 2u);
+  EXPECT_EQ(d[6].keys[0].name, "int");
+  EXPECT_EQ(d[6].keys[1].name, "string");
+  EXPECT_EQ(d[7].type.name, "unsigned long long");
+  EXPECT_EQ(d[7].type.type, Type::kUint);
+  EXPECT_EQ(d[8].type.name, "signed char");
+  EXPECT_EQ(d[8].type.bytes, 1);
+  EXPECT_EQ(d[9].type.type, Type::kString);
+  EXPECT_EQ(d[10].type.bytes, 2);  // between clauses
+  EXPECT_EQ(p.script.clauses.size(), 2u);
+}
+
+TEST(ParserDecl, ProbeDescriptionsAreNotDeclarations) {
+  // A provider named like a type, and a clause of descriptions alone
+  // before a declaration.
+  auto p = must_parse("int:::entry { }\nBEGIN\nint x;\nEND { }");
+  ASSERT_EQ(p.script.clauses.size(), 3u);
+  EXPECT_EQ(p.script.clauses[0].probes[0].provider, "int");
+  ASSERT_EQ(p.script.decls.size(), 1u);
+}
+
+TEST(ParserDecl, InlinesAreSubstitutedAsCastsOfTheirExpression) {
+  auto p = must_parse("inline int LIMIT = 10 * 10;\ninline string NAME = \"x\";\nBEGIN { y = LIMIT + 1; s = NAME; }");
+  ASSERT_EQ(p.script.decls.size(), 2u);
+  EXPECT_TRUE(p.script.decls[0].is_inline);
+  const auto& body = p.script.clauses[0].body;
+  EXPECT_EQ(show(*body[0].expr), "(= y (+ (int)(* 10 10) 1))");
+  EXPECT_EQ(show(*body[1].expr), "(= s \"x\")");
+}
+
+TEST(ParserDecl, RefusedDeclarations) {
+  EXPECT_EQ(error_of("struct timespec ts;"),
+            "line 1: struct timespec: struct types are not supported: callscope query declares integer and string variables only");
+  EXPECT_EQ(error_of("typedef int foo_t;"),
+            "line 1: typedef is not supported in declarations: callscope query declares integer and string variables only");
+  EXPECT_EQ(error_of("int *p;"),
+            "line 1: pointer declarations (int *) are not supported: callscope query does not read the program's memory");
+  EXPECT_EQ(error_of("double d;"), "line 1: double variables are not supported: callscope query declares integer and string variables only");
+  EXPECT_EQ(error_of("this int a[int];"), "line 1: associative arrays may not be declared as local variables: a");
+  EXPECT_EQ(error_of("int a[];"), "line 1: array declaration requires array dimension or tuple signature: a");
+  EXPECT_EQ(error_of("int a[4];"), "line 1: a[4]: arrays of fixed size are not supported; declare an associative array, a[int]");
+  EXPECT_EQ(error_of("unsigned string s;"), "line 1: invalid type combination: unsigned string");
+  EXPECT_EQ(error_of("short long x;"), "line 1: invalid type combination: short long");
+  EXPECT_EQ(error_of("self inline int X = 1;"), "line 1: inline may not be declared self or this: an inline is a named constant");
+  EXPECT_EQ(error_of("int x\nBEGIN { }"), "line 2: syntax error near \"BEGIN\"");
+  EXPECT_EQ(error_of("inline int X;"), "line 1: syntax error near \";\"");
+}
+
+}  // namespace
+}  // namespace callscope::query
