@@ -57,6 +57,7 @@ struct Expr {
   Type type = Type::kNone;
   uint8_t bytes = 8;  // integers: the size of the D type (4: int, pid_t; 8: int64_t, uint64_t)
   VarKind var = VarKind::kNone;
+  std::string decl_type;  // a declared variable's D type name ("unsigned long"), for print() and messages
   uint32_t slot = 0;  // the variable's, the built-in's or the aggregation's index
 };
 using ExprPtr = std::unique_ptr<Expr>;

@@ -416,6 +416,7 @@ class Checker {
     lhs.var = kind;
     lhs.slot = slot;
     lhs.type = v.type;
+    lhs.decl_type = v.decl_name;
   }
 
   // Whether a variable has been given a type by an assignment.
@@ -437,6 +438,7 @@ class Checker {
     e.var = e.kind == ExprKind::kSelf ? VarKind::kThread : e.kind == ExprKind::kThis ? VarKind::kClause : e.kind == ExprKind::kIndex ? VarKind::kArray : VarKind::kGlobal;
     e.slot = slot;
     e.type = (*vars)[slot].type;
+    e.decl_type = (*vars)[slot].decl_name;
     return e.type;
   }
 

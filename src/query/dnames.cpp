@@ -78,6 +78,7 @@ std::string d_type_name(const Expr& e) {
     }
   }
   if (e.kind == ExprKind::kCast) return e.name;
+  if (!e.decl_type.empty()) return e.decl_type;
   if (e.type == Type::kString) return "string";
   if (!is_integer(e.type)) return "";
   const bool u = e.type == Type::kUint;
