@@ -22,7 +22,8 @@ const std::map<std::string, IntType>& typedefs() {
       {"intptr_t", {64, true}},  {"uintptr_t", {64, false}}, {"size_t", {64, false}},  {"ssize_t", {64, true}},
       {"pid_t", {32, true}},     {"tid_t", {32, true}},     {"id_t", {32, true}},      {"uint_t", {32, false}},
       {"uchar_t", {8, false}},   {"ushort_t", {16, false}}, {"ulong_t", {64, false}},  {"off_t", {64, true}},
-      {"hrtime_t", {64, true}},  {"u_int", {32, false}},    {"processorid_t", {32, true}},
+      {"hrtime_t", {64, true}},  {"u_int", {32, false}},    {"processorid_t", {32, true}}, {"uid_t", {32, false}},
+      {"gid_t", {32, false}},
   };
   return m;
 }

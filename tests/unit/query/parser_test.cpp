@@ -164,6 +164,15 @@ TEST(ParserDecl, DeclarationsOfEveryScopeAndShape) {
   EXPECT_EQ(d[8].type.bytes, 1);
   EXPECT_EQ(d[9].type.type, Type::kString);
   EXPECT_EQ(d[10].type.bytes, 2);  // between clauses
+  auto u = must_parse("uid_t u;\nsize_t z;\nlong l;\nunsigned u2;");
+  ASSERT_EQ(u.script.decls.size(), 4u);
+  EXPECT_EQ(u.script.decls[0].type.type, Type::kUint);
+  EXPECT_EQ(u.script.decls[0].type.bytes, 4);
+  EXPECT_EQ(u.script.decls[1].type.bytes, 8);
+  EXPECT_EQ(u.script.decls[2].type.bytes, 8);
+  EXPECT_EQ(u.script.decls[2].type.type, Type::kInt);
+  EXPECT_EQ(u.script.decls[3].type.name, "unsigned int");
+  EXPECT_EQ(u.script.decls[3].type.type, Type::kUint);
   EXPECT_EQ(p.script.clauses.size(), 2u);
 }
 
