@@ -206,7 +206,7 @@ class Parser {
     int longs = 0, sign = 0, base_bits = 0;
     std::optional<IntType> named;
     std::string written, named_word;
-    bool str = false;
+    bool str = false, saw_int = false;
     while (!err_ && tok_.kind == Tok::kIdent) {
       const std::string w = tok_.text;
       if (w == "struct" || w == "union" || w == "enum") {
@@ -240,13 +240,21 @@ class Parser {
         fail(line, "invalid type combination: " + written + " " + w);
         return false;
       }
+      // C's combinations: one sign, one base word ("short int" and "long
+      // int" are the base word and int), at most two longs.
+      const bool twice = ((w == "unsigned" || w == "signed") && sign) || (w == "int" && saw_int) ||
+                         ((w == "char" || w == "short") && base_bits && base_bits != 32);
+      if (twice) {
+        fail(line, "invalid type combination: " + written + " " + w);
+        return false;
+      }
       written += (written.empty() ? "" : " ") + w;
       if (w == "unsigned") sign = -1;
       else if (w == "signed") sign = 1;
       else if (w == "long") ++longs;
       else if (w == "char") base_bits = 8;
       else if (w == "short") base_bits = 16;
-      else if (w == "int") base_bits = base_bits ? base_bits : 32;
+      else if (w == "int") base_bits = base_bits ? base_bits : 32, saw_int = true;
       else named = typedefs().at(w), named_word = w;
       advance();
     }

@@ -164,8 +164,12 @@ TEST(ParserDecl, DeclarationsOfEveryScopeAndShape) {
   EXPECT_EQ(d[8].type.bytes, 1);
   EXPECT_EQ(d[9].type.type, Type::kString);
   EXPECT_EQ(d[10].type.bytes, 2);  // between clauses
-  auto u = must_parse("uid_t u;\nsize_t z;\nlong l;\nunsigned u2;");
-  ASSERT_EQ(u.script.decls.size(), 4u);
+  auto u = must_parse("uid_t u;\nsize_t z;\nlong l;\nunsigned u2;\nshort int si;\nint short is;\nunsigned long int uli;");
+  ASSERT_EQ(u.script.decls.size(), 7u);
+  EXPECT_EQ(u.script.decls[4].type.bytes, 2);
+  EXPECT_EQ(u.script.decls[5].type.bytes, 2);
+  EXPECT_EQ(u.script.decls[6].type.bytes, 8);
+  EXPECT_EQ(u.script.decls[6].type.name, "unsigned long");
   EXPECT_EQ(u.script.decls[0].type.type, Type::kUint);
   EXPECT_EQ(u.script.decls[0].type.bytes, 4);
   EXPECT_EQ(u.script.decls[1].type.bytes, 8);
@@ -207,6 +211,11 @@ TEST(ParserDecl, RefusedDeclarations) {
   EXPECT_EQ(error_of("int a[4];"), "line 1: a[4]: arrays of fixed size are not supported; declare an associative array, a[int]");
   EXPECT_EQ(error_of("unsigned string s;"), "line 1: invalid type combination: unsigned string");
   EXPECT_EQ(error_of("short long x;"), "line 1: invalid type combination: short long");
+  EXPECT_EQ(error_of("int int x;"), "line 1: invalid type combination: int int");
+  EXPECT_EQ(error_of("unsigned signed x;"), "line 1: invalid type combination: unsigned signed");
+  EXPECT_EQ(error_of("char short x;"), "line 1: invalid type combination: char short");
+  EXPECT_EQ(error_of("int uint64_t x;"), "line 1: invalid type combination: int uint64_t");
+  EXPECT_EQ(error_of("long long long x;"), "line 1: invalid type combination: long long long");
   EXPECT_EQ(error_of("self inline int X = 1;"), "line 1: inline may not be declared self or this: an inline is a named constant");
   EXPECT_EQ(error_of("int x\nBEGIN { }"), "line 2: syntax error near \"BEGIN\"");
   EXPECT_EQ(error_of("inline int X;"), "line 1: syntax error near \";\"");
