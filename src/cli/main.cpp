@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
     if (!result) {
       // Messages may quote what was read (a section name, a line of an
       // --edges file, a thread name): never raw on a terminal.
-      std::fprintf(stderr, "callscope %s: %s\n", cmd->name, callscope::terminal_safe(result.error().message()).c_str());
+      std::fprintf(stderr, "callscope %s: %s\n", cmd->name, callscope::terminal_safe_lines(result.error().message()).c_str());
       return kFailure;
     }
     return result.value();

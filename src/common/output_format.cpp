@@ -88,4 +88,16 @@ std::string terminal_safe(std::string_view s) {
   return out;
 }
 
+std::string terminal_safe_lines(std::string_view s) {
+  std::string out;
+  size_t start = 0;
+  for (;;) {
+    const size_t end = s.find_first_of("\n\t", start);
+    out += terminal_safe(s.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
+    if (end == std::string_view::npos) return out;
+    out += s[end];
+    start = end + 1;
+  }
+}
+
 }  // namespace callscope

@@ -26,5 +26,9 @@ std::string csv_field(const std::string& s);
 // otherwise passes unchanged, and the result is unchanged by a second pass.
 // CSV and JSON keep their own quoting instead.
 std::string terminal_safe(std::string_view s);
+// The same for a message of several lines (an error whose detail follows
+// on indented lines, as dtrace's "identifier redeclared"): newlines and
+// tabs are kept, every other control character escaped.
+std::string terminal_safe_lines(std::string_view s);
 
 }  // namespace callscope

@@ -36,6 +36,13 @@ TEST(TerminalSafe, ControlCharactersAreEscaped) {
   EXPECT_EQ(terminal_safe("\x9b" "2J"), "\\x9b2J");
 }
 
+TEST(TerminalSafe, LinesKeepTheirNewlinesAndTabsOnly) {
+  // A multi-line error (dtrace's "identifier redeclared" and its detail).
+  EXPECT_EQ(terminal_safe_lines("redeclared: x\n\t current: int\n"), "redeclared: x\n\t current: int\n");
+  EXPECT_EQ(terminal_safe_lines("a\x1b[2J\nb\r\tc"), "a\\x1b[2J\nb\\r\tc");
+  EXPECT_EQ(terminal_safe_lines("w\xc3\xb6r\nk"), "w\xc3\xb6r\nk");
+}
+
 TEST(TerminalSafe, InvalidUtf8IsEscaped) {
   EXPECT_EQ(terminal_safe("\xff\xfe"), "\\xff\\xfe");
   EXPECT_EQ(terminal_safe("\xc3"), "\\xc3");                  // cut short
