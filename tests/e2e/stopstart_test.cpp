@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <sstream>
 
@@ -232,6 +233,21 @@ TEST_P(StopStartTest, StartOffThenStartFromTheProgram) {
   }
 }
 
+// The value of `name=` in the fixture's "clock ..." line (0 if absent).
+uint64_t clock_reading(const std::string& out, const std::string& name) {
+  const size_t line = out.find("clock ");
+  if (line == std::string::npos) return 0;
+  const size_t at = out.find(" " + name + "=", line);
+  if (at == std::string::npos || at > out.find('\n', line)) return 0;
+  return std::stoull(out.substr(at + name.size() + 2));
+}
+
+uint64_t steady_ns() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
+}
+
 // The second thread waits in idle_wait from before the stop until the
 // process exits: it never acts on the stop (nor on the start), yet its call
 // leaves the stopped time out -- the reader applies the stops and starts it
@@ -242,7 +258,21 @@ TEST_P(StopStartTest, ThreadAsleepFromTheStopToTheEndCountsNoStoppedTime) {
     for (const std::string mode : {"record", "profile"}) {
       const std::string how = mode + ", start " + on;
       RunResult r = record({"CALLSCOPE_MODE=" + mode}, {"asleep", std::to_string(kN), std::to_string(kNapMs), on});
+      // The program's exit, and with it the end of idle_wait's open call,
+      // lies before this (steady_clock is CLOCK_MONOTONIC, as the fixture's).
+      const uint64_t ended_ns = steady_ns();
       ASSERT_EQ(r.exit_code, 0) << how << ": " << r.err;
+      // The fixture's own readings: before it created the thread, after the
+      // stop, before the start (none with "off").
+      const uint64_t thread_ns = clock_reading(r.out, "thread"), stopped_ns = clock_reading(r.out, "stopped"),
+                     started_ns = clock_reading(r.out, "started");
+      ASSERT_GT(thread_ns, 0u) << r.out;
+      ASSERT_GE(stopped_ns, thread_ns) << r.out;
+      ASSERT_EQ(started_ns == 0, on == "off") << r.out;
+      if (on == "on") {
+        ASSERT_GE(started_ns - stopped_ns, kNapNs) << r.out;  // the nap lies between
+      }
+      ASSERT_GE(ended_ns, std::max(stopped_ns, started_ns)) << r.out;
       if (mode == "record") {
         TraceSummary s = summarize(trace_);
         ASSERT_EQ(s.threads.size(), 2u) << how;
@@ -257,7 +287,14 @@ TEST_P(StopStartTest, ThreadAsleepFromTheStopToTheEndCountsNoStoppedTime) {
       EXPECT_EQ(num(rows["idle_wait"], "calls"), 1u) << how;
       EXPECT_EQ(num(rows["idle_wait"], "open_calls"), 1u) << how;
       EXPECT_GT(num(rows["idle_wait"], "total_ns"), 0u) << how;
-      EXPECT_LT(num(rows["idle_wait"], "total_ns"), kCountedNap) << how;
+      // idle_wait began after thread_ns; what it may count is its time up to
+      // the stop, which came before stopped_ns, and with "on" the time from
+      // the start, which came after started_ns, to the end. However slow the
+      // machine, a right count stays within that; one that took in the
+      // stopped time (the nap, from stopped_ns to started_ns, and with "off"
+      // up to the end) exceeds it by about the nap.
+      const uint64_t may_count = (stopped_ns - thread_ns) + (on == "on" ? ended_ns - started_ns : 0);
+      EXPECT_LE(num(rows["idle_wait"], "total_ns"), may_count) << how << ": " << r.out;
     }
   }
 }
