@@ -203,10 +203,9 @@ class Parser {
   // A D type: the integer type words (in C's combinations) or string;
   // anything else is refused by name.
   bool type_spec(DeclType& out, int line) {
-    int longs = 0, sign = 0, base_bits = 0;
-    std::optional<IntType> named;
-    std::string written, named_word;
-    bool str = false, saw_int = false;
+    IntWords t;
+    std::string& written = t.written;
+    bool str = false;
     while (!err_ && tok_.kind == Tok::kIdent) {
       const std::string w = tok_.text;
       if (w == "struct" || w == "union" || w == "enum") {
@@ -236,27 +235,7 @@ class Parser {
         break;
       }
       if (!is_type_word(tok_)) break;
-      if ((named && !written.empty()) || (!written.empty() && typedefs().count(w))) {
-        fail(line, "invalid type combination: " + written + " " + w);
-        return false;
-      }
-      // C's combinations: one sign, one base word ("short int" and "long
-      // int" are the base word and int), at most two longs.
-      const bool twice = ((w == "unsigned" || w == "signed") && sign) || (w == "int" && saw_int) ||
-                         ((w == "char" || w == "short") && base_bits && base_bits != 32);
-      if (twice) {
-        fail(line, "invalid type combination: " + written + " " + w);
-        return false;
-      }
-      written += (written.empty() ? "" : " ") + w;
-      if (w == "unsigned") sign = -1;
-      else if (w == "signed") sign = 1;
-      else if (w == "long") ++longs;
-      else if (w == "char") base_bits = 8;
-      else if (w == "short") base_bits = 16;
-      else if (w == "int") base_bits = base_bits ? base_bits : 32, saw_int = true;
-      else named = typedefs().at(w), named_word = w;
-      advance();
+      if (!int_word(t, line)) return false;
     }
     if (err_) return false;
     if (written.empty()) {
@@ -267,24 +246,62 @@ class Parser {
       out.type = Type::kString, out.bytes = 8, out.name = "string";
       return true;
     }
-    if ((longs && base_bits && base_bits != 32) || longs > 2) {
-      fail(line, "invalid type combination: " + written);
-      return false;
-    }
     uint8_t bits;
     bool is_signed;
-    if (named) {
-      bits = named->bits, is_signed = named->is_signed;
-      out.name = named_word;
-    } else {
-      bits = static_cast<uint8_t>(longs ? 64 : base_bits ? base_bits : 32);
-      is_signed = sign >= 0;
-      // The name D gives the type: "unsigned long", "char", "long long".
-      const std::string base = longs == 2 ? "long long" : longs ? "long" : bits == 8 ? "char" : bits == 16 ? "short" : "int";
-      out.name = (sign < 0 ? "unsigned " : sign > 0 && bits == 8 ? "signed " : "") + base;
-    }
+    if (!int_type(t, line, bits, is_signed, out.name)) return false;
     out.type = is_signed ? Type::kInt : Type::kUint;
     out.bytes = static_cast<uint8_t>(bits / 8);
+    return true;
+  }
+
+  // The integer type words of a declaration or a cast, read one at a time
+  // (int_word), then what they name (int_type).
+  struct IntWords {
+    int longs = 0, sign = 0, base_bits = 0;
+    bool saw_int = false;
+    std::optional<IntType> named;
+    std::string named_word, written;
+  };
+  // The type word at tok_, in C's combinations: one sign, one base word
+  // ("short int" and "long int" are the base word and int), a typedef
+  // alone; false (and the error) for any other.
+  bool int_word(IntWords& t, int line) {
+    const std::string w = tok_.text;
+    const bool twice = (t.named && !t.written.empty()) || (!t.written.empty() && typedefs().count(w)) ||
+                       ((w == "unsigned" || w == "signed") && t.sign) || (w == "int" && t.saw_int) ||
+                       ((w == "char" || w == "short") && t.base_bits && t.base_bits != 32);
+    if (twice) {
+      fail(line, "invalid type combination: " + t.written + " " + w);
+      return false;
+    }
+    t.written += (t.written.empty() ? "" : " ") + w;
+    if (w == "unsigned") t.sign = -1;
+    else if (w == "signed") t.sign = 1;
+    else if (w == "long") ++t.longs;
+    else if (w == "char") t.base_bits = 8;
+    else if (w == "short") t.base_bits = 16;
+    else if (w == "int") t.base_bits = t.base_bits ? t.base_bits : 32, t.saw_int = true;
+    else t.named = typedefs().at(w), t.named_word = w;
+    advance();
+    return true;
+  }
+  // What the words name: its size, sign and the name D gives it ("unsigned
+  // long", "char", "long long", a typedef's own); false (and the error)
+  // for more than two longs or a long char/short.
+  bool int_type(const IntWords& t, int line, uint8_t& bits, bool& is_signed, std::string& name) {
+    if ((t.longs && t.base_bits && t.base_bits != 32) || t.longs > 2) {
+      fail(line, "invalid type combination: " + t.written);
+      return false;
+    }
+    if (t.named) {
+      bits = t.named->bits, is_signed = t.named->is_signed;
+      name = t.named_word;
+      return true;
+    }
+    bits = static_cast<uint8_t>(t.longs ? 64 : t.base_bits ? t.base_bits : 32);
+    is_signed = t.sign >= 0;
+    const std::string base = t.longs == 2 ? "long long" : t.longs ? "long" : bits == 8 ? "char" : bits == 16 ? "short" : "int";
+    name = (t.sign < 0 ? "unsigned " : t.sign > 0 && bits == 8 ? "signed " : "") + base;
     return true;
   }
 
@@ -570,36 +587,22 @@ class Parser {
 
   ExprPtr cast(int line) {
     advance();  // past '('
-    int longs = 0, sign = 0, base_bits = 0;
-    std::optional<IntType> named;
-    std::string written;
-    while (!err_ && tok_.kind == Tok::kIdent && is_type_word(tok_)) {
-      const std::string w = tok_.text;
-      written += (written.empty() ? "" : " ") + w;
-      if (w == "unsigned") sign = -1;
-      else if (w == "signed") sign = 1;
-      else if (w == "long") ++longs;
-      else if (w == "char") base_bits = 8;
-      else if (w == "short") base_bits = 16;
-      else if (w == "int") base_bits = base_bits ? base_bits : 32;
-      else named = typedefs().at(w);
-      advance();
-    }
+    IntWords t;
+    while (!err_ && tok_.kind == Tok::kIdent && is_type_word(tok_))
+      if (!int_word(t, line)) return node(ExprKind::kInt, line);
     if (err_) return node(ExprKind::kInt, line);
     if (is("*")) {
-      fail(line, "cast to (" + written + " *) is not supported: callscope query does not read the program's memory");
+      fail(line, "cast to (" + t.written + " *) is not supported: callscope query does not read the program's memory");
       return node(ExprKind::kInt, line);
     }
-    if (!expect(")")) return node(ExprKind::kInt, line);
+    uint8_t bits;
+    bool is_signed;
+    std::string name;
+    if (!int_type(t, line, bits, is_signed, name) || !expect(")")) return node(ExprKind::kInt, line);
     auto e = node(ExprKind::kCast, line);
-    if (named) {
-      e->cast_bits = named->bits;
-      e->cast_signed = named->is_signed;
-    } else {
-      e->cast_bits = static_cast<uint8_t>(longs ? 64 : base_bits ? base_bits : 32);
-      e->cast_signed = sign >= 0;
-    }
-    e->name = written;
+    e->cast_bits = bits;
+    e->cast_signed = is_signed;
+    e->name = t.written;
     e->args.push_back(unary());
     return e;
   }
