@@ -74,18 +74,6 @@ ArgType arg_type(Type t) {
   }
 }
 
-// Options dtrace takes that mean something here, and those accepted and
-// ignored because callscope has no buffers or CPUs to size them for.
-const std::set<std::string>& known_options() {
-  static const std::set<std::string> s = {
-      "quiet", "aggsortkey", "aggsortrev", "aggsortpos", "aggsortkeypos", "defaultargs", "nspec", "strsize",
-      "specsize", "bufsize", "aggsize", "aggrate", "switchrate", "cleanrate", "dynvarsize", "statusrate",
-      "bufpolicy", "bufresize", "zdefs", "destructive", "stackframes", "ustackframes", "rawbytes", "cpu",
-      "flowindent", "stackindent", "aggpercpu", "aggzoom", "grabanon", "jstackframes", "jstackstrsize", "nolibs",
-      "strip", "version", "dynvarrate"};
-  return s;
-}
-
 class Checker {
  public:
   Checker(CompiledProgram& p) : p_(p) {}
@@ -766,18 +754,7 @@ class Checker {
   std::optional<Error> err_;
 };
 
-Status set_option(CompiledProgram& p, const std::string& name, const std::string& value) {
-  if (!known_options().count(name)) return Error("failed to set option " + name + ": Invalid option name");
-  p.options_[name] = value;
-  return ok_status();
-}
-
 }  // namespace
-
-bool option_set(const std::map<std::string, std::string>& options, const std::string& name) {
-  auto it = options.find(name);
-  return it != options.end() && it->second != "0" && it->second != "false" && it->second != "no";
-}
 
 const char* type_name(Type t) {
   switch (t) {
@@ -800,32 +777,7 @@ Result<std::shared_ptr<const Program>> compile(std::string_view source, const st
   auto parsed = parse(source, macros);
   if (!parsed) return parsed.error().context(what);
   prog->script = std::move(parsed->script);
-  for (const auto& pr : parsed->pragmas) {
-    auto st = set_option(*prog, pr.name, pr.value);
-    if (!st) return Error("line " + std::to_string(pr.line) + ": " + st.error().message()).context(what);
-  }
-  for (const auto& [k, v] : options.options) {  // the command line wins
-    auto st = set_option(*prog, k, v);
-    if (!st) return st.error();
-  }
-  prog->quiet = option_set(prog->options_, "quiet");
-  auto number = [&](const char* name, int64_t lo, int64_t hi, int64_t& out) -> Status {
-    auto it = prog->options_.find(name);
-    if (it == prog->options_.end()) return ok_status();
-    char* end = nullptr;
-    const long long v = std::strtoll(it->second.c_str(), &end, 0);
-    if (it->second.empty() || *end != '\0' || v < lo || v > hi)
-      return Error("failed to set option " + std::string(name) + " to \"" + it->second + "\": Invalid value for specified option");
-    out = v;
-    return ok_status();
-  };
-  int64_t nspec = 1, strsize = 256, pos = 0;
-  CALLSCOPE_CHECK(number("aggsortpos", 0, INT32_MAX, pos));
-  CALLSCOPE_CHECK(number("aggsortkeypos", 0, INT32_MAX, pos));
-  CALLSCOPE_CHECK(number("nspec", 1, 1 << 16, nspec));
-  CALLSCOPE_CHECK(number("strsize", 2, 1 << 20, strsize));
-  prog->nspec = static_cast<int>(nspec);
-  prog->strsize = static_cast<size_t>(strsize);
+  CALLSCOPE_CHECK(read_options(*prog, parsed->pragmas, options.options, what));
   Checker checker(*prog);
   if (auto err = checker.run()) return err->context(what);
   return std::shared_ptr<const Program>(std::move(prog));

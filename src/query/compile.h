@@ -14,6 +14,7 @@
 #include "query/aggregate.h"
 #include "query/ast.h"
 #include "query/engine.h"
+#include "query/options.h"
 
 namespace callscope::query {
 
@@ -68,8 +69,5 @@ class CompiledProgram final : public Program {
   int nspec = 1;           // speculation buffers (D's nspec)
   size_t strsize = 256;    // D's strsize: strings are cut to strsize - 1 bytes
 };
-
-// Whether an option is set: present and not "0"/"false"/"no".
-bool option_set(const std::map<std::string, std::string>& options, const std::string& name);
 
 }  // namespace callscope::query

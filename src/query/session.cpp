@@ -12,6 +12,7 @@
 #include "format/trace_reader.h"
 #include "query/driver.h"
 #include "query/engine.h"
+#include "query/options.h"
 #include "query/probes.h"
 #include "symbolize/symbolizer.h"
 
@@ -22,12 +23,6 @@ namespace {
 size_t description_end(const std::string& text) {
   const size_t e = text.find_first_of(" \t\n/{");
   return e == std::string::npos ? text.size() : e;
-}
-
-// D's options are set unless 0, false or no (as the engine reads them).
-bool quiet(const std::map<std::string, std::string>& options) {
-  auto it = options.find("quiet");
-  return it != options.end() && it->second != "0" && it->second != "false" && it->second != "no";
 }
 
 bool has_clause(const std::string& text) {
@@ -227,7 +222,7 @@ Result<int> run_query(const QueryRequest& req, std::FILE* out, std::FILE* err) {
     for (const std::string& p : trace->problems()) std::fprintf(err, "callscope query: damaged trace: %s\n", p.c_str());
     return enabled.error();
   }
-  if (!quiet(program->options())) {
+  if (!option_set(program->options(), "quiet")) {
     // As dtrace says it, unless quiet: what the probe descriptions matched.
     const size_t n = consumer.probes_enabled();
     const std::string what = req.script_file.empty()

@@ -554,9 +554,10 @@ void process_dir_unlink(const char* name) {
 // limit: past that, while the file system stays full, a record that does
 // not fit is dropped whole -- never half-written, which would hide every
 // record after it -- and on a file system without fallocate, or one already
-// full when the process starts, there is no reserve at all. Counted without a lock (a signal handler may write the
-// exit record while a thread of the process is here): each writer claims
-// its bytes with one atomic add, so the sum of claims bounds the file's end.
+// full when the process starts, there is no reserve at all. Counted
+// without a lock (a signal handler may write the exit record while a
+// thread of the process is here): each writer claims its bytes with one
+// atomic add, so the sum of claims bounds the file's end.
 void write_meta(fmt::RawMetaType type, const void* body, uint32_t body_size, const void* extra1,
                 uint32_t extra1_size, const void* extra2, uint32_t extra2_size) {
   if (g_meta_fd < 0) return;
