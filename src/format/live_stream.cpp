@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "common/files.h"
+#include "format/finalize.h"
 #include "format/trace_reader.h"
 
 namespace callscope::format {
@@ -18,6 +19,14 @@ namespace {
 
 constexpr uint64_t kRingBytes = uint64_t{kRingSegments} * kSegmentBytes;
 constexpr int kScanEvery = 25;  // polls between directory scans
+constexpr uint64_t kSegmentWords = kSegmentBytes / 8;
+// The tap: a round (directory scan, every ring read up to its writer)
+// every 2 ms, handed over then, or sooner when this many events wait.
+constexpr double kTapRoundNs = 2e6;
+constexpr size_t kTapBatch = 1 << 18;
+// How far behind the round's start its horizon is: a writer reads the clock
+// a few instructions before it stores the event.
+constexpr double kTapMarginNs = 2e5;
 
 // A placeholder header: the calibration is written over it at the end.
 FileHeader initial_header(ClockKind clock) {
@@ -96,8 +105,13 @@ Status LiveStream::add_thread(const std::string& path, const std::string& rel, u
   t->map_bytes = bytes;
   t->index = static_cast<uint32_t>(threads_.size());
   t->record.tid = reinterpret_cast<const RawThreadHeader*>(m)->tid;
+  t->offset = offset;
   t->events = std::make_unique<EventEncoder>(*writer_, t->index);
   t->stream = std::make_unique<RawStreamEncoder>(*t->events, offset, t->record);
+  if (tap_) {
+    t->tap = std::make_unique<Thread::Tap>();
+    t->tap->stream = std::make_unique<BasicRawStreamEncoder<EventColumns>>(t->tap->out, offset, t->tap->record);
+  }
   // Named before any block of it is written: `finish` must know whose they are.
   RawStreamThread rst{t->index, static_cast<uint32_t>(rel.size())};
   append_meta_record(meta_fd_, RawMetaType::kStreamThread, &rst, sizeof rst, rel);
@@ -175,11 +189,15 @@ Status LiveStream::flush_thread(Thread& t) {
   return ok_status();
 }
 
-Status LiveStream::drain(Thread& t) {
+Status LiveStream::drain(Thread& t, bool peek) {
   auto* h = reinterpret_cast<RawThreadHeader*>(t.map);
   // A file in grow mode (the writer could not set up its ring) needs nothing.
   if (__atomic_load_n(&h->ring_segments, __ATOMIC_ACQUIRE) != kRingSegments) return ok_status();
+  // Closed first: then the segment being written is final.
+  const bool closed = (__atomic_load_n(&h->flags, __ATOMIC_ACQUIRE) & kRawThreadClosed) != 0;
   const uint64_t committed = __atomic_load_n(&h->committed, __ATOMIC_ACQUIRE);
+  // The tap reads before any segment is given back.
+  if (t.tap) tap_read(t, committed, closed, peek);
   while (t.consumed < committed) {
     CALLSCOPE_CHECK(encode_segment(t, t.consumed));
     ++t.consumed;
@@ -191,9 +209,8 @@ Status LiveStream::drain(Thread& t) {
   // A thread that has exited writes no more: take its last segment too,
   // and let it go (a program that starts thousands of threads must not
   // hold a descriptor and 4 MiB of mapping for each until the end).
-  if (__atomic_load_n(&h->flags, __ATOMIC_ACQUIRE) & kRawThreadClosed) {
-    const uint64_t last = __atomic_load_n(&h->committed, __ATOMIC_ACQUIRE);  // final now
-    for (; t.consumed <= last; ++t.consumed) CALLSCOPE_CHECK(encode_segment(t, t.consumed));
+  if (closed) {
+    for (; t.consumed <= committed; ++t.consumed) CALLSCOPE_CHECK(encode_segment(t, t.consumed));
     CALLSCOPE_CHECK(flush_thread(t));
     t.done = true;
     std::memcpy(&t.header, t.map, sizeof t.header);
@@ -205,6 +222,118 @@ Status LiveStream::drain(Thread& t) {
   return ok_status();
 }
 
+uint64_t LiveStream::now_tick() const {
+  const ClockPair now = sample_clocks();
+  const uint64_t v = clock_ == ClockKind::kTsc ? now.tsc : now.mono_ns;
+  return v > origin_ ? v - origin_ : 0;
+}
+
+void LiveStream::set_tap(LiveTap* tap, double ticks_per_ns) {
+  tap_ = tap;
+  ticks_per_ns_ = ticks_per_ns;
+  for (auto& t : threads_) {
+    if (t->tap || t->done) continue;
+    t->tap = std::make_unique<Thread::Tap>();
+    t->tap->stream = std::make_unique<BasicRawStreamEncoder<EventColumns>>(t->tap->out, t->offset, t->tap->record);
+  }
+}
+
+// The tap reads segments [tap.segment, committed) whole, then (partial) the
+// one being written as far as its events are stored whole: an event word
+// not yet stored is still zero (the recorder zeroes each segment before
+// giving it back), and never part of an event (raw_session.h). A thread
+// that has ended (final) is read to its last event.
+void LiveStream::tap_read(Thread& t, uint64_t committed, bool final, bool partial) {
+  Thread::Tap& tp = *t.tap;
+  if (tp.ended) return;
+  auto feed = [&](const RawEvent& e) {
+    if (!tp.stream->add_fast(e)) (void)tp.stream->add(e);  // into memory: cannot fail
+    ++tap_pending_;
+  };
+  auto segment = [&](uint64_t n) {
+    return reinterpret_cast<const uint64_t*>(t.map + kRawThreadHeaderSize + (n % kRingSegments) * kSegmentBytes);
+  };
+  RawEvent e;
+  while (tp.segment < committed || (final && tp.segment == committed)) {
+    const uint64_t* words = segment(tp.segment);
+    size_t i = tp.word;
+    while (tp.decoder.next(words, kSegmentWords, i, e)) feed(e);
+    if (tp.segment == committed) {
+      tp.word = i;
+      break;
+    }
+    ++tp.segment;
+    tp.word = 0;
+  }
+  if (final) {
+    const auto* h = reinterpret_cast<const RawThreadHeader*>(t.map);
+    tp.ended = true;
+    tp.end_tick = h->end_tick ? h->end_tick + t.offset : tp.stream->last_tick();
+    return;
+  }
+  if (!partial || tp.segment != committed) return;
+  const uint64_t* words = segment(committed);
+  size_t i = tp.word;
+  while (i < kSegmentWords) {
+    const uint64_t w0 = __atomic_load_n(&words[i], __ATOMIC_ACQUIRE);
+    if (w0 == 0) break;
+    const uint8_t k = static_cast<uint8_t>(w0 & 0xff);
+    size_t words_of = 1;
+    if (raw_kind_valid(k)) {
+      words_of = raw_event_words(static_cast<RawKind>(k));
+      if (words_of == 2 && (i + 1 >= kSegmentWords || __atomic_load_n(&words[i + 1], __ATOMIC_ACQUIRE) == 0)) break;
+    }
+    // One event (or one damaged word) at a time.
+    if (tp.decoder.next(words, i + words_of, i, e)) feed(e);
+  }
+  tp.word = i;
+}
+
+void LiveStream::tap_deliver(uint64_t horizon, bool last) {
+  tap_horizon_ = std::max(tap_horizon_, horizon);
+  LiveDelivery d;
+  d.horizon = tap_horizon_;
+  d.last = last;
+  for (auto& t : threads_) {
+    if (!t->tap) continue;
+    Thread::Tap& tp = *t->tap;
+    if (!tp.start_sent) {
+      tp.start_sent = true;
+      const size_t slash = t->path.find_last_of('/');
+      const size_t before = t->path.find_last_of('/', slash - 1);
+      d.threads.push_back({t->index, t->path.substr(before + 1, slash - before - 1), t->record.tid,
+                           t->header.start_tick + t->offset, false});
+      if (t->map) {
+        const auto* h = reinterpret_cast<const RawThreadHeader*>(t->map);
+        d.threads.back().start_tick = h->start_tick + t->offset;
+        d.threads.back().main = (h->flags & kRawThreadMain) != 0;
+      }
+    }
+    if (!tp.out.empty()) {
+      d.events.emplace_back(t->index, std::move(tp.out));
+      tp.out.clear();
+    }
+    if (tp.ended && !tp.end_sent) {
+      tp.end_sent = true;
+      d.ended.emplace_back(t->index, tp.end_tick);
+    }
+  }
+  tap_pending_ = 0;
+  tap_->deliver(std::move(d));
+}
+
+void LiveStream::tap_rest() {
+  if (!tap_) return;
+  (void)scan();  // threads too short-lived for any poll to see
+  for (auto& t : threads_) {
+    if (!t->tap || !t->map) continue;
+    const auto* h = reinterpret_cast<const RawThreadHeader*>(t->map);
+    if (__atomic_load_n(&h->ring_segments, __ATOMIC_ACQUIRE) != kRingSegments) continue;
+    tap_read(*t, __atomic_load_n(&h->committed, __ATOMIC_ACQUIRE), true, false);
+  }
+  tap_deliver(~uint64_t{0}, true);
+}
+
 void LiveStream::give_up() {
   failed_ = true;
   for (auto& t : threads_)
@@ -214,10 +343,23 @@ void LiveStream::give_up() {
 Status LiveStream::poll() {
   if (failed_) return ok_status();
   Status st = ok_status();
-  if (polls_++ % kScanEvery == 0) st = scan();
+  // A tap round: every thread read as far as it has got, the horizon where
+  // the round began (less the margin), and what was read handed over.
+  bool peek = false;
+  uint64_t round = 0;
+  if (tap_) {
+    round = now_tick();
+    peek = polls_ == 0 || static_cast<double>(round - std::min(round, last_peek_)) >= kTapRoundNs * ticks_per_ns_;
+    if (peek) last_peek_ = round;
+  }
+  if (polls_++ % kScanEvery == 0 || peek) st = scan();
   for (auto& t : threads_) {
     if (!st) break;
-    if (!t->done) st = drain(*t);
+    if (!t->done) st = drain(*t, peek);
+  }
+  if (st && tap_ && (peek || tap_pending_ >= kTapBatch)) {
+    const auto margin = static_cast<uint64_t>(kTapMarginNs * ticks_per_ns_);
+    tap_deliver(peek ? round - std::min(round, margin) : 0, false);
   }
   if (!st) {
     // Writers must not wait for a recorder that cannot write: they drop, and

@@ -32,6 +32,35 @@
 
 namespace callscope::format {
 
+// What a tap (LiveStream::set_tap) is handed: the final events of each
+// thread as the recorder reads them, and when threads start and end.
+struct LiveThreadStart {
+  uint32_t index = 0;   // the thread's index in the trace
+  std::string process;  // its process's directory in the session: "<pid>.<n>"
+  uint32_t tid = 0;
+  uint64_t start_tick = 0;  // trace ticks
+  bool main = false;        // its process's first thread
+};
+struct LiveDelivery {
+  // Every event with a tick up to the horizon (trace ticks) was visible in
+  // its thread's ring when read, and is in this delivery or an earlier one
+  // -- but for a writer preempted between reading the clock and storing the
+  // event: that event comes later, behind the horizon.
+  uint64_t horizon = 0;
+  std::vector<LiveThreadStart> threads;                   // new threads
+  std::vector<std::pair<uint32_t, EventColumns>> events;  // per thread index, in order
+  std::vector<std::pair<uint32_t, uint64_t>> ended;       // threads that exited, and when (trace ticks)
+  bool last = false;  // the program has ended: nothing follows
+};
+class LiveTap {
+ public:
+  // On the recorder's thread (Drainer): must not block for long.
+  virtual void deliver(LiveDelivery&& d) = 0;
+
+ protected:
+  ~LiveTap() = default;
+};
+
 class LiveStream {
  public:
   // Segments encoded before their block is written and they are given back:
@@ -61,6 +90,17 @@ class LiveStream {
   // written) stops the stream: writers are told to drop instead of waiting.
   Status poll();
 
+  // A consumer of the events while the program runs, beside the trace
+  // (query -c): before the first poll. From then on each thread's ring is
+  // read twice -- by the tap as far as its writer has got (the segment
+  // being written too, up to its first event not yet stored whole), and by
+  // the trace as segments complete -- and the tap is handed what is new
+  // every few milliseconds. `ticks_per_ns` sets the horizon's margin.
+  void set_tap(LiveTap* tap, double ticks_per_ns);
+  // Once the program has ended, before finalize_session: what is left in
+  // every ring goes to the tap, with `last` set.
+  void tap_rest();
+
   // For finalize_session, once the program has ended.
   struct Thread {
     std::string path;  // of t<tid>.ev, absolute
@@ -77,6 +117,19 @@ class LiveStream {
     RawDecoder decoder;
     bool done = false;  // the thread ended and every complete segment was taken (map released)
     RawThreadHeader header{};  // its raw header as last seen (finish_thread)
+    uint64_t offset = 0;       // raw ticks to trace ticks
+    // The tap's reading of the ring, ahead of the trace's.
+    struct Tap {
+      RawDecoder decoder;
+      ThreadRecord record{};
+      EventColumns out;
+      std::unique_ptr<BasicRawStreamEncoder<EventColumns>> stream;
+      uint64_t segment = 0;  // the segment it reads
+      size_t word = 0;       // and where in it
+      bool start_sent = false, ended = false, end_sent = false;
+      uint64_t end_tick = 0;
+    };
+    std::unique_ptr<Tap> tap;
   };
   TraceWriter& writer() { return *writer_; }
   std::unique_ptr<TraceWriter> take_writer() { return std::move(writer_); }
@@ -98,7 +151,10 @@ class LiveStream {
   LiveStream() = default;
   Status scan();
   Status add_thread(const std::string& path, const std::string& rel, uint64_t offset);
-  Status drain(Thread& t);
+  Status drain(Thread& t, bool peek);
+  void tap_read(Thread& t, uint64_t committed, bool closed, bool partial);
+  void tap_deliver(uint64_t horizon, bool last);
+  uint64_t now_tick() const;
   Status flush_thread(Thread& t);
   Status encode_segment(Thread& t, uint64_t n);
   void give_up();
@@ -117,6 +173,11 @@ class LiveStream {
   uint64_t blocks_ = 0;
   uint64_t segments_ = 0;
   int polls_ = 0;
+  LiveTap* tap_ = nullptr;
+  double ticks_per_ns_ = 1.0;
+  uint64_t last_peek_ = 0;    // trace ticks of the last tap round
+  uint64_t tap_horizon_ = 0;
+  size_t tap_pending_ = 0;    // events read by the tap, not handed over yet
 };
 
 }  // namespace callscope::format

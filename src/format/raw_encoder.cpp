@@ -5,12 +5,14 @@
 
 namespace callscope::format {
 
-Status RawStreamEncoder::emit(EventKind k, uint64_t tick, uint64_t addr, uint64_t sp, uint64_t arg) {
+template <class Out>
+Status BasicRawStreamEncoder<Out>::emit(EventKind k, uint64_t tick, uint64_t addr, uint64_t sp, uint64_t arg) {
   ++rec_.events;
   return out_.add(k, tick, addr, sp, arg);
 }
 
-uint64_t RawStreamEncoder::clamp(uint64_t raw_tick) {
+template <class Out>
+uint64_t BasicRawStreamEncoder<Out>::clamp(uint64_t raw_tick) {
   uint64_t tick = raw_tick + offset_;
   if (!started_) {
     started_ = true;
@@ -21,7 +23,8 @@ uint64_t RawStreamEncoder::clamp(uint64_t raw_tick) {
   return tick;
 }
 
-Status RawStreamEncoder::close_all(uint64_t tick) {
+template <class Out>
+Status BasicRawStreamEncoder<Out>::close_all(uint64_t tick) {
   while (!stack_.empty()) {
     stack_.pop_back();
     CALLSCOPE_CHECK(emit(EventKind::kExitTruncated, tick, 0, 0, 0));
@@ -33,7 +36,8 @@ Status RawStreamEncoder::close_all(uint64_t tick) {
 // difference between the stack before the gap and the resync went on
 // through it; those above it on the old stack ended inside the gap, those
 // above it in the resync began inside it.
-Status RawStreamEncoder::end_gap(uint64_t tick) {
+template <class Out>
+Status BasicRawStreamEncoder<Out>::end_gap(uint64_t tick) {
   in_gap_ = false;
   size_t common = 0;
   while (common < stack_.size() && common < resync_.size() && stack_[common].addr == resync_[common].addr &&
@@ -52,7 +56,8 @@ Status RawStreamEncoder::end_gap(uint64_t tick) {
   return emit(EventKind::kResume, tick, 0, 0, 0);
 }
 
-Status RawStreamEncoder::add(const RawEvent& e) {
+template <class Out>
+Status BasicRawStreamEncoder<Out>::add(const RawEvent& e) {
   if (pending_loss_ && e.kind != RawKind::kSpBase) {
     // The loss began after the last event read (at the next one when it
     // begins the stream) and ends here; the frames go on through it.
@@ -134,7 +139,8 @@ Status RawStreamEncoder::add(const RawEvent& e) {
   return ok_status();
 }
 
-Status RawStreamEncoder::add_file(RawThreadFile& file) {
+template <class Out>
+Status BasicRawStreamEncoder<Out>::add_file(RawThreadFile& file) {
   if (file.missing_before()) begin_with_loss(file.events_estimate(file.missing_before()));
   RawEvent e;
   uint64_t gap = 0;
@@ -148,7 +154,8 @@ Status RawStreamEncoder::add_file(RawThreadFile& file) {
   return ok_status();
 }
 
-void RawStreamEncoder::lose_here(uint64_t lost_events) {
+template <class Out>
+void BasicRawStreamEncoder<Out>::lose_here(uint64_t lost_events) {
   if (in_gap_) {  // inside a gap of the runtime's: one gap
     gap_lost_ += lost_events;
     stream_lost_ += lost_events;
@@ -158,7 +165,8 @@ void RawStreamEncoder::lose_here(uint64_t lost_events) {
   pending_loss_ += lost_events;
 }
 
-Status RawStreamEncoder::cut(uint64_t lost_events) {
+template <class Out>
+Status BasicRawStreamEncoder<Out>::cut(uint64_t lost_events) {
   if (in_gap_) {
     gap_lost_ += lost_events;
   } else {
@@ -176,7 +184,8 @@ Status RawStreamEncoder::cut(uint64_t lost_events) {
   return close_all(gap_tick_);
 }
 
-Status RawStreamEncoder::finish(uint64_t end_tick, uint64_t header_lost) {
+template <class Out>
+Status BasicRawStreamEncoder<Out>::finish(uint64_t end_tick, uint64_t header_lost) {
   if (pending_loss_) {
     // Lost after the last event, and nothing read after: a stream cut short.
     const uint64_t n = pending_loss_;
@@ -218,7 +227,8 @@ Status RawStreamEncoder::finish(uint64_t end_tick, uint64_t header_lost) {
 // start that followed. One that last acted on a stop may have returned from
 // calls while stopped, unrecorded: its stream stays ending in that pause.
 // A thread that exited acted on every switch before it ended.
-Status RawStreamEncoder::apply_unseen(const RawThreadHeader& h, std::span<const RawSwitch> switches) {
+template <class Out>
+Status BasicRawStreamEncoder<Out>::apply_unseen(const RawThreadHeader& h, std::span<const RawSwitch> switches) {
   if ((h.flags & kRawThreadClosed) || (h.switches_seen & 1) || !started_) return ok_status();
   for (const RawSwitch& w : switches) {
     if (w.seq <= h.switches_seen) continue;
@@ -234,7 +244,8 @@ Status RawStreamEncoder::apply_unseen(const RawThreadHeader& h, std::span<const 
   return ok_status();
 }
 
-Status RawStreamEncoder::finish_thread(const RawThreadHeader& h, uint64_t end_hint,
+template <class Out>
+Status BasicRawStreamEncoder<Out>::finish_thread(const RawThreadHeader& h, uint64_t end_hint,
                                        std::span<const RawSwitch> switches) {
   CALLSCOPE_CHECK(apply_unseen(h, switches));
   uint64_t end = 0;
@@ -248,12 +259,16 @@ Status RawStreamEncoder::finish_thread(const RawThreadHeader& h, uint64_t end_hi
   return finish(end, h.lost_events);
 }
 
-void RawStreamEncoder::resume_from(std::vector<OpenFrame> stack, uint64_t last_tick, bool started,
+template <class Out>
+void BasicRawStreamEncoder<Out>::resume_from(std::vector<OpenFrame> stack, uint64_t last_tick, bool started,
                                    uint64_t lost_events) {
   stack_.assign(std::move(stack));
   last_ = last_tick;
   started_ = started;
   stream_lost_ = lost_events;
 }
+
+template class BasicRawStreamEncoder<EventEncoder>;
+template class BasicRawStreamEncoder<EventColumns>;
 
 }  // namespace callscope::format

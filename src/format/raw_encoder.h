@@ -61,11 +61,49 @@ class FrameStack {
   size_t n_ = 0;
 };
 
-class RawStreamEncoder {
+// Final events as columns, decoded: what a consumer in the recorder's own
+// process reads while the program runs (query -c, live_stream.h's tap).
+// Entries' addresses and losses' counts go to `values` (carries_value()).
+struct EventColumns {
+  std::vector<EventKind> kinds;
+  std::vector<uint64_t> ticks;
+  std::vector<uint64_t> values;
+
+  Status add(EventKind k, uint64_t tick, uint64_t addr, uint64_t, uint64_t arg) {
+    kinds.push_back(k);
+    ticks.push_back(tick);
+    if (carries_value(k)) values.push_back(is_entry(k) ? addr : arg);
+    return ok_status();
+  }
+  bool try_entry(uint64_t tick, uint64_t addr, uint64_t sp) {
+    (void)sp;
+    kinds.push_back(EventKind::kEntry);
+    ticks.push_back(tick);
+    values.push_back(addr);
+    return true;
+  }
+  bool try_exit(uint64_t tick) {
+    kinds.push_back(EventKind::kExit);
+    ticks.push_back(tick);
+    return true;
+  }
+  Status flush() { return ok_status(); }
+  size_t size() const { return kinds.size(); }
+  bool empty() const { return kinds.empty(); }
+  void clear() {
+    kinds.clear();
+    ticks.clear();
+    values.clear();
+  }
+};
+
+// Out: EventEncoder (the trace) or EventColumns (a consumer in memory).
+template <class Out>
+class BasicRawStreamEncoder {
  public:
   // `offset` moves raw ticks (relative to the process base) to trace ticks;
   // `record` collects the thread's counts (events, calls, lost, ticks).
-  RawStreamEncoder(EventEncoder& out, uint64_t offset, ThreadRecord& record)
+  BasicRawStreamEncoder(Out& out, uint64_t offset, ThreadRecord& record)
       : out_(out), offset_(offset), rec_(record) {}
 
   Status add(const RawEvent& e);
@@ -129,7 +167,7 @@ class RawStreamEncoder {
   Status close_all(uint64_t tick);
   Status apply_unseen(const RawThreadHeader& h, std::span<const RawSwitch> switches);
 
-  EventEncoder& out_;
+  Out& out_;
   uint64_t offset_;
   ThreadRecord& rec_;
   FrameStack stack_;
@@ -145,5 +183,9 @@ class RawStreamEncoder {
   uint64_t stream_lost_ = 0;  // events the kLost records of the stream account for
   uint64_t pending_loss_ = 0;  // lose_here: marked before the next event
 };
+
+using RawStreamEncoder = BasicRawStreamEncoder<EventEncoder>;
+extern template class BasicRawStreamEncoder<EventEncoder>;
+extern template class BasicRawStreamEncoder<EventColumns>;
 
 }  // namespace callscope::format

@@ -108,6 +108,14 @@ std::vector<std::string> split_nul(const std::string& s) {
   return out;
 }
 
+std::unique_ptr<TraceReader> TraceReader::growing(const FileHeader& header, const TraceInfo& info) {
+  std::unique_ptr<TraceReader> r(new TraceReader());
+  r->header_ = header;
+  r->info_ = info;
+  r->complete_ = true;
+  return r;
+}
+
 Result<std::unique_ptr<TraceReader>> TraceReader::open(const std::string& path) {
   std::unique_ptr<TraceReader> r(new TraceReader());
   r->path_ = path;

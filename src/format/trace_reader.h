@@ -79,6 +79,15 @@ class TraceReader {
   TraceReader(const TraceReader&) = delete;
   TraceReader& operator=(const TraceReader&) = delete;
 
+  // A trace being recorded (query -c): no file behind it. Its metadata is
+  // what the recorder has seen so far, and grows, through the mutable_
+  // accessors, while the program runs; its events are handed to whoever
+  // reads them, not read through this reader.
+  static std::unique_ptr<TraceReader> growing(const FileHeader& header, const TraceInfo& info);
+  std::vector<ProcessInfo>& mutable_processes() { return processes_; }
+  std::vector<ModuleInfo>& mutable_modules() { return modules_; }
+  std::vector<ThreadInfo>& mutable_threads() { return threads_; }
+
   const std::string& path() const { return path_; }
   const FileHeader& header() const { return header_; }
   const TraceInfo& info() const { return info_; }

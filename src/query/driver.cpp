@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <set>
 #include <cstdio>
 #include <limits>
 #include <map>
@@ -11,6 +13,7 @@
 #include <mutex>
 #include <thread>
 
+#include "format/raw_encoder.h"
 #include "format/trace_reader.h"
 #include "symbolize/symbolizer.h"
 
@@ -21,6 +24,7 @@ using format::EventKind;
 using format::TraceReader;
 
 constexpr uint64_t kNever = std::numeric_limits<uint64_t>::max();
+constexpr uint32_t kNoIndex = std::numeric_limits<uint32_t>::max();  // a process event of no thread
 
 // Keys order everything that happens at one tick: what starts (a process,
 // a thread, a clock tick) before the events of that tick, what ends after.
@@ -34,6 +38,14 @@ struct CallBatch {
   std::unique_ptr<uint64_t[]> ticks{new uint64_t[TraceReader::kEventBatch]};
   std::unique_ptr<uint64_t[]> values{new uint64_t[TraceReader::kEventBatch]};
   size_t n = 0, n_values = 0;
+};
+
+// The batch a thread's merge reads: a CallBatch, or a live delivery.
+struct BatchView {
+  const EventKind* kinds = nullptr;
+  const uint64_t* ticks = nullptr;
+  const uint64_t* values = nullptr;
+  size_t n = 0;
 };
 
 // One thread's events, decoded on a thread of their own into a few slots.
@@ -193,15 +205,27 @@ struct Driver::Impl {
     uint64_t gap_start = 0;
     size_t gap_depth = 0;
     std::unique_ptr<ThreadStream> stream;
-    const CallBatch* batch = nullptr;
+    BatchView batch;
+    bool has_batch = false;  // false: finished, or (live) waiting for events
     size_t pos = 0, vpos = 0;
+    // Live: the deliveries not read yet (the front one is `batch`).
+    std::deque<format::EventColumns> queue;
+    bool front_in_use = false, live_ended = false;
     bool started = false, finished = false;
     uint64_t last_addr = 0;
     FnSlot last_slot;
     bool has_last = false;
   };
   std::vector<Thread> threads;
-  std::vector<uint32_t> active;  // threads whose stream is being merged
+  std::vector<uint32_t> active;  // threads whose stream is being merged (and, live, has events)
+  // Live (query -c): the trace grows while the driver runs.
+  bool live = false;
+  uint32_t thread_base = 0;  // live: firings' thread numbers are index + 1 (0: outside any thread)
+  size_t modules_known = 0;
+  std::vector<std::string> warnings;
+  std::vector<Meta> meta;
+  size_t next_meta = 0;
+  std::set<std::tuple<int, uint32_t, uint32_t, int64_t, uint64_t>> meta_seen;
   std::mutex decode_lock;
   uint64_t last_tick = 0;
   Status damage = ok_status();
@@ -263,7 +287,7 @@ struct Driver::Impl {
   Firing context(const Thread& t, const ProbeInfo* p, uint64_t tick) const {
     Firing f;
     f.probe = p;
-    f.thread = t.index;
+    f.thread = t.index + thread_base;
     f.process = t.process;
     f.pid = t.pid;
     f.ppid = t.ppid;
@@ -404,10 +428,28 @@ struct Driver::Impl {
 
   // Loads the next batch of a thread's stream; false at its end.
   bool refill(Thread& t) {
-    t.batch = t.stream->next();
     t.pos = t.vpos = 0;
-    while (t.batch && t.batch->n == 0) t.batch = t.stream->next();
-    if (t.batch) return true;
+    if (live) {
+      if (t.front_in_use) t.queue.pop_front();
+      t.front_in_use = false;
+      while (!t.queue.empty() && t.queue.front().empty()) t.queue.pop_front();
+      t.has_batch = !t.queue.empty();
+      if (t.has_batch) {
+        const format::EventColumns& c = t.queue.front();
+        t.batch = {c.kinds.data(), c.ticks.data(), c.values.data(), c.size()};
+        t.front_in_use = true;
+        return true;
+      }
+      t.finished = t.live_ended;
+      return false;
+    }
+    const CallBatch* b = t.stream->next();
+    while (b && b->n == 0) b = t.stream->next();
+    t.has_batch = b != nullptr;
+    if (b) {
+      t.batch = {b->kinds.get(), b->ticks.get(), b->values.get(), b->n};
+      return true;
+    }
     auto st = t.stream->status();
     if (!st && damage) damage = st;
     t.stream.reset();
@@ -415,12 +457,12 @@ struct Driver::Impl {
     return false;
   }
 
-  uint64_t head_key(const Thread& t) const { return event_key(t.batch->ticks[t.pos]); }
+  uint64_t head_key(const Thread& t) const { return event_key(t.batch.ticks[t.pos]); }
 
   // Events of t while their key is below `bound` (at least one).
   void run_thread(Thread& t, uint64_t bound) {
     do {
-      const CallBatch& b = *t.batch;
+      const BatchView& b = t.batch;
       const size_t n = b.n;
       size_t pos = t.pos, vpos = t.vpos;
       bool first = true;
@@ -450,7 +492,7 @@ struct Driver::Impl {
     Thread& t = threads[index];
     if (t.started) return;
     t.started = true;
-    t.stream = std::make_unique<ThreadStream>(trace, index, decode_lock);
+    if (!live) t.stream = std::make_unique<ThreadStream>(trace, index, decode_lock);
     if (refill(t)) active.push_back(index);
   }
 
@@ -479,12 +521,12 @@ struct Driver::Impl {
     std::vector<Meta> out;
     const auto& procs = trace.processes();
     // A process's events happen in its first (main) thread.
-    std::vector<uint32_t> main_thread(procs.size(), no_thread);
+    std::vector<uint32_t> main_thread(procs.size(), kNoIndex);
     for (uint32_t i = 0; i < threads.size(); ++i) {
       const auto& r = trace.threads()[i].record;
       if (r.process_index >= procs.size()) continue;
       uint32_t& m = main_thread[r.process_index];
-      if (m == no_thread || (r.flags & format::kThreadMain)) m = i;
+      if (m == kNoIndex || (r.flags & format::kThreadMain)) m = i;
     }
     // A process's span is its threads' (a record's own may be coarser: a
     // trace written by hand, a recorder that saw the process late), so that
@@ -520,7 +562,8 @@ struct Driver::Impl {
     for (uint32_t i = 0; i < threads.size(); ++i) {
       const auto& r = trace.threads()[i].record;
       out.push_back({start_key(r.start_tick), 3, ProcEvent::kLwpStart, r.process_index, i, 0});
-      out.push_back({end_key(r.end_tick), 1, ProcEvent::kLwpExit, r.process_index, i, 0});
+      if (!live || threads[i].live_ended)
+        out.push_back({end_key(r.end_tick), 1, ProcEvent::kLwpExit, r.process_index, i, 0});
     }
     for (const auto& m : trace.modules()) {
       if (m.record.process_index >= procs.size()) continue;
@@ -540,7 +583,11 @@ struct Driver::Impl {
   // thread alive then, with its call path (a sample of what it was doing).
   void fire_clock(Clock& c) {
     const uint64_t tick = ticks_of(c.next_ns);
-    if (c.profile) {
+    if (c.profile && live) {
+      // Every thread alive, with events waiting or not.
+      for (uint32_t i = 0; i < threads.size() && !stop; ++i)
+        if (threads[i].started && !threads[i].finished) fire(context(threads[i], c.info, tick));
+    } else if (c.profile) {
       for (uint32_t i : active) {
         fire(context(threads[i], c.info, tick));
         if (stop) break;
@@ -554,32 +601,39 @@ struct Driver::Impl {
     return static_cast<uint64_t>(static_cast<double>(ns_value) / ns_per_tick);
   }
 
-  Status run() {
+  // Thread i of the trace, as the merge knows it.
+  void setup_thread(uint32_t i) {
     const auto& procs = trace.processes();
+    const auto& r = trace.threads()[i].record;
+    Thread& t = threads[i];
+    t.index = i;
+    t.process = r.process_index;
+    t.tid = r.tid;
+    if (r.process_index < procs.size()) {
+      const auto& p = procs[r.process_index];
+      t.pid = p.record.pid;
+      t.ppid = p.record.ppid;
+      // D's execname: the executable's file name.
+      t.execname = strings.intern(p.exe.substr(p.exe.rfind('/') + 1));
+    }
+  }
+
+  void setup() {
     ns_per_tick = 1.0 / trace.header().ticks_per_ns;
     wall_origin_ns = trace.info().record.start_realtime_ns;
     strings_callscope = strings.intern("callscope");
     threads.resize(trace.threads().size());
-    fn_slots.resize(procs.size());
-    for (uint32_t i = 0; i < threads.size(); ++i) {
-      const auto& r = trace.threads()[i].record;
-      Thread& t = threads[i];
-      t.index = i;
-      t.process = r.process_index;
-      t.tid = r.tid;
-      if (r.process_index < procs.size()) {
-        const auto& p = procs[r.process_index];
-        t.pid = p.record.pid;
-        t.ppid = p.record.ppid;
-        // D's execname: the executable's file name.
-        t.execname = strings.intern(p.exe.substr(p.exe.rfind('/') + 1));
-      }
-    }
-    const std::vector<Meta> meta = metadata();
-    size_t next_meta = 0;
-
+    fn_slots.resize(trace.processes().size());
+    for (uint32_t i = 0; i < threads.size(); ++i) setup_thread(i);
+    meta = metadata();
     stop = consumer->exited();
-    if (const ProbeInfo* begin = info(1)) fire(outside(begin, 0));
+  }
+
+  // Fires, in time order, what happens before `bound` (a key): the
+  // metadata's process and thread events, the threads' events, the
+  // clocks' ticks. Over a recorded trace (bound kNever) the clocks stop
+  // with the trace.
+  void merge(uint64_t bound) {
     while (!stop) {
       const uint64_t mk = next_meta < meta.size() ? meta[next_meta].key : kNever;
       // The stream with the earliest event, and the one after it.
@@ -595,11 +649,12 @@ struct Driver::Impl {
           second_key = k;
         }
       }
-      if (best_key == kNever && mk == kNever) break;  // the end: clocks stop with the trace
+      if (!live && best_key == kNever && mk == kNever) break;  // the end: clocks stop with the trace
       Clock* clock = nullptr;
       for (Clock& c : clocks)
         if (!clock || c.next_ns < clock->next_ns) clock = &c;
       const uint64_t ck = clock ? start_key(ticks_of(clock->next_ns)) : kNever;
+      if (std::min({ck, mk, best_key}) >= bound) break;
       if (ck <= mk && ck <= best_key) {
         fire_clock(*clock);
         continue;
@@ -613,9 +668,15 @@ struct Driver::Impl {
         continue;
       }
       Thread& t = threads[active[best]];
-      run_thread(t, std::min({second_key, mk, ck}));
-      if (t.finished) active.erase(active.begin() + static_cast<std::ptrdiff_t>(best));
+      run_thread(t, std::min({second_key, mk, ck, bound}));
+      if (!t.has_batch) active.erase(active.begin() + static_cast<std::ptrdiff_t>(best));
     }
+  }
+
+  Status run() {
+    setup();
+    if (const ProbeInfo* begin = info(1)) fire(outside(begin, 0));
+    merge(kNever);
     // Threads whose start the metadata missed (a trace cut short).
     if (!stop) {
       for (uint32_t i = 0; i < threads.size() && !stop; ++i) {
@@ -628,6 +689,49 @@ struct Driver::Impl {
     for (Thread& t : threads) t.stream.reset();
     if (const ProbeInfo* end = info(2)) fire(outside(end, last_tick));
     return damage;
+  }
+
+  // Live: the trace lists more than it did: functions of new modules
+  // matched, new threads set up, new process and thread events queued.
+  void grew() {
+    const size_t probes_before = catalog.probes().size();
+    if (trace.modules().size() > modules_known) {
+      catalog.extend(catalog_input(trace, warnings, modules_known));
+      modules_known = trace.modules().size();
+      sym.refresh();
+    }
+    for (uint32_t id = static_cast<uint32_t>(probes_before) + 1; id <= catalog.probes().size(); ++id)
+      for (const auto& [spec, clause] : specs)
+        if (catalog.matches(spec, id)) enable_probe(id, clause);
+    fn_slots.resize(trace.processes().size());
+    const size_t known = threads.size();
+    threads.resize(trace.threads().size());
+    for (size_t i = known; i < threads.size(); ++i) setup_thread(static_cast<uint32_t>(i));
+    // Process and thread events not queued yet, in time order behind those
+    // fired (one that comes late fires next).
+    std::vector<Meta> fresh;
+    for (const Meta& m : metadata())
+      if (meta_seen.insert({static_cast<int>(m.what), m.process, m.thread, m.arg0, m.key}).second) fresh.push_back(m);
+    if (fresh.empty()) return;
+    meta.erase(meta.begin(), meta.begin() + static_cast<std::ptrdiff_t>(next_meta));
+    next_meta = 0;
+    meta.insert(meta.end(), fresh.begin(), fresh.end());
+    std::stable_sort(meta.begin(), meta.end(),
+                     [](const Meta& a, const Meta& b) { return a.key != b.key ? a.key < b.key : a.rank < b.rank; });
+  }
+
+  void add_events(uint32_t index, format::EventColumns&& more) {
+    if (index >= threads.size() || more.empty()) return;
+    Thread& t = threads[index];
+    t.queue.push_back(std::move(more));
+    if (t.started && !t.has_batch && refill(t)) active.push_back(index);
+  }
+
+  void ended(uint32_t index) {
+    if (index >= threads.size()) return;
+    Thread& t = threads[index];
+    t.live_ended = true;
+    if (t.started && !t.has_batch) t.finished = true;
   }
 };
 
@@ -679,6 +783,45 @@ std::string Driver::symbol(uint32_t process, uint64_t addr, uint8_t form) {
 }
 
 const ProbeInfo& Driver::probe_info(uint32_t id) { return impl_->make_info(id); }
+
+void Driver::live_begin(Consumer& consumer) {
+  Impl& d = *impl_;
+  d.consumer = &consumer;
+  d.live = true;
+  d.thread_base = 1;
+  d.no_thread = 0;
+  d.modules_known = d.trace.modules().size();
+  d.setup();
+  d.meta.clear();
+  d.grew();
+  if (const ProbeInfo* begin = d.info(1)) d.fire(d.outside(begin, 0));
+}
+
+void Driver::live_grew() { impl_->grew(); }
+
+void Driver::live_events(uint32_t thread, format::EventColumns&& events) {
+  impl_->add_events(thread, std::move(events));
+}
+
+void Driver::live_ended(uint32_t thread) { impl_->ended(thread); }
+
+void Driver::live_advance(uint64_t horizon) {
+  Impl& d = *impl_;
+  d.merge(horizon >= kNever / 3 - 1 ? kNever : start_key(horizon + 1));
+  stats_.events = d.events;
+  stats_.firings = d.fired;
+}
+
+void Driver::live_end(uint64_t tick) {
+  Impl& d = *impl_;
+  if (const ProbeInfo* end = d.info(2)) d.fire(d.outside(end, std::max(d.last_tick, tick)));
+  stats_.events = d.events;
+  stats_.firings = d.fired;
+}
+
+bool Driver::exited() const { return impl_->stop; }
+
+std::vector<std::string> Driver::take_warnings() { return std::exchange(impl_->warnings, {}); }
 
 std::optional<uint64_t> Driver::target_pid(const TraceReader& trace) {
   if (trace.info().record.main_pid != 0) return trace.info().record.main_pid;

@@ -27,6 +27,7 @@
 
 namespace callscope::format {
 class TraceReader;
+struct EventColumns;
 }
 namespace callscope::symbolize {
 class Symbolizer;
@@ -69,6 +70,25 @@ class Driver {
   const ProbeInfo& probe_info(uint32_t id);
   // Fires BEGIN, the trace's probes in time order, then END.
   Status run(Consumer& consumer);
+  // Live (query -c): the trace (TraceReader::growing) grows while the
+  // program runs, and the caller hands the driver the events the recorder
+  // reads (live.h). live_begin() in place of enable()'s run(): BEGIN.
+  void live_begin(Consumer& consumer);
+  // The trace lists more processes, modules or threads than before.
+  void live_grew();
+  // Thread `thread`'s next events; then, once it has ended, live_ended().
+  void live_events(uint32_t thread, format::EventColumns&& events);
+  void live_ended(uint32_t thread);
+  // Fires, in time order, what happened up to `horizon` (trace ticks):
+  // events, process and thread events, clock ticks.
+  void live_advance(uint64_t horizon);
+  // END, at `tick` or at the last event fired, whichever is later.
+  void live_end(uint64_t tick);
+  // exit() was called.
+  bool exited() const;
+  // What matching new modules' functions met (unreadable symbols).
+  std::vector<std::string> take_warnings();
+
   // The name Stacks print for an address: "module`function" (form 0) or
   // "module" (form 1), cached.
   std::string symbol(uint32_t process, uint64_t addr, uint8_t form);

@@ -114,11 +114,15 @@ Catalog::Catalog(const CatalogInput& input) {
     p.proc = ev;
     add(std::move(p));
   }
-  by_addr_.resize(input.processes.size());
-  unlisted_.resize(input.processes.size());
+  extend(input);
+}
+
+void Catalog::extend(const CatalogInput& input) {
+  for (size_t pi = pids_.size(); pi < input.processes.size(); ++pi) pids_.push_back(input.processes[pi].pid);
+  by_addr_.resize(pids_.size());
+  unlisted_.resize(pids_.size());
   for (uint32_t pi = 0; pi < input.processes.size(); ++pi) {
     const auto& proc = input.processes[pi];
-    pids_.push_back(proc.pid);
     for (const auto& m : proc.modules) {
       if (m.functions.empty()) unlisted_[pi].emplace_back(m.name, m.main);
       // One probe per name: a second symbol of the same name (a static
@@ -306,14 +310,18 @@ std::string no_match_message(const ProbeSpec& spec) {
          " does not match any probes";
 }
 
-CatalogInput catalog_input(const format::TraceReader& trace, std::vector<std::string>& warnings) {
+CatalogInput catalog_input(const format::TraceReader& trace, std::vector<std::string>& warnings,
+                           size_t first_module) {
   CatalogInput in;
   in.processes.resize(trace.processes().size());
   for (size_t i = 0; i < trace.processes().size(); ++i) in.processes[i].pid = trace.processes()[i].record.pid;
   std::vector<std::set<std::string>> seen(in.processes.size());
-  for (const format::ModuleInfo& m : trace.modules()) {
+  const auto& modules = trace.modules();
+  for (size_t mi = 0; mi < modules.size(); ++mi) {
+    const format::ModuleInfo& m = modules[mi];
     const uint32_t pi = m.record.process_index;
     if (pi >= in.processes.size() || !seen[pi].insert(m.path).second) continue;  // a library loaded again
+    if (mi < first_module) continue;  // listed before
     CatalogInput::Module mod;
     mod.name = base_name(m.path);
     const std::string& exe = trace.processes()[pi].exe;

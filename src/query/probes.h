@@ -99,6 +99,10 @@ struct PidFunction {
 class Catalog {
  public:
   explicit Catalog(const CatalogInput& input);
+  // A trace being recorded: processes and modules it lists now that it did
+  // not before (`more` holds every process so far, with only its new
+  // modules). Their probes get the next ids.
+  void extend(const CatalogInput& more);
 
   // The probes, in id order (ids from 1); clock probes are added by match().
   const std::vector<Probe>& probes() const { return probes_; }
@@ -151,7 +155,9 @@ std::string no_match_message(const ProbeSpec& spec);
 // cannot be read has none listed: its functions get probes when first
 // called, named by the symbolizer). `warnings` gets one line per module
 // whose symbols could not be read.
-CatalogInput catalog_input(const format::TraceReader& trace, std::vector<std::string>& warnings);
+// From `first_module` on (a trace that grew: the modules it lists since).
+CatalogInput catalog_input(const format::TraceReader& trace, std::vector<std::string>& warnings,
+                           size_t first_module = 0);
 
 // dtrace -l's layout: "   ID   PROVIDER            MODULE ..." and a line per probe.
 std::string list_header();

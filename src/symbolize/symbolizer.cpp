@@ -116,8 +116,21 @@ struct Symbolizer::Process {
 };
 
 Symbolizer::Symbolizer(const format::TraceReader& trace, SymbolizerOptions options)
-    : trace_(trace), map_(trace.modules()), options_(options) {
+    : trace_(trace), map_(std::make_unique<format::ModuleMap>(trace.modules())), options_(options) {
   processes_.resize(std::max<size_t>(trace.processes().size(), 1));
+  modules_seen_ = trace.modules().size();
+}
+
+void Symbolizer::refresh() {
+  const auto& modules = trace_.modules();
+  if (modules.size() == modules_seen_) return;
+  map_ = std::make_unique<format::ModuleMap>(modules);
+  // A process that gained modules is set up again when next looked up.
+  for (size_t i = modules_seen_; i < modules.size(); ++i) {
+    const uint32_t pi = modules[i].record.process_index;
+    if (pi < processes_.size()) processes_[pi].reset();
+  }
+  modules_seen_ = modules.size();
 }
 
 Symbolizer::~Symbolizer() = default;
@@ -232,8 +245,8 @@ Symbol Symbolizer::resolve(Process& p, int64_t mod_index, uint64_t addr) {
 
 const Symbol& Symbolizer::lookup(uint32_t process_index, uint64_t addr, uint64_t tick) {
   Process& p = process(process_index);
-  if (!map_.reused(process_index, addr)) return lookup(process_index, addr);
-  const int64_t m = map_.at(process_index, addr, tick);
+  if (!map_->reused(process_index, addr)) return lookup(process_index, addr);
+  const int64_t m = map_->at(process_index, addr, tick);
   auto it = m >= 0 ? p.mod_of.find(static_cast<uint32_t>(m)) : p.mod_of.end();
   if (it == p.mod_of.end()) return lookup(process_index, addr);
   const int64_t mi = static_cast<int64_t>(it->second);
@@ -248,7 +261,7 @@ const Symbol& Symbolizer::lookup(uint32_t process_index, uint64_t addr) {
   if (it != p.cache.end()) return it->second;
   // The candidates, in load order; which one when there are several.
   std::vector<size_t> c;
-  for (uint32_t m : map_.covering(process_index, addr)) {
+  for (uint32_t m : map_->covering(process_index, addr)) {
     auto jt = p.mod_of.find(m);
     if (jt != p.mod_of.end()) c.push_back(jt->second);
   }

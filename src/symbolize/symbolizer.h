@@ -59,7 +59,11 @@ class Symbolizer {
   // starts), then one with a function that holds it, then the last loaded.
   const Symbol& lookup(uint32_t process_index, uint64_t addr);
   // Which module held an address when, for callers that key by address.
-  const format::ModuleMap& modules() const { return map_; }
+  const format::ModuleMap& modules() const { return *map_; }
+  // The trace has grown (a trace being recorded, query -c): the modules it
+  // lists now are looked up from here on. References returned before are
+  // no longer valid.
+  void refresh();
   // Problems met (missing files, build-id mismatches), one line each.
   const std::vector<std::string>& warnings() const { return warnings_; }
 
@@ -69,7 +73,8 @@ class Symbolizer {
   Process& process(uint32_t index);
   Symbol resolve(Process& p, int64_t mod, uint64_t addr);  // mod: index in the process's modules, -1: none
   const format::TraceReader& trace_;
-  format::ModuleMap map_;
+  std::unique_ptr<format::ModuleMap> map_;
+  size_t modules_seen_ = 0;
   SymbolizerOptions options_;
   std::vector<std::unique_ptr<Process>> processes_;
   std::vector<std::string> warnings_;
