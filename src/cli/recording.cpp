@@ -1,0 +1,313 @@
+// One run of a program under the recorder (recording.h).
+#include "cli/recording.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <cstring>
+#include <optional>
+
+#include "cli/command.h"
+#include "cli/drainer.h"
+#include "cli/record_support.h"
+#include "common/output_claim.h"
+#include "format/finalize.h"
+#include "format/live_stream.h"
+#include "format/trace_format.h"
+
+namespace callscope::cli {
+namespace {
+
+namespace fmt = callscope::format;
+
+volatile sig_atomic_t g_child = 0;
+
+void forward_signal(int sig) {
+  if (g_child > 0) ::kill(g_child, sig);
+}
+
+// Runs argv with the runtime preloaded and `env` set over the variables it
+// inherits: the resolved settings already weighed the user's CALLSCOPE_*
+// variables against the flags and the file, so the program must see the
+// result, normalized, not the originals. Returns the child's pid.
+Result<pid_t> spawn(const std::string& program, const std::vector<std::string>& argv,
+                    const std::string& runtime, const std::string& session,
+                    const std::vector<std::pair<std::string, std::string>>& env) {
+  int pipefd[2];
+  if (::pipe2(pipefd, O_CLOEXEC) != 0) return system_error("pipe", errno);
+  std::string preload = runtime;
+  if (const char* old = ::getenv("LD_PRELOAD"); old && *old) preload += std::string(":") + old;
+  const pid_t pid = ::fork();
+  if (pid < 0) return system_error("fork", errno);
+  if (pid == 0) {
+    ::close(pipefd[0]);
+    ::setenv("LD_PRELOAD", preload.c_str(), 1);
+    ::setenv("CALLSCOPE_DIR", session.c_str(), 1);
+    ::setenv("CALLSCOPE_RECORDER_PID", std::to_string(::getppid()).c_str(), 1);
+    for (const auto& [name, value] : env) ::setenv(name.c_str(), value.c_str(), 1);
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execv(program.c_str(), args.data());
+    const int e = errno;
+    ssize_t ignored = ::write(pipefd[1], &e, sizeof e);
+    (void)ignored;
+    ::_exit(127);
+  }
+  ::close(pipefd[1]);
+  int child_errno = 0;
+  ssize_t n;
+  do n = ::read(pipefd[0], &child_errno, sizeof child_errno);
+  while (n < 0 && errno == EINTR);
+  ::close(pipefd[0]);
+  if (n == sizeof child_errno) {
+    ::waitpid(pid, nullptr, 0);
+    return system_error("cannot execute '" + program + "'", child_errno);
+  }
+  return pid;
+}
+
+fmt::RawChildStatus status_of(pid_t pid, int status, bool is_main) {
+  fmt::RawChildStatus cs{};
+  cs.pid = static_cast<uint32_t>(pid);
+  cs.is_main = is_main;
+  if (WIFEXITED(status)) {
+    cs.how = static_cast<uint32_t>(fmt::ExitHow::kExited);
+    cs.code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    cs.how = static_cast<uint32_t>(fmt::ExitHow::kSignaled);
+    cs.signal = WTERMSIG(status);
+    cs.core_dumped = WCOREDUMP(status) ? 1 : 0;
+  }
+  cs.mono_ns = fmt::sample_clocks().mono_ns;
+  return cs;
+}
+
+}  // namespace
+
+struct Recording::State {
+  std::unique_ptr<OutputClaim> claim;
+  std::optional<SessionLog> log;
+  std::unique_ptr<Drainer> drainer;
+  struct sigaction old_int {}, old_quit {}, old_term {}, old_hup {};
+  bool handlers = false;
+  std::chrono::steady_clock::time_point run_start, run_end;
+  void restore() {
+    if (!handlers) return;
+    handlers = false;
+    ::sigaction(SIGINT, &old_int, nullptr);
+    ::sigaction(SIGQUIT, &old_quit, nullptr);
+    ::sigaction(SIGTERM, &old_term, nullptr);
+    ::sigaction(SIGHUP, &old_hup, nullptr);
+  }
+};
+
+Result<std::unique_ptr<Recording>> Recording::start(const RecordOptions& o, const char* who, fmt::LiveTap* tap,
+                                                    double ticks_per_ns) {
+  if (o.command.empty()) return Error("no program given: callscope record [-o FILE] -- PROGRAM [ARGS...]");
+  std::unique_ptr<Recording> r(new Recording());
+  r->o_ = o;
+  r->who_ = who;
+  r->s_ = std::make_unique<State>();
+  State& s = *r->s_;
+  CALLSCOPE_TRY(std::string program, find_program(o.command.front()));
+  if (!o.scratch_output) {
+    CALLSCOPE_TRY(s.claim, OutputClaim::take(o.output, o.force));
+  }
+  CALLSCOPE_TRY(std::string runtime, find_runtime());
+  if (instrumentation_of(program) == Instrumentation::kNone)
+    std::fprintf(stderr,
+                 "callscope %s: warning: '%s' has no -finstrument-functions hooks; running it anyway "
+                 "(only instrumented libraries it loads will be recorded)\n",
+                 who, program.c_str());
+  const std::string name_for = o.scratch_output ? std::string("query") : o.output;
+  CALLSCOPE_TRY(r->session_, make_session_dir(o.raw_dir.empty() ? default_raw_dir(name_for) : o.raw_dir, name_for));
+  const std::string& session = r->session_;
+  if (o.scratch_output) {
+    r->o_.output = session + "/live.trace";
+    CALLSCOPE_TRY(s.claim, OutputClaim::take(r->o_.output, true));
+  }
+  s.log.emplace(session);
+  if (auto st = s.log->open(); !st) {
+    remove_tree(session);
+    return st.error();
+  }
+  s.log->write_recorder_info(o.command);
+  s.log->write_calibration();
+
+  // The trace is written while the program runs (format/live_stream.h). Its
+  // ticks count from now, in the clock the runtime will use: the TSC where
+  // it is invariant, unless CALLSCOPE_CLOCK=monotonic says otherwise.
+  std::vector<std::pair<std::string, std::string>> env = o.runtime_env;
+  const char* clock_env = ::getenv("CALLSCOPE_CLOCK");
+  const bool monotonic = (clock_env && std::strcmp(clock_env, "monotonic") == 0) || !fmt::tsc_is_invariant();
+  env.emplace_back("CALLSCOPE_CLOCK", monotonic ? "monotonic" : "tsc");
+  if (o.drop_when_behind) env.emplace_back("CALLSCOPE_DROP_WHEN_BEHIND", "1");
+  const fmt::ClockPair origin = fmt::sample_clocks();
+  auto live = fmt::LiveStream::create(session, r->o_.output, monotonic ? fmt::ClockKind::kMonotonic : fmt::ClockKind::kTsc,
+                                      monotonic ? origin.mono_ns : origin.tsc, o.level, s.log->fd(), s.claim.get());
+  if (!live) {
+    remove_tree(session);
+    return live.error().context("cannot start the trace");
+  }
+  r->live_ = std::move(*live);
+  if (tap) r->live_->set_tap(tap, monotonic ? 1.0 : ticks_per_ns);
+
+  // Descendants whose parent dies are handed to us, so we learn how they end.
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  struct sigaction ignore {}, fwd {};
+  ignore.sa_handler = SIG_IGN;
+  fwd.sa_handler = forward_signal;
+  ::sigaction(SIGINT, &ignore, &s.old_int);
+  ::sigaction(SIGQUIT, &ignore, &s.old_quit);
+  ::sigaction(SIGTERM, &fwd, &s.old_term);
+  ::sigaction(SIGHUP, &fwd, &s.old_hup);
+  s.handlers = true;
+  // The child must start with default dispositions for the signals we ignore.
+  ::sigaction(SIGINT, &s.old_int, nullptr);
+  ::sigaction(SIGQUIT, &s.old_quit, nullptr);
+  auto child = spawn(program, o.command, runtime, session, env);
+  ::sigaction(SIGINT, &ignore, nullptr);
+  ::sigaction(SIGQUIT, &ignore, nullptr);
+  if (!child) {
+    s.restore();
+    ::unlink(r->live_->writer().temporary_path().c_str());
+    remove_tree(session);
+    return child.error();
+  }
+  r->child_ = *child;
+  g_child = *child;
+  s.drainer = std::make_unique<Drainer>(*r->live_);
+  s.run_start = std::chrono::steady_clock::now();
+  return r;
+}
+
+Recording::~Recording() {
+  if (s_) {
+    s_->drainer.reset();
+    s_->restore();
+  }
+  if (g_child == child_) g_child = 0;
+}
+
+bool Recording::reap(bool block) {
+  for (;;) {
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, block ? 0 : WNOHANG);
+    if (pid == 0) return true;  // some left, none ended
+    if (pid < 0) {
+      if (errno == EINTR) {
+        if (block) continue;
+        return true;
+      }
+      // ECHILD: nobody left.
+      if (g_child == child_) g_child = 0;
+      s_->run_end = std::chrono::steady_clock::now();
+      return false;
+    }
+    const bool is_main = pid == child_;
+    if (is_main) {
+      main_status_ = status;
+      main_reaped_ = true;
+    }
+    reaped_.push_back(pid);
+    remove_stale_socket(pid);
+    s_->log->write_child_status(status_of(pid, status, is_main));
+    if (block) return true;
+  }
+}
+
+std::vector<pid_t> Recording::running() const {
+  std::vector<pid_t> out;
+  if (auto raw = fmt::read_raw_session(session_); raw) {
+    for (const fmt::RawProcess& p : raw->processes) {
+      const auto pid = static_cast<pid_t>(p.pid);
+      if (std::find(reaped_.begin(), reaped_.end(), pid) == reaped_.end() &&
+          std::find(out.begin(), out.end(), pid) == out.end() && ::kill(pid, 0) == 0)
+        out.push_back(pid);
+    }
+  }
+  return out;
+}
+
+int Recording::finish(bool quiet) {
+  State& s = *s_;
+  if (s.run_end == std::chrono::steady_clock::time_point{}) s.run_end = std::chrono::steady_clock::now();
+  // From here on a signal finishes the trace, or (a second one) stops us
+  // with the session and the unfinished trace left for `finish`.
+  const std::string unfinished = live_->writer().temporary_path();
+  std::optional<WritingSignals> writing;
+  if (!o_.scratch_output) writing.emplace(session_, o_.output, unfinished, s.claim.get());
+  s.drainer->stop();
+  if (!s.drainer->failure().empty())
+    print_warning(who_, s.drainer->failure() + "; the program's threads dropped events from then on");
+  s.drainer.reset();
+  live_->tap_rest();
+  if (o_.scratch_output) {
+    // Nothing to keep: the session goes, and the trace in it.
+    s.restore();
+    if (!o_.keep_raw) remove_tree(session_);
+    return 0;
+  }
+  s.log->write_calibration();
+  s.log->close();
+
+  fmt::FinalizeOptions fo;
+  fo.zstd_level = o_.level;
+  fo.claim = s.claim.get();
+  auto sum = fmt::finalize_session(session_, o_.output, fo, live_.get());
+  if (!sum) {
+    std::fprintf(stderr, "callscope %s: %s\n", who_, sum.error().context("cannot write the trace").message().c_str());
+    if (s.claim->conflict()) {
+      // The trace is complete, under its temporary name (the error says where).
+      if (!o_.keep_raw) remove_tree(session_);
+    } else {
+      std::fprintf(stderr,
+                   "callscope %s: nothing is lost: the raw events are kept in '%s' and the unfinished trace "
+                   "in '%s'; retry with 'callscope finish %s -o %s'\n",
+                   who_, session_.c_str(), unfinished.c_str(), session_.c_str(), o_.output.c_str());
+    }
+    return 1;
+  }
+  // The trace is complete: until we exit, the run's dispositions again
+  // (SIGINT and SIGQUIT ignored, SIGTERM and SIGHUP for a program that has
+  // ended: nothing).
+  writing.reset();
+  if (!quiet) {
+    print_summary(who_, *sum, o_.output);
+    const auto written = std::chrono::steady_clock::now();
+    std::fprintf(stderr, "callscope %s: the program ran %.3f s; the trace took %.3f s to write\n", who_,
+                 std::chrono::duration<double>(s.run_end - s.run_start).count(),
+                 std::chrono::duration<double>(written - s.run_end).count());
+  }
+  if (!o_.keep_raw) remove_tree(session_);
+  s.restore();
+  return 0;
+}
+
+int Recording::exit_like_program() const {
+  if (WIFSIGNALED(main_status_)) {
+    const int sig = WTERMSIG(main_status_);
+    struct rlimit no_core {0, 0};
+    ::setrlimit(RLIMIT_CORE, &no_core);
+    ::signal(sig, SIG_DFL);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, sig);
+    ::sigprocmask(SIG_UNBLOCK, &set, nullptr);
+    ::raise(sig);
+    return 128 + sig;
+  }
+  return WIFEXITED(main_status_) ? WEXITSTATUS(main_status_) : 1;
+}
+
+}  // namespace callscope::cli

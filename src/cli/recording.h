@@ -1,0 +1,86 @@
+// One run of a program under the recorder, as `record` does it and as
+// `query -c` does it with a tap on the events (format/live_stream.h):
+// the program started with the runtime preloaded, its descendants reaped
+// and logged, the trace streamed while it runs and finished once it has
+// ended.
+//
+// Signals while it runs: SIGINT and SIGQUIT reach the program through the
+// terminal, not us (ignored here, unless the caller installs its own
+// handler after start()); SIGTERM and SIGHUP sent to us are passed on.
+#pragma once
+
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/result.h"
+
+namespace callscope::format {
+class LiveStream;
+class LiveTap;
+}  // namespace callscope::format
+
+namespace callscope::cli {
+
+struct RecordOptions {
+  std::string output;  // from the settings (-o, CALLSCOPE_OUTPUT, output)
+  std::string raw_dir;
+  bool force = false;
+  bool keep_raw = false;
+  bool drop_when_behind = false;
+  int level = 3;
+  std::vector<std::string> command;
+  // The runtime's settings as it reads them: ("CALLSCOPE_MODE", "profile"), ...
+  std::vector<std::pair<std::string, std::string>> runtime_env;
+  // No output was asked for (query -c without -o): the trace is written in
+  // the session directory and goes with it.
+  bool scratch_output = false;
+};
+
+class Recording {
+ public:
+  // Starts the program. `who` names the command in messages ("record").
+  // With `tap`, the events go to it too, as they come.
+  static Result<std::unique_ptr<Recording>> start(const RecordOptions& o, const char* who,
+                                                  format::LiveTap* tap = nullptr, double ticks_per_ns = 1.0);
+  ~Recording();
+  Recording(const Recording&) = delete;
+  Recording& operator=(const Recording&) = delete;
+
+  // Reaps the descendants that have ended (block: waits for one). False
+  // once none is left.
+  bool reap(bool block);
+  // The program's pid, and its wait status once reaped.
+  pid_t pid() const { return child_; }
+  int main_status() const { return main_status_; }
+  const std::string& session() const { return session_; }
+  format::LiveStream& live() { return *live_; }
+  // The pids of the session's processes not reaped yet.
+  std::vector<pid_t> running() const;
+
+  // Once every descendant has ended (or, for a program left running, once
+  // tracing has stopped in it): the tap gets what is left, the trace is
+  // written (its summary printed unless `quiet`). 0, or 1 when the trace
+  // could not be written (said on stderr, with how to finish it).
+  int finish(bool quiet);
+  // Exits as the program did: its exit code, or its signal raised at us.
+  int exit_like_program() const;
+
+ private:
+  Recording() = default;
+  RecordOptions o_;
+  const char* who_ = "record";
+  std::string session_;
+  struct State;
+  std::unique_ptr<State> s_;
+  std::unique_ptr<format::LiveStream> live_;
+  pid_t child_ = -1;
+  int main_status_ = 0;
+  bool main_reaped_ = false;
+  std::vector<pid_t> reaped_;
+};
+
+}  // namespace callscope::cli
