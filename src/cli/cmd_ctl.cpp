@@ -59,7 +59,6 @@ std::string check_command(const std::string& s) {
 }
 
 
-bool process_exists(pid_t pid) { return ::kill(pid, 0) == 0 || errno == EPERM; }
 
 std::string read_proc(pid_t pid, const char* what) {
   std::ifstream f("/proc/" + std::to_string(pid) + "/" + what, std::ios::binary);
@@ -166,86 +165,6 @@ Result<Target> find_target(pid_t pid) {
   return Error(who + ", tracing processes " + join(served_names, " and ") + ": give one of those pids");
 }
 
-// Connects to the target's socket, having made sure it is the target's.
-Result<int> connect_to(const Target& t) {
-  const std::string p = std::to_string(t.pid);
-  const std::string& path = t.socket.path;
-  struct stat st;
-  if (::fstatat(t.socket.dir_fd.get(), t.socket.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
-    return system_error("cannot use " + path, errno);
-  if (!S_ISSOCK(st.st_mode)) return Error(path + " is not a socket");
-  const int fd = connect_socket(t.socket);
-  if (fd < 0) {
-    const int e = errno;
-    if (e == ECONNREFUSED) {
-      // Nobody listens: the socket outlived its process (killed, crashed,
-      // or exec'd into a program without the runtime).
-      if (!process_exists(t.pid)) {
-        if (remove_socket(t.socket)) return Error("process " + p + " is gone; removing stale socket " + path);
-        return Error("process " + p + " is gone; it left a stale socket at " + path);
-      }
-      return Error("process " + p + " does not listen on " + path +
-                   " (a stale socket left by an earlier process " + p +
-                   ", or one that exec'd a program without callscope)");
-    }
-    if (e == EACCES)
-      return Error("cannot connect to " + path + ": permission denied (is process " + p +
-                   " running as another user?)");
-    if (e == EAGAIN) return Error("process " + p + " is busy (its control socket's queue is full); try again");
-    return system_error("cannot connect to " + path, e);
-  }
-  Fd guard(fd);
-  // The listener must be the target itself, running as us: a socket planted
-  // under its name by someone else gets no request from us.
-  ucred cred{};
-  socklen_t len = sizeof cred;
-  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
-    return system_error("cannot identify the server of " + path, errno);
-  if (cred.uid != ::geteuid())
-    return Error("refusing to talk to " + path + ": it is served by uid " + std::to_string(cred.uid) +
-                 ", not by us (uid " + std::to_string(::geteuid()) + ")");
-  if (cred.pid != t.pid)
-    return Error("refusing to talk to " + path + ": it is served by process " + std::to_string(cred.pid) +
-                 ", not by process " + p);
-  return guard.release();
-}
-
-// Sends the request line and reads the reply up to the server's close.
-Result<std::string> exchange(int fd, pid_t pid, const std::string& command, double timeout_s) {
-  const std::string p = std::to_string(pid);
-  const std::string line = command + "\n";
-  // A server that refuses us answers and closes without reading: the send
-  // may then fail (EPIPE), and its answer is still there to read.
-  if (::send(fd, line.data(), line.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(line.size()) && errno != EPIPE &&
-      errno != ECONNRESET)
-    return system_error("cannot send the request to process " + p, errno);
-  using Clock = std::chrono::steady_clock;
-  const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
-  std::string reply;
-  char buf[4096];
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    pollfd pfd{fd, POLLIN, 0};
-    const int n = left > 0 ? ::poll(&pfd, 1, static_cast<int>(std::min<long long>(left, INT32_MAX))) : 0;
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return system_error("poll", errno);
-    if (n == 0) {
-      char shown[32];
-      std::snprintf(shown, sizeof shown, "%g", timeout_s);
-      return Error("no reply from process " + p + " within " + shown +
-                   " s (a dump of a big call tree takes a while: try a longer --timeout)");
-    }
-    const ssize_t r = ::read(fd, buf, sizeof buf);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0 && errno == ECONNRESET && !reply.empty()) break;  // it closed with our request unread
-    if (r < 0) return system_error("cannot read the reply of process " + p, errno);
-    if (r == 0) break;
-    reply.append(buf, static_cast<size_t>(r));
-  }
-  if (reply.empty()) return Error("process " + p + " closed the connection without a reply (is it exiting?)");
-  return reply;
-}
-
 struct CtlOptions {
   std::string pid;
   std::string command;
@@ -272,7 +191,7 @@ Result<int> run_ctl(const CtlOptions& o) {
   if (!target.socket.safe)
     for (const std::string& u : target.socket.unsafe)
       std::fprintf(stderr, "callscope ctl: warning: %s\n", u.c_str());
-  CALLSCOPE_TRY(const int fd, connect_to(target));
+  CALLSCOPE_TRY(const int fd, connect_to(target.pid, target.socket));
   Fd guard(fd);
   CALLSCOPE_TRY(std::string reply, exchange(fd, target.pid, o.command, o.timeout_s));
   static constexpr std::string_view kError = "error: ";

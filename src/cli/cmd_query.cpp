@@ -1,14 +1,102 @@
 // `callscope query [options] TRACE [ARG...]`: D scripts answered over a
-// recorded trace (docs/query.md). Options follow dtrace(1)'s; the work is in
-// query/session.h.
+// recorded trace, or (-c) while a program runs under the recorder, or with
+// neither, on the clock alone (docs/query.md). Options follow dtrace(1)'s;
+// the work is in query/session.h, the program's run in cli/recording.h.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cctype>
 #include <cstdio>
+#include <filesystem>
 
 #include "cli/command.h"
+#include "cli/ctl_socket.h"
+#include "cli/recording.h"
+#include "common/config.h"
+#include "format/live_stream.h"
 #include "query/session.h"
 #include "views/format_util.h"
 
 namespace callscope::cli {
 namespace {
+
+volatile std::sig_atomic_t g_interrupted = 0;
+void on_interrupt(int) { g_interrupted = 1; }
+
+// dtrace -c's reading of a command: words split at blanks, no shell.
+std::vector<std::string> split_command(const std::string& text) {
+  std::vector<std::string> words;
+  std::string w;
+  for (char c : text) {
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      if (!w.empty()) words.push_back(std::move(w));
+      w.clear();
+    } else {
+      w += c;
+    }
+  }
+  if (!w.empty()) words.push_back(std::move(w));
+  return words;
+}
+
+// query -c: the program runs under the recorder (cli/recording.h), its
+// events tapped for the script.
+class RecordingHost final : public query::LiveHost {
+ public:
+  explicit RecordingHost(RecordOptions o) : o_(std::move(o)) {}
+  Status start(format::LiveTap& tap, double ticks_per_ns) override {
+    CALLSCOPE_TRY(rec_, Recording::start(o_, "query", &tap, ticks_per_ns));
+    // Ctrl-C reaches the program through the terminal, and us: the script
+    // ends, as in dtrace, and prints its aggregations.
+    struct sigaction sa {};
+    sa.sa_handler = on_interrupt;
+    ::sigaction(SIGINT, &sa, nullptr);
+    return ok_status();
+  }
+  int64_t pid() const override { return rec_->pid(); }
+  std::string session() const override { return rec_->session(); }
+  format::ClockKind clock() const override { return rec_->live().clock(); }
+  uint64_t origin() const override { return rec_->live().origin(); }
+  bool poll() override { return rec_->reap(false); }
+  std::vector<int64_t> stop_tracing(std::vector<std::string>& problems) override {
+    std::vector<int64_t> left;
+    for (pid_t pid : rec_->running()) {
+      left.push_back(pid);
+      if (auto r = ctl_request(pid, "stop", 2.0); !r)
+        problems.push_back("cannot stop tracing in process " + std::to_string(pid) + ": " + r.error().message() +
+                           "; it drops its events from now on");
+    }
+    return left;
+  }
+  int finish() override { return rec_->finish(o_.scratch_output); }
+  void kill_program() override {
+    for (pid_t pid : rec_->running()) ::kill(pid, SIGKILL);
+    ::kill(rec_->pid(), SIGKILL);
+    while (rec_->reap(true)) {
+    }
+  }
+
+ private:
+  RecordOptions o_;
+  std::unique_ptr<Recording> rec_;
+};
+
+// The runtime's settings for query -c: the environment's and the config
+// file's (as record reads them), in record mode (a query needs the events).
+Result<std::vector<std::pair<std::string, std::string>>> runtime_settings() {
+  std::vector<std::string> warnings;
+  const std::string file = std::filesystem::exists("callscope.toml") ? "callscope.toml" : "";
+  CALLSCOPE_TRY(config::Config cfg, config::resolve_layers(config::Config{}, config::current_environment(),
+                                                            config::record_keys(), file, &warnings));
+  for (const std::string& w : warnings) print_warning("query", w);
+  auto env = config::runtime_environment(cfg);
+  for (auto& [name, value] : env)
+    if (name == "CALLSCOPE_MODE" && value != "record") {
+      print_warning("query", "the settings ask for --mode " + value + "; query -c records every call (mode record)");
+      value = "record";
+    }
+  return env;
+}
 
 std::string check_format(const std::string& s) {
   if (s == "text" || s == "json") return "";
@@ -26,6 +114,8 @@ Command query_command() {
               std::vector<std::string> positionals;
               bool quiet = false;
               std::string format = "text";
+              std::string command, output, pid;
+              bool force = false;
             };
             auto o = std::make_shared<Opts>();
             // -n, -P, -m, -f keep their order (dtrace compiles them in order).
@@ -61,6 +151,16 @@ Command query_command() {
             app.add_option("-x", o->x, "Set a D option: -x name=value (aggsortkey, quiet, ...), repeatable")
                 ->type_name("OPT[=VAL]")
                 ->allow_extra_args(false);
+            app.add_option("-c", o->command,
+                           "Run this program under the recorder and answer the script while it runs "
+                           "($target is its pid); words split at blanks, no shell")
+                ->type_name("CMD");
+            app.add_option("-p", o->pid, "A process already running (not supported yet: use -c, or record and query the trace)")
+                ->type_name("PID");
+            app.add_option("-o,--output", o->output,
+                           "With -c: keep the trace of the run there, to ask again later (dtrace's -E)")
+                ->type_name("FILE");
+            app.add_flag("--force", o->force, "With -o: overwrite the output file if it exists");
             app.add_option("--format", o->format, "Output: text, or json (one document: see docs/query.md)")
                 ->check(check_format);
             app.add_option("trace", o->positionals,
@@ -68,9 +168,14 @@ Command query_command() {
             app.footer(
                 "Over a recorded trace: clock probes (tick-1s, profile-997) fire on the trace's\n"
                 "time, and $target is the pid of the program 'callscope record' started.\n"
+                "With -c CMD: the program runs under the recorder (as 'callscope record' runs it)\n"
+                "and the script sees its events a few milliseconds after they happen; printf\n"
+                "prints as it goes, clock probes fire on time. exit() or Ctrl-C ends the query:\n"
+                "END fires, aggregations print, and a program still running goes on untraced.\n"
+                "With neither a trace nor -c: BEGIN, END and clock probes only, until exit().\n"
                 "Probes: dtrace:::BEGIN/END/ERROR, proc:::start/exit/..., pid<PID>:<module>:\n"
                 "<function>:entry/return for every function symbol, profile:::tick-N/profile-N.\n"
-                "Live tracing (-c, -p) is not there yet. See docs/query.md.");
+                "See docs/query.md.");
             return [o]() -> Result<int> {
               auto& req = o->req;
               if (!o->positionals.empty()) {
@@ -86,6 +191,41 @@ Command query_command() {
               }
               if (o->quiet) req.options["quiet"] = "";
               req.json = o->format == "json";
+              if (!o->pid.empty())
+                return Error("-p: querying a process already running is not supported yet; run it with "
+                             "'callscope query -c CMD', or record it and query the trace");
+              if (!o->output.empty() && o->command.empty())
+                return Error("-o keeps the trace of a program run with -c; give -c CMD (over a trace, the trace "
+                             "is already kept)");
+              std::unique_ptr<RecordingHost> host;
+              if (!o->command.empty()) {
+                // No trace: what follows the options is the macro arguments.
+                req.trace.clear();
+                req.macro_args = o->positionals;
+                if (req.macro_args.size() > 9)
+                  return Error("at most 9 macro arguments ($1 ... $9) follow the options; " +
+                               std::to_string(req.macro_args.size()) + " were given");
+                RecordOptions ro;
+                ro.command = split_command(o->command);
+                if (ro.command.empty()) return Error("-c: no program given");
+                ro.output = o->output;
+                ro.scratch_output = o->output.empty();
+                ro.force = o->force;
+                ro.keep_session_until_destroyed = true;
+                CALLSCOPE_TRY(ro.runtime_env, runtime_settings());
+                host = std::make_unique<RecordingHost>(std::move(ro));
+                req.host = host.get();
+                req.live = true;
+                req.keep_trace = o->output;
+              } else if (req.trace.empty() && !req.list) {
+                req.live = true;  // the clock alone
+              }
+              if (req.live) req.interrupted = &g_interrupted;
+              if (req.live && !req.host) {
+                struct sigaction sa {};
+                sa.sa_handler = on_interrupt;
+                ::sigaction(SIGINT, &sa, nullptr);
+              }
               req.refuse = [](const format::TraceReader& t) { return views::no_events_in_profile(t); };
               req.warnings = [](const format::TraceReader& t) {
                 std::vector<std::string> w;

@@ -1,12 +1,17 @@
 #include "cli/ctl_socket.h"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <string_view>
 #include <cstring>
 #include <memory>
 
@@ -81,5 +86,102 @@ bool remove_socket(const SocketSearch& s) {
 }
 
 void remove_stale_socket(pid_t pid) { remove_socket(find_socket(pid)); }
+
+bool process_exists(pid_t pid) { return ::kill(pid, 0) == 0 || errno == EPERM; }
+
+// Connects to PID's socket, having made sure it is PID's.
+Result<int> connect_to(pid_t pid, const SocketSearch& socket) {
+  const std::string p = std::to_string(pid);
+  const std::string& path = socket.path;
+  struct stat st;
+  if (::fstatat(socket.dir_fd.get(), socket.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+    return system_error("cannot use " + path, errno);
+  if (!S_ISSOCK(st.st_mode)) return Error(path + " is not a socket");
+  const int fd = connect_socket(socket);
+  if (fd < 0) {
+    const int e = errno;
+    if (e == ECONNREFUSED) {
+      // Nobody listens: the socket outlived its process (killed, crashed,
+      // or exec'd into a program without the runtime).
+      if (!process_exists(pid)) {
+        if (remove_socket(socket)) return Error("process " + p + " is gone; removing stale socket " + path);
+        return Error("process " + p + " is gone; it left a stale socket at " + path);
+      }
+      return Error("process " + p + " does not listen on " + path +
+                   " (a stale socket left by an earlier process " + p +
+                   ", or one that exec'd a program without callscope)");
+    }
+    if (e == EACCES)
+      return Error("cannot connect to " + path + ": permission denied (is process " + p +
+                   " running as another user?)");
+    if (e == EAGAIN) return Error("process " + p + " is busy (its control socket's queue is full); try again");
+    return system_error("cannot connect to " + path, e);
+  }
+  Fd guard(fd);
+  // The listener must be the target itself, running as us: a socket planted
+  // under its name by someone else gets no request from us.
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
+    return system_error("cannot identify the server of " + path, errno);
+  if (cred.uid != ::geteuid())
+    return Error("refusing to talk to " + path + ": it is served by uid " + std::to_string(cred.uid) +
+                 ", not by us (uid " + std::to_string(::geteuid()) + ")");
+  if (cred.pid != pid)
+    return Error("refusing to talk to " + path + ": it is served by process " + std::to_string(cred.pid) +
+                 ", not by process " + p);
+  return guard.release();
+}
+
+// Sends the request line and reads the reply up to the server's close.
+Result<std::string> exchange(int fd, pid_t pid, const std::string& command, double timeout_s) {
+  const std::string p = std::to_string(pid);
+  const std::string line = command + "\n";
+  // A server that refuses us answers and closes without reading: the send
+  // may then fail (EPIPE), and its answer is still there to read.
+  if (::send(fd, line.data(), line.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(line.size()) && errno != EPIPE &&
+      errno != ECONNRESET)
+    return system_error("cannot send the request to process " + p, errno);
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
+  std::string reply;
+  char buf[4096];
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    pollfd pfd{fd, POLLIN, 0};
+    const int n = left > 0 ? ::poll(&pfd, 1, static_cast<int>(std::min<long long>(left, INT32_MAX))) : 0;
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return system_error("poll", errno);
+    if (n == 0) {
+      char shown[32];
+      std::snprintf(shown, sizeof shown, "%g", timeout_s);
+      return Error("no reply from process " + p + " within " + shown +
+                   " s (a dump of a big call tree takes a while: try a longer --timeout)");
+    }
+    const ssize_t r = ::read(fd, buf, sizeof buf);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0 && errno == ECONNRESET && !reply.empty()) break;  // it closed with our request unread
+    if (r < 0) return system_error("cannot read the reply of process " + p, errno);
+    if (r == 0) break;
+    reply.append(buf, static_cast<size_t>(r));
+  }
+  if (reply.empty()) return Error("process " + p + " closed the connection without a reply (is it exiting?)");
+  return reply;
+}
+
+Result<std::string> ctl_request(pid_t pid, const std::string& command, double timeout_s) {
+  const SocketSearch s = find_socket(pid);
+  if (!s.found) return Error("process " + std::to_string(pid) + " has no control socket");
+  CALLSCOPE_TRY(const int fd, connect_to(pid, s));
+  Fd guard(fd);
+  CALLSCOPE_TRY(std::string reply, exchange(fd, pid, command, timeout_s));
+  static constexpr std::string_view kError = "error: ";
+  if (reply.compare(0, kError.size(), kError) == 0) {
+    std::string msg = reply.substr(kError.size());
+    while (!msg.empty() && msg.back() == '\n') msg.pop_back();
+    return Error(msg);
+  }
+  return reply;
+}
 
 }  // namespace callscope::cli

@@ -70,4 +70,16 @@ bool remove_socket(const SocketSearch& s);
 // could not remove its own).
 void remove_stale_socket(pid_t pid);
 
+// Whether PID exists (ours or another user's).
+bool process_exists(pid_t pid);
+
+// Connects to PID's socket `s` (found by find_socket) once sure that PID,
+// running as us, serves it: the connected descriptor, or what is wrong.
+Result<int> connect_to(pid_t pid, const SocketSearch& s);
+// Sends a request line and reads the reply up to the server's close.
+Result<std::string> exchange(int fd, pid_t pid, const std::string& command, double timeout_s);
+// A whole request to PID (`ctl`'s, and `query -c` stopping its program's
+// tracing): its reply, or the error it answered or met.
+Result<std::string> ctl_request(pid_t pid, const std::string& command, double timeout_s);
+
 }  // namespace callscope::cli

@@ -196,6 +196,7 @@ Recording::~Recording() {
     s_->drainer.reset();
     s_->restore();
   }
+  if (remove_later_) remove_tree(session_);
   if (g_child == child_) g_child = 0;
 }
 
@@ -255,7 +256,7 @@ int Recording::finish(bool quiet) {
   if (o_.scratch_output) {
     // Nothing to keep: the session goes, and the trace in it.
     s.restore();
-    if (!o_.keep_raw) remove_tree(session_);
+    remove_session();
     return 0;
   }
   s.log->write_calibration();
@@ -269,7 +270,7 @@ int Recording::finish(bool quiet) {
     std::fprintf(stderr, "callscope %s: %s\n", who_, sum.error().context("cannot write the trace").message().c_str());
     if (s.claim->conflict()) {
       // The trace is complete, under its temporary name (the error says where).
-      if (!o_.keep_raw) remove_tree(session_);
+      remove_session();
     } else {
       std::fprintf(stderr,
                    "callscope %s: nothing is lost: the raw events are kept in '%s' and the unfinished trace "
@@ -285,13 +286,19 @@ int Recording::finish(bool quiet) {
   if (!quiet) {
     print_summary(who_, *sum, o_.output);
     const auto written = std::chrono::steady_clock::now();
-    std::fprintf(stderr, "callscope %s: the program ran %.3f s; the trace took %.3f s to write\n", who_,
-                 std::chrono::duration<double>(s.run_end - s.run_start).count(),
+    std::fprintf(stderr, "callscope %s: the program %s %.3f s; the trace took %.3f s to write\n", who_,
+                 main_reaped_ ? "ran" : "was traced for", std::chrono::duration<double>(s.run_end - s.run_start).count(),
                  std::chrono::duration<double>(written - s.run_end).count());
   }
-  if (!o_.keep_raw) remove_tree(session_);
+  remove_session();
   s.restore();
   return 0;
+}
+
+void Recording::remove_session() {
+  if (o_.keep_raw) return;
+  if (o_.keep_session_until_destroyed) remove_later_ = true;
+  else remove_tree(session_);
 }
 
 int Recording::exit_like_program() const {

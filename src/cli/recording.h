@@ -38,6 +38,9 @@ struct RecordOptions {
   // No output was asked for (query -c without -o): the trace is written in
   // the session directory and goes with it.
   bool scratch_output = false;
+  // The session directory stays until the Recording is destroyed, not
+  // only until finish() (query -c reads it after, for the last processes).
+  bool keep_session_until_destroyed = false;
 };
 
 class Recording {
@@ -80,6 +83,8 @@ class Recording {
   pid_t child_ = -1;
   int main_status_ = 0;
   bool main_reaped_ = false;
+  bool remove_later_ = false;
+  void remove_session();
   std::vector<pid_t> reaped_;
 };
 

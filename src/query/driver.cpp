@@ -162,8 +162,9 @@ struct Meta {
   uint64_t key;
   int rank;  // order at one key: create, start, module-load, lwp-start; module-unload, lwp-exit, exit
   ProcEvent what;
-  uint32_t process, thread;  // thread: kNoThread for process events without one
+  uint32_t process, thread;  // thread: kNoIndex for process events without one
   int64_t arg0;
+  uint32_t ident = 0;  // what it is about: the process (the child, for create), thread or module index
 };
 
 }  // namespace
@@ -225,7 +226,7 @@ struct Driver::Impl {
   std::vector<std::string> warnings;
   std::vector<Meta> meta;
   size_t next_meta = 0;
-  std::set<std::tuple<int, uint32_t, uint32_t, int64_t, uint64_t>> meta_seen;
+  std::set<std::pair<int, uint32_t>> meta_seen;  // (what, ident): each fires once
   std::mutex decode_lock;
   uint64_t last_tick = 0;
   Status damage = ok_status();
@@ -506,10 +507,11 @@ struct Driver::Impl {
         f = context(threads[m.thread], p, tick);
       } else {
         f = outside(p, tick);
-        const auto& pr = trace.processes()[m.process].record;
+        const auto& proc = trace.processes()[m.process];
         f.process = m.process;
-        f.pid = pr.pid;
-        f.ppid = pr.ppid;
+        f.pid = proc.record.pid;
+        f.ppid = proc.record.ppid;
+        if (live) f.execname = strings.intern(proc.exe.substr(proc.exe.rfind('/') + 1));
       }
       f.arg0 = m.arg0;
       fire(f);
@@ -544,35 +546,36 @@ struct Driver::Impl {
       const uint64_t start = first[pi] == kNever ? r.start_tick : std::max(r.start_tick, first[pi]);
       const uint64_t end = first[pi] == kNever ? r.end_tick : std::min(r.end_tick, last[pi]);
       if (r.incarnation > 0) {
-        out.push_back({start_key(start), 1, ProcEvent::kExecSuccess, pi, mt, 0});
+        out.push_back({start_key(start), 1, ProcEvent::kExecSuccess, pi, mt, 0, pi});
       } else {
-        out.push_back({start_key(start), 1, ProcEvent::kStart, pi, mt, 0});
+        out.push_back({start_key(start), 1, ProcEvent::kStart, pi, mt, 0, pi});
         // D fires create in the parent as it forks, before the child runs.
         if (r.parent_index >= 0 && static_cast<size_t>(r.parent_index) < procs.size())
           out.push_back({start_key(start), 0, ProcEvent::kCreate, static_cast<uint32_t>(r.parent_index),
-                         main_thread[static_cast<size_t>(r.parent_index)], static_cast<int64_t>(r.pid)});
+                         main_thread[static_cast<size_t>(r.parent_index)], static_cast<int64_t>(r.pid), pi});
       }
       const auto how = static_cast<format::ExitHow>(r.how);
       if (how == format::ExitHow::kExited || how == format::ExitHow::kSignaled) {
         // D's arg0 of proc:::exit: CLD_EXITED 1, CLD_KILLED 2, CLD_DUMPED 3.
         const int64_t reason = how == format::ExitHow::kExited ? 1 : r.core_dumped ? 3 : 2;
-        out.push_back({end_key(end), 2, ProcEvent::kExit, pi, mt, reason});
+        out.push_back({end_key(end), 2, ProcEvent::kExit, pi, mt, reason, pi});
       }
     }
     for (uint32_t i = 0; i < threads.size(); ++i) {
       const auto& r = trace.threads()[i].record;
-      out.push_back({start_key(r.start_tick), 3, ProcEvent::kLwpStart, r.process_index, i, 0});
+      out.push_back({start_key(r.start_tick), 3, ProcEvent::kLwpStart, r.process_index, i, 0, i});
       if (!live || threads[i].live_ended)
-        out.push_back({end_key(r.end_tick), 1, ProcEvent::kLwpExit, r.process_index, i, 0});
+        out.push_back({end_key(r.end_tick), 1, ProcEvent::kLwpExit, r.process_index, i, 0, i});
     }
-    for (const auto& m : trace.modules()) {
+    for (uint32_t mi = 0; mi < trace.modules().size(); ++mi) {
+      const auto& m = trace.modules()[mi];
       if (m.record.process_index >= procs.size()) continue;
       const uint32_t mt = main_thread[m.record.process_index];
       out.push_back({start_key(m.record.load_tick), 2, ProcEvent::kModuleLoad, m.record.process_index, mt,
-                     static_cast<int64_t>(m.record.low)});
+                     static_cast<int64_t>(m.record.low), mi});
       if (m.record.flags & format::kModuleUnloaded)
         out.push_back({end_key(m.record.unload_tick), 0, ProcEvent::kModuleUnload, m.record.process_index, mt,
-                       static_cast<int64_t>(m.record.low)});
+                       static_cast<int64_t>(m.record.low), mi});
     }
     std::stable_sort(out.begin(), out.end(),
                      [](const Meta& a, const Meta& b) { return a.key != b.key ? a.key < b.key : a.rank < b.rank; });
@@ -711,7 +714,7 @@ struct Driver::Impl {
     // fired (one that comes late fires next).
     std::vector<Meta> fresh;
     for (const Meta& m : metadata())
-      if (meta_seen.insert({static_cast<int>(m.what), m.process, m.thread, m.arg0, m.key}).second) fresh.push_back(m);
+      if (meta_seen.insert({static_cast<int>(m.what), m.ident}).second) fresh.push_back(m);
     if (fresh.empty()) return;
     meta.erase(meta.begin(), meta.begin() + static_cast<std::ptrdiff_t>(next_meta));
     next_meta = 0;

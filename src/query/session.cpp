@@ -4,14 +4,20 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
+#include <mutex>
 #include <set>
+#include <thread>
 
 #include "common/files.h"
 #include "common/output_format.h"
+#include "format/finalize.h"
+#include "format/live_stream.h"
 #include "format/trace_reader.h"
 #include "query/driver.h"
 #include "query/engine.h"
+#include "query/live.h"
 #include "query/options.h"
 #include "query/probes.h"
 #include "symbolize/symbolizer.h"
@@ -93,6 +99,38 @@ void write_json(std::FILE* out, const nlohmann::json& j) {
   std::fwrite(text.data(), 1, text.size(), out);
 }
 
+// The script: -s, or the descriptions as clauses (file: "-n").
+Status load_source(const QueryRequest& req, std::string& source, std::string& file) {
+  if (!req.script_file.empty()) {
+    CALLSCOPE_TRY(source, read_script(req.script_file));
+    file = req.script_file;
+  } else {
+    for (const auto& [flag, text] : req.descriptions) source += description_clause(flag, text) + "\n";
+    file = "-n";
+  }
+  return ok_status();
+}
+
+// As dtrace says it, unless quiet: what the probe descriptions matched.
+void say_matched(const QueryRequest& req, const Program& program, size_t n, std::FILE* err) {
+  if (option_set(program.options(), "quiet")) return;
+  const std::string what =
+      req.script_file.empty()
+          ? (req.descriptions.size() == 1
+                 ? "description '" + req.descriptions[0].second.substr(0, description_end(req.descriptions[0].second)) + "'"
+                 : std::string("descriptions"))
+          : "script '" + req.script_file + "'";
+  std::fprintf(err, "callscope query: %s matched %zu probe%s\n", terminal_safe(what).c_str(), n, n == 1 ? "" : "s");
+}
+
+std::vector<std::vector<ProbeSpec>> clauses_of(const Program& program) {
+  std::vector<std::vector<ProbeSpec>> clauses;
+  for (size_t c = 0; c < program.clause_count(); ++c) clauses.push_back(program.clause_probes(c));
+  return clauses;
+}
+
+Result<int> run_live(const QueryRequest& req, std::FILE* out, std::FILE* err);
+
 }  // namespace
 
 std::string description_clause(char flag, const std::string& text) {
@@ -123,6 +161,7 @@ std::string description_clause(char flag, const std::string& text) {
 Result<int> run_query(const QueryRequest& req, std::FILE* out, std::FILE* err) {
   if (!req.script_file.empty() && !req.descriptions.empty())
     return Error("give a script (-s) or probe descriptions (-n, -P, -m, -f), not both");
+  if (req.live && !req.list) return run_live(req, out, err);
   if (req.trace.empty() && !req.list)
     return Error("no trace given: query reads a trace written by 'callscope record' (callscope query -s x.d app.trace)");
   if (!req.list && req.script_file.empty() && req.descriptions.empty())
@@ -143,15 +182,8 @@ Result<int> run_query(const QueryRequest& req, std::FILE* out, std::FILE* err) {
   Catalog catalog(trace ? catalog_input(*trace, warnings) : CatalogInput{});
   for (const std::string& w : warnings) std::fprintf(err, "callscope query: warning: %s\n", w.c_str());
 
-  // The script: -s, or the descriptions as clauses.
   std::string source, file;
-  if (!req.script_file.empty()) {
-    CALLSCOPE_TRY(source, read_script(req.script_file));
-    file = req.script_file;
-  } else {
-    for (const auto& [flag, text] : req.descriptions) source += description_clause(flag, text) + "\n";
-    file = "-n";
-  }
+  CALLSCOPE_CHECK(load_source(req, source, file));
 
   if (req.list) {
     std::vector<ProbeSpec> specs;
@@ -216,21 +248,11 @@ Result<int> run_query(const QueryRequest& req, std::FILE* out, std::FILE* err) {
   Engine engine(program, strings, stacks, text);
   nlohmann::json records = nlohmann::json::array();
   EngineConsumer consumer(engine, text, catalog, out, err, req.json ? &records : nullptr);
-  std::vector<std::vector<ProbeSpec>> clauses;
-  for (size_t c = 0; c < program->clause_count(); ++c) clauses.push_back(program->clause_probes(c));
-  if (auto enabled = driver.enable(clauses, req.allow_zero, consumer); !enabled) {
+  if (auto enabled = driver.enable(clauses_of(*program), req.allow_zero, consumer); !enabled) {
     for (const std::string& p : trace->problems()) std::fprintf(err, "callscope query: damaged trace: %s\n", p.c_str());
     return enabled.error();
   }
-  if (!option_set(program->options(), "quiet")) {
-    // As dtrace says it, unless quiet: what the probe descriptions matched.
-    const size_t n = consumer.probes_enabled();
-    const std::string what = req.script_file.empty()
-                                 ? (req.descriptions.size() == 1 ? "description '" + req.descriptions[0].second.substr(0, description_end(req.descriptions[0].second)) + "'"
-                                                                 : std::string("descriptions"))
-                                 : "script '" + req.script_file + "'";
-    std::fprintf(err, "callscope query: %s matched %zu probe%s\n", terminal_safe(what).c_str(), n, n == 1 ? "" : "s");
-  }
+  say_matched(req, *program, consumer.probes_enabled(), err);
   engine.set_error_probe(driver.probe_info(3));  // dtrace:::ERROR
   const Status ran = driver.run(consumer);
   engine.finish();
@@ -257,5 +279,200 @@ Result<int> run_query(const QueryRequest& req, std::FILE* out, std::FILE* err) {
   for (const std::string& p : trace->problems()) std::fprintf(err, "callscope query: damaged trace: %s\n", p.c_str());
   return trace->problems().empty() ? status : 1;
 }
+
+namespace {
+
+// The TSC's rate, measured against CLOCK_MONOTONIC over 20 ms (a live
+// query needs nanoseconds before any calibration record exists).
+double measure_ticks_per_ns(format::ClockKind clock) {
+  if (clock != format::ClockKind::kTsc) return 1.0;
+  const format::ClockPair a = format::sample_clocks();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const format::ClockPair b = format::sample_clocks();
+  return b.mono_ns > a.mono_ns ? static_cast<double>(b.tsc - a.tsc) / static_cast<double>(b.mono_ns - a.mono_ns) : 1.0;
+}
+
+Result<int> run_live(const QueryRequest& req, std::FILE* out, std::FILE* err) {
+  if (!req.trace.empty()) return Error("give a trace or a program to run (-c), not both");
+  if (req.script_file.empty() && req.descriptions.empty())
+    return Error("nothing to run: give a script (-s FILE) or a probe description and its clause (-n)");
+  std::string source, file;
+  CALLSCOPE_CHECK(load_source(req, source, file));
+  CompileOptions co;
+  co.macro_args = req.macro_args;
+  co.options = req.options;
+  // Compiled once before the program starts (its errors must not run it),
+  // and again with $target once its pid is known.
+  if (req.host) co.target = 0;
+  CALLSCOPE_TRY(auto checked, compile(source, file, co));
+  std::shared_ptr<const Program> program = std::move(checked);
+
+  const bool tsc = format::tsc_is_invariant();
+  const double tsc_rate = req.host && tsc ? measure_ticks_per_ns(format::ClockKind::kTsc) : 1.0;
+  // The tap must exist before the program starts: a forwarding one until
+  // the recorder has chosen its clock. Every way out after start() goes
+  // through the host's finish(), which stops the recorder's thread.
+  struct Forward final : format::LiveTap {
+    std::mutex m;
+    LiveTrace* to = nullptr;
+    std::vector<format::LiveDelivery> early;
+    void deliver(format::LiveDelivery&& d) override {
+      std::lock_guard<std::mutex> lk(m);
+      if (to) to->deliver(std::move(d));
+      else early.push_back(std::move(d));
+    }
+  } forward;
+  std::unique_ptr<LiveTrace> live;
+  std::vector<format::LiveDelivery> backlog;
+  bool program_done = req.host == nullptr;
+  int finish_status = 0;
+  if (req.host) {
+    CALLSCOPE_CHECK(req.host->start(forward, tsc_rate));
+    const format::ClockKind clock = req.host->clock();
+    live = std::make_unique<LiveTrace>(req.host->session(), clock, req.host->origin(),
+                                       clock == format::ClockKind::kTsc ? tsc_rate : 1.0);
+    {
+      std::lock_guard<std::mutex> lk(forward.m);
+      forward.to = live.get();
+      for (auto& d : forward.early) live->deliver(std::move(d));
+      forward.early.clear();
+    }
+    co.target = static_cast<uint64_t>(req.host->pid());
+    auto again = compile(source, file, co);
+    if (!again) {
+      req.host->kill_program();
+      live->release();
+      req.host->finish();
+      return again.error();
+    }
+    program = std::move(*again);
+    // The program's probes are those of its modules: wait until it has
+    // listed them (the runtime does as it starts), or has ended.
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    for (;;) {
+      auto ds = live->take(std::chrono::milliseconds(2));
+      live->update(ds, true);
+      bool last = false;
+      for (auto& d : ds) {
+        last = last || d.last;
+        backlog.push_back(std::move(d));
+      }
+      if (last || (live->has_process(req.host->pid()) && !live->trace().modules().empty())) break;
+      if (!program_done && !req.host->poll()) {
+        // Over before it began: the tap gets the rest (`last`) now.
+        program_done = true;
+        live->release();
+        finish_status = req.host->finish();
+        continue;
+      }
+      if (std::chrono::steady_clock::now() > give_up) {
+        std::fprintf(err, "callscope query: warning: process %lld has not listed its modules after 10 s; "
+                          "its functions get probes as they are called\n",
+                     static_cast<long long>(req.host->pid()));
+        break;
+      }
+    }
+  } else {
+    live = std::make_unique<LiveTrace>("", format::ClockKind::kMonotonic, format::sample_clocks().mono_ns, 1.0);
+  }
+
+  std::vector<std::string> warnings;
+  Catalog catalog(catalog_input(live->trace(), warnings));
+  for (const std::string& w : warnings) std::fprintf(err, "callscope query: warning: %s\n", w.c_str());
+  symbolize::Symbolizer sym(live->trace());
+  Strings strings;
+  Stacks stacks;
+  std::string text;
+  Driver driver(live->trace(), catalog, sym, strings);
+  stacks.set_symbol([&driver](uint32_t process, uint64_t addr, uint8_t form) { return driver.symbol(process, addr, form); });
+  Engine engine(program, strings, stacks, text);
+  nlohmann::json records = nlohmann::json::array();
+  EngineConsumer consumer(engine, text, catalog, out, err, req.json ? &records : nullptr);
+  bool last_seen = false;
+  if (auto enabled = driver.enable(clauses_of(*program), req.allow_zero, consumer); !enabled) {
+    if (!program_done) {
+      req.host->kill_program();
+      while (req.host->poll()) {
+      }
+      live->release();
+      req.host->finish();
+    }
+    return enabled.error();
+  }
+  say_matched(req, *program, consumer.probes_enabled(), err);
+  engine.set_error_probe(driver.probe_info(3));  // dtrace:::ERROR
+  driver.live_begin(consumer);
+
+  uint64_t horizon = 0;
+  auto feed = [&](std::vector<format::LiveDelivery>& ds) {
+    for (format::LiveDelivery& d : ds) {
+      for (auto& [index, events] : d.events) driver.live_events(index, std::move(events));
+      for (const auto& [index, end] : d.ended) driver.live_ended(index);
+      horizon = std::max(horizon, d.horizon);
+      last_seen = last_seen || d.last;
+    }
+  };
+  feed(backlog);
+  backlog.clear();
+  auto next_reread = std::chrono::steady_clock::now();
+  while (!driver.exited()) {
+    if (!req.host) horizon = live->now_tick();
+    driver.live_advance(last_seen ? ~uint64_t{0} : horizon);
+    std::fflush(out);
+    for (const std::string& w : driver.take_warnings()) std::fprintf(err, "callscope query: warning: %s\n", w.c_str());
+    if (driver.exited() || last_seen || (req.interrupted && *req.interrupted)) break;
+    if (!program_done && !req.host->poll()) {
+      // Everything has ended: the trace is written, the tap gets the rest.
+      program_done = true;
+      live->release();
+      finish_status = req.host->finish();
+    }
+    auto ds = live->take(std::chrono::milliseconds(req.host ? 5 : 1));
+    const auto now = std::chrono::steady_clock::now();
+    const bool reread = now >= next_reread;
+    if (reread) next_reread = now + std::chrono::milliseconds(50);
+    if (live->update(ds, reread)) driver.live_grew();
+    feed(ds);
+    // Threads that ended: their lwp-exit is known now.
+    if (std::any_of(ds.begin(), ds.end(), [](const format::LiveDelivery& d) { return !d.ended.empty(); }))
+      driver.live_grew();
+  }
+  if (!program_done) {
+    // exit() or Ctrl-C while the program runs: it goes on, untraced.
+    std::vector<std::string> problems;
+    const std::vector<int64_t> left = req.host->stop_tracing(problems);
+    for (const std::string& w : problems) std::fprintf(err, "callscope query: warning: %s\n", w.c_str());
+    live->release();
+    finish_status = req.host->finish();
+    // Said even when quiet: those processes are no longer traced.
+    if (!left.empty()) {
+      std::string pids;
+      for (int64_t p : left) pids += (pids.empty() ? "" : ", ") + std::to_string(p);
+      std::fprintf(err, "callscope query: tracing stopped; process%s %s go%s on untraced\n", left.size() > 1 ? "es" : "",
+                   pids.c_str(), left.size() > 1 ? "" : "es");
+    }
+  }
+  driver.live_end(req.host ? horizon : live->now_tick());
+  engine.finish();
+  consumer.flush(nullptr);
+  std::fflush(out);
+  for (const std::string& w : sym.warnings()) std::fprintf(err, "callscope query: warning: %s\n", w.c_str());
+  const int status = engine.exited() ? engine.exit_status() : 0;
+  if (req.json) {
+    nlohmann::json doc;
+    doc["trace"] = req.keep_trace.empty() ? nlohmann::json(nullptr) : nlohmann::json(req.keep_trace);
+    if (co.target) doc["target"] = *co.target;
+    doc["records"] = std::move(records);
+    doc["exit_status"] = status;
+    doc["errors"] = engine.errors();
+    doc["events"] = driver.stats().events;
+    doc["firings"] = driver.stats().firings;
+    write_json(out, doc);
+    std::fflush(out);
+  }
+  return finish_status ? finish_status : status;
+}
+
+}  // namespace
 
 }  // namespace callscope::query

@@ -12,13 +12,43 @@
 #include <string>
 #include <vector>
 
+#include <csignal>
+
 #include "common/result.h"
+#include "format/trace_format.h"
 
 namespace callscope::format {
 class TraceReader;
+class LiveTap;
 }
 
 namespace callscope::query {
+
+// What runs the program under the recorder for a live query: the CLI's
+// (cmd_query.cpp, over cli/recording.h).
+class LiveHost {
+ public:
+  // Starts the program; `tap` gets its events as they come.
+  virtual Status start(format::LiveTap& tap, double ticks_per_ns) = 0;
+  virtual int64_t pid() const = 0;
+  virtual std::string session() const = 0;
+  virtual format::ClockKind clock() const = 0;
+  virtual uint64_t origin() const = 0;  // trace ticks count from this clock value
+  // Reaps the processes that have ended; false once none is left.
+  virtual bool poll() = 0;
+  // exit() or Ctrl-C while processes run: tracing stops in them, and they
+  // go on untraced. Returns their pids; `problems` gets what could not be
+  // done, a line each.
+  virtual std::vector<int64_t> stop_tracing(std::vector<std::string>& problems) = 0;
+  // Writes the trace (-o) or drops it; the tap gets what is left. 0, or 1
+  // when the trace could not be written (said on stderr).
+  virtual int finish() = 0;
+  // The script cannot run (no probe matched): the program must not go on.
+  virtual void kill_program() = 0;
+
+ protected:
+  ~LiveHost() = default;
+};
 
 struct QueryRequest {
   // -n/-P/-m/-f in the order given: the flag ('n', 'P', 'm', 'f') and its
@@ -36,6 +66,12 @@ struct QueryRequest {
   // after the run (losses).
   std::function<std::string(const format::TraceReader&)> refuse;
   std::function<std::vector<std::string>(const format::TraceReader&)> warnings;
+  // Live: -c (a host runs the program), or no trace and no program (clock
+  // probes only, on the clock). Ctrl-C sets *interrupted.
+  bool live = false;
+  LiveHost* host = nullptr;
+  std::string keep_trace;  // -o with -c: where the trace goes ("" for none)
+  const volatile std::sig_atomic_t* interrupted = nullptr;
 };
 
 // A -P/-m/-f/-n argument as a clause of D: the description completed to

@@ -1,0 +1,228 @@
+// The trace of a query while the program runs (live.h).
+#include "query/live.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+#include "format/finalize.h"
+#include "format/raw_session.h"
+
+namespace callscope::query {
+namespace {
+
+std::string hex_of(const uint8_t* bytes, size_t n) {
+  std::string out;
+  char b[3];
+  for (size_t i = 0; i < n; ++i) {
+    std::snprintf(b, sizeof b, "%02x", bytes[i]);
+    out += b;
+  }
+  return out;
+}
+
+std::string dir_name(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
+
+uint64_t realtime_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+}  // namespace
+
+LiveTrace::LiveTrace(std::string session, format::ClockKind clock, uint64_t origin, double ticks_per_ns)
+    : session_(std::move(session)), clock_(clock), origin_(origin), ticks_per_ns_(ticks_per_ns) {
+  format::FileHeader h{};
+  std::memcpy(h.magic, format::kTraceMagic, sizeof h.magic);
+  h.version_major = format::kTraceVersionMajor;
+  h.version_minor = format::kTraceVersionMinor;
+  h.header_size = sizeof h;
+  h.clock = static_cast<uint32_t>(clock);
+  h.ticks_per_ns = ticks_per_ns;
+  format::TraceInfo info;
+  // walltimestamp: the wall clock at the origin, as near as two reads get.
+  const uint64_t since = static_cast<uint64_t>(static_cast<double>(now_tick()) / ticks_per_ns);
+  info.record.start_realtime_ns = realtime_ns() - since;
+  h.origin_realtime_ns = info.record.start_realtime_ns;
+  trace_ = format::TraceReader::growing(h, info);
+}
+
+uint64_t LiveTrace::now_tick() const {
+  const format::ClockPair now = format::sample_clocks();
+  const uint64_t v = clock_ == format::ClockKind::kTsc ? now.tsc : now.mono_ns;
+  return v > origin_ ? v - origin_ : 0;
+}
+
+void LiveTrace::deliver(format::LiveDelivery&& d) {
+  size_t n = 0;
+  for (const auto& [index, events] : d.events) n += events.size();
+  std::unique_lock<std::mutex> lk(m_);
+  cv_.wait(lk, [&] { return released_ || queued_events_ < kMaxQueued; });
+  queued_events_ += n;
+  queue_.push_back(std::move(d));
+  cv_.notify_all();
+}
+
+void LiveTrace::release() {
+  std::lock_guard<std::mutex> lk(m_);
+  released_ = true;
+  cv_.notify_all();
+}
+
+std::vector<format::LiveDelivery> LiveTrace::take(std::chrono::nanoseconds timeout) {
+  std::unique_lock<std::mutex> lk(m_);
+  cv_.wait_for(lk, timeout, [&] { return !queue_.empty(); });
+  queued_events_ = 0;
+  cv_.notify_all();
+  return std::exchange(queue_, {});
+}
+
+bool LiveTrace::has_process(int64_t pid) const {
+  for (const format::ProcessInfo& p : trace_->processes())
+    if (p.record.pid == pid) return true;
+  return false;
+}
+
+// Processes and modules of the raw session the trace does not list yet,
+// and processes that have ended since.
+bool LiveTrace::read_session() {
+  if (session_.empty()) return false;
+  auto s = format::read_raw_session(session_);
+  if (!s) return false;
+  auto& procs = trace_->mutable_processes();
+  auto& mods = trace_->mutable_modules();
+  bool grew = false;
+  auto to_trace = [&](const format::RawProcess& p, uint64_t raw_tick) {
+    return raw_tick + (p.start.base_tick > origin_ ? p.start.base_tick - origin_ : 0);
+  };
+  for (const format::RawProcess& p : s->processes) {
+    if (!p.has_start) continue;  // not started yet
+    const std::string name = dir_name(p.dir);
+    auto [it, fresh] = process_of_dir_.try_emplace(name, static_cast<uint32_t>(procs.size()));
+    const uint32_t pi = it->second;
+    if (fresh) {
+      grew = true;
+      format::ProcessInfo info;
+      info.record.pid = p.pid;
+      info.record.ppid = p.start.ppid;
+      info.record.incarnation = p.incarnation;
+      info.record.parent_index = -1;
+      if (p.start.flags & format::kRawProcessForked) {
+        auto parent = process_of_dir_.find(std::to_string(p.start.ppid) + "." + std::to_string(p.start.parent_n));
+        if (parent != process_of_dir_.end()) info.record.parent_index = static_cast<int32_t>(parent->second);
+      }
+      info.record.start_tick = to_trace(p, 0);
+      info.exe = p.exe;
+      info.argv = format::split_nul(p.cmdline);
+      procs.push_back(std::move(info));
+      // The incarnation before it ended by exec.
+      if (p.incarnation > 0) {
+        auto before = process_of_dir_.find(std::to_string(p.pid) + "." + std::to_string(p.incarnation - 1));
+        if (before != process_of_dir_.end() && procs[before->second].record.how == 0) {
+          procs[before->second].record.how = static_cast<uint32_t>(format::ExitHow::kExec);
+          procs[before->second].record.end_tick = to_trace(p, 0);
+        }
+      }
+    }
+    // Modules loaded and unloaded since the last reading.
+    size_t& taken = modules_read_[pi];
+    for (; taken < p.modules.size(); ++taken) {
+      const format::RawModuleEntry& m = p.modules[taken];
+      grew = true;
+      if (m.record.flags & format::kRawModuleUnload) {
+        for (format::ModuleInfo& mi : mods) {
+          if (mi.record.process_index == pi && mi.record.load_bias == m.record.load_bias &&
+              mi.record.low == m.record.low && !(mi.record.flags & format::kModuleUnloaded)) {
+            mi.record.flags |= format::kModuleUnloaded;
+            mi.record.unload_tick = to_trace(p, m.record.tick);
+          }
+        }
+        continue;
+      }
+      format::ModuleInfo mi;
+      mi.record.process_index = pi;
+      mi.record.load_bias = m.record.load_bias;
+      mi.record.low = m.record.low;
+      mi.record.high = m.record.high;
+      mi.record.load_tick = to_trace(p, m.record.tick);
+      mi.path = m.path;
+      mi.build_id = hex_of(m.record.build_id, std::min<size_t>(m.record.build_id_len, sizeof m.record.build_id));
+      mods.push_back(std::move(mi));
+    }
+    // An exit: once every thread of the process has ended (its events are
+    // all in), so that proc:::exit comes after them.
+    format::ProcessRecord& pr = procs[pi].record;
+    if (pr.how != 0) continue;
+    // How it ended: as the recorder reaped it (a process killed by a signal
+    // wrote no exit of its own), else as the runtime saw it.
+    const format::RawChildStatus* reaped = nullptr;
+    for (const format::RawChildStatus& cs : s->child_statuses)
+      if (cs.pid == p.pid) reaped = &cs;
+    const bool later = std::any_of(s->processes.begin(), s->processes.end(), [&](const format::RawProcess& q) {
+      return q.pid == p.pid && q.incarnation > p.incarnation;
+    });
+    if (later || (!reaped && !p.exit)) continue;
+    bool all_ended = true;
+    uint64_t last = p.exit ? to_trace(p, p.exit->tick) : 0;
+    const auto& threads = trace_->threads();
+    for (uint32_t t = 0; t < threads.size(); ++t) {
+      if (threads[t].record.process_index != pi) continue;
+      all_ended = all_ended && t < thread_ended_.size() && thread_ended_[t];
+      last = std::max(last, threads[t].record.end_tick);
+    }
+    if (!all_ended) continue;
+    if (reaped) {
+      pr.how = reaped->how;
+      pr.code = reaped->code;
+      pr.signal = reaped->signal;
+      pr.core_dumped = reaped->core_dumped;
+    } else {
+      pr.how = p.exit->how;
+      pr.code = p.exit->code;
+      pr.signal = p.exit->signal;
+      pr.core_dumped = p.exit->core_dumped;
+    }
+    pr.end_tick = last;
+    grew = true;
+  }
+  return grew;
+}
+
+bool LiveTrace::update(const std::vector<format::LiveDelivery>& deliveries, bool reread) {
+  bool unknown = false;
+  for (const format::LiveDelivery& d : deliveries)
+    for (const format::LiveThreadStart& t : d.threads) unknown = unknown || !process_of_dir_.count(t.process);
+  bool grew = (reread || unknown) && read_session();
+  auto& threads = trace_->mutable_threads();
+  for (const format::LiveDelivery& d : deliveries) {
+    for (const format::LiveThreadStart& t : d.threads) {
+      if (threads.size() <= t.index) {
+        threads.resize(t.index + 1);
+        thread_ended_.resize(t.index + 1, false);
+      }
+      format::ThreadInfo& ti = threads[t.index];
+      auto p = process_of_dir_.find(t.process);
+      ti.record.process_index = p == process_of_dir_.end() ? 0 : p->second;
+      ti.record.tid = t.tid;
+      ti.record.start_tick = t.start_tick;
+      if (t.main) ti.record.flags |= format::kThreadMain;
+      grew = true;
+    }
+    for (const auto& [index, end] : d.ended) {
+      if (index >= threads.size()) continue;
+      threads[index].record.end_tick = std::max(end, threads[index].record.start_tick);
+      thread_ended_[index] = true;
+      grew = true;
+    }
+  }
+  // A process whose last thread has just ended may have exited.
+  bool ended = false;
+  for (const format::LiveDelivery& d : deliveries) ended = ended || !d.ended.empty() || d.last;
+  if (ended) grew = read_session() || grew;
+  return grew;
+}
+
+}  // namespace callscope::query

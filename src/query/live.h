@@ -1,0 +1,76 @@
+// A query while the program runs (query -c): the trace as far as the
+// recorder has got. The recorder's thread hands over, every few
+// milliseconds, each thread's new events (format/live_stream.h's tap);
+// the query's thread takes them here and keeps the trace's metadata --
+// processes, modules, threads -- up to date from the raw session, so that
+// the driver (driver.h) matches the functions of every module as it is
+// loaded and fires process and thread events as they happen.
+//
+// Time order: the driver fires what happened up to the horizon of the
+// last delivery, a couple of milliseconds behind the clock. An event that
+// a thread stored later than that (preempted between reading the clock
+// and storing the event) fires when it comes, out of order by that much.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "format/live_stream.h"
+#include "format/trace_reader.h"
+
+namespace callscope::query {
+
+class LiveTrace final : public format::LiveTap {
+ public:
+  // `session`: the raw session directory ("" for none: no program, clock
+  // probes only). Ticks count from `origin` of `clock`.
+  LiveTrace(std::string session, format::ClockKind clock, uint64_t origin, double ticks_per_ns);
+
+  format::TraceReader& trace() { return *trace_; }
+  // The clock now, in trace ticks.
+  uint64_t now_tick() const;
+
+  // On the recorder's thread. While the query is more than kMaxQueued
+  // events behind, the recorder waits here (and the program's threads wait
+  // for the recorder, as under record: nothing is dropped), until release().
+  void deliver(format::LiveDelivery&& d) override;
+  static constexpr size_t kMaxQueued = size_t{1} << 23;
+  // The recorder no longer waits for the query (it is about to be stopped
+  // and joined by the query's own thread).
+  void release();
+  // Waits up to `timeout` for a delivery, then takes every one waiting.
+  std::vector<format::LiveDelivery> take(std::chrono::nanoseconds timeout);
+
+  // Brings the metadata up to date: the threads the deliveries name, and
+  // (reread, or a thread of a process not known yet) the processes and
+  // modules of the raw session. True when the trace lists more than
+  // before, or something has ended.
+  bool update(const std::vector<format::LiveDelivery>& deliveries, bool reread);
+  // Whether process `pid` has started and listed its modules.
+  bool has_process(int64_t pid) const;
+
+ private:
+  bool read_session();
+  std::string session_;
+  format::ClockKind clock_;
+  uint64_t origin_;
+  double ticks_per_ns_;
+  std::unique_ptr<format::TraceReader> trace_;
+  std::map<std::string, uint32_t> process_of_dir_;  // "<pid>.<n>" -> process index
+  std::map<uint32_t, size_t> modules_read_;         // process index -> raw module records taken
+  std::vector<bool> thread_ended_;
+
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::vector<format::LiveDelivery> queue_;
+  size_t queued_events_ = 0;
+  bool released_ = false;
+};
+
+}  // namespace callscope::query

@@ -1,0 +1,266 @@
+// `callscope query -c`: D scripts answered while the program runs, for every
+// compiler variant -- exact counts over threads, printf output that appears
+// while the program still runs (tests/fixtures/record/live.c waits at a gate
+// the test opens only once it has seen that output), exit() and Ctrl-C that
+// end the query with the program going on untraced, the trace kept with -o;
+// and, once, the clock alone and the errors.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <thread>
+
+#include "e2e_support.h"
+
+namespace callscope::e2e {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
+
+void touch(const std::string& path) { std::ofstream(path) << "open\n"; }
+
+size_t count_of(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
+  return n;
+}
+
+// Polls `ready` every 10 ms for up to `limit`. The limits are generous:
+// they only bound a test that would otherwise hang.
+bool wait_until(const std::function<bool()>& ready, std::chrono::seconds limit = 60s) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    if (ready()) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return ready();
+}
+
+// `callscope ARGS` in the background, its stdout and stderr in files (the
+// program it runs shares them, and may outlive it).
+class Background {
+ public:
+  Background(const TempDir& dir, const std::vector<std::string>& args)
+      : out_(dir.file("query.out")), err_(dir.file("query.err")) {
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      const int o = ::open(out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      const int e = ::open(err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      ::dup2(o, 1);
+      ::dup2(e, 2);
+      std::vector<std::string> argv{CALLSCOPE_EXE};
+      argv.insert(argv.end(), args.begin(), args.end());
+      std::vector<char*> raw;
+      for (auto& a : argv) raw.push_back(const_cast<char*>(a.c_str()));
+      raw.push_back(nullptr);
+      ::execv(raw[0], raw.data());
+      ::_exit(127);
+    }
+  }
+  ~Background() {
+    if (pid_ > 0 && !reaped_) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+  std::string out() const { return slurp(out_); }
+  std::string err() const { return slurp(err_); }
+  pid_t pid() const { return pid_; }
+  // The exit status, or -1 if it has not exited within the limit.
+  int wait(std::chrono::seconds limit = 60s) {
+    int status = 0;
+    const bool done = wait_until([&] { return ::waitpid(pid_, &status, WNOHANG) == pid_; }, limit);
+    if (!done) return -1;
+    reaped_ = true;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+
+ private:
+  std::string out_, err_;
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+};
+
+class QueryLiveTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  // live N GATE DONE, as one -c string.
+  std::string live_command(int n) const {
+    return fixture(GetParam(), "live") + " " + std::to_string(n) + " " + gate_ + " " + done_;
+  }
+  TempDir dir_;
+  std::string gate_ = dir_.file("gate"), done_ = dir_.file("done");
+};
+
+TEST_P(QueryLiveTest, CountsEveryCallOfEveryThread) {
+  RunResult r = callscope({"query", "-q", "-n",
+                           "pid$target:a.out:leaf:entry { @ = count(); } END { printa(\"leaf=%@d\\n\", @); }", "-c",
+                           fixture(GetParam(), "threads") + " 4 100000"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("threads=4 calls=400000"), std::string::npos) << r.out;  // the program's own
+  EXPECT_NE(r.out.find("leaf=400000\n"), std::string::npos) << r.out;
+}
+
+TEST_P(QueryLiveTest, PrintsWhileTheProgramRuns) {
+  Background q(dir_, {"query", "-q", "-n", "pid$target:a.out:beat:entry { printf(\"beat\\n\"); }", "-c",
+                      live_command(3)});
+  // The program waits at the gate until the test has seen its three beats.
+  ASSERT_TRUE(wait_until([&] { return count_of(q.out(), "beat\n") >= 3; })) << q.out() << q.err();
+  EXPECT_FALSE(exists(done_));
+  touch(gate_);
+  ASSERT_EQ(q.wait(), 0) << q.err();
+  EXPECT_EQ(count_of(q.out(), "beat\n"), 6u) << q.out();
+  EXPECT_EQ(slurp(done_), "beats=6\n");
+}
+
+TEST_P(QueryLiveTest, ExitEndsTheQueryAndTheProgramGoesOnUntraced) {
+  const std::string kept = dir_.file("kept.trace");
+  Background q(dir_, {"query", "-n", "pid$target:a.out:beat:entry /++n == 3/ { printf(\"third\\n\"); exit(0); }",
+                      "-o", kept, "-c", live_command(3)});
+  // The query ends with the program still at its gate.
+  ASSERT_EQ(q.wait(), 0) << q.err();
+  EXPECT_FALSE(exists(done_));
+  EXPECT_NE(q.out().find("third"), std::string::npos) << q.out();
+  EXPECT_NE(q.err().find("goes on untraced"), std::string::npos) << q.err();
+  touch(gate_);
+  ASSERT_TRUE(wait_until([&] { return exists(done_) && !slurp(done_).empty(); })) << q.err();
+  EXPECT_EQ(slurp(done_), "beats=6\n");
+  // The kept trace holds the run up to the stop: three beats.
+  RunResult again = callscope({"query", "-q", "-n", "pid$target:a.out:beat:entry { @ = count(); } END { printa(\"%@d\\n\", @); }", kept});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(again.out, "3\n\n");
+}
+
+TEST_P(QueryLiveTest, CtrlCPrintsTheAggregations) {
+  Background q(dir_, {"query", "-q", "-n", "pid$target:a.out:beat:entry { @calls = count(); printf(\"beat\\n\"); }",
+                      "-c", live_command(3)});
+  ASSERT_TRUE(wait_until([&] { return count_of(q.out(), "beat\n") >= 3; })) << q.err();
+  ::kill(q.pid(), SIGINT);
+  ASSERT_EQ(q.wait(), 0) << q.err();
+  EXPECT_NE(q.out().find("\n                3\n"), std::string::npos) << q.out();
+  EXPECT_NE(q.err().find("goes on untraced"), std::string::npos) << q.err();
+  touch(gate_);
+  ASSERT_TRUE(wait_until([&] { return exists(done_) && !slurp(done_).empty(); }));
+}
+
+TEST_P(QueryLiveTest, MacroArgumentsFollowTheOptions) {
+  touch(gate_);
+  RunResult r = callscope({"query", "-q", "-n", "pid$target:a.out:$1:entry { @ = count(); } END { printa(\"%@d\\n\", @); }",
+                           "-c", live_command(4), "beat"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "8\n\n");
+}
+
+TEST_P(QueryLiveTest, FollowsForksAndExecs) {
+  RunResult r = callscope({"query", "-q", "-n",
+                           "proc:::start,proc:::exec-success,proc:::exit { @p[probename] = count(); } "
+                           "pid*:a.out::entry { @[probefunc] = count(); } "
+                           "END { printa(\"%s=%@d\\n\", @p); printa(\"%s=%@d\\n\", @); }",
+                           "-c", fixture(GetParam(), "fork_exec")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* line : {"start=2\n", "exec-success=1\n", "exit=2\n", "main=2\n", "before_fork=10\n",
+                           "in_child=20\n", "after_exec=30\n"})
+    EXPECT_NE(r.out.find(line), std::string::npos) << line << " in\n" << r.out;
+}
+
+// Live and over the trace the same run kept (-o), a script's aggregations
+// are the same, to the nanosecond: both read the same events. (With the TSC
+// the two would convert ticks to nanoseconds with calibrations of their
+// own, a few parts per million apart: the monotonic clock counts in ns.)
+TEST_P(QueryLiveTest, LiveAndOverTheKeptTraceAgree) {
+  const std::string script =
+      "pid*:::entry { @calls[execname, probefunc] = count(); @deep[probefunc] = max(ustackdepth); } "
+      "pid*:::return { @total[probefunc] = sum(duration); @self[probefunc] = sum(selfduration); "
+      "@dist = quantize(duration); } "
+      "proc:::exit, proc:::lwp-exit { @ends[probename] = count(); }";
+  const std::vector<std::pair<std::string, std::vector<std::string>>> runs = {
+      {"threads", {"4", "20000"}}, {"exceptions", {}}, {"longjmp", {}}, {"recursion", {}},
+      {"fork_exec", {}},           {"signals", {"300"}}, {"dlopen_main", {fixture(GetParam(), "libplugin.so")}}};
+  for (const auto& [name, args] : runs) {
+    SCOPED_TRACE(name);
+    const std::string kept = dir_.file(name + ".trace");
+    std::string command = fixture(GetParam(), name);
+    for (const std::string& a : args) command += " " + a;
+    RunResult live =
+        run({"env", "CALLSCOPE_CLOCK=monotonic", CALLSCOPE_EXE, "query", "-q", "-n", script, "-o", kept, "-c", command});
+    ASSERT_EQ(live.exit_code, 0) << live.err;
+    RunResult offline = callscope({"query", "-q", "-n", script, kept});
+    ASSERT_EQ(offline.exit_code, 0) << offline.err;
+    // The program's own output comes first in the live run's stdout.
+    ASSERT_GE(live.out.size(), offline.out.size());
+    EXPECT_EQ(live.out.substr(live.out.size() - offline.out.size()), offline.out);
+    EXPECT_NE(offline.out.find("main"), std::string::npos) << offline.out;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, QueryLiveTest, ::testing::ValuesIn(variants()), VariantName());
+
+TEST(QueryLiveClockTest, TickProbesFireOnTheClock) {
+  const auto start = std::chrono::steady_clock::now();
+  RunResult r = callscope({"query", "-q", "-n", "tick-50ms { n++; } tick-50ms /n == 4/ { printf(\"%d\\n\", n); exit(0); }"});
+  const auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "4\n\n");
+  EXPECT_GE(took, 200ms);  // four ticks of 50 ms have passed (a lower bound only)
+}
+
+TEST(QueryLiveClockTest, ExitStatusAndJson) {
+  RunResult r = callscope({"query", "-q", "--format", "json", "-n", "BEGIN { printf(\"hi\"); exit(3); }"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.out.find("\"exit_status\": 3"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"output\": \"hi\""), std::string::npos) << r.out;
+}
+
+TEST(QueryLiveErrorTest, BadRequestsSaySo) {
+  TempDir dir;
+  RunResult missing = callscope({"query", "-n", "BEGIN { exit(0); }", "-c", dir.file("no-such-program")});
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_NE(missing.err.find("no-such-program"), std::string::npos) << missing.err;
+  RunResult pid = callscope({"query", "-n", "BEGIN { exit(0); }", "-p", "1"});
+  EXPECT_NE(pid.exit_code, 0);
+  EXPECT_NE(pid.err.find("-p: querying a process already running is not supported yet"), std::string::npos) << pid.err;
+  RunResult keep = callscope({"query", "-n", "BEGIN { exit(0); }", "-o", dir.file("x.trace")});
+  EXPECT_NE(keep.exit_code, 0);
+  EXPECT_NE(keep.err.find("-o keeps the trace of a program run with -c"), std::string::npos) << keep.err;
+}
+
+TEST(QueryLiveErrorTest, AScriptThatCannotRunNeverRunsTheProgram) {
+  TempDir dir;
+  const std::string marker = dir.file("ran");
+  RunResult r = callscope({"query", "-n", "BEGIN { x = ; }", "-c", "/usr/bin/touch " + marker});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("failed to compile"), std::string::npos) << r.err;
+  EXPECT_FALSE(exists(marker));
+}
+
+TEST(QueryLiveErrorTest, AProbeThatMatchesNothingStopsTheProgram) {
+  TempDir dir;
+  const std::string variant = variants().front();
+  // The program would wait at its gate for a minute: the query ends it.
+  const auto start = std::chrono::steady_clock::now();
+  RunResult r = callscope({"query", "-n", "pid$target:a.out:no_such_function:entry {}", "-c",
+                           fixture(variant, "live") + " 1 " + dir.file("gate") + " " + dir.file("done")});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("does not match any probes"), std::string::npos) << r.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 50s);
+  EXPECT_FALSE(exists(dir.file("done")));
+}
+
+}  // namespace
+}  // namespace callscope::e2e
