@@ -160,7 +160,7 @@ Result<std::unique_ptr<Recording>> Recording::start(const RecordOptions& o, cons
     return live.error().context("cannot start the trace");
   }
   r->live_ = std::move(*live);
-  if (tap) r->live_->set_tap(tap, monotonic ? 1.0 : ticks_per_ns);
+  if (tap) r->live_->set_tap(tap, monotonic ? 1.0 : ticks_per_ns, o.scratch_output);
 
   // Descendants whose parent dies are handed to us, so we learn how they end.
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);

@@ -163,6 +163,7 @@ Status LiveStream::scan() {
 }
 
 Status LiveStream::encode_segment(Thread& t, uint64_t n) {
+  if (tap_only_) return ok_status();  // the tap has read it: nothing to keep
   const uint64_t* words =
       reinterpret_cast<const uint64_t*>(t.map + kRawThreadHeaderSize + (n % kRingSegments) * kSegmentBytes);
   size_t i = 0;
@@ -176,10 +177,12 @@ Status LiveStream::encode_segment(Thread& t, uint64_t n) {
 // in the kernel's hands, then give the segments back.
 Status LiveStream::flush_thread(Thread& t) {
   if (t.consumed == t.released) return ok_status();
-  t.events->set_covered(static_cast<uint32_t>(t.consumed));
-  CALLSCOPE_CHECK(t.events->flush());
-  CALLSCOPE_CHECK(writer_->flush());
-  ++blocks_;
+  if (!tap_only_) {
+    t.events->set_covered(static_cast<uint32_t>(t.consumed));
+    CALLSCOPE_CHECK(t.events->flush());
+    CALLSCOPE_CHECK(writer_->flush());
+    ++blocks_;
+  }
   auto* h = reinterpret_cast<RawThreadHeader*>(t.map);
   for (uint64_t n = t.released; n < t.consumed; ++n)
     std::memset(t.map + kRawThreadHeaderSize + (n % kRingSegments) * kSegmentBytes, 0, kSegmentBytes);
@@ -228,8 +231,9 @@ uint64_t LiveStream::now_tick() const {
   return v > origin_ ? v - origin_ : 0;
 }
 
-void LiveStream::set_tap(LiveTap* tap, double ticks_per_ns) {
+void LiveStream::set_tap(LiveTap* tap, double ticks_per_ns, bool tap_only) {
   tap_ = tap;
+  tap_only_ = tap_only;
   ticks_per_ns_ = ticks_per_ns;
   for (auto& t : threads_) {
     if (t->tap || t->done) continue;
@@ -312,6 +316,7 @@ void LiveStream::tap_deliver(uint64_t horizon, bool last) {
     if (!tp.out.empty()) {
       d.events.emplace_back(t->index, std::move(tp.out));
       tp.out.clear();
+      tap_->reuse(tp.out);
     }
     if (tp.ended && !tp.end_sent) {
       tp.end_sent = true;

@@ -56,6 +56,12 @@ class LiveTap {
  public:
   // On the recorder's thread (Drainer): must not block for long.
   virtual void deliver(LiveDelivery&& d) = 0;
+  // A buffer the consumer is done with, cleared, its memory kept (fresh
+  // memory costs page faults for every delivery); false when none.
+  virtual bool reuse(EventColumns& into) {
+    (void)into;
+    return false;
+  }
 
  protected:
   ~LiveTap() = default;
@@ -96,7 +102,10 @@ class LiveStream {
   // being written too, up to its first event not yet stored whole), and by
   // the trace as segments complete -- and the tap is handed what is new
   // every few milliseconds. `ticks_per_ns` sets the horizon's margin.
-  void set_tap(LiveTap* tap, double ticks_per_ns);
+  // `tap_only`: no trace is kept (query -c without -o): segments go back as
+  // soon as the tap has read them, encoded into nothing -- half the
+  // recorder's work.
+  void set_tap(LiveTap* tap, double ticks_per_ns, bool tap_only = false);
   // Once the program has ended, before finalize_session: what is left in
   // every ring goes to the tap, with `last` set.
   void tap_rest();
@@ -174,6 +183,7 @@ class LiveStream {
   uint64_t segments_ = 0;
   int polls_ = 0;
   LiveTap* tap_ = nullptr;
+  bool tap_only_ = false;
   double ticks_per_ns_ = 1.0;
   uint64_t last_peek_ = 0;    // trace ticks of the last tap round
   uint64_t tap_horizon_ = 0;

@@ -19,7 +19,11 @@
 //    hook it interrupted).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <memory>
+#include <type_traits>
 #include <span>
 #include <utility>
 #include <vector>
@@ -63,38 +67,72 @@ class FrameStack {
 
 // Final events as columns, decoded: what a consumer in the recorder's own
 // process reads while the program runs (query -c, live_stream.h's tap).
-// Entries' addresses and losses' counts go to `values` (carries_value()).
-struct EventColumns {
-  std::vector<EventKind> kinds;
-  std::vector<uint64_t> ticks;
-  std::vector<uint64_t> values;
-
+// Entries' addresses and losses' counts go to values() (carries_value()).
+// Written by index, as the recorder's inner loop writes it; clear() keeps
+// the storage (a consumer hands buffers back for reuse).
+class EventColumns {
+ public:
+  EventColumns() = default;
+  // A moved-from buffer is empty, with no storage.
+  EventColumns(EventColumns&& o) noexcept { *this = std::move(o); }
+  EventColumns& operator=(EventColumns&& o) noexcept {
+    kinds_ = std::move(o.kinds_);
+    ticks_ = std::move(o.ticks_);
+    values_ = std::move(o.values_);
+    n_ = std::exchange(o.n_, 0);
+    nv_ = std::exchange(o.nv_, 0);
+    cap_ = std::exchange(o.cap_, 0);
+    return *this;
+  }
   Status add(EventKind k, uint64_t tick, uint64_t addr, uint64_t, uint64_t arg) {
-    kinds.push_back(k);
-    ticks.push_back(tick);
-    if (carries_value(k)) values.push_back(is_entry(k) ? addr : arg);
+    room(1);
+    kinds_[n_] = k;
+    ticks_[n_++] = tick;
+    if (carries_value(k)) values_[nv_++] = is_entry(k) ? addr : arg;
     return ok_status();
   }
-  bool try_entry(uint64_t tick, uint64_t addr, uint64_t sp) {
-    (void)sp;
-    kinds.push_back(EventKind::kEntry);
-    ticks.push_back(tick);
-    values.push_back(addr);
+  bool try_entry(uint64_t tick, uint64_t addr, uint64_t) {
+    room(1);
+    kinds_[n_] = EventKind::kEntry;
+    ticks_[n_++] = tick;
+    values_[nv_++] = addr;
     return true;
   }
   bool try_exit(uint64_t tick) {
-    kinds.push_back(EventKind::kExit);
-    ticks.push_back(tick);
+    room(1);
+    kinds_[n_] = EventKind::kExit;
+    ticks_[n_++] = tick;
     return true;
   }
   Status flush() { return ok_status(); }
-  size_t size() const { return kinds.size(); }
-  bool empty() const { return kinds.empty(); }
-  void clear() {
-    kinds.clear();
-    ticks.clear();
-    values.clear();
+  const EventKind* kinds() const { return kinds_.get(); }
+  const uint64_t* ticks() const { return ticks_.get(); }
+  const uint64_t* values() const { return values_.get(); }
+  size_t size() const { return n_; }
+  bool empty() const { return n_ == 0; }
+  void clear() { n_ = nv_ = 0; }
+
+ private:
+  void room(size_t n) {
+    if (__builtin_expect(n_ + n > cap_, 0)) grow(n_ + n);
   }
+  // Left uninitialised (new[] of trivial types): written before read.
+  __attribute__((noinline)) void grow(size_t need) {
+    const size_t cap = std::max<size_t>({need, cap_ * 2, size_t{1} << 16});
+    auto move_to = [&](auto& p, size_t used) {
+      using T = std::remove_reference_t<decltype(p[0])>;
+      std::unique_ptr<T[]> q(new T[cap]);
+      if (used) std::memcpy(q.get(), p.get(), used * sizeof(T));
+      p = std::move(q);
+    };
+    move_to(kinds_, n_);
+    move_to(ticks_, n_);
+    move_to(values_, nv_);
+    cap_ = cap;
+  }
+  std::unique_ptr<EventKind[]> kinds_;
+  std::unique_ptr<uint64_t[]> ticks_, values_;
+  size_t n_ = 0, nv_ = 0, cap_ = 0;
 };
 
 // Out: EventEncoder (the trace) or EventColumns (a consumer in memory).

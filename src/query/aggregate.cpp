@@ -228,8 +228,9 @@ Aggregation::Entry* Aggregation::find_or_add(const Key& key) {
   return e;
 }
 
-void Aggregation::add(const Key& key, int64_t value, int64_t incr) {
-  Entry* e = find_or_add(key);
+void Aggregation::add(const Key& key, int64_t value, int64_t incr) { add_to(find_or_add(key), value, incr); }
+
+void Aggregation::add_to(Entry* e, int64_t value, int64_t incr) {
   // Unsigned arithmetic: D's sums wrap, they do not trap.
   auto wrap_add = [](int64_t& a, int64_t b) {
     a = static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
@@ -273,6 +274,7 @@ void Aggregation::clear() {
 }
 
 void Aggregation::trunc() {
+  ++generation_;
   entries_.clear();
   slots_.clear();
 }
@@ -302,6 +304,7 @@ void Aggregation::trunc(int64_t n, const PrintContext* ctx) {
   for (size_t i = 0; i < entries_.size(); ++i)
     if (kept[i]) rest.push_back(std::move(entries_[i]));
   entries_ = std::move(rest);
+  ++generation_;
   rebuild_index();
 }
 

@@ -57,6 +57,14 @@ class Aggregation {
   // One call of the aggregating function: count() ignores value; incr is
   // the weight of quantize(v, incr) and friends (1 otherwise).
   void add(const Key& key, int64_t value, int64_t incr = 1);
+  // The same in two steps, for a caller that finds a key's entry once and
+  // adds to it many times (the engine, per probe, for keys made of the
+  // probe's names alone): the entry stays valid while generation() does
+  // not change (trunc() removes entries).
+  struct Entry;
+  Entry* entry(const Key& key) { return find_or_add(key); }
+  void add_to(Entry* e, int64_t value, int64_t incr = 1);
+  uint64_t generation() const { return generation_; }
   // clear(@): every value to zero, keys kept. trunc(@): all keys removed;
   // trunc(@, n): only the n largest kept (n < 0: the -n smallest).
   void clear();
@@ -76,7 +84,6 @@ class Aggregation {
   void mark_printed() const { printed_ = true; }
 
   // Implementation data (the output library's).
-  struct Entry;
   const std::vector<std::unique_ptr<Entry>>& entries() const { return entries_; }
 
  private:
@@ -86,6 +93,7 @@ class Aggregation {
   int64_t normal_ = 1;
   mutable bool printed_ = false;
   size_t nbins_ = 0;  // quantize, lquantize, llquantize: buckets per key
+  uint64_t generation_ = 0;
   std::vector<std::unique_ptr<Entry>> entries_;  // in order of first add
   // Open addressing over entries_ (index + 1; 0 empty), a power of two at
   // most half full: a probe costs a hash and, mostly, one key comparison.

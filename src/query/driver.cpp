@@ -227,6 +227,7 @@ struct Driver::Impl {
   std::vector<Meta> meta;
   size_t next_meta = 0;
   std::set<std::pair<int, uint32_t>> meta_seen;  // (what, ident): each fires once
+  std::vector<format::EventColumns> spent;       // read, for reuse
   std::mutex decode_lock;
   uint64_t last_tick = 0;
   Status damage = ok_status();
@@ -431,13 +432,16 @@ struct Driver::Impl {
   bool refill(Thread& t) {
     t.pos = t.vpos = 0;
     if (live) {
-      if (t.front_in_use) t.queue.pop_front();
+      if (t.front_in_use) {
+        spent.push_back(std::move(t.queue.front()));
+        t.queue.pop_front();
+      }
       t.front_in_use = false;
       while (!t.queue.empty() && t.queue.front().empty()) t.queue.pop_front();
       t.has_batch = !t.queue.empty();
       if (t.has_batch) {
         const format::EventColumns& c = t.queue.front();
-        t.batch = {c.kinds.data(), c.ticks.data(), c.values.data(), c.size()};
+        t.batch = {c.kinds(), c.ticks(), c.values(), c.size()};
         t.front_in_use = true;
         return true;
       }
@@ -540,7 +544,13 @@ struct Driver::Impl {
       first[r.process_index] = std::min(first[r.process_index], r.start_tick);
       last[r.process_index] = std::max(last[r.process_index], r.end_tick);
     }
+    // Live, a process's events wait for its first thread (they fire in
+    // it), unless it has ended without one.
+    auto waiting = [&](uint32_t pi) {
+      return live && main_thread[pi] == kNoIndex && procs[pi].record.how == 0;
+    };
     for (uint32_t pi = 0; pi < procs.size(); ++pi) {
+      if (waiting(pi)) continue;
       const auto& r = procs[pi].record;
       const uint32_t mt = main_thread[pi];
       const uint64_t start = first[pi] == kNever ? r.start_tick : std::max(r.start_tick, first[pi]);
@@ -569,7 +579,7 @@ struct Driver::Impl {
     }
     for (uint32_t mi = 0; mi < trace.modules().size(); ++mi) {
       const auto& m = trace.modules()[mi];
-      if (m.record.process_index >= procs.size()) continue;
+      if (m.record.process_index >= procs.size() || waiting(m.record.process_index)) continue;
       const uint32_t mt = main_thread[m.record.process_index];
       out.push_back({start_key(m.record.load_tick), 2, ProcEvent::kModuleLoad, m.record.process_index, mt,
                      static_cast<int64_t>(m.record.low), mi});
@@ -823,6 +833,8 @@ void Driver::live_end(uint64_t tick) {
 }
 
 bool Driver::exited() const { return impl_->stop; }
+
+std::vector<format::EventColumns> Driver::take_spent() { return std::exchange(impl_->spent, {}); }
 
 std::vector<std::string> Driver::take_warnings() { return std::exchange(impl_->warnings, {}); }
 

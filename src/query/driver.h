@@ -86,6 +86,8 @@ class Driver {
   void live_end(uint64_t tick);
   // exit() was called.
   bool exited() const;
+  // The buffers of live_events() read since the last call, for reuse.
+  std::vector<format::EventColumns> take_spent();
   // What matching new modules' functions met (unreadable symbols).
   std::vector<std::string> take_warnings();
 

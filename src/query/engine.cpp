@@ -2,6 +2,7 @@
 // compiled script once, then runs the enabled clauses of each firing:
 // predicates, variables of every scope, operators with C's rules on 64-bit
 // integers, aggregations, the probe line, runtime faults and ERROR.
+#include <algorithm>
 #include <cstring>
 
 #include "query/dnames.h"
@@ -229,6 +230,24 @@ Value n_agg(const Node& n, Ctx& c) {
   return Value{};
 }
 
+// An aggregation statement keyed by the probe's names alone: the key is
+// made and looked up once per probe.
+Value n_agg_by_probe(const Node& n, Ctx& c) {
+  Aggregation& agg = *c.s->aggs[n.slot];
+  const uint32_t id = c.f->probe->id;
+  if (n.by_probe.size() <= id) n.by_probe.resize(id + 1, {0, nullptr});
+  auto& [generation, entry] = n.by_probe[id];
+  if (!entry || generation != agg.generation()) {
+    eval_key(n, c, n.key);
+    entry = agg.entry(n.key);
+    generation = agg.generation();
+  }
+  const int64_t v = n.a ? n.a->fn(*n.a, c).as_int() : 0;
+  const int64_t incr = n.b ? n.b->fn(*n.b, c).as_int() : 1;
+  if (!c.fault) agg.add_to(entry, v, incr);
+  return Value{};
+}
+
 Value n_if(const Node& n, Ctx& c) {
   const bool t = truthy(n.a->fn(*n.a, c));
   if (c.fault) return Value{};
@@ -354,6 +373,10 @@ class Builder {
         if (fn == AggFn::kLquantize) incr = 4;
         if (fn == AggFn::kLlquantize) incr = 5;
         if (incr && st.fn_args.size() > incr) n.b = expr(*st.fn_args[incr]);
+        const bool by_probe = std::all_of(n.args.begin(), n.args.end(), [](const Node* k) {
+          return k->fn == b_probeprov || k->fn == b_probemod || k->fn == b_probefunc || k->fn == b_probename;
+        });
+        if (by_probe) n.fn = n_agg_by_probe;
         return &n;
       }
     }

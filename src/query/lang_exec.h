@@ -41,6 +41,10 @@ struct Node {
   // firing (zeroing 10 values cost more than the count itself). A key
   // cannot hold another aggregation statement, so nothing re-enters it.
   mutable Key key;
+  // Aggregation statements whose key is the probe's names alone (or empty):
+  // the entry each probe adds to, by probe id, and the aggregation's
+  // generation when it was found.
+  mutable std::vector<std::pair<uint64_t, Aggregation::Entry*>> by_probe;
 };
 
 enum class BinOp : uint8_t { kAdd, kSub, kMul, kDiv, kMod, kAnd, kOr, kXor, kShl, kShr };

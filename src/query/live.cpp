@@ -66,6 +66,24 @@ void LiveTrace::deliver(format::LiveDelivery&& d) {
   cv_.notify_all();
 }
 
+bool LiveTrace::reuse(format::EventColumns& into) {
+  std::lock_guard<std::mutex> lk(m_);
+  if (pool_.empty()) return false;
+  into = std::move(pool_.back());
+  pool_.pop_back();
+  return true;
+}
+
+void LiveTrace::give_back(std::vector<format::EventColumns>&& spent) {
+  std::lock_guard<std::mutex> lk(m_);
+  for (format::EventColumns& c : spent) {
+    if (pool_.size() >= 256) break;  // more than are ever in flight but for thousands of threads
+    c.clear();
+    pool_.push_back(std::move(c));
+  }
+  spent.clear();
+}
+
 void LiveTrace::release() {
   std::lock_guard<std::mutex> lk(m_);
   released_ = true;
@@ -165,15 +183,18 @@ bool LiveTrace::read_session() {
       return q.pid == p.pid && q.incarnation > p.incarnation;
     });
     if (later || (!reaped && !p.exit)) continue;
+    // Every thread file of the process delivered, and ended.
+    size_t known = 0;
     bool all_ended = true;
     uint64_t last = p.exit ? to_trace(p, p.exit->tick) : 0;
     const auto& threads = trace_->threads();
     for (uint32_t t = 0; t < threads.size(); ++t) {
       if (threads[t].record.process_index != pi) continue;
+      ++known;
       all_ended = all_ended && t < thread_ended_.size() && thread_ended_[t];
       last = std::max(last, threads[t].record.end_tick);
     }
-    if (!all_ended) continue;
+    if (!all_ended || known < p.thread_files.size()) continue;
     if (reaped) {
       pr.how = reaped->how;
       pr.code = reaped->code;

@@ -40,7 +40,10 @@ class LiveTrace final : public format::LiveTap {
   // events behind, the recorder waits here (and the program's threads wait
   // for the recorder, as under record: nothing is dropped), until release().
   void deliver(format::LiveDelivery&& d) override;
-  static constexpr size_t kMaxQueued = size_t{1} << 23;
+  static constexpr size_t kMaxQueued = size_t{1} << 21;
+  bool reuse(format::EventColumns& into) override;
+  // Buffers the driver has read (Driver::take_spent), for reuse().
+  void give_back(std::vector<format::EventColumns>&& spent);
   // The recorder no longer waits for the query (it is about to be stopped
   // and joined by the query's own thread).
   void release();
@@ -70,6 +73,7 @@ class LiveTrace final : public format::LiveTap {
   std::condition_variable cv_;
   std::vector<format::LiveDelivery> queue_;
   size_t queued_events_ = 0;
+  std::vector<format::EventColumns> pool_;
   bool released_ = false;
 };
 

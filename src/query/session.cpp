@@ -321,6 +321,10 @@ Result<int> run_live(const QueryRequest& req, std::FILE* out, std::FILE* err) {
       if (to) to->deliver(std::move(d));
       else early.push_back(std::move(d));
     }
+    bool reuse(format::EventColumns& into) override {
+      std::lock_guard<std::mutex> lk(m);
+      return to && to->reuse(into);
+    }
   } forward;
   std::unique_ptr<LiveTrace> live;
   std::vector<format::LiveDelivery> backlog;
@@ -418,6 +422,7 @@ Result<int> run_live(const QueryRequest& req, std::FILE* out, std::FILE* err) {
   while (!driver.exited()) {
     if (!req.host) horizon = live->now_tick();
     driver.live_advance(last_seen ? ~uint64_t{0} : horizon);
+    live->give_back(driver.take_spent());
     std::fflush(out);
     for (const std::string& w : driver.take_warnings()) std::fprintf(err, "callscope query: warning: %s\n", w.c_str());
     if (driver.exited() || last_seen || (req.interrupted && *req.interrupted)) break;
@@ -427,7 +432,7 @@ Result<int> run_live(const QueryRequest& req, std::FILE* out, std::FILE* err) {
       live->release();
       finish_status = req.host->finish();
     }
-    auto ds = live->take(std::chrono::milliseconds(req.host ? 5 : 1));
+    auto ds = live->take(std::chrono::milliseconds(1));
     const auto now = std::chrono::steady_clock::now();
     const bool reread = now >= next_reread;
     if (reread) next_reread = now + std::chrono::milliseconds(50);
@@ -452,7 +457,7 @@ Result<int> run_live(const QueryRequest& req, std::FILE* out, std::FILE* err) {
                    pids.c_str(), left.size() > 1 ? "" : "es");
     }
   }
-  driver.live_end(req.host ? horizon : live->now_tick());
+  driver.live_end(live->now_tick());  // when the query ends
   engine.finish();
   consumer.flush(nullptr);
   std::fflush(out);

@@ -4,6 +4,7 @@
 // where a stream cut short closes its frames.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "format/raw_encoder.h"
@@ -23,6 +24,7 @@ RawEvent raw(R k, uint64_t tick, uint64_t addr = 0, uint64_t sp = 0, uint64_t ar
 struct Out {
   std::vector<TraceEvent> events;
   ThreadRecord record{};
+  EventColumns columns;  // the same raw events through the encoder into memory (query -c's tap)
 };
 
 // Feeds `in` (through add_fast where it applies, as the recorder does), then
@@ -43,6 +45,16 @@ Out encode(const std::vector<RawEvent>& in, RawThreadHeader header = {}, uint64_
         EXPECT_TRUE(s.add(e).ok());
       }
     }
+    // The tap's encoder: the same events, into columns; it never finishes
+    // (the driver leaves the frames of a thread open at its end).
+    ThreadRecord tap_record{};
+    BasicRawStreamEncoder<EventColumns> tap(out.columns, offset, tap_record);
+    if (lost_before) tap.begin_with_loss(lost_before);
+    for (const RawEvent& e : in) {
+      if (!tap.add_fast(e)) {
+        EXPECT_TRUE(tap.add(e).ok());
+      }
+    }
     EXPECT_TRUE(s.finish_thread(header, end_hint, switches).ok());
     ThreadRecord r = out.record;
     StringTable names;
@@ -53,6 +65,18 @@ Out encode(const std::vector<RawEvent>& in, RawThreadHeader header = {}, uint64_
   auto rd = TraceReader::open(path);
   EXPECT_TRUE(rd.ok());
   if (rd) out.events = test::read_events(**rd, 0);
+  // What the tap saw is what the trace holds, up to what finishing added.
+  EXPECT_LE(out.columns.size(), out.events.size());
+  size_t v = 0;
+  for (size_t i = 0; i < std::min(out.columns.size(), out.events.size()); ++i) {
+    const TraceEvent& e = out.events[i];
+    EXPECT_EQ(out.columns.kinds()[i], e.kind) << "event " << i;
+    EXPECT_EQ(out.columns.ticks()[i], e.tick) << "event " << i;
+    if (carries_value(e.kind)) {
+      EXPECT_EQ(out.columns.values()[v], is_entry(e.kind) ? e.addr : e.arg) << "event " << i;
+      ++v;
+    }
+  }
   return out;
 }
 

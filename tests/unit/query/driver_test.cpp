@@ -9,12 +9,14 @@
 
 #include <string>
 
+#include "format/raw_encoder.h"
 #include "format/trace_reader.h"
 #include "query/driver.h"
 #include "query/probes.h"
 #include "query/session.h"
 #include "symbolize/symbolizer.h"
 #include "text_trace.h"
+#include "trace_test_util.h"
 
 namespace callscope::query {
 namespace {
@@ -358,6 +360,87 @@ TEST_F(DriverTest, ThreadsMergedInTimeOrder) {
                        "proc:::lwp-exit t=200 tid=7 depth=0",
                        "proc:::exit t=200 tid=7 depth=0",
                    }));
+}
+
+// Live (query -c): the same trace handed over piece by piece, as the
+// recorder's tap does -- threads appearing, events in windows of time with a
+// horizon, threads ending, processes exiting once their threads have --
+// fires what the whole trace fires, in the same order.
+TEST_F(DriverTest, FedPieceByPieceFiresAsTheWholeTrace) {
+  const std::vector<std::string> descriptions = {"pid*:app::entry", "pid*:app::return", "proc:::start",
+                                                 "proc:::create", "proc:::exit", "proc:::lwp-start",
+                                                 "proc:::lwp-exit", "END"};
+  Recorder whole;
+  const auto expected = run(kThreads, descriptions, whole);
+  ASSERT_FALSE(expected.empty());
+
+  auto recorded = format::TraceReader::open(dir_ + "/t.trace");
+  ASSERT_TRUE(recorded) << recorded.error().message();
+  format::TraceReader& full = **recorded;
+  auto growing = format::TraceReader::growing(full.header(), full.info());
+  // Processes from the start, their exits not yet known.
+  for (format::ProcessInfo p : full.processes()) {
+    p.record.how = 0;
+    growing->mutable_processes().push_back(p);
+  }
+  for (const format::ModuleInfo& m : full.modules()) growing->mutable_modules().push_back(m);
+  std::vector<std::vector<format::TraceEvent>> events;
+  for (uint32_t t = 0; t < full.threads().size(); ++t) events.push_back(format::test::read_events(full, t));
+
+  symbolize::Symbolizer sym(*growing);
+  std::vector<std::string> warnings;
+  Catalog catalog(catalog_input(*growing, warnings));
+  Recorder rec;
+  rec.catalog = &catalog;
+  Strings strings;
+  Driver d(*growing, catalog, sym, strings);
+  CompileOptions o;
+  o.target = 7;
+  std::vector<std::vector<ProbeSpec>> clauses;
+  for (const auto& text : descriptions) clauses.push_back({*parse_probe_description(text, o)});
+  ASSERT_TRUE(d.enable(clauses, false, rec));
+  d.live_begin(rec);
+  std::vector<bool> ended(events.size(), false);
+  uint64_t before = 0;
+  for (const uint64_t horizon : {25, 50, 71, 85, 150, 1000}) {
+    auto& threads = growing->mutable_threads();
+    for (uint32_t t = threads.size(); t < full.threads().size(); ++t) {
+      if (full.threads()[t].record.start_tick > horizon) break;
+      format::ThreadInfo ti = full.threads()[t];
+      ti.record.end_tick = 0;
+      threads.push_back(ti);
+    }
+    d.live_grew();
+    for (uint32_t t = 0; t < threads.size(); ++t) {
+      format::EventColumns cols;
+      for (const format::TraceEvent& e : events[t]) {
+        if (e.tick > before && e.tick <= horizon) {
+          ASSERT_TRUE(cols.add(e.kind, e.tick, e.addr, e.sp, e.arg));
+        }
+      }
+      if (!cols.empty()) d.live_events(t, std::move(cols));
+      if (!ended[t] && full.threads()[t].record.end_tick <= horizon) {
+        ended[t] = true;
+        threads[t].record.end_tick = full.threads()[t].record.end_tick;
+        d.live_ended(t);
+      }
+    }
+    // A process exits once every thread of it has ended.
+    for (uint32_t p = 0; p < full.processes().size(); ++p) {
+      bool all = true, any = false;
+      for (uint32_t t = 0; t < threads.size(); ++t) {
+        if (threads[t].record.process_index != p) continue;
+        any = true;
+        all = all && ended[t];
+      }
+      if (any && all) growing->mutable_processes()[p].record.how = full.processes()[p].record.how;
+    }
+    d.live_grew();
+    d.live_advance(horizon);
+    before = horizon;
+  }
+  d.live_end(0);  // at the last event, as over the trace
+  EXPECT_EQ(rec.lines, expected);
 }
 
 // exit() while several threads' decoders run: they stop, END fires.
