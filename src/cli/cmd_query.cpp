@@ -106,7 +106,7 @@ std::string check_format(const std::string& s) {
 }  // namespace
 
 Command query_command() {
-  return {"query", "Answer D (DTrace) scripts over a recorded trace: probes, predicates, aggregations",
+  return {"query", "Answer D (DTrace) scripts over a recorded trace, or while a program runs (-c)",
           [](CLI::App& app) -> Runner {
             struct Opts {
               query::QueryRequest req;
@@ -164,7 +164,7 @@ Command query_command() {
             app.add_option("--format", o->format, "Output: text, or json (one document: see docs/query.md)")
                 ->check(check_format);
             app.add_option("trace", o->positionals,
-                           "The trace file, then the script's macro arguments $1 ... $9");
+                           "The trace file (none with -c), then the script's macro arguments $1 ... $9");
             app.footer(
                 "Over a recorded trace: clock probes (tick-1s, profile-997) fire on the trace's\n"
                 "time, and $target is the pid of the program 'callscope record' started.\n"

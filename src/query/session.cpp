@@ -99,6 +99,21 @@ void write_json(std::FILE* out, const nlohmann::json& j) {
   std::fwrite(text.data(), 1, text.size(), out);
 }
 
+// --format json's document (docs/query.md), at the end of the query.
+void write_document(std::FILE* out, nlohmann::json trace, const CompileOptions& co, nlohmann::json records,
+                    int status, const Engine& engine, const Driver& driver) {
+  nlohmann::json doc;
+  doc["trace"] = std::move(trace);
+  if (co.target) doc["target"] = *co.target;
+  doc["records"] = std::move(records);
+  doc["exit_status"] = status;
+  doc["errors"] = engine.errors();
+  doc["events"] = driver.stats().events;
+  doc["firings"] = driver.stats().firings;
+  write_json(out, doc);
+  std::fflush(out);
+}
+
 // The script: -s, or the descriptions as clauses (file: "-n").
 Status load_source(const QueryRequest& req, std::string& source, std::string& file) {
   if (!req.script_file.empty()) {
@@ -263,18 +278,7 @@ Result<int> run_query(const QueryRequest& req, std::FILE* out, std::FILE* err) {
   if (req.warnings)
     for (const std::string& w : req.warnings(*trace)) std::fprintf(err, "callscope query: warning: %s\n", w.c_str());
   const int status = engine.exited() ? engine.exit_status() : 0;
-  if (req.json) {
-    nlohmann::json doc;
-    doc["trace"] = req.trace;
-    if (co.target) doc["target"] = *co.target;
-    doc["records"] = std::move(records);
-    doc["exit_status"] = status;
-    doc["errors"] = engine.errors();
-    doc["events"] = driver.stats().events;
-    doc["firings"] = driver.stats().firings;
-    write_json(out, doc);
-    std::fflush(out);
-  }
+  if (req.json) write_document(out, nlohmann::json(req.trace), co, std::move(records), status, engine, driver);
   if (!ran) return ran.error();
   for (const std::string& p : trace->problems()) std::fprintf(err, "callscope query: damaged trace: %s\n", p.c_str());
   return trace->problems().empty() ? status : 1;
@@ -463,18 +467,9 @@ Result<int> run_live(const QueryRequest& req, std::FILE* out, std::FILE* err) {
   std::fflush(out);
   for (const std::string& w : sym.warnings()) std::fprintf(err, "callscope query: warning: %s\n", w.c_str());
   const int status = engine.exited() ? engine.exit_status() : 0;
-  if (req.json) {
-    nlohmann::json doc;
-    doc["trace"] = req.keep_trace.empty() ? nlohmann::json(nullptr) : nlohmann::json(req.keep_trace);
-    if (co.target) doc["target"] = *co.target;
-    doc["records"] = std::move(records);
-    doc["exit_status"] = status;
-    doc["errors"] = engine.errors();
-    doc["events"] = driver.stats().events;
-    doc["firings"] = driver.stats().firings;
-    write_json(out, doc);
-    std::fflush(out);
-  }
+  if (req.json)
+    write_document(out, req.keep_trace.empty() ? nlohmann::json(nullptr) : nlohmann::json(req.keep_trace), co,
+                   std::move(records), status, engine, driver);
   return finish_status ? finish_status : status;
 }
 
