@@ -523,6 +523,8 @@ class Checker {
         if (auto b = builtin_type(e.name)) {
           e.var = VarKind::kBuiltin;
           e.slot = static_cast<uint32_t>(b->first);
+          if (b->first == Builtin::kUstackdepth || b->first == Builtin::kUcaller || b->first == Builtin::kDepth)
+            p_.stack = true;
           return b->second;
         }
         if (auto why = refused_variable(e.name)) {
@@ -648,6 +650,7 @@ class Checker {
       return Type::kNone;
     }
     e.slot = static_cast<uint32_t>(*f);
+    if (*f == Func::kUstack) p_.stack = true;
     const FunctionSig& sig = function_sig(*f);
     const size_t n = e.args.size();
     const std::string fname = e.name + "( )";

@@ -60,12 +60,14 @@ class CompiledProgram final : public Program {
   size_t clause_count() const override { return script.clauses.size(); }
   const std::vector<ProbeSpec>& clause_probes(size_t clause) const override { return script.clauses[clause].probes; }
   const std::map<std::string, std::string>& options() const override { return options_; }
+  bool reads_stack() const override { return stack; }
 
   Script script;
   std::vector<VarInfo> globals, arrays, thread_vars, clause_vars;
   std::vector<AggInfo> aggs;  // in order of first appearance: D prints them in this order at the end
   std::map<std::string, std::string> options_;
   bool quiet = false;
+  bool stack = false;      // reads_stack()
   int nspec = 1;           // speculation buffers (D's nspec)
   size_t strsize = 256;    // D's strsize: strings are cut to strsize - 1 bytes
 };

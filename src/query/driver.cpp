@@ -13,6 +13,7 @@
 #include <mutex>
 #include <thread>
 
+#include "common/glob.h"
 #include "format/raw_encoder.h"
 #include "format/trace_reader.h"
 #include "symbolize/symbolizer.h"
@@ -176,6 +177,7 @@ struct Driver::Impl {
   Strings& strings;
   Consumer* consumer = nullptr;
   bool allow_zero = false;
+  bool frames_needed = true;  // call paths kept (enable())
   double ns_per_tick = 1.0;
   uint64_t wall_origin_ns = 0;
   uint32_t no_thread = 0;  // the thread index of firings outside any thread
@@ -326,6 +328,16 @@ struct Driver::Impl {
   // the short way: no jump table, and the firing's context (a Firing on
   // the stack) built out of line only when a probe fires.
   void event(Thread& t, EventKind kind, uint64_t tick, uint64_t value) {
+    if (!frames_needed) {
+      // Nobody reads call paths or durations: an entry fires, the rest is
+      // skipped but losses.
+      if (kind == EventKind::kEntry) {
+        if (const ProbeInfo* p = slot_of(t, value, tick).entry) fire_entry(t, p, tick, value);
+      } else if (kind == EventKind::kLost) {
+        other(t, kind, tick, value);
+      }
+      return;
+    }
     if (kind == EventKind::kEntry || kind == EventKind::kEntryInherited) {
       enter(t, kind, tick, value);
     } else if (kind == EventKind::kExit || kind == EventKind::kExitUnwound || kind == EventKind::kExitTruncated) {
@@ -335,16 +347,17 @@ struct Driver::Impl {
     }
   }
 
+  // The probes of the function entered at `addr` (the thread's last one kept).
+  FnSlot slot_of(Thread& t, uint64_t addr, uint64_t tick) {
+    if (t.has_last && t.last_addr == addr) return t.last_slot;
+    t.last_slot = lookup(t.process, addr, tick);
+    t.last_addr = addr;
+    t.has_last = true;
+    return t.last_slot;
+  }
+
   void enter(Thread& t, EventKind kind, uint64_t tick, uint64_t value) {
-    FnSlot slot;
-    if (t.has_last && t.last_addr == value) {
-      slot = t.last_slot;
-    } else {
-      slot = lookup(t.process, value, tick);
-      t.last_addr = value;
-      t.last_slot = slot;
-      t.has_last = true;
-    }
+    const FnSlot slot = slot_of(t, value, tick);
     if (t.in_gap && !t.gap_depth_known) {
       t.gap_depth = t.frames.size();
       t.gap_depth_known = true;
@@ -755,9 +768,15 @@ Driver::Driver(TraceReader& trace, Catalog& catalog, symbolize::Symbolizer& sym,
 
 Driver::~Driver() = default;
 
-Status Driver::enable(const std::vector<std::vector<ProbeSpec>>& clauses, bool allow_zero, Consumer& consumer) {
+Status Driver::enable(const std::vector<std::vector<ProbeSpec>>& clauses, bool allow_zero, Consumer& consumer,
+                      bool reads_stack) {
   impl_->consumer = &consumer;
   impl_->allow_zero = allow_zero;
+  // Return probes need the frames for their durations.
+  bool returns = false;
+  for (const auto& clause : clauses)
+    for (const ProbeSpec& spec : clause) returns = returns || spec.name.empty() || glob_match(spec.name, "return");
+  impl_->frames_needed = reads_stack || returns;
   for (size_t c = 0; c < clauses.size(); ++c) {
     for (const ProbeSpec& spec : clauses[c]) {
       CALLSCOPE_TRY(const std::vector<uint32_t> ids, impl_->catalog.match(spec));

@@ -64,7 +64,10 @@ class Driver {
 
   // Enables, for each clause, the probes its descriptions match. A
   // description that matches nothing is an error unless allow_zero (-Z).
-  Status enable(const std::vector<std::vector<ProbeSpec>>& clauses, bool allow_zero, Consumer& consumer);
+  // Without `reads_stack` (Program::reads_stack) and without return probes
+  // the threads' call paths are not kept: entries fire, exits cost nothing.
+  Status enable(const std::vector<std::vector<ProbeSpec>>& clauses, bool allow_zero, Consumer& consumer,
+                bool reads_stack = true);
   // The engine's view of probe `id` (dtrace:::ERROR for set_error_probe),
   // valid as long as the driver.
   const ProbeInfo& probe_info(uint32_t id);

@@ -46,6 +46,10 @@ class Program {
   // (command line wins): quiet, aggsortkey, aggsortrev, aggsortpos,
   // aggsortkeypos, and those accepted and ignored (bufsize, ...).
   virtual const std::map<std::string, std::string>& options() const = 0;
+  // Whether a clause reads the firing thread's call path (ustack(),
+  // ustackdepth, ucaller, depth): without, and without return probes, the
+  // driver need not keep it.
+  virtual bool reads_stack() const = 0;
 };
 
 // `file` names the script in errors: "failed to compile script x.d: line 3:

@@ -263,7 +263,7 @@ Result<int> run_query(const QueryRequest& req, std::FILE* out, std::FILE* err) {
   Engine engine(program, strings, stacks, text);
   nlohmann::json records = nlohmann::json::array();
   EngineConsumer consumer(engine, text, catalog, out, err, req.json ? &records : nullptr);
-  if (auto enabled = driver.enable(clauses_of(*program), req.allow_zero, consumer); !enabled) {
+  if (auto enabled = driver.enable(clauses_of(*program), req.allow_zero, consumer, program->reads_stack()); !enabled) {
     for (const std::string& p : trace->problems()) std::fprintf(err, "callscope query: damaged trace: %s\n", p.c_str());
     return enabled.error();
   }
@@ -397,7 +397,8 @@ Result<int> run_live(const QueryRequest& req, std::FILE* out, std::FILE* err) {
   nlohmann::json records = nlohmann::json::array();
   EngineConsumer consumer(engine, text, catalog, out, err, req.json ? &records : nullptr);
   bool last_seen = false;
-  if (auto enabled = driver.enable(clauses_of(*program), req.allow_zero, consumer); !enabled) {
+  if (auto enabled = driver.enable(clauses_of(*program), req.allow_zero, consumer, program->reads_stack());
+      !enabled) {
     if (!program_done) {
       req.host->kill_program();
       while (req.host->poll()) {
