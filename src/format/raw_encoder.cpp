@@ -98,7 +98,7 @@ Status BasicRawStreamEncoder<Out>::add(const RawEvent& e) {
     case RawKind::kEntry:
     case RawKind::kEntryInherited: {
       const uint64_t tick = clamp(e.tick);
-      stack_.push_back({e.addr, e.sp, e.tick});
+      stack_.push(e.addr, e.sp, e.tick);
       if (e.kind == RawKind::kEntry) ++rec_.calls;
       return emit(e.kind == RawKind::kEntry ? EventKind::kEntry : EventKind::kEntryInherited, tick, e.addr, e.sp, 0);
     }

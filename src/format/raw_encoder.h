@@ -47,9 +47,17 @@ struct OpenFrame {
 // inner loop pushes and pops once per call).
 class FrameStack {
  public:
-  void push_back(const OpenFrame& f) {
+  void push_back(const OpenFrame& f) { push(f.addr, f.sp, f.raw_tick); }
+  // Field by field from scalars: the caller's event was just written field
+  // by field, and a copy the compiler merges into 16-byte loads stalls on
+  // those stores (store forwarding fails), every event.
+  void push(uint64_t addr, uint64_t sp, uint64_t raw_tick) {
+    __asm__("" : "+r"(addr), "+r"(sp));
     if (__builtin_expect(n_ == v_.size(), 0)) v_.resize(v_.size() * 2 + 256);
-    v_[n_++] = f;
+    OpenFrame& f = v_[n_++];
+    f.addr = addr;
+    f.sp = sp;
+    f.raw_tick = raw_tick;
   }
   void pop_back() { --n_; }
   bool empty() const { return n_ == 0; }
@@ -118,7 +126,7 @@ class EventColumns {
   }
   // Left uninitialised (new[] of trivial types): written before read.
   __attribute__((noinline)) void grow(size_t need) {
-    const size_t cap = std::max<size_t>({need, cap_ * 2, size_t{1} << 16});
+    const size_t cap = std::min<size_t>(std::max<size_t>({need, size_t{cap_} * 2, size_t{1} << 16}), UINT32_MAX);
     auto move_to = [&](auto& p, size_t used) {
       using T = std::remove_reference_t<decltype(p[0])>;
       std::unique_ptr<T[]> q(new T[cap]);
@@ -128,11 +136,13 @@ class EventColumns {
     move_to(kinds_, n_);
     move_to(ticks_, n_);
     move_to(values_, nv_);
-    cap_ = cap;
+    cap_ = static_cast<uint32_t>(cap);
   }
   std::unique_ptr<EventKind[]> kinds_;
   std::unique_ptr<uint64_t[]> ticks_, values_;
-  size_t n_ = 0, nv_ = 0, cap_ = 0;
+  // 32-bit counts: a store into ticks_ or values_ (64-bit) cannot alias
+  // them, so the compiler keeps them in registers across an event's stores.
+  uint32_t n_ = 0, nv_ = 0, cap_ = 0;
 };
 
 // Out: EventEncoder (the trace) or EventColumns (a consumer in memory).
@@ -153,7 +163,7 @@ class BasicRawStreamEncoder {
     if (tick < last_) tick = last_;
     if (e.kind == RawKind::kEntry) {
       if (!out_.try_entry(tick, e.addr, e.sp)) return false;
-      stack_.push_back({e.addr, e.sp, e.tick});
+      stack_.push(e.addr, e.sp, e.tick);
       ++rec_.calls;
     } else if (e.kind == RawKind::kExit && !stack_.empty()) {
       if (!out_.try_exit(tick)) return false;
