@@ -8,8 +8,9 @@
 # One command:   bench/query/live.sh        (bpftrace's rows need root and bpftrace)
 # Settings:
 #   FIB_N=34     fib argument for the record-vs-query rows (2*F(n+1)-1 calls)
-#   BPF_N=27     fib argument for the rows beside bpftrace (its uprobes take
-#                microseconds per hit: fib(27) makes 635,621 calls)
+#   BPF_N=30     fib argument for the rows beside bpftrace (its uprobes take
+#                microseconds per hit: fib(30) makes 2,692,537 calls; a
+#                shorter run measures start-up more than calls)
 #   REPS=3       runs of each command (median)
 #   CALLSCOPE_BUILD (default build-bench, else build)
 # Each cost per call is (wall time - the same program's wall time without
@@ -18,7 +19,7 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 FIB_N=${FIB_N:-34}
-BPF_N=${BPF_N:-27}
+BPF_N=${BPF_N:-30}
 REPS=${REPS:-3}
 BUILD=${CALLSCOPE_BUILD:-$ROOT/build-bench}
 [ -x "$BUILD/bin/callscope" ] || BUILD=$ROOT/build
