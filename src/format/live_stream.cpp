@@ -40,6 +40,16 @@ FileHeader initial_header(ClockKind clock) {
   return fh;
 }
 
+// What the tap says of a thread file without a ring (<pid>.<n>/t<tid>.ev).
+std::string unseen_thread(const std::string& path) {
+  unsigned pid = 0, n = 0, tid = 0;
+  const size_t slash = path.find_last_of('/');
+  const size_t before = path.find_last_of('/', slash - 1);
+  std::sscanf(path.c_str() + before + 1, "%u.%u/t%u", &pid, &n, &tid);
+  return "thread " + std::to_string(tid) + " of process " + std::to_string(pid) +
+         " has no ring (one could not be allocated in the raw directory): the query does not see its events";
+}
+
 }  // namespace
 
 LiveStream::~LiveStream() {
@@ -90,8 +100,10 @@ Status LiveStream::add_thread(const std::string& path, const std::string& rel, u
   struct stat st {};
   if (::fstat(fd, &st) != 0 || static_cast<uint64_t>(st.st_size) < kRawThreadHeaderSize + kRingBytes) {
     ::close(fd);
+    not_ringed_.insert(path);
     return ok_status();
   }
+  not_ringed_.erase(path);
   const uint64_t bytes = kRawThreadHeaderSize + kRingBytes;
   void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (m == MAP_FAILED) {
@@ -194,8 +206,15 @@ Status LiveStream::flush_thread(Thread& t) {
 
 Status LiveStream::drain(Thread& t, bool peek) {
   auto* h = reinterpret_cast<RawThreadHeader*>(t.map);
-  // A file in grow mode (the writer could not set up its ring) needs nothing.
-  if (__atomic_load_n(&h->ring_segments, __ATOMIC_ACQUIRE) != kRingSegments) return ok_status();
+  // A file in grow mode (the writer could not set up its ring) needs nothing
+  // (and the tap cannot follow it: finalize reads it whole).
+  if (__atomic_load_n(&h->ring_segments, __ATOMIC_ACQUIRE) != kRingSegments) {
+    if (t.tap && !t.tap->unseen_said) {
+      t.tap->unseen_said = true;
+      tap_warnings_.push_back(unseen_thread(t.path));
+    }
+    return ok_status();
+  }
   // Closed first: then the segment being written is final.
   const bool closed = (__atomic_load_n(&h->flags, __ATOMIC_ACQUIRE) & kRawThreadClosed) != 0;
   const uint64_t committed = __atomic_load_n(&h->committed, __ATOMIC_ACQUIRE);
@@ -323,6 +342,8 @@ void LiveStream::tap_deliver(uint64_t horizon, bool last) {
       d.ended.emplace_back(t->index, tp.end_tick);
     }
   }
+  d.warnings = std::move(tap_warnings_);
+  tap_warnings_.clear();
   tap_pending_ = 0;
   tap_->deliver(std::move(d));
 }
@@ -330,6 +351,10 @@ void LiveStream::tap_deliver(uint64_t horizon, bool last) {
 void LiveStream::tap_rest() {
   if (!tap_) return;
   (void)scan();  // threads too short-lived for any poll to see
+  // Files never of a ring's size now that the program has ended: threads
+  // that wrote to a growing file (their ring could not be allocated).
+  for (const std::string& path : not_ringed_)
+    tap_warnings_.push_back(unseen_thread(path));
   for (auto& t : threads_) {
     if (!t->tap || !t->map) continue;
     const auto* h = reinterpret_cast<const RawThreadHeader*>(t->map);

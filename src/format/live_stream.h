@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -50,6 +51,7 @@ struct LiveDelivery {
   std::vector<LiveThreadStart> threads;                   // new threads
   std::vector<std::pair<uint32_t, EventColumns>> events;  // per thread index, in order
   std::vector<std::pair<uint32_t, uint64_t>> ended;       // threads that exited, and when (trace ticks)
+  std::vector<std::string> warnings;                      // what the tap cannot see, a line each
   bool last = false;  // the program has ended: nothing follows
 };
 class LiveTap {
@@ -135,7 +137,7 @@ class LiveStream {
       std::unique_ptr<BasicRawStreamEncoder<EventColumns>> stream;
       uint64_t segment = 0;  // the segment it reads
       size_t word = 0;       // and where in it
-      bool start_sent = false, ended = false, end_sent = false;
+      bool start_sent = false, ended = false, end_sent = false, unseen_said = false;
       uint64_t end_tick = 0;
     };
     std::unique_ptr<Tap> tap;
@@ -188,6 +190,8 @@ class LiveStream {
   uint64_t last_peek_ = 0;    // trace ticks of the last tap round
   uint64_t tap_horizon_ = 0;
   size_t tap_pending_ = 0;    // events read by the tap, not handed over yet
+  std::vector<std::string> tap_warnings_;
+  std::set<std::string> not_ringed_;  // thread files seen smaller than a ring
 };
 
 }  // namespace callscope::format

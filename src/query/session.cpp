@@ -419,6 +419,7 @@ Result<int> run_live(const QueryRequest& req, std::FILE* out, std::FILE* err) {
       for (const auto& [index, end] : d.ended) driver.live_ended(index);
       horizon = std::max(horizon, d.horizon);
       last_seen = last_seen || d.last;
+      for (const std::string& w : d.warnings) std::fprintf(err, "callscope query: warning: %s\n", w.c_str());
     }
   };
   feed(backlog);

@@ -262,5 +262,30 @@ TEST(QueryLiveErrorTest, AProbeThatMatchesNothingStopsTheProgram) {
   EXPECT_FALSE(exists(dir.file("done")));
 }
 
+// A raw directory too small for a ring (300 KiB: a ring's first segment and
+// the meta files' reserve do not fit): the thread writes its events to a
+// growing file instead, which the query cannot follow -- and says so. In a
+// mount namespace of our own, with a small tmpfs over /dev/shm.
+TEST(QueryLiveErrorTest, AThreadWithoutARingIsSaid) {
+  if (::geteuid() != 0) GTEST_SKIP() << "mounting a small tmpfs needs root (unshare -m)";
+  if (run({"sh", "-c", "command -v unshare"}).exit_code != 0) GTEST_SKIP() << "unshare(1) is not installed";
+  TempDir dir;
+  touch(dir.file("gate"));
+  const std::string script =
+      "mount -t tmpfs -o size=300k tmpfs /dev/shm 2>/dev/null || { echo SKIP: cannot mount a tmpfs; exit 0; }\n'" +
+      std::string(CALLSCOPE_EXE) + "' query -q -n 'pid$target:a.out:beat:entry { @ = count(); }' -c '" +
+      fixture(variants().front(), "live") + " 2 " + dir.file("gate") + " " + dir.file("done") +
+      "'\necho \"query exit $?\"\n";
+  RunResult r = run({"unshare", "-m", "sh", "-c", script});
+  if (r.out.find("SKIP") != std::string::npos || (r.out.empty() && r.err.find("unshare") != std::string::npos))
+    GTEST_SKIP() << "no private mount namespace here: " << r.out << r.err;
+  EXPECT_NE(r.out.find("query exit 0\n"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.err.find("has no ring (one could not be allocated in the raw directory): the query does not see its "
+                       "events"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(slurp(dir.file("done")), "beats=4\n");
+}
+
 }  // namespace
 }  // namespace callscope::e2e
