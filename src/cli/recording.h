@@ -35,8 +35,9 @@ struct RecordOptions {
   std::vector<std::string> command;
   // The runtime's settings as it reads them: ("CALLSCOPE_MODE", "profile"), ...
   std::vector<std::pair<std::string, std::string>> runtime_env;
-  // No output was asked for (query -c without -o): the trace is written in
-  // the session directory and goes with it.
+  // No output was asked for (query -c without -o): with a tap, no events
+  // are encoded (LiveStream::set_tap's tap_only); the trace file (its header
+  // alone) lives in the session directory and goes with it.
   bool scratch_output = false;
   // The session directory stays until the Recording is destroyed, not
   // only until finish() (query -c reads it after, for the last processes).
