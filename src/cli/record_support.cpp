@@ -285,6 +285,7 @@ namespace {
 
 // What the handler says and does: set up before it is installed, read only
 // by it (async-signal-safe calls only).
+std::string g_first_before, g_first_after;  // the first signal's note, around its name
 std::string g_stop_note;
 const OutputClaim* g_claim = nullptr;
 volatile sig_atomic_t g_writing_signals = 0;
@@ -307,10 +308,9 @@ void on_writing_signal(int sig) {
   const sig_atomic_t seen = g_writing_signals;
   g_writing_signals = seen + 1;
   if (seen == 0) {
-    say("callscope record: SIG");
+    say(g_first_before.c_str());
     say(name ? name : "?");
-    say(" while writing the trace (the program has ended): finishing it, a moment; send it again to stop "
-        "at once (nothing is lost: 'callscope finish' makes the trace later)\n");
+    say(g_first_after.c_str());
     errno = saved_errno;
     return;
   }
@@ -330,8 +330,14 @@ void on_writing_signal(int sig) {
 }  // namespace
 
 WritingSignals::WritingSignals(const std::string& session, const std::string& output, const std::string& unfinished,
-                               const OutputClaim* claim) {
-  g_stop_note = "callscope record: stopped before the trace was complete; nothing is lost: run 'callscope finish " +
+                               const OutputClaim* claim, const char* who, bool program_ended) {
+  g_first_before = std::string("callscope ") + who + ": SIG";
+  g_first_after = std::string(" while writing the trace (") +
+                  (program_ended ? "the program has ended" : "tracing has stopped") +
+                  "): finishing it, a moment; send it again to stop at once (nothing is lost: 'callscope finish' "
+                  "makes the trace later)\n";
+  g_stop_note = std::string("callscope ") + who +
+                ": stopped before the trace was complete; nothing is lost: run 'callscope finish " +
                 session + " -o " + output + "' to make it (it reads the raw session " + session +
                 " and the unfinished trace " + unfinished + ")\n";
   g_claim = claim;

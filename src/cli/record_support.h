@@ -73,7 +73,7 @@ class SessionLog {
 class WritingSignals {
  public:
   WritingSignals(const std::string& session, const std::string& output, const std::string& unfinished,
-                 const OutputClaim* claim);
+                 const OutputClaim* claim, const char* who = "record", bool program_ended = true);
   ~WritingSignals();
   WritingSignals(const WritingSignals&) = delete;
   WritingSignals& operator=(const WritingSignals&) = delete;

@@ -247,7 +247,7 @@ int Recording::finish(bool quiet) {
   // with the session and the unfinished trace left for `finish`.
   const std::string unfinished = live_->writer().temporary_path();
   std::optional<WritingSignals> writing;
-  if (!o_.scratch_output) writing.emplace(session_, o_.output, unfinished, s.claim.get());
+  if (!o_.scratch_output) writing.emplace(session_, o_.output, unfinished, s.claim.get(), who_, main_reaped_);
   s.drainer->stop();
   if (!s.drainer->failure().empty())
     print_warning(who_, s.drainer->failure() + "; the program's threads dropped events from then on");
