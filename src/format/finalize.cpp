@@ -186,6 +186,12 @@ ClockPair sample_clocks() {
   return best;
 }
 
+uint64_t ticks_since(ClockKind clock, uint64_t origin) {
+  const ClockPair now = sample_clocks();
+  const uint64_t v = clock == ClockKind::kTsc ? now.tsc : now.mono_ns;
+  return v > origin ? v - origin : 0;
+}
+
 Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::string& out_path,
                                          const FinalizeOptions& options, LiveStream* live) {
   CALLSCOPE_TRY(RawSession s, read_raw_session(raw_dir));

@@ -10,6 +10,7 @@
 
 #include "common/output_claim.h"
 #include "common/result.h"
+#include "format/trace_format.h"
 
 namespace callscope::format {
 
@@ -62,6 +63,8 @@ struct ClockPair {
   uint64_t mono_ns;
 };
 ClockPair sample_clocks();
+// The clock `clock` now, in ticks from `origin` (a value of that clock).
+uint64_t ticks_since(ClockKind clock, uint64_t origin);
 // Whether the TSC is invariant here (as the runtime decides its clock).
 bool tsc_is_invariant();
 

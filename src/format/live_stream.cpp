@@ -244,12 +244,6 @@ Status LiveStream::drain(Thread& t, bool peek) {
   return ok_status();
 }
 
-uint64_t LiveStream::now_tick() const {
-  const ClockPair now = sample_clocks();
-  const uint64_t v = clock_ == ClockKind::kTsc ? now.tsc : now.mono_ns;
-  return v > origin_ ? v - origin_ : 0;
-}
-
 void LiveStream::set_tap(LiveTap* tap, double ticks_per_ns, bool tap_only) {
   tap_ = tap;
   tap_only_ = tap_only;
@@ -378,7 +372,7 @@ Status LiveStream::poll() {
   bool peek = false;
   uint64_t round = 0;
   if (tap_) {
-    round = now_tick();
+    round = ticks_since(clock_, origin_);
     peek = polls_ == 0 || static_cast<double>(round - std::min(round, last_peek_)) >= kTapRoundNs * ticks_per_ns_;
     if (peek) last_peek_ = round;
   }

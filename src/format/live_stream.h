@@ -165,7 +165,6 @@ class LiveStream {
   Status drain(Thread& t, bool peek);
   void tap_read(Thread& t, uint64_t committed, bool closed, bool partial);
   void tap_deliver(uint64_t horizon, bool last);
-  uint64_t now_tick() const;
   Status flush_thread(Thread& t);
   Status encode_segment(Thread& t, uint64_t n);
   void give_up();

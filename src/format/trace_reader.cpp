@@ -17,16 +17,6 @@
 namespace callscope::format {
 namespace {
 
-std::string hex(const uint8_t* p, size_t n) {
-  static const char* d = "0123456789abcdef";
-  std::string s;
-  for (size_t i = 0; i < n; ++i) {
-    s += d[p[i] >> 4];
-    s += d[p[i] & 15];
-  }
-  return s;
-}
-
 bool valid_header(const BlockHeader& h) {
   return h.magic == kBlockMagic && h.check == header_check(&h, offsetof(BlockHeader, check));
 }
@@ -95,6 +85,16 @@ std::string str(const uint8_t* strings, size_t size, StrRef r) {
 }
 
 }  // namespace
+
+std::string hex_string(const uint8_t* p, size_t n) {
+  static const char* d = "0123456789abcdef";
+  std::string s;
+  for (size_t i = 0; i < n; ++i) {
+    s += d[p[i] >> 4];
+    s += d[p[i] & 15];
+  }
+  return s;
+}
 
 std::vector<std::string> split_nul(const std::string& s) {
   std::vector<std::string> out;
@@ -276,7 +276,7 @@ Status TraceReader::read_metadata() {
         auto recs = parse_records<ModuleRecord>(*p, &strings, &ssize);
         if (!recs) { fail(recs.error()); break; }
         for (auto& [r, unused] : *recs)
-          modules_.push_back({r, str(strings, ssize, r.path), hex(r.build_id, std::min<uint32_t>(r.build_id_len, 20))});
+          modules_.push_back({r, str(strings, ssize, r.path), hex_string(r.build_id, std::min<uint32_t>(r.build_id_len, 20))});
         break;
       }
       case BlockType::kThreads: {

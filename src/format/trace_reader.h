@@ -188,6 +188,9 @@ class TraceReader {
   bool unlisted_threads_ = false;
 };
 
+// Bytes as lowercase hex (build-ids: ModuleInfo::build_id).
+std::string hex_string(const uint8_t* p, size_t n);
+
 // Splits a NUL-separated argument list.
 std::vector<std::string> split_nul(const std::string& s);
 

@@ -13,16 +13,6 @@
 namespace callscope::query {
 namespace {
 
-std::string hex_of(const uint8_t* bytes, size_t n) {
-  std::string out;
-  char b[3];
-  for (size_t i = 0; i < n; ++i) {
-    std::snprintf(b, sizeof b, "%02x", bytes[i]);
-    out += b;
-  }
-  return out;
-}
-
 std::string dir_name(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
 
 uint64_t realtime_ns() {
@@ -33,8 +23,11 @@ uint64_t realtime_ns() {
 
 }  // namespace
 
-LiveTrace::LiveTrace(std::string session, format::ClockKind clock, uint64_t origin, double ticks_per_ns)
-    : session_(std::move(session)), clock_(clock), origin_(origin), ticks_per_ns_(ticks_per_ns) {
+void LiveTrace::begin(std::string session, format::ClockKind clock, uint64_t origin, double ticks_per_ns) {
+  session_ = std::move(session);
+  clock_ = clock;
+  origin_ = origin;
+  ticks_per_ns_ = ticks_per_ns;
   format::FileHeader h{};
   std::memcpy(h.magic, format::kTraceMagic, sizeof h.magic);
   h.version_major = format::kTraceVersionMajor;
@@ -50,11 +43,7 @@ LiveTrace::LiveTrace(std::string session, format::ClockKind clock, uint64_t orig
   trace_ = format::TraceReader::growing(h, info);
 }
 
-uint64_t LiveTrace::now_tick() const {
-  const format::ClockPair now = format::sample_clocks();
-  const uint64_t v = clock_ == format::ClockKind::kTsc ? now.tsc : now.mono_ns;
-  return v > origin_ ? v - origin_ : 0;
-}
+uint64_t LiveTrace::now_tick() const { return format::ticks_since(clock_, origin_); }
 
 void LiveTrace::deliver(format::LiveDelivery&& d) {
   size_t n = 0;
@@ -167,7 +156,7 @@ bool LiveTrace::read_session() {
       mi.record.high = m.record.high;
       mi.record.load_tick = to_trace(p, m.record.tick);
       mi.path = m.path;
-      mi.build_id = hex_of(m.record.build_id, std::min<size_t>(m.record.build_id_len, sizeof m.record.build_id));
+      mi.build_id = format::hex_string(m.record.build_id, std::min<size_t>(m.record.build_id_len, sizeof m.record.build_id));
       mods.push_back(std::move(mi));
     }
     // An exit: once every thread of the process has ended (its events are

@@ -28,9 +28,11 @@ namespace callscope::query {
 
 class LiveTrace final : public format::LiveTap {
  public:
-  // `session`: the raw session directory ("" for none: no program, clock
-  // probes only). Ticks count from `origin` of `clock`.
-  LiveTrace(std::string session, format::ClockKind clock, uint64_t origin, double ticks_per_ns);
+  // The tap exists before the program starts (deliveries wait here); the
+  // trace begins once the recorder has chosen its clock. `session`: the raw
+  // session directory ("" for none: no program, clock probes only). Ticks
+  // count from `origin` of `clock`.
+  void begin(std::string session, format::ClockKind clock, uint64_t origin, double ticks_per_ns);
 
   format::TraceReader& trace() { return *trace_; }
   // The clock now, in trace ticks.
@@ -61,9 +63,9 @@ class LiveTrace final : public format::LiveTap {
  private:
   bool read_session();
   std::string session_;
-  format::ClockKind clock_;
-  uint64_t origin_;
-  double ticks_per_ns_;
+  format::ClockKind clock_ = format::ClockKind::kMonotonic;
+  uint64_t origin_ = 0;
+  double ticks_per_ns_ = 1.0;
   std::unique_ptr<format::TraceReader> trace_;
   std::map<std::string, uint32_t> process_of_dir_;  // "<pid>.<n>" -> process index
   std::map<uint32_t, size_t> modules_read_;         // process index -> raw module records taken

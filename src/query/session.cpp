@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <thread>
 
@@ -313,38 +312,16 @@ Result<int> run_live(const QueryRequest& req, std::FILE* out, std::FILE* err) {
 
   const bool tsc = format::tsc_is_invariant();
   const double tsc_rate = req.host && tsc ? measure_ticks_per_ns(format::ClockKind::kTsc) : 1.0;
-  // The tap must exist before the program starts: a forwarding one until
-  // the recorder has chosen its clock. Every way out after start() goes
-  // through the host's finish(), which stops the recorder's thread.
-  struct Forward final : format::LiveTap {
-    std::mutex m;
-    LiveTrace* to = nullptr;
-    std::vector<format::LiveDelivery> early;
-    void deliver(format::LiveDelivery&& d) override {
-      std::lock_guard<std::mutex> lk(m);
-      if (to) to->deliver(std::move(d));
-      else early.push_back(std::move(d));
-    }
-    bool reuse(format::EventColumns& into) override {
-      std::lock_guard<std::mutex> lk(m);
-      return to && to->reuse(into);
-    }
-  } forward;
-  std::unique_ptr<LiveTrace> live;
+  // The tap exists before the program starts. Every way out after start()
+  // goes through the host's finish(), which stops the recorder's thread.
+  auto live = std::make_unique<LiveTrace>();
   std::vector<format::LiveDelivery> backlog;
   bool program_done = req.host == nullptr;
   int finish_status = 0;
   if (req.host) {
-    CALLSCOPE_CHECK(req.host->start(forward, tsc_rate));
+    CALLSCOPE_CHECK(req.host->start(*live, tsc_rate));
     const format::ClockKind clock = req.host->clock();
-    live = std::make_unique<LiveTrace>(req.host->session(), clock, req.host->origin(),
-                                       clock == format::ClockKind::kTsc ? tsc_rate : 1.0);
-    {
-      std::lock_guard<std::mutex> lk(forward.m);
-      forward.to = live.get();
-      for (auto& d : forward.early) live->deliver(std::move(d));
-      forward.early.clear();
-    }
+    live->begin(req.host->session(), clock, req.host->origin(), clock == format::ClockKind::kTsc ? tsc_rate : 1.0);
     co.target = static_cast<uint64_t>(req.host->pid());
     auto again = compile(source, file, co);
     if (!again) {
@@ -381,7 +358,7 @@ Result<int> run_live(const QueryRequest& req, std::FILE* out, std::FILE* err) {
       }
     }
   } else {
-    live = std::make_unique<LiveTrace>("", format::ClockKind::kMonotonic, format::sample_clocks().mono_ns, 1.0);
+    live->begin("", format::ClockKind::kMonotonic, format::sample_clocks().mono_ns, 1.0);
   }
 
   std::vector<std::string> warnings;

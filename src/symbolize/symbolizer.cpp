@@ -26,16 +26,6 @@ std::string base_name(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-std::string hex_of(const unsigned char* p, int n) {
-  static const char* d = "0123456789abcdef";
-  std::string s;
-  for (int i = 0; i < n; ++i) {
-    s += d[p[i] >> 4];
-    s += d[p[i] & 15];
-  }
-  return s;
-}
-
 }  // namespace
 
 std::string demangle(const std::string& name) {
@@ -174,8 +164,9 @@ Symbolizer::Process& Symbolizer::process(uint32_t index) {
     const unsigned char* bits = nullptr;
     GElf_Addr vaddr = 0;
     int n = dwfl_module_build_id(dm, &bits, &vaddr);
-    if (!m.build_id.empty() && n > 0 && hex_of(bits, n) != m.build_id) {
-      warnings_.push_back("module '" + m.path + "' has changed since the recording (build-id " + hex_of(bits, n) +
+    if (!m.build_id.empty() && n > 0 && format::hex_string(bits, static_cast<size_t>(n)) != m.build_id) {
+      warnings_.push_back("module '" + m.path + "' has changed since the recording (build-id " +
+                          format::hex_string(bits, static_cast<size_t>(n)) +
                           ", recorded " + m.build_id + "): its addresses are shown as offsets");
       p.mods.push_back(mod);
       continue;
