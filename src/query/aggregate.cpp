@@ -230,6 +230,10 @@ Aggregation::Entry* Aggregation::find_or_add(const Key& key) {
 
 void Aggregation::add(const Key& key, int64_t value, int64_t incr) { add_to(find_or_add(key), value, incr); }
 
+void Aggregation::add_count(Entry* e, uint64_t n) {
+  e->v[0] = static_cast<int64_t>(static_cast<uint64_t>(e->v[0]) + n);
+}
+
 void Aggregation::add_to(Entry* e, int64_t value, int64_t incr) {
   // Unsigned arithmetic: D's sums wrap, they do not trap.
   auto wrap_add = [](int64_t& a, int64_t b) {

@@ -64,6 +64,8 @@ class Aggregation {
   struct Entry;
   Entry* entry(const Key& key) { return find_or_add(key); }
   void add_to(Entry* e, int64_t value, int64_t incr = 1);
+  // n calls of count() at once (fn() must be kCount).
+  void add_count(Entry* e, uint64_t n);
   uint64_t generation() const { return generation_; }
   // clear(@): every value to zero, keys kept. trunc(@): all keys removed;
   // trunc(@, n): only the n largest kept (n < 0: the -n smallest).

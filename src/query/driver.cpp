@@ -35,6 +35,7 @@ uint64_t end_key(uint64_t tick) { return tick * 3 + 2; }
 struct FnSlot {
   const ProbeInfo* entry = nullptr;
   const ProbeInfo* ret = nullptr;
+  bool tally = false;  // entry only counts (Consumer::tallies)
 };
 
 struct Frame {
@@ -169,7 +170,8 @@ struct Driver::Impl {
           if (catalog.matches(spec, id)) enable_probe(id, clause);
     }
     const PidFunction& f = catalog.functions()[*fn];
-    FnSlot slot{info(f.entry_probe), info(f.return_probe)};
+    FnSlot slot{info(f.entry_probe), info(f.return_probe), false};
+    slot.tally = slot.entry && consumer->tallies(*slot.entry);
     table.emplace(addr, slot);
     return slot;
   }
@@ -203,12 +205,38 @@ struct Driver::Impl {
   uint32_t strings_callscope = 0;
 
   void fire(const Firing& f) {
+    if (!tallied.empty()) flush_tallies();
     consumer->fire(f);
     ++fired;
     stop = consumer->exited();
   }
   bool stop = false;  // exit() was called: asked after each firing only
   uint64_t fired = 0;
+
+  // Entries of probes that only count are added up, by probe, and passed
+  // on before any other firing (which might read the aggregations) and at
+  // the end of each merge: what the script sees is the same.
+  std::vector<uint64_t> pending;  // by probe id
+  std::vector<const ProbeInfo*> tallied;
+  void tally(const ProbeInfo* p) {
+    if (pending.size() <= p->id) pending.resize(p->id + 1);
+    if (pending[p->id]++ == 0) tallied.push_back(p);
+  }
+  void flush_tallies() {
+    for (const ProbeInfo* p : tallied) {
+      const uint64_t n = std::exchange(pending[p->id], 0);
+      consumer->fire_tally(outside(p, last_tick), n);
+      fired += n;
+    }
+    tallied.clear();
+  }
+  void entered(const Thread& t, const FnSlot& slot, uint64_t tick, uint64_t addr) {
+    if (slot.tally) {
+      tally(slot.entry);
+    } else {
+      fire_entry(t, slot.entry, tick, addr);
+    }
+  }
 
   // One event of thread t. Entries and returns, nearly every event, take
   // the short way: no jump table, and the firing's context (a Firing on
@@ -218,7 +246,7 @@ struct Driver::Impl {
       // Nobody reads call paths or durations: an entry fires, the rest is
       // skipped but losses.
       if (kind == EventKind::kEntry) {
-        if (const ProbeInfo* p = slot_of(t, value, tick).entry) fire_entry(t, p, tick, value);
+        if (const FnSlot& slot = slot_of(t, value, tick); slot.entry) entered(t, slot, tick, value);
       } else if (kind == EventKind::kLost) {
         other(t, kind, tick, value);
       }
@@ -256,7 +284,7 @@ struct Driver::Impl {
     t.addrs.push_back(value);
     // An inherited frame began before the stream did, or in a gap:
     // callscope did not see it enter.
-    if (slot.entry && kind == EventKind::kEntry) fire_entry(t, slot.entry, tick, value);
+    if (slot.entry && kind == EventKind::kEntry) entered(t, slot, tick, value);
   }
 
   void leave(Thread& t, EventKind kind, uint64_t tick) {
@@ -583,6 +611,7 @@ struct Driver::Impl {
       run_thread(t, std::min({second_key, mk, ck, bound}));
       if (!t.has_batch) active.erase(active.begin() + static_cast<std::ptrdiff_t>(best));
     }
+    if (!tallied.empty()) flush_tallies();
   }
 
   Status run() {
@@ -599,6 +628,7 @@ struct Driver::Impl {
     }
     // Stop the decoders still running (exit()).
     for (Thread& t : threads) t.stream.reset();
+    if (!tallied.empty()) flush_tallies();
     if (const ProbeInfo* end = info(2)) fire(outside(end, last_tick));
     return damage;
   }
@@ -732,6 +762,7 @@ void Driver::live_advance(uint64_t horizon) {
 
 void Driver::live_end(uint64_t tick) {
   Impl& d = *impl_;
+  if (!d.tallied.empty()) d.flush_tallies();
   if (const ProbeInfo* end = d.info(2)) d.fire(d.outside(end, std::max(d.last_tick, tick)));
   stats_.events = d.events;
   stats_.firings = d.fired;

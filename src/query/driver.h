@@ -41,6 +41,12 @@ class Consumer {
  public:
   virtual void enable(const ProbeInfo& probe, size_t clause) = 0;
   virtual void fire(const Firing& f) = 0;
+  // Firings of `probe` only count (Engine::tallies): the driver may add
+  // them up and pass them on as one fire_tally, before any other firing.
+  virtual bool tallies(const ProbeInfo&) const { return false; }
+  virtual void fire_tally(const Firing& f, uint64_t n) {
+    for (uint64_t i = 0; i < n; ++i) fire(f);
+  }
   // exit() was called: no more firings but END.
   virtual bool exited() const = 0;
 

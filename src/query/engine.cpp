@@ -232,8 +232,7 @@ Value n_agg(const Node& n, Ctx& c) {
 
 // An aggregation statement keyed by the probe's names alone: the key is
 // made and looked up once per probe.
-Value n_agg_by_probe(const Node& n, Ctx& c) {
-  Aggregation& agg = *c.s->aggs[n.slot];
+Aggregation::Entry* probe_entry(const Node& n, Ctx& c, Aggregation& agg) {
   const uint32_t id = c.f->probe->id;
   if (n.by_probe.size() <= id) n.by_probe.resize(id + 1, {0, nullptr});
   auto& [generation, entry] = n.by_probe[id];
@@ -242,6 +241,12 @@ Value n_agg_by_probe(const Node& n, Ctx& c) {
     entry = agg.entry(n.key);
     generation = agg.generation();
   }
+  return entry;
+}
+
+Value n_agg_by_probe(const Node& n, Ctx& c) {
+  Aggregation& agg = *c.s->aggs[n.slot];
+  Aggregation::Entry* entry = probe_entry(n, c, agg);
   const int64_t v = n.a ? n.a->fn(*n.a, c).as_int() : 0;
   const int64_t incr = n.b ? n.b->fn(*n.b, c).as_int() : 1;
   if (!c.fault) agg.add_to(entry, v, incr);
@@ -619,6 +624,29 @@ void Engine::fire(const Firing& f) {
   auto& bp = s_->by_probe;
   if (id >= bp.size() || bp[id].empty()) return;
   s_->run(f, bp[id]);
+}
+
+bool Engine::tallies(uint32_t probe) const {
+  const auto& s = *s_;
+  if (probe >= s.by_probe.size() || s.by_probe[probe].empty()) return false;
+  for (const EngineState::Enabled& en : s.by_probe[probe]) {
+    const EngineState::Clause& cl = s.clauses[en.clause];
+    if (cl.predicate || cl.empty) return false;
+    for (const Node* st : cl.stmts)
+      if (st->fn != n_agg_by_probe || s.aggs[st->slot]->fn() != AggFn::kCount) return false;
+  }
+  return true;
+}
+
+void Engine::fire_tally(const Firing& f, uint64_t n) {
+  auto& s = *s_;
+  for (const EngineState::Enabled& en : s.by_probe[f.probe->id]) {
+    for (const Node* st : s.clauses[en.clause].stmts) {
+      Ctx c{&s, &f, &s.out};
+      Aggregation& agg = *s.aggs[st->slot];
+      agg.add_count(probe_entry(*st, c, agg), n);
+    }
+  }
 }
 
 bool Engine::exited() const { return s_->exited; }

@@ -103,6 +103,11 @@ class Engine {
 
   // Runs the clauses enabled for f.probe. Cheap when none is.
   void fire(const Firing& f);
+  // Every clause enabled for `probe` only counts, keyed by the probe's
+  // names (`@[probefunc] = count();`): n firings of it are one
+  // fire_tally(f, n), whenever before anything else reads aggregations.
+  bool tallies(uint32_t probe) const;
+  void fire_tally(const Firing& f, uint64_t n);
   // exit(n) was called: the driver stops firing (but fires END).
   bool exited() const;
   int exit_status() const;

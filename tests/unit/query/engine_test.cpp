@@ -110,6 +110,40 @@ TEST(Engine, CountByProbefunc) {
                         "  alpha                                                             3\n");
 }
 
+// Which probes only count (the driver may add their firings up), and a
+// tally of n is n firings.
+TEST(Engine, TalliesAreProbesThatOnlyCountByTheirNames) {
+  const char* src =
+      "pid$target:a.out:alpha:entry { @[probefunc] = count(); @n = count(); }\n"
+      "pid$target:a.out:alpha:entry { @m[probemod, probename] = count(); }\n"
+      "pid$target:a.out:beta:entry /tid == 1/ { @[probefunc] = count(); }\n"
+      "pid$target:a.out:gamma:entry { @s[probefunc] = sum(2); }\n"
+      "pid$target:a.out:delta:entry { @t[tid] = count(); }\n"
+      "pid$target:a.out:eps:entry { @[probefunc] = count(); }\n"
+      "pid$target:a.out:eps:entry { printf(\"e\\n\"); }\n"
+      "pid$target:a.out:zeta:entry {}\n";
+  Script s(src, CompileOptions{{}, 42, {}});
+  ASSERT_TRUE(s.ok());
+  const auto& alpha = s.probe("pid42", "a.out", "alpha", "entry");
+  EXPECT_TRUE(s.engine().tallies(alpha.id));
+  EXPECT_FALSE(s.engine().tallies(s.probe("pid42", "a.out", "beta", "entry").id));   // a predicate
+  EXPECT_FALSE(s.engine().tallies(s.probe("pid42", "a.out", "gamma", "entry").id));  // not count()
+  EXPECT_FALSE(s.engine().tallies(s.probe("pid42", "a.out", "delta", "entry").id));  // keyed by tid
+  EXPECT_FALSE(s.engine().tallies(s.probe("pid42", "a.out", "eps", "entry").id));    // a clause prints
+  EXPECT_FALSE(s.engine().tallies(s.probe("pid42", "a.out", "zeta", "entry").id));   // the default action
+  EXPECT_FALSE(s.engine().tallies(s.probe("pid42", "a.out", "none", "entry").id));   // nothing enabled
+
+  Script one_by_one(src, CompileOptions{{}, 42, {}});
+  const auto& alpha1 = one_by_one.probe("pid42", "a.out", "alpha", "entry");
+  for (int i = 0; i < 5; ++i) one_by_one.fire(one_by_one.at(alpha1));
+  s.engine().fire_tally(s.at(alpha), 3);
+  s.engine().fire_tally(s.at(alpha), 2);
+  const std::string printed = s.finish();
+  EXPECT_EQ(printed, one_by_one.finish());
+  EXPECT_NE(printed.find("alpha                                                             5"), std::string::npos)
+      << printed;
+}
+
 TEST(Engine, ThreadLocalsArePerThreadAndDurationsWork) {
   Script s("#pragma D option quiet\n"
            "pid1:::entry { self->ts = timestamp; }\n"
