@@ -43,7 +43,7 @@ std::vector<std::string> split_command(const std::string& text) {
 // events tapped for the script.
 class RecordingHost final : public query::LiveHost {
  public:
-  explicit RecordingHost(RecordOptions o) : o_(std::move(o)) {}
+  RecordingHost(RecordOptions o, bool quiet) : o_(std::move(o)), quiet_(quiet) {}
   Status start(format::LiveTap& tap, double ticks_per_ns) override {
     CALLSCOPE_TRY(rec_, Recording::start(o_, "query", &tap, ticks_per_ns));
     // Ctrl-C reaches the program through the terminal, and us: the script
@@ -57,7 +57,16 @@ class RecordingHost final : public query::LiveHost {
   std::string session() const override { return rec_->session(); }
   format::ClockKind clock() const override { return rec_->live().clock(); }
   uint64_t origin() const override { return rec_->live().origin(); }
-  bool poll() override { return rec_->reap(false); }
+  bool poll() override {
+    rec_->pump();
+    return rec_->reap(false);
+  }
+  // Only when no trace is kept: encoding it too would make one thread do
+  // the work of two (the program waited 0.6 s of 1.05 s on fib(34), against
+  // 0.4 s of 0.9 s with the recorder's own thread).
+  void drain_here() override {
+    if (o_.scratch_output) rec_->drain_here();
+  }
   std::vector<int64_t> stop_tracing(std::vector<std::string>& problems) override {
     std::vector<int64_t> left;
     for (pid_t pid : rec_->running()) {
@@ -68,7 +77,7 @@ class RecordingHost final : public query::LiveHost {
     }
     return left;
   }
-  int finish() override { return rec_->finish(o_.scratch_output); }
+  int finish() override { return rec_->finish(quiet_); }
   void kill_program() override {
     for (pid_t pid : rec_->running()) ::kill(pid, SIGKILL);
     ::kill(rec_->pid(), SIGKILL);
@@ -78,6 +87,7 @@ class RecordingHost final : public query::LiveHost {
 
  private:
   RecordOptions o_;
+  bool quiet_;
   std::unique_ptr<Recording> rec_;
 };
 
@@ -213,7 +223,7 @@ Command query_command() {
                 ro.force = o->force;
                 ro.keep_session_until_destroyed = true;
                 CALLSCOPE_TRY(ro.runtime_env, runtime_settings());
-                host = std::make_unique<RecordingHost>(std::move(ro));
+                host = std::make_unique<RecordingHost>(std::move(ro), o->quiet);
                 req.host = host.get();
                 req.live = true;
                 req.keep_trace = o->output;

@@ -31,9 +31,13 @@ void Drainer::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+void Drainer::poll() {
+  if (auto st = live_.poll(); !st && failure_.empty()) failure_ = st.error().message();
+}
+
 void Drainer::run() {
   while (!stop_) {
-    if (auto st = live_.poll(); !st && failure_.empty()) failure_ = st.error().message();
+    poll();
     std::this_thread::sleep_for(kPoll);
   }
 }

@@ -20,6 +20,9 @@ class Drainer {
   Drainer& operator=(const Drainer&) = delete;
   // Stops polling; the stream is the caller's again.
   void stop();
+  // One poll, on the caller's thread (once stopped: a caller that drains
+  // the stream itself, between its own work).
+  void poll();
   // The error that stopped the stream (empty while it goes on).
   const std::string& failure() const { return failure_; }
 

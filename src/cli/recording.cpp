@@ -191,6 +191,15 @@ Result<std::unique_ptr<Recording>> Recording::start(const RecordOptions& o, cons
   return r;
 }
 
+void Recording::drain_here() {
+  s_->drainer->stop();
+  drain_here_ = true;
+}
+
+void Recording::pump() {
+  if (drain_here_ && s_->drainer) s_->drainer->poll();
+}
+
 Recording::~Recording() {
   if (s_) {
     s_->drainer.reset();
@@ -254,7 +263,11 @@ int Recording::finish(bool quiet) {
   s.drainer.reset();
   live_->tap_rest();
   if (o_.scratch_output) {
-    // Nothing to keep: the session goes, and the trace in it.
+    // Nothing to keep: the session goes, and the trace in it. The one
+    // thing the trace's summary would have said that matters here.
+    if (const auto [wait_ns, waits] = live_->waits(); waits && !quiet)
+      std::fprintf(stderr, "callscope %s: the program waited %.3f s in all for the query to keep up (%llu time%s)\n",
+                   who_, static_cast<double>(wait_ns) / 1e9, static_cast<unsigned long long>(waits), waits == 1 ? "" : "s");
     s.restore();
     remove_session();
     return 0;

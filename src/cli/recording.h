@@ -64,6 +64,11 @@ class Recording {
   format::LiveStream& live() { return *live_; }
   // The pids of the session's processes not reaped yet.
   std::vector<pid_t> running() const;
+  // From now on the caller's thread drains the rings, in pump(), instead
+  // of the recorder's own thread (query -c: its thread would otherwise
+  // take turns with the query's for a core).
+  void drain_here();
+  void pump();
 
   // Once every descendant has ended (or, for a program left running, once
   // tracing has stopped in it): the tap gets what is left, the trace is
@@ -85,6 +90,7 @@ class Recording {
   int main_status_ = 0;
   bool main_reaped_ = false;
   bool remove_later_ = false;
+  bool drain_here_ = false;
   void remove_session();
   std::vector<pid_t> reaped_;
 };

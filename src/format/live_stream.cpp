@@ -24,6 +24,10 @@ constexpr uint64_t kSegmentWords = kSegmentBytes / 8;
 // every 2 ms, handed over then, or sooner when this many events wait.
 constexpr double kTapRoundNs = 2e6;
 constexpr size_t kTapBatch = 1 << 18;
+// The tap's buffers are chunks of this many events, at least a segment's
+// worth (a 256 KiB segment holds at most 32,768 events): filled, never grown
+// (no copy), and handed back for reuse whole.
+constexpr size_t kTapChunkEvents = size_t{1} << 16;
 // How far behind the round's start its horizon is: a writer reads the clock
 // a few instructions before it stores the event.
 constexpr double kTapMarginNs = 2e5;
@@ -223,7 +227,9 @@ Status LiveStream::drain(Thread& t, bool peek) {
   while (t.consumed < committed) {
     CALLSCOPE_CHECK(encode_segment(t, t.consumed));
     ++t.consumed;
-    if (t.consumed - t.released >= kHoldSegments) CALLSCOPE_CHECK(flush_thread(t));
+    // Blocks of a few segments each (a trace kept); the tap alone holds
+    // nothing back from the writer.
+    if (tap_only_ || t.consumed - t.released >= kHoldSegments) CALLSCOPE_CHECK(flush_thread(t));
   }
   // A writer that has filled its ring waits for us: do not keep it waiting
   // for kHoldSegments more.
@@ -270,8 +276,16 @@ void LiveStream::tap_read(Thread& t, uint64_t committed, bool final, bool partia
   auto segment = [&](uint64_t n) {
     return reinterpret_cast<const uint64_t*>(t.map + kRawThreadHeaderSize + (n % kRingSegments) * kSegmentBytes);
   };
+  // Room for a segment's events in the chunk being filled, or a new chunk.
+  auto room = [&] {
+    if (tp.out.capacity() - tp.out.size() >= kSegmentWords) return;
+    if (!tp.out.empty()) tp.full.push_back(std::move(tp.out));
+    if (!tap_->reuse(tp.out)) tp.out = EventColumns();
+    tp.out.reserve(kTapChunkEvents);
+  };
   RawEvent e;
   while (tp.segment < committed || (final && tp.segment == committed)) {
+    room();
     const uint64_t* words = segment(tp.segment);
     size_t i = tp.word;
     while (tp.decoder.next(words, kSegmentWords, i, e)) feed(e);
@@ -291,6 +305,8 @@ void LiveStream::tap_read(Thread& t, uint64_t committed, bool final, bool partia
   if (!partial || tp.segment != committed) return;
   const uint64_t* words = segment(committed);
   size_t i = tp.word;
+  // A chunk only for a thread with something to read (an idle thread holds none).
+  if (i < kSegmentWords && __atomic_load_n(&words[i], __ATOMIC_ACQUIRE) != 0) room();
   while (i < kSegmentWords) {
     const uint64_t w0 = __atomic_load_n(&words[i], __ATOMIC_ACQUIRE);
     if (w0 == 0) break;
@@ -326,11 +342,10 @@ void LiveStream::tap_deliver(uint64_t horizon, bool last) {
         d.threads.back().main = (h->flags & kRawThreadMain) != 0;
       }
     }
-    if (!tp.out.empty()) {
-      d.events.emplace_back(t->index, std::move(tp.out));
-      tp.out.clear();
-      tap_->reuse(tp.out);
-    }
+    for (EventColumns& c : tp.full) d.events.emplace_back(t->index, std::move(c));
+    tp.full.clear();
+    if (!tp.out.empty()) d.events.emplace_back(t->index, std::move(tp.out));
+    tp.out = EventColumns();  // the next chunk comes when there are events
     if (tp.ended && !tp.end_sent) {
       tp.end_sent = true;
       d.ended.emplace_back(t->index, tp.end_tick);
@@ -356,6 +371,17 @@ void LiveStream::tap_rest() {
     tap_read(*t, __atomic_load_n(&h->committed, __ATOMIC_ACQUIRE), true, false);
   }
   tap_deliver(~uint64_t{0}, true);
+}
+
+std::pair<uint64_t, uint64_t> LiveStream::waits() const {
+  uint64_t ns = 0, n = 0;
+  for (const auto& t : threads_) {
+    RawThreadHeader h = t->header;
+    if (t->map) std::memcpy(&h, t->map, sizeof h);
+    ns += h.wait_ns;
+    n += h.waits;
+  }
+  return {ns, n};
 }
 
 void LiveStream::give_up() {

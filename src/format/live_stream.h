@@ -134,6 +134,7 @@ class LiveStream {
       RawDecoder decoder;
       ThreadRecord record{};
       EventColumns out;
+      std::vector<EventColumns> full;  // chunks filled since the last delivery
       std::unique_ptr<BasicRawStreamEncoder<EventColumns>> stream;
       uint64_t segment = 0;  // the segment it reads
       size_t word = 0;       // and where in it
@@ -157,6 +158,9 @@ class LiveStream {
   Status finish_thread(Thread& t, uint64_t end_hint, std::span<const RawSwitch> switches = {});
   uint64_t blocks_written() const { return blocks_; }
   uint64_t segments_taken() const { return segments_; }
+  // How long, and how many times, the program's threads waited for a free
+  // segment (their rings full: the recorder, or its tap, behind).
+  std::pair<uint64_t, uint64_t> waits() const;
 
  private:
   LiveStream() = default;

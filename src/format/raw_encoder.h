@@ -117,8 +117,12 @@ class EventColumns {
   const uint64_t* ticks() const { return ticks_.get(); }
   const uint64_t* values() const { return values_.get(); }
   size_t size() const { return n_; }
+  size_t capacity() const { return cap_; }
   bool empty() const { return n_ == 0; }
   void clear() { n_ = nv_ = 0; }
+  void reserve(size_t n) {
+    if (n > cap_) grow(n);
+  }
 
  private:
   void room(size_t n) {

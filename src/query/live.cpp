@@ -24,6 +24,7 @@ uint64_t realtime_ns() {
 }  // namespace
 
 void LiveTrace::begin(std::string session, format::ClockKind clock, uint64_t origin, double ticks_per_ns) {
+  consumer_ = std::this_thread::get_id();
   session_ = std::move(session);
   clock_ = clock;
   origin_ = origin;
@@ -49,7 +50,8 @@ void LiveTrace::deliver(format::LiveDelivery&& d) {
   size_t n = 0;
   for (const auto& [index, events] : d.events) n += events.size();
   std::unique_lock<std::mutex> lk(m_);
-  cv_.wait(lk, [&] { return released_ || queued_events_ < kMaxQueued; });
+  if (std::this_thread::get_id() != consumer_)
+    cv_.wait(lk, [&] { return released_ || queued_events_ < kMaxQueued; });
   queued_events_ += n;
   queue_.push_back(std::move(d));
   cv_.notify_all();

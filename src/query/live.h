@@ -19,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "format/live_stream.h"
@@ -41,6 +42,9 @@ class LiveTrace final : public format::LiveTap {
   // On the recorder's thread. While the query is more than kMaxQueued
   // events behind, the recorder waits here (and the program's threads wait
   // for the recorder, as under record: nothing is dropped), until release().
+  // The thread that called begin() (the query's, once it drains the rings
+  // itself: LiveHost::drain_here) never waits: it takes what it delivered
+  // before it drains again.
   void deliver(format::LiveDelivery&& d) override;
   static constexpr size_t kMaxQueued = size_t{1} << 21;
   bool reuse(format::EventColumns& into) override;
@@ -77,6 +81,7 @@ class LiveTrace final : public format::LiveTap {
   size_t queued_events_ = 0;
   std::vector<format::EventColumns> pool_;
   bool released_ = false;
+  std::thread::id consumer_;
 };
 
 }  // namespace callscope::query

@@ -121,6 +121,16 @@ void Catalog::extend(const CatalogInput& input) {
   for (size_t pi = pids_.size(); pi < input.processes.size(); ++pi) pids_.push_back(input.processes[pi].pid);
   by_addr_.resize(pids_.size());
   unlisted_.resize(pids_.size());
+  // Thousands of functions a library: room made once, not doubled (a
+  // probe's move is four strings').
+  size_t more = 0;
+  for (const auto& proc : input.processes)
+    for (const auto& m : proc.modules) more += m.functions.size();
+  auto room = [](auto& v, size_t n) {
+    if (v.capacity() < v.size() + n) v.reserve(std::max(v.size() + n, 2 * v.capacity()));
+  };
+  room(functions_, more);
+  room(probes_, 2 * more);
   for (uint32_t pi = 0; pi < input.processes.size(); ++pi) {
     const auto& proc = input.processes[pi];
     for (const auto& m : proc.modules) {

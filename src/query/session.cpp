@@ -52,6 +52,8 @@ class EngineConsumer final : public Consumer {
     if (!out_.empty()) flush(&f);
   }
   bool exited() const override { return engine_.exited(); }
+  bool tallies(const ProbeInfo& p) const override { return engine_.tallies(p.id); }
+  void fire_tally(const Firing& f, uint64_t n) override { engine_.fire_tally(f, n); }
 
   // Writes what the engine printed (f: the firing that printed it, if any).
   void flush(const Firing* f) {
@@ -401,6 +403,11 @@ Result<int> run_live(const QueryRequest& req, std::FILE* out, std::FILE* err) {
   };
   feed(backlog);
   backlog.clear();
+  // From here the query's thread drains the rings between its rounds: two
+  // threads busy (the program's and ours), not three taking turns on the
+  // cores, and each delivery read while it is still in the cache.
+  if (req.host && !program_done) req.host->drain_here();
+  const auto wait = req.host ? std::chrono::microseconds(200) : std::chrono::microseconds(1000);
   auto next_reread = std::chrono::steady_clock::now();
   while (!driver.exited()) {
     if (!req.host) horizon = live->now_tick();
@@ -415,7 +422,7 @@ Result<int> run_live(const QueryRequest& req, std::FILE* out, std::FILE* err) {
       live->release();
       finish_status = req.host->finish();
     }
-    auto ds = live->take(std::chrono::milliseconds(1));
+    auto ds = live->take(wait);
     const auto now = std::chrono::steady_clock::now();
     const bool reread = now >= next_reread;
     if (reread) next_reread = now + std::chrono::milliseconds(50);

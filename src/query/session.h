@@ -34,8 +34,11 @@ class LiveHost {
   virtual std::string session() const = 0;
   virtual format::ClockKind clock() const = 0;
   virtual uint64_t origin() const = 0;  // trace ticks count from this clock value
-  // Reaps the processes that have ended; false once none is left.
+  // Reaps the processes that have ended; false once none is left. Once
+  // drain_here() was called, drains the rings first (the tap may deliver
+  // on the caller's thread: the host decides).
   virtual bool poll() = 0;
+  virtual void drain_here() = 0;
   // exit() or Ctrl-C while processes run: tracing stops in them, and they
   // go on untraced. Returns their pids; `problems` gets what could not be
   // done, a line each.

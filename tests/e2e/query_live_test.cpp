@@ -209,6 +209,23 @@ TEST_P(QueryLiveTest, LiveAndOverTheKeptTraceAgree) {
   }
 }
 
+// A clause that only counts by the probe's names is added up in bulk, and
+// the tap hands events over in chunks of 65,536: 3 threads of 400,000
+// calls fill many. Live, the bulk counts equal the counts, one firing at a
+// time (a predicate turns the bulk way off), over the trace kept.
+TEST_P(QueryLiveTest, BulkCountsOverManyChunksCountEveryCall) {
+  const std::string kept = dir_.file("bulk.trace");
+  RunResult live = run({CALLSCOPE_EXE, "query", "-q", "-n", "pid$target:a.out::entry { @[probefunc] = count(); }", "-o",
+                        kept, "-c", fixture(GetParam(), "threads") + " 3 400000"});
+  ASSERT_EQ(live.exit_code, 0) << live.err;
+  EXPECT_NE(live.out.find("leaf                                                        1200000"), std::string::npos)
+      << live.out;
+  RunResult offline = callscope({"query", "-q", "-n", "pid$target:a.out::entry /1/ { @[probefunc] = count(); }", kept});
+  ASSERT_EQ(offline.exit_code, 0) << offline.err;
+  ASSERT_GE(live.out.size(), offline.out.size());
+  EXPECT_EQ(live.out.substr(live.out.size() - offline.out.size()), offline.out);
+}
+
 INSTANTIATE_TEST_SUITE_P(Variants, QueryLiveTest, ::testing::ValuesIn(variants()), VariantName());
 
 TEST(QueryLiveClockTest, TickProbesFireOnTheClock) {
