@@ -3,14 +3,18 @@
 // neither, on the clock alone (docs/query.md). Options follow dtrace(1)'s;
 // the work is in query/session.h, the program's run in cli/recording.h.
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cctype>
 #include <cstdio>
 #include <filesystem>
+#include <thread>
 
 #include "cli/command.h"
 #include "cli/ctl_socket.h"
+#include "cli/query_attach.h"
 #include "cli/recording.h"
 #include "common/config.h"
 #include "format/live_stream.h"
@@ -63,10 +67,9 @@ class RecordingHost final : public query::LiveHost {
   }
   // Only when no trace is kept: encoding it too would make one thread do
   // the work of two (the program waited 0.6 s of 1.05 s on fib(34), against
-  // 0.4 s of 0.9 s with the recorder's own thread).
-  void drain_here() override {
-    if (o_.scratch_output) rec_->drain_here();
-  }
+  // 0.5 s of 1.0 s with the recorder's own thread).
+  bool can_drain_here() const override { return o_.scratch_output; }
+  void drain_here() override { rec_->drain_here(); }
   std::vector<int64_t> stop_tracing(std::vector<std::string>& problems) override {
     std::vector<int64_t> left;
     for (pid_t pid : rec_->running()) {
@@ -89,6 +92,71 @@ class RecordingHost final : public query::LiveHost {
   RecordOptions o_;
   bool quiet_;
   std::unique_ptr<Recording> rec_;
+};
+
+// query -p: a program that `callscope record` is recording. The recorder
+// sends its tap's deliveries over a socket (query_attach.h); a thread of
+// ours reads them and hands them to the query's tap. The program is not
+// ours: ending the query (or a description that matches nothing) only
+// detaches, and the recording goes on.
+class AttachHost final : public query::LiveHost {
+ public:
+  explicit AttachHost(pid_t pid) : asked_(pid) {}
+  ~AttachHost() { detach(); }
+  Status start(format::LiveTap& tap, double ticks_per_ns) override {
+    CALLSCOPE_TRY(a_, attach_to(asked_, ticks_per_ns));
+    // Ctrl-C ends the query (the program, in another terminal, goes on).
+    struct sigaction sa {};
+    sa.sa_handler = on_interrupt;
+    ::sigaction(SIGINT, &sa, nullptr);
+    reader_ = std::thread([this, &tap] {
+      for (;;) {
+        auto d = read_delivery(a_.fd.get());
+        if (!d) {
+          // The recorder ended without its last delivery (killed), let
+          // us go (30 s behind), or we detached.
+          format::LiveDelivery end;
+          end.last = true;
+          if (!closing_)
+            end.warnings.push_back("the recording of process " + std::to_string(a_.pid) + " stopped sending events (" +
+                                   d.error().message() + "); the query ends there");
+          tap.deliver(std::move(end));
+          break;
+        }
+        const bool last = d->last;
+        tap.deliver(std::move(*d));
+        if (last) break;
+      }
+      done_ = true;
+    });
+    return ok_status();
+  }
+  int64_t pid() const override { return a_.pid; }
+  std::string session() const override { return a_.session; }
+  format::ClockKind clock() const override { return a_.clock; }
+  uint64_t origin() const override { return a_.origin; }
+  uint64_t since() const override { return a_.now_tick; }
+  bool poll() override { return !done_; }
+  std::vector<int64_t> stop_tracing(std::vector<std::string>&) override {
+    detach();
+    return {};
+  }
+  int finish() override {
+    detach();
+    return 0;
+  }
+  void kill_program() override { detach(); }
+
+ private:
+  void detach() {
+    closing_ = true;
+    if (a_.fd.get() >= 0) ::shutdown(a_.fd.get(), SHUT_RDWR);
+    if (reader_.joinable()) reader_.join();
+  }
+  pid_t asked_;
+  Attached a_;
+  std::thread reader_;
+  std::atomic<bool> done_{false}, closing_{false};
 };
 
 // The runtime's settings for query -c: the environment's and the config
@@ -165,8 +233,11 @@ Command query_command() {
                            "Run this program under the recorder and answer the script while it runs "
                            "($target is its pid); words split at blanks, no shell")
                 ->type_name("CMD");
-            app.add_option("-p", o->pid, "A process already running (not supported yet: use -c, or record and query the trace)")
-                ->type_name("PID");
+            app.add_option("-p", o->pid,
+                           "Attach to a program that 'callscope record' is recording ($target is PID); "
+                           "the query sees its events from then on")
+                ->type_name("PID")
+                ->check(check_pid);
             app.add_option("-o,--output", o->output,
                            "With -c: keep the trace of the run there, to ask again later (dtrace's -E)")
                 ->type_name("FILE");
@@ -182,6 +253,8 @@ Command query_command() {
                 "and the script sees its events a few milliseconds after they happen; printf\n"
                 "prints as it goes, clock probes fire on time. exit() or Ctrl-C ends the query:\n"
                 "END fires, aggregations print, and a program still running goes on untraced.\n"
+                "With -p PID: attached to a program 'callscope record' is recording, the script\n"
+                "sees what happens from then on; at its end the recording goes on.\n"
                 "With neither a trace nor -c: BEGIN, END and clock probes only, until exit().\n"
                 "Probes: dtrace:::BEGIN/END/ERROR, proc:::start/exit/..., pid<PID>:<module>:\n"
                 "<function>:entry/return for every function symbol, profile:::tick-N/profile-N.\n"
@@ -201,20 +274,26 @@ Command query_command() {
               }
               if (o->quiet) req.options["quiet"] = "";
               req.json = o->format == "json";
-              if (!o->pid.empty())
-                return Error("-p: querying a process already running is not supported yet; run it with "
-                             "'callscope query -c CMD', or record it and query the trace");
+              if (!o->pid.empty() && !o->command.empty()) return Error("give -c CMD or -p PID, not both");
+              if (!o->pid.empty() && !o->output.empty())
+                return Error("-o: the recording of process " + o->pid + " writes its own trace (record's -o)");
               if (!o->output.empty() && o->command.empty())
                 return Error("-o keeps the trace of a program run with -c; give -c CMD (over a trace, the trace "
                              "is already kept)");
-              std::unique_ptr<RecordingHost> host;
-              if (!o->command.empty()) {
+              std::unique_ptr<query::LiveHost> host;
+              if (!o->pid.empty() || !o->command.empty()) {
                 // No trace: what follows the options is the macro arguments.
                 req.trace.clear();
                 req.macro_args = o->positionals;
                 if (req.macro_args.size() > 9)
                   return Error("at most 9 macro arguments ($1 ... $9) follow the options; " +
                                std::to_string(req.macro_args.size()) + " were given");
+                req.live = true;
+              }
+              if (!o->pid.empty()) {
+                host = std::make_unique<AttachHost>(static_cast<pid_t>(std::stol(o->pid)));
+                req.host = host.get();
+              } else if (!o->command.empty()) {
                 RecordOptions ro;
                 ro.command = split_command(o->command);
                 if (ro.command.empty()) return Error("-c: no program given");
@@ -223,9 +302,9 @@ Command query_command() {
                 ro.force = o->force;
                 ro.keep_session_until_destroyed = true;
                 CALLSCOPE_TRY(ro.runtime_env, runtime_settings());
-                host = std::make_unique<RecordingHost>(std::move(ro), o->quiet);
+                // -q or -x quiet (a script's #pragma is read later).
+                host = std::make_unique<RecordingHost>(std::move(ro), req.options.count("quiet") > 0);
                 req.host = host.get();
-                req.live = true;
                 req.keep_trace = o->output;
               } else if (req.trace.empty() && !req.list) {
                 req.live = true;  // the clock alone

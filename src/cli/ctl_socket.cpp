@@ -1,5 +1,6 @@
 #include "cli/ctl_socket.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -9,6 +10,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <vector>
+#include <sstream>
+#include <fstream>
+#include <cstdlib>
+#include <climits>
+#include <cctype>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <string_view>
@@ -182,6 +190,64 @@ Result<std::string> ctl_request(pid_t pid, const std::string& command, double ti
     return Error(msg);
   }
   return reply;
+}
+
+std::string check_pid(const std::string& s) {
+  char* end = nullptr;
+  errno = 0;
+  const long v = std::strtol(s.c_str(), &end, 10);
+  if (s.empty() || !std::isdigit(static_cast<unsigned char>(s[0])) || *end != '\0' || errno != 0 || v <= 0 ||
+      v > INT32_MAX)
+    return "'" + s + "' is not a process id (a positive integer)";
+  return {};
+}
+
+std::string read_proc(pid_t pid, const char* what) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/" + what, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::string> nul_separated(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, '\0')) out.push_back(item);
+  return out;
+}
+
+// Whether PID runs `callscope record` (by its command line).
+bool is_recorder(pid_t pid) {
+  const auto args = nul_separated(read_proc(pid, "cmdline"));
+  if (args.size() < 2) return false;
+  const std::string exe = args[0].substr(args[0].rfind('/') + 1);
+  return exe.rfind("callscope", 0) == 0 && std::find(args.begin() + 1, args.end(), "record") != args.end();
+}
+
+// The children of `recorder` that it started to trace: record sets
+// CALLSCOPE_RECORDER_PID to its own pid in their environment.
+std::vector<pid_t> traced_children(pid_t recorder) {
+  std::vector<pid_t> out;
+  const std::string mark = "CALLSCOPE_RECORDER_PID=" + std::to_string(recorder);
+  std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir("/proc"), ::closedir);
+  if (!d) return out;
+  while (dirent* e = ::readdir(d.get())) {
+    if (!std::isdigit(static_cast<unsigned char>(e->d_name[0]))) continue;
+    const pid_t child = static_cast<pid_t>(std::atol(e->d_name));
+    // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+    const std::string stat = read_proc(child, "stat");
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close + 1));
+    std::string state;
+    long ppid = 0;
+    if (!(rest >> state >> ppid) || ppid != recorder) continue;
+    const auto env = nul_separated(read_proc(child, "environ"));
+    if (std::find(env.begin(), env.end(), mark) != env.end()) out.push_back(child);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 }  // namespace callscope::cli

@@ -4,6 +4,8 @@
 
 #include <chrono>
 
+#include "cli/query_attach.h"
+
 namespace callscope::cli {
 namespace {
 
@@ -13,7 +15,7 @@ constexpr auto kPoll = std::chrono::microseconds(200);
 
 }  // namespace
 
-Drainer::Drainer(format::LiveStream& live) : live_(live) {
+Drainer::Drainer(format::LiveStream& live, QueryServer* server) : live_(live), server_(server) {
   // One descriptor per live thread of the program: take the hard limit.
   // The program was forked before, and keeps the limits it had.
   struct rlimit r {};
@@ -33,6 +35,7 @@ void Drainer::stop() {
 
 void Drainer::poll() {
   if (auto st = live_.poll(); !st && failure_.empty()) failure_ = st.error().message();
+  if (server_) server_->poll();
 }
 
 void Drainer::run() {

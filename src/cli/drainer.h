@@ -12,9 +12,13 @@
 
 namespace callscope::cli {
 
+class QueryServer;
+
 class Drainer {
  public:
-  explicit Drainer(format::LiveStream& live);
+  // `server`: a recording that queries may attach to (query -p): served
+  // after each poll.
+  explicit Drainer(format::LiveStream& live, QueryServer* server = nullptr);
   ~Drainer();  // stops the thread
   Drainer(const Drainer&) = delete;
   Drainer& operator=(const Drainer&) = delete;
@@ -29,6 +33,7 @@ class Drainer {
  private:
   void run();
   format::LiveStream& live_;
+  QueryServer* server_;
   std::atomic<bool> stop_{false};
   std::string failure_;
   std::thread thread_;

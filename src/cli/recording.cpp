@@ -18,6 +18,7 @@
 
 #include "cli/command.h"
 #include "cli/drainer.h"
+#include "cli/query_attach.h"
 #include "cli/record_support.h"
 #include "common/output_claim.h"
 #include "format/finalize.h"
@@ -97,6 +98,7 @@ fmt::RawChildStatus status_of(pid_t pid, int status, bool is_main) {
 struct Recording::State {
   std::unique_ptr<OutputClaim> claim;
   std::optional<SessionLog> log;
+  std::unique_ptr<QueryServer> server;  // before the drainer: it outlives the thread that serves it
   std::unique_ptr<Drainer> drainer;
   struct sigaction old_int {}, old_quit {}, old_term {}, old_hup {};
   bool handlers = false;
@@ -186,7 +188,14 @@ Result<std::unique_ptr<Recording>> Recording::start(const RecordOptions& o, cons
   }
   r->child_ = *child;
   g_child = *child;
-  s.drainer = std::make_unique<Drainer>(*r->live_);
+  // record: a query may attach (query -p); query -c has its own tap.
+  if (!tap) {
+    bool events = true;
+    for (const auto& [name, value] : o.runtime_env)
+      if (name == "CALLSCOPE_MODE") events = value == "record";
+    s.server = QueryServer::open(session, *r->live_, events);
+  }
+  s.drainer = std::make_unique<Drainer>(*r->live_, s.server.get());
   s.run_start = std::chrono::steady_clock::now();
   return r;
 }
@@ -262,6 +271,7 @@ int Recording::finish(bool quiet) {
     print_warning(who_, s.drainer->failure() + "; the program's threads dropped events from then on");
   s.drainer.reset();
   live_->tap_rest();
+  s.server.reset();  // an attached query has had the last events: it sees the end
   if (o_.scratch_output) {
     // Nothing to keep: the session goes, and the trace in it. The one
     // thing the trace's summary would have said that matters here.

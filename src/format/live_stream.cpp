@@ -25,8 +25,8 @@ constexpr uint64_t kSegmentWords = kSegmentBytes / 8;
 constexpr double kTapRoundNs = 2e6;
 constexpr size_t kTapBatch = 1 << 18;
 // The tap's buffers are chunks of this many events, at least a segment's
-// worth (a 256 KiB segment holds at most 32,768 events): filled, never grown
-// (no copy), and handed back for reuse whole.
+// worth (a 256 KiB segment holds at most 32,768 events, but for the frames a
+// gap closes and reopens: then a chunk grows), handed back for reuse whole.
 constexpr size_t kTapChunkEvents = size_t{1} << 16;
 // How far behind the round's start its horizon is: a writer reads the clock
 // a few instructions before it stores the event.
@@ -254,11 +254,46 @@ void LiveStream::set_tap(LiveTap* tap, double ticks_per_ns, bool tap_only) {
   tap_ = tap;
   tap_only_ = tap_only;
   ticks_per_ns_ = ticks_per_ns;
+  tap_horizon_ = last_peek_ = 0;
+  tap_pending_ = 0;
+  polls_ = 0;  // the next poll is a tap round
+  // Threads already streaming: a query attached to a recording (query -p).
   for (auto& t : threads_) {
-    if (t->tap || t->done) continue;
+    if (t->tap) continue;
     t->tap = std::make_unique<Thread::Tap>();
-    t->tap->stream = std::make_unique<BasicRawStreamEncoder<EventColumns>>(t->tap->out, t->offset, t->tap->record);
+    Thread::Tap& tp = *t->tap;
+    tp.stream = std::make_unique<BasicRawStreamEncoder<EventColumns>>(tp.out, t->offset, tp.record);
+    if (t->done) {
+      // Over before the tap: said to have started and ended, nothing more.
+      tp.ended = true;
+      tp.end_tick = t->header.end_tick ? t->header.end_tick + t->offset : t->stream->last_tick();
+      continue;
+    }
+    // From the first segment the trace has not taken, with the frames open
+    // there, read as far as the writer has got and dropped: the tap sees
+    // what happens from now on. The frames open now come first, as
+    // inherited (they began before the tap).
+    tp.segment = t->consumed;
+    tp.stream->resume_from(t->stream->open_frames(), t->stream->last_tick(), t->stream->started());
+    if (t->map) {
+      const auto* h = reinterpret_cast<const RawThreadHeader*>(t->map);
+      if (__atomic_load_n(&h->ring_segments, __ATOMIC_ACQUIRE) == kRingSegments)
+        tap_read(*t, __atomic_load_n(&h->committed, __ATOMIC_ACQUIRE), false, true);
+    }
+    tp.out.clear();
+    tp.full.clear();
+    for (const OpenFrame& f : tp.stream->open_frames())
+      (void)tp.out.add(EventKind::kEntryInherited, f.raw_tick + t->offset, f.addr, f.sp, 0);
   }
+  tap_pending_ = 0;
+}
+
+void LiveStream::clear_tap() {
+  tap_ = nullptr;
+  tap_only_ = false;
+  for (auto& t : threads_) t->tap.reset();
+  tap_warnings_.clear();
+  tap_pending_ = 0;
 }
 
 // The tap reads segments [tap.segment, committed) whole, then (partial) the
@@ -285,8 +320,8 @@ void LiveStream::tap_read(Thread& t, uint64_t committed, bool final, bool partia
   };
   RawEvent e;
   while (tp.segment < committed || (final && tp.segment == committed)) {
-    room();
     const uint64_t* words = segment(tp.segment);
+    if (tp.word < kSegmentWords && words[tp.word] != 0) room();  // no chunk for nothing
     size_t i = tp.word;
     while (tp.decoder.next(words, kSegmentWords, i, e)) feed(e);
     if (tp.segment == committed) {
@@ -368,7 +403,15 @@ void LiveStream::tap_rest() {
     if (!t->tap || !t->map) continue;
     const auto* h = reinterpret_cast<const RawThreadHeader*>(t->map);
     if (__atomic_load_n(&h->ring_segments, __ATOMIC_ACQUIRE) != kRingSegments) continue;
-    tap_read(*t, __atomic_load_n(&h->committed, __ATOMIC_ACQUIRE), true, false);
+    const uint64_t committed = __atomic_load_n(&h->committed, __ATOMIC_ACQUIRE);
+    tap_read(*t, committed, true, false);
+    // A thread of a program left running (the query ended first) may wait
+    // for a segment: nothing will drain its ring any more, so the complete
+    // segments go back now.
+    if (tap_only_ && t->consumed < committed) {
+      t->consumed = committed;
+      (void)flush_thread(*t);
+    }
   }
   tap_deliver(~uint64_t{0}, true);
 }

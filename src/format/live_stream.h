@@ -99,15 +99,20 @@ class LiveStream {
   Status poll();
 
   // A consumer of the events while the program runs, beside the trace
-  // (query -c): before the first poll. From then on each thread's ring is
-  // read twice -- by the tap as far as its writer has got (the segment
-  // being written too, up to its first event not yet stored whole), and by
-  // the trace as segments complete -- and the tap is handed what is new
-  // every few milliseconds. `ticks_per_ns` sets the horizon's margin.
-  // `tap_only`: no trace is kept (query -c without -o): segments go back as
-  // soon as the tap has read them, encoded into nothing -- half the
-  // recorder's work.
+  // (query -c: before the first poll; query -p: between two polls, on the
+  // polling thread). From then on each thread's ring is read twice -- by the
+  // tap as far as its writer has got (the segment being written too, up to
+  // its first event not yet stored whole), and by the trace as segments
+  // complete -- and the tap is handed what is new every few milliseconds.
+  // Set while threads stream, the tap starts at the first segment the trace
+  // has not taken, each thread's open frames first (kEntryInherited); threads
+  // over by then are said to have started and ended. `ticks_per_ns` sets the
+  // horizon's margin. `tap_only`: no trace is kept (query -c without -o):
+  // segments go back as soon as the tap has read them, encoded into nothing
+  // -- half the recorder's work.
   void set_tap(LiveTap* tap, double ticks_per_ns, bool tap_only = false);
+  // No tap from now on (the query that attached has gone).
+  void clear_tap();
   // Once the program has ended, before finalize_session: what is left in
   // every ring goes to the tap, with `last` set.
   void tap_rest();

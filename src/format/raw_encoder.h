@@ -123,6 +123,18 @@ class EventColumns {
   void reserve(size_t n) {
     if (n > cap_) grow(n);
   }
+  // n events whose nv values are given, from bytes in no particular
+  // alignment (a copy received from elsewhere: live_wire.h). The caller
+  // checked that nv matches the kinds.
+  void append(const void* kinds, const void* ticks, size_t n, const void* values, size_t nv) {
+    if (n == 0) return;
+    room(n);
+    std::memcpy(kinds_.get() + n_, kinds, n * sizeof(EventKind));
+    std::memcpy(ticks_.get() + n_, ticks, n * sizeof(uint64_t));
+    std::memcpy(values_.get() + nv_, values, nv * sizeof(uint64_t));
+    n_ += static_cast<uint32_t>(n);
+    nv_ += static_cast<uint32_t>(nv);
+  }
 
  private:
   void room(size_t n) {
@@ -211,6 +223,12 @@ class BasicRawStreamEncoder {
   uint64_t last_tick() const { return last_; }
   bool started() const { return started_; }
   size_t depth() const { return stack_.size(); }
+  // The frames open now, outermost first.
+  std::vector<OpenFrame> open_frames() const {
+    std::vector<OpenFrame> v;
+    for (size_t i = 0; i < stack_.size(); ++i) v.push_back(stack_[i]);
+    return v;
+  }
 
  private:
   Status emit(EventKind k, uint64_t tick, uint64_t addr, uint64_t sp, uint64_t arg);

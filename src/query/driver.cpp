@@ -110,6 +110,8 @@ struct Driver::Impl {
   std::vector<uint32_t> active;  // threads whose stream is being merged (and, live, has events)
   // Live (query -c): the trace grows while the driver runs.
   bool live = false;
+  uint64_t since = 0;  // live: the view begins here (trace ticks; live_begin)
+  uint64_t clock_limit = kNever;  // clocks fire below this key (live: the end, once known)
   uint32_t thread_base = 0;  // live: firings' thread numbers are index + 1 (0: outside any thread)
   size_t modules_known = 0;
   std::vector<std::string> warnings;
@@ -593,7 +595,8 @@ struct Driver::Impl {
       Clock* clock = nullptr;
       for (Clock& c : clocks)
         if (!clock || c.next_ns < clock->next_ns) clock = &c;
-      const uint64_t ck = clock ? start_key(ticks_of(clock->next_ns)) : kNever;
+      uint64_t ck = clock ? start_key(ticks_of(clock->next_ns)) : kNever;
+      if (ck >= clock_limit) ck = kNever;
       if (std::min({ck, mk, best_key}) >= bound) break;
       if (ck <= mk && ck <= best_key) {
         fire_clock(*clock);
@@ -652,8 +655,16 @@ struct Driver::Impl {
     // Process and thread events not queued yet, in time order behind those
     // fired (one that comes late fires next).
     std::vector<Meta> fresh;
-    for (const Meta& m : metadata())
-      if (meta_seen.insert({static_cast<int>(m.what), m.ident}).second) fresh.push_back(m);
+    for (const Meta& m : metadata()) {
+      if (!meta_seen.insert({static_cast<int>(m.what), m.ident}).second) continue;
+      if (m.key / 3 < since) {
+        // Before the query attached: nothing fires, but a thread running
+        // then has its events to come.
+        if (m.what == ProcEvent::kLwpStart) start_thread(m.thread);
+        continue;
+      }
+      fresh.push_back(m);
+    }
     if (fresh.empty()) return;
     meta.erase(meta.begin(), meta.begin() + static_cast<std::ptrdiff_t>(next_meta));
     next_meta = 0;
@@ -732,7 +743,7 @@ std::string Driver::symbol(uint32_t process, uint64_t addr, uint8_t form) {
 
 const ProbeInfo& Driver::probe_info(uint32_t id) { return impl_->make_info(id); }
 
-void Driver::live_begin(Consumer& consumer) {
+void Driver::live_begin(Consumer& consumer, uint64_t since) {
   Impl& d = *impl_;
   d.consumer = &consumer;
   d.live = true;
@@ -740,9 +751,12 @@ void Driver::live_begin(Consumer& consumer) {
   d.no_thread = 0;
   d.modules_known = d.trace.modules().size();
   d.setup();
+  d.since = since;
+  d.last_tick = since;
+  for (Impl::Clock& c : d.clocks) c.next_ns = d.ns(since) + c.interval_ns;
   d.meta.clear();
   d.grew();
-  if (const ProbeInfo* begin = d.info(1)) d.fire(d.outside(begin, 0));
+  if (const ProbeInfo* begin = d.info(1)) d.fire(d.outside(begin, since));
 }
 
 void Driver::live_grew() { impl_->grew(); }
@@ -753,8 +767,9 @@ void Driver::live_events(uint32_t thread, format::EventColumns&& events) {
 
 void Driver::live_ended(uint32_t thread) { impl_->ended(thread); }
 
-void Driver::live_advance(uint64_t horizon) {
+void Driver::live_advance(uint64_t horizon, uint64_t clocks_until) {
   Impl& d = *impl_;
+  if (clocks_until != ~uint64_t{0}) d.clock_limit = start_key(clocks_until + 1);
   d.merge(horizon >= kNever / 3 - 1 ? kNever : start_key(horizon + 1));
   stats_.events = d.events;
   stats_.firings = d.fired;

@@ -82,7 +82,10 @@ class Driver {
   // Live (query -c): the trace (TraceReader::growing) grows while the
   // program runs, and the caller hands the driver the events the recorder
   // reads (live.h). live_begin() in place of enable()'s run(): BEGIN.
-  void live_begin(Consumer& consumer);
+  // `since` (trace ticks): attached to a recording then (query -p): process
+  // and thread events before it do not fire, BEGIN fires then and clocks
+  // count from it.
+  void live_begin(Consumer& consumer, uint64_t since = 0);
   // The trace lists more processes, modules or threads than before.
   void live_grew();
   // Thread `thread`'s next events; then, once it has ended, live_ended().
@@ -90,7 +93,9 @@ class Driver {
   void live_ended(uint32_t thread);
   // Fires, in time order, what happened up to `horizon` (trace ticks):
   // events, process and thread events, clock ticks.
-  void live_advance(uint64_t horizon);
+  // `clocks_until`: clocks fire up to this tick only (the end: every event
+  // has come, horizon ~0, and the clock must not run on without bound).
+  void live_advance(uint64_t horizon, uint64_t clocks_until = ~uint64_t{0});
   // END, at `tick` or at the last event fired, whichever is later.
   void live_end(uint64_t tick);
   // exit() was called.

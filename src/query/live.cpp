@@ -24,7 +24,6 @@ uint64_t realtime_ns() {
 }  // namespace
 
 void LiveTrace::begin(std::string session, format::ClockKind clock, uint64_t origin, double ticks_per_ns) {
-  consumer_ = std::this_thread::get_id();
   session_ = std::move(session);
   clock_ = clock;
   origin_ = origin;
@@ -51,7 +50,7 @@ void LiveTrace::deliver(format::LiveDelivery&& d) {
   for (const auto& [index, events] : d.events) n += events.size();
   std::unique_lock<std::mutex> lk(m_);
   if (std::this_thread::get_id() != consumer_)
-    cv_.wait(lk, [&] { return released_ || queued_events_ < kMaxQueued; });
+    cv_.wait(lk, [&] { return released_ || queued_events_ < kMaxQueued || consumer_ != std::thread::id(); });
   queued_events_ += n;
   queue_.push_back(std::move(d));
   cv_.notify_all();
@@ -73,6 +72,12 @@ void LiveTrace::give_back(std::vector<format::EventColumns>&& spent) {
     pool_.push_back(std::move(c));
   }
   spent.clear();
+}
+
+void LiveTrace::consume_here() {
+  std::lock_guard<std::mutex> lk(m_);
+  consumer_ = std::this_thread::get_id();
+  cv_.notify_all();
 }
 
 void LiveTrace::release() {

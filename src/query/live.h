@@ -42,9 +42,9 @@ class LiveTrace final : public format::LiveTap {
   // On the recorder's thread. While the query is more than kMaxQueued
   // events behind, the recorder waits here (and the program's threads wait
   // for the recorder, as under record: nothing is dropped), until release().
-  // The thread that called begin() (the query's, once it drains the rings
-  // itself: LiveHost::drain_here) never waits: it takes what it delivered
-  // before it drains again.
+  // The thread that called consume_here() (the query's, when it drains the
+  // rings itself: LiveHost::drain_here) never waits: it takes what it
+  // delivered before it drains again.
   void deliver(format::LiveDelivery&& d) override;
   static constexpr size_t kMaxQueued = size_t{1} << 21;
   bool reuse(format::EventColumns& into) override;
@@ -53,6 +53,9 @@ class LiveTrace final : public format::LiveTap {
   // The recorder no longer waits for the query (it is about to be stopped
   // and joined by the query's own thread).
   void release();
+  // From now on the calling thread delivers too, and never waits; a
+  // delivery waiting for room goes on.
+  void consume_here();
   // Waits up to `timeout` for a delivery, then takes every one waiting.
   std::vector<format::LiveDelivery> take(std::chrono::nanoseconds timeout);
 

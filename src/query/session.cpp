@@ -389,7 +389,7 @@ Result<int> run_live(const QueryRequest& req, std::FILE* out, std::FILE* err) {
   }
   say_matched(req, *program, consumer.probes_enabled(), err);
   engine.set_error_probe(driver.probe_info(3));  // dtrace:::ERROR
-  driver.live_begin(consumer);
+  driver.live_begin(consumer, req.host ? req.host->since() : 0);
 
   uint64_t horizon = 0;
   auto feed = [&](std::vector<format::LiveDelivery>& ds) {
@@ -406,12 +406,19 @@ Result<int> run_live(const QueryRequest& req, std::FILE* out, std::FILE* err) {
   // From here the query's thread drains the rings between its rounds: two
   // threads busy (the program's and ours), not three taking turns on the
   // cores, and each delivery read while it is still in the cache.
-  if (req.host && !program_done) req.host->drain_here();
+  if (req.host && !program_done && req.host->can_drain_here()) {
+    // Nothing may wait for us to take deliveries once we deliver to
+    // ourselves: first the recorder's thread (blocked while we set up?),
+    // then it is stopped.
+    live->consume_here();
+    req.host->drain_here();
+  }
   const auto wait = req.host ? std::chrono::microseconds(200) : std::chrono::microseconds(1000);
   auto next_reread = std::chrono::steady_clock::now();
   while (!driver.exited()) {
     if (!req.host) horizon = live->now_tick();
-    driver.live_advance(last_seen ? ~uint64_t{0} : horizon);
+    // Every event in: all of them fire, the clocks up to now (not forever).
+    driver.live_advance(last_seen ? ~uint64_t{0} : horizon, last_seen ? live->now_tick() : ~uint64_t{0});
     live->give_back(driver.take_spent());
     std::fflush(out);
     for (const std::string& w : driver.take_warnings()) std::fprintf(err, "callscope query: warning: %s\n", w.c_str());

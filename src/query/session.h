@@ -34,11 +34,19 @@ class LiveHost {
   virtual std::string session() const = 0;
   virtual format::ClockKind clock() const = 0;
   virtual uint64_t origin() const = 0;  // trace ticks count from this clock value
+  // When the query's view begins (trace ticks): 0 for a program it started;
+  // attached to a recording, the moment it attached (process and thread
+  // events before it do not fire, clocks count from it).
+  virtual uint64_t since() const { return 0; }
   // Reaps the processes that have ended; false once none is left. Once
-  // drain_here() was called, drains the rings first (the tap may deliver
-  // on the caller's thread: the host decides).
+  // drain_here() was called, drains the rings first (the tap delivers on
+  // the caller's thread).
   virtual bool poll() = 0;
-  virtual void drain_here() = 0;
+  // Whether the caller's thread may drain the rings (drain_here) instead of
+  // the recorder's: not when the recorder also writes a trace (one thread
+  // would do the work of two), nor when the recording is not ours.
+  virtual bool can_drain_here() const { return false; }
+  virtual void drain_here() {}
   // exit() or Ctrl-C while processes run: tracing stops in them, and they
   // go on untraced. Returns their pids; `problems` gets what could not be
   // done, a line each.
@@ -46,11 +54,10 @@ class LiveHost {
   // Writes the trace (-o) or drops it; the tap gets what is left. 0, or 1
   // when the trace could not be written (said on stderr).
   virtual int finish() = 0;
-  // The script cannot run (no probe matched): the program must not go on.
+  // The script cannot run (no probe matched): a program the query started
+  // must not go on (one it attached to goes on, left alone).
   virtual void kill_program() = 0;
-
- protected:
-  ~LiveHost() = default;
+  virtual ~LiveHost() = default;
 };
 
 struct QueryRequest {

@@ -57,8 +57,8 @@ bool wait_until(const std::function<bool()>& ready, std::chrono::seconds limit =
 // program it runs shares them, and may outlive it).
 class Background {
  public:
-  Background(const TempDir& dir, const std::vector<std::string>& args)
-      : out_(dir.file("query.out")), err_(dir.file("query.err")) {
+  Background(const TempDir& dir, const std::vector<std::string>& args, const std::string& name = "query")
+      : out_(dir.file(name + ".out")), err_(dir.file(name + ".err")) {
     pid_ = ::fork();
     if (pid_ == 0) {
       const int o = ::open(out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -224,7 +224,122 @@ TEST_P(QueryLiveTest, BulkCountsOverManyChunksCountEveryCall) {
   ASSERT_EQ(offline.exit_code, 0) << offline.err;
   ASSERT_GE(live.out.size(), offline.out.size());
   EXPECT_EQ(live.out.substr(live.out.size() - offline.out.size()), offline.out);
+  // Without -o the query's own thread drains the rings: the same counts.
+  RunResult alone = run({CALLSCOPE_EXE, "query", "-q", "-n", "pid$target:a.out::entry { @[probefunc] = count(); }",
+                         "-c", fixture(GetParam(), "threads") + " 3 400000"});
+  ASSERT_EQ(alone.exit_code, 0) << alone.err;
+  EXPECT_EQ(alone.out, live.out);
 }
+
+// query -p: a query attached to a program `callscope record` records sees
+// what happens from then on; when it ends, the recording goes on.
+class QueryAttachTest : public QueryLiveTest {
+ protected:
+  // `record` of live 1000 GATE DONE in the background, and the program's
+  // pid once it waits at the gate (its first 1000 beats done).
+  pid_t start_recording(std::unique_ptr<Background>& rec, const std::vector<std::string>& record_flags = {},
+                        int beats = 1000) {
+    std::vector<std::string> args{"record", "-o", dir_.file("rec.trace")};
+    args.insert(args.end(), record_flags.begin(), record_flags.end());
+    for (const std::string& a : {std::string("--"), fixture(GetParam(), "live"), std::to_string(beats), gate_, done_})
+      args.push_back(a);
+    rec = std::make_unique<Background>(dir_, args, "record");
+    EXPECT_TRUE(wait_until([&] { return exists(gate_ + ".ready"); })) << rec->err();
+    RunResult ps = run({"pgrep", "-P", std::to_string(rec->pid())});
+    return static_cast<pid_t>(std::atol(ps.out.c_str()));
+  }
+};
+
+TEST_P(QueryAttachTest, SeesTheProgramFromThenOnAndTheRecordingGoesOn) {
+  std::unique_ptr<Background> rec;
+  const pid_t pid = start_recording(rec);
+  ASSERT_GT(pid, 0);
+  Background query(dir_, {"query", "-n",
+                          "pid$target:a.out:beat:entry { @beats = count(); } "
+                          "pid$target:a.out:main:return { printf(\"main returned after %d calls seen\\n\", depth); }",
+                          "-p", std::to_string(pid)});
+  ASSERT_TRUE(wait_until([&] { return query.err().find("matched") != std::string::npos; })) << query.err();
+  RunResult second = callscope({"query", "-n", "BEGIN { exit(0); }", "-p", std::to_string(pid)});
+  EXPECT_EQ(second.exit_code, 1);
+  EXPECT_NE(second.err.find("another query is attached to its recording"), std::string::npos) << second.err;
+  touch(gate_);
+  ASSERT_EQ(query.wait(), 0) << query.err();
+  // The second 1000 beats, not the first; main (entered long before) returns.
+  EXPECT_NE(query.out().find("main returned"), std::string::npos) << query.out();
+  EXPECT_NE(query.out().find("             1000\n"), std::string::npos) << query.out();
+  ASSERT_EQ(rec->wait(), 0) << rec->err();
+  // The recording is whole: all 2000 beats.
+  RunResult offline =
+      callscope({"query", "-q", "-n", "pid$target:a.out:beat:entry { @ = count(); }", dir_.file("rec.trace")});
+  ASSERT_EQ(offline.exit_code, 0) << offline.err;
+  EXPECT_NE(offline.out.find("             2000\n"), std::string::npos) << offline.out;
+}
+
+TEST_P(QueryAttachTest, ExitDetachesAndGivenTheRecorderItAttachesToItsProgram) {
+  std::unique_ptr<Background> rec;
+  const pid_t pid = start_recording(rec);
+  ASSERT_GT(pid, 0);
+  // The recorder's pid: the query attaches to the program it records.
+  RunResult q = callscope({"query", "-n", "tick-50ms { printf(\"t %d\\n\", $target); exit(0); }", "-p",
+                           std::to_string(rec->pid())});
+  ASSERT_EQ(q.exit_code, 0) << q.err;
+  EXPECT_NE(q.out.find("t " + std::to_string(pid)), std::string::npos) << q.out;
+  EXPECT_NE(q.err.find("attaching to the program it records, process " + std::to_string(pid)), std::string::npos)
+      << q.err;
+  // Detached: the program and its recording go on, to the end.
+  touch(gate_);
+  ASSERT_EQ(rec->wait(), 0) << rec->err();
+  EXPECT_EQ(slurp(done_), "beats=2000\n");
+  RunResult offline =
+      callscope({"query", "-q", "-n", "pid$target:a.out:beat:entry { @ = count(); }", dir_.file("rec.trace")});
+  EXPECT_NE(offline.out.find("             2000\n"), std::string::npos) << offline.out;
+}
+
+TEST_P(QueryAttachTest, ADescriptionThatMatchesNothingDetaches) {
+  std::unique_ptr<Background> rec;
+  const pid_t pid = start_recording(rec);
+  ASSERT_GT(pid, 0);
+  RunResult q = callscope({"query", "-n", "pid$target:a.out:nosuch:entry", "-p", std::to_string(pid)});
+  EXPECT_EQ(q.exit_code, 1);
+  EXPECT_NE(q.err.find("does not match any probes"), std::string::npos) << q.err;
+  touch(gate_);
+  ASSERT_EQ(rec->wait(), 0) << rec->err();
+  EXPECT_EQ(slurp(done_), "beats=2000\n");
+}
+
+// A query stopped (SIGSTOP) is let go after CALLSCOPE_QUERY_TIMEOUT seconds
+// of the recorder waiting for it; the program and the recording go on.
+TEST_P(QueryAttachTest, AStoppedQueryIsLetGo) {
+  ::setenv("CALLSCOPE_QUERY_TIMEOUT", "1", 1);
+  std::unique_ptr<Background> rec;
+  const pid_t pid = start_recording(rec, {}, 300000);  // 900,000 events after the gate: more than a socket holds
+  ::unsetenv("CALLSCOPE_QUERY_TIMEOUT");
+  ASSERT_GT(pid, 0);
+  Background query(dir_, {"query", "-n", "pid$target:a.out:beat:entry { @ = count(); }", "-p", std::to_string(pid)});
+  ASSERT_TRUE(wait_until([&] { return query.err().find("matched") != std::string::npos; })) << query.err();
+  ::kill(query.pid(), SIGSTOP);
+  touch(gate_);
+  ASSERT_EQ(rec->wait(), 0) << rec->err();
+  EXPECT_EQ(slurp(done_), "beats=600000\n");
+  ::kill(query.pid(), SIGCONT);
+  EXPECT_EQ(query.wait(), 0) << query.err();
+  EXPECT_NE(query.err().find("the recording of process " + std::to_string(pid) + " stopped sending events"),
+            std::string::npos)
+      << query.err();
+}
+
+TEST_P(QueryAttachTest, RefusalsSaySo) {
+  std::unique_ptr<Background> rec;
+  const pid_t pid = start_recording(rec, {"--mode", "profile"});
+  ASSERT_GT(pid, 0);
+  RunResult q = callscope({"query", "-n", "BEGIN { exit(0); }", "-p", std::to_string(pid)});
+  EXPECT_EQ(q.exit_code, 1);
+  EXPECT_NE(q.err.find("it is recorded in profile mode"), std::string::npos) << q.err;
+  touch(gate_);
+  ASSERT_EQ(rec->wait(), 0) << rec->err();
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, QueryAttachTest, ::testing::ValuesIn(variants()), VariantName());
 
 INSTANTIATE_TEST_SUITE_P(Variants, QueryLiveTest, ::testing::ValuesIn(variants()), VariantName());
 
@@ -249,9 +364,23 @@ TEST(QueryLiveErrorTest, BadRequestsSaySo) {
   RunResult missing = callscope({"query", "-n", "BEGIN { exit(0); }", "-c", dir.file("no-such-program")});
   EXPECT_NE(missing.exit_code, 0);
   EXPECT_NE(missing.err.find("no-such-program"), std::string::npos) << missing.err;
-  RunResult pid = callscope({"query", "-n", "BEGIN { exit(0); }", "-p", "1"});
-  EXPECT_NE(pid.exit_code, 0);
-  EXPECT_NE(pid.err.find("-p: querying a process already running is not supported yet"), std::string::npos) << pid.err;
+  // -p: a process not recorded (this test), none at all, a bad pid, -p
+  // with -c or -o.
+  const std::string self = std::to_string(::getpid());
+  RunResult unrecorded = callscope({"query", "-n", "BEGIN { exit(0); }", "-p", self});
+  EXPECT_EQ(unrecorded.exit_code, 1);
+  EXPECT_NE(unrecorded.err.find("process " + self + " is not recorded by callscope"), std::string::npos)
+      << unrecorded.err;
+  RunResult gone = callscope({"query", "-n", "BEGIN { exit(0); }", "-p", "2147483646"});
+  EXPECT_EQ(gone.exit_code, 1);
+  EXPECT_NE(gone.err.find("no process 2147483646"), std::string::npos) << gone.err;
+  RunResult bad = callscope({"query", "-n", "BEGIN { exit(0); }", "-p", "12x"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("'12x' is not a process id"), std::string::npos) << bad.err;
+  RunResult both = callscope({"query", "-n", "BEGIN { exit(0); }", "-p", self, "-c", "true"});
+  EXPECT_NE(both.err.find("give -c CMD or -p PID, not both"), std::string::npos) << both.err;
+  RunResult kept = callscope({"query", "-n", "BEGIN { exit(0); }", "-p", self, "-o", dir.file("x.trace")});
+  EXPECT_NE(kept.err.find("writes its own trace"), std::string::npos) << kept.err;
   RunResult keep = callscope({"query", "-n", "BEGIN { exit(0); }", "-o", dir.file("x.trace")});
   EXPECT_NE(keep.exit_code, 0);
   EXPECT_NE(keep.err.find("-o keeps the trace of a program run with -c"), std::string::npos) << keep.err;

@@ -1,0 +1,64 @@
+// `query -p PID`: a query attached to a program that `callscope record` is
+// recording. The recorder listens on <session>/query.sock; a query that
+// connects gets the recording's tap (format/live_stream.h) over the socket
+// (format/live_wire.h says what passes), from the moment it attached, while
+// the trace goes on being written as if nothing had happened. One query at
+// a time. A query that goes away (exit(), Ctrl-C) takes the tap with it; the
+// recording goes on.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "cli/ctl_socket.h"
+#include "common/result.h"
+#include "format/live_stream.h"
+
+namespace callscope::cli {
+
+// The recorder's side, on the thread that polls the stream (Drainer).
+class QueryServer {
+ public:
+  // Listens in `session`. `events`: the recording keeps events (mode
+  // record); else a query is told why it cannot attach. A recording that
+  // cannot listen goes on unqueried (nullptr).
+  static std::unique_ptr<QueryServer> open(const std::string& session, format::LiveStream& live, bool events);
+  ~QueryServer();  // closes, and removes the socket
+  QueryServer(const QueryServer&) = delete;
+  QueryServer& operator=(const QueryServer&) = delete;
+  // After each poll of the stream: a query that connected gets the tap, one
+  // that went away loses it.
+  void poll();
+
+ private:
+  explicit QueryServer(format::LiveStream& live);
+  void greet(Fd fd);
+  class SocketTap;
+  format::LiveStream& live_;
+  std::string path_;
+  bool events_ = true;
+  Fd listen_;
+  std::unique_ptr<SocketTap> tap_;
+};
+
+// The query's side.
+struct Attached {
+  Fd fd;
+  pid_t pid = 0;        // the program's (PID, or the program of the recorder PID)
+  std::string session;  // the recording's raw session directory
+  format::ClockKind clock = format::ClockKind::kMonotonic;
+  uint64_t origin = 0;
+  uint64_t now_tick = 0;  // when the recorder took us on (trace ticks)
+};
+// Finds the recording PID is in (its environment names the session), and
+// attaches to it; `ticks_per_ns`: our measure of the clock (the recorder's
+// rounds of the tap are timed with it).
+Result<Attached> attach_to(pid_t pid, double ticks_per_ns);
+// The next delivery (its `last` set after the program's end), or an error:
+// the connection closed (the recorder ended, or let us go), or damage.
+Result<format::LiveDelivery> read_delivery(int fd);
+
+}  // namespace callscope::cli
