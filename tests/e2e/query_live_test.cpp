@@ -231,6 +231,17 @@ TEST_P(QueryLiveTest, BulkCountsOverManyChunksCountEveryCall) {
   EXPECT_EQ(alone.out, live.out);
 }
 
+// The clock stops with the program: a tick fires while it runs, not on and
+// on once every event is in (before, tick-N fired without end after the
+// program's exit).
+TEST_P(QueryLiveTest, ClocksStopWhenTheProgramEnds) {
+  touch(gate_);  // the program does not wait
+  Background query(dir_, {"query", "-q", "-n", "tick-10ms { n++; } END { printf(\"ticks %s\\n\", n < 1000 ? \"few\" : \"many\"); }",
+                          "-c", live_command(10)});
+  ASSERT_EQ(query.wait(30s), 0) << query.err();
+  EXPECT_NE(query.out().find("ticks few"), std::string::npos) << query.out();
+}
+
 // query -p: a query attached to a program `callscope record` records sees
 // what happens from then on; when it ends, the recording goes on.
 class QueryAttachTest : public QueryLiveTest {
