@@ -110,16 +110,17 @@ class AttachHost final : public query::LiveHost {
     sa.sa_handler = on_interrupt;
     ::sigaction(SIGINT, &sa, nullptr);
     reader_ = std::thread([this, &tap] {
+      std::string buffer;
       for (;;) {
-        auto d = read_delivery(a_.fd.get());
+        auto d = read_delivery(a_.fd.get(), buffer, &tap);
         if (!d) {
-          // The recorder ended without its last delivery (killed), let
-          // us go (30 s behind), or we detached.
+          // We detached; or the recorder ended without its last delivery
+          // (killed), or let us go (30 s behind).
+          if (closing_) break;
           format::LiveDelivery end;
           end.last = true;
-          if (!closing_)
-            end.warnings.push_back("the recording of process " + std::to_string(a_.pid) + " stopped sending events (" +
-                                   d.error().message() + "); the query ends there");
+          end.warnings.push_back("the recording of process " + std::to_string(a_.pid) + " stopped sending events (" +
+                                 d.error().message() + "); the query ends there");
           tap.deliver(std::move(end));
           break;
         }

@@ -1,6 +1,7 @@
 // `query -p PID` (query_attach.h).
 #include "cli/query_attach.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -91,12 +92,26 @@ class QueryServer::SocketTap final : public format::LiveTap {
     buf_.clear();
     format::encode_delivery(d, buf_);
     if (!send_all(fd_.get(), buf_.data(), buf_.size())) dead_ = true;
+    // The chunks, for the tap to fill again (fresh memory faults, page by page).
+    for (auto& [index, c] : d.events) {
+      if (pool_.size() >= 64) break;
+      c.clear();
+      pool_.push_back(std::move(c));
+    }
+  }
+  bool reuse(format::EventColumns& into) override {
+    if (pool_.empty()) return false;
+    into = std::move(pool_.back());
+    pool_.pop_back();
+    return true;
   }
   bool dead() const { return dead_; }
+  bool send_line(const char* line) { return send_all(fd_.get(), line, std::strlen(line)); }
 
  private:
   Fd fd_;
   std::string buf_;
+  std::vector<format::EventColumns> pool_;
   bool dead_ = false;
 };
 
@@ -128,46 +143,84 @@ void QueryServer::poll() {
     tap_.reset();
   }
   for (;;) {
-    const int c = ::accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC);
+    const int c = ::accept4(listen_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (c < 0) {
       if (errno == EINTR) continue;
       break;
     }
-    greet(Fd(c));
+    Fd fd(c);
+    // The session is ours, its directory private; a peer that is not us
+    // gets nothing all the same.
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    if (::getsockopt(fd.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || cred.uid != ::geteuid()) continue;
+    pending_.push_back({std::move(fd), "", std::chrono::steady_clock::now() + std::chrono::seconds(2)});
+  }
+  // Hellos, read as they come: this thread drains the rings, and waits for
+  // no one (a peer that says nothing is dropped after 2 s).
+  const auto now = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < pending_.size();) {
+    Pending& p = pending_[i];
+    char buf[256];
+    bool drop = now > p.deadline;
+    for (;;) {
+      const ssize_t r = ::recv(p.fd.get(), buf, sizeof buf, MSG_DONTWAIT);
+      if (r < 0 && errno == EINTR) continue;
+      if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) drop = true;
+      if (r <= 0) break;
+      p.got.append(buf, static_cast<size_t>(r));
+    }
+    const size_t nl = p.got.find('\n');
+    if (nl != std::string::npos) {
+      greet(std::move(p.fd), p.got.substr(0, nl));
+      drop = true;
+    } else if (p.got.size() > 1024) {
+      drop = true;
+    }
+    if (drop) {
+      pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i));
+    } else {
+      ++i;
+    }
   }
 }
 
-void QueryServer::greet(Fd fd) {
+void QueryServer::greet(Fd fd, const std::string& hello) {
+  // From here the socket blocks, up to the send timeout.
+  ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
+  set_timeout(fd.get(), SO_SNDTIMEO, send_timeout_s());
   auto refuse = [&](const std::string& why) {
     const std::string line = "error " + why + "\n";
     (void)send_all(fd.get(), line.data(), line.size());
   };
-  // The session is ours, its directory private; a peer that is not us
-  // gets nothing all the same.
-  ucred cred{};
-  socklen_t len = sizeof cred;
-  if (::getsockopt(fd.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || cred.uid != ::geteuid()) return;
-  set_timeout(fd.get(), SO_RCVTIMEO, 1);
-  set_timeout(fd.get(), SO_SNDTIMEO, send_timeout_s());
-  std::string hello;
-  if (!read_line(fd.get(), hello)) return;
   std::istringstream in(hello);
   std::string word, version;
   double ticks_per_ns = 0;
-  if (!(in >> word >> version >> ticks_per_ns) || word + " " + version != kHello || !(ticks_per_ns > 0))
+  if (!(in >> word >> version >> ticks_per_ns) || word + " " + version != kHello || !(ticks_per_ns > 0.01) ||
+      !(ticks_per_ns < 100))
     return refuse("not a query of this version of callscope");
   if (!events_)
     return refuse(
         "it is recorded in profile mode (record --mode=profile keeps call trees, not events); a query needs "
         "record --mode=record");
+  if (live_.failed()) return refuse("its recorder cannot go on streaming (its stderr says why)");
   if (tap_) return refuse("another query is attached to its recording; one at a time");
+  // Room for a few deliveries in flight (each a couple of milliseconds of
+  // events): the recorder does not stop at each one for the query to read.
+  const int bytes = 8 << 20;
+  ::setsockopt(fd.get(), SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
+  // The tap first, then the moment: every event stored after it is the
+  // query's (a few from just before may be too).
+  tap_ = std::make_unique<SocketTap>(std::move(fd));
+  live_.set_tap(tap_.get(), live_.clock() == format::ClockKind::kTsc ? ticks_per_ns : 1.0, false);
   const uint64_t now = format::ticks_since(live_.clock(), live_.origin());
   char line[128];
   std::snprintf(line, sizeof line, "ok %d %llu %llu\n", live_.clock() == format::ClockKind::kTsc ? 1 : 0,
                 static_cast<unsigned long long>(live_.origin()), static_cast<unsigned long long>(now));
-  if (!send_all(fd.get(), line, std::strlen(line))) return;
-  tap_ = std::make_unique<SocketTap>(std::move(fd));
-  live_.set_tap(tap_.get(), live_.clock() == format::ClockKind::kTsc ? ticks_per_ns : 1.0, false);
+  if (!tap_->send_line(line)) {
+    live_.clear_tap();
+    tap_.reset();
+  }
 }
 
 // --- the query's side -----------------------------------------------------
@@ -218,6 +271,8 @@ Result<Attached> attach_to(pid_t pid, double ticks_per_ns) {
   if (!send_all(a.fd.get(), hello, std::strlen(hello)) || !read_line(a.fd.get(), reply))
     return Error("the recording of process " + t + " did not answer");
   set_timeout(a.fd.get(), SO_RCVTIMEO, 0);
+  const int bytes = 8 << 20;
+  ::setsockopt(a.fd.get(), SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes);
   if (reply.rfind("error ", 0) == 0) return Error("cannot attach to process " + t + ": " + reply.substr(6));
   std::istringstream in(reply);
   std::string ok;
@@ -232,13 +287,13 @@ Result<Attached> attach_to(pid_t pid, double ticks_per_ns) {
   return a;
 }
 
-Result<format::LiveDelivery> read_delivery(int fd) {
-  std::string header(format::kWireHeaderBytes, '\0');
-  if (!read_all(fd, header.data(), header.size())) return Error("closed");
-  CALLSCOPE_TRY(const uint64_t n, format::wire_payload_bytes(header));
-  std::string payload(n, '\0');
-  if (!read_all(fd, payload.data(), payload.size())) return Error("closed in the middle of a message");
-  return format::decode_delivery(payload);
+Result<format::LiveDelivery> read_delivery(int fd, std::string& buffer, format::LiveTap* pool) {
+  char header[format::kWireHeaderBytes];
+  if (!read_all(fd, header, sizeof header)) return Error("closed");
+  CALLSCOPE_TRY(const uint64_t n, format::wire_payload_bytes(std::string_view(header, sizeof header)));
+  buffer.resize(n);
+  if (!read_all(fd, buffer.data(), buffer.size())) return Error("closed in the middle of a message");
+  return format::decode_delivery(buffer, pool);
 }
 
 }  // namespace callscope::cli

@@ -9,9 +9,11 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "cli/ctl_socket.h"
 #include "common/result.h"
@@ -35,8 +37,14 @@ class QueryServer {
 
  private:
   explicit QueryServer(format::LiveStream& live);
-  void greet(Fd fd);
+  void greet(Fd fd, const std::string& hello);
   class SocketTap;
+  struct Pending {  // a connection whose hello has not come whole yet
+    Fd fd;
+    std::string got;
+    std::chrono::steady_clock::time_point deadline;
+  };
+  std::vector<Pending> pending_;
   format::LiveStream& live_;
   std::string path_;
   bool events_ = true;
@@ -59,6 +67,7 @@ struct Attached {
 Result<Attached> attach_to(pid_t pid, double ticks_per_ns);
 // The next delivery (its `last` set after the program's end), or an error:
 // the connection closed (the recorder ended, or let us go), or damage.
-Result<format::LiveDelivery> read_delivery(int fd);
+// `buffer` is kept from one call to the next; `pool` gives buffers to fill.
+Result<format::LiveDelivery> read_delivery(int fd, std::string& buffer, format::LiveTap* pool);
 
 }  // namespace callscope::cli

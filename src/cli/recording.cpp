@@ -212,6 +212,7 @@ void Recording::pump() {
 Recording::~Recording() {
   if (s_) {
     s_->drainer.reset();
+    s_->server.reset();  // while the stream it taps lives
     s_->restore();
   }
   if (remove_later_) remove_tree(session_);

@@ -251,6 +251,9 @@ Status LiveStream::drain(Thread& t, bool peek) {
 }
 
 void LiveStream::set_tap(LiveTap* tap, double ticks_per_ns, bool tap_only) {
+  // Threads started since the last scan join below, mid-run (found after
+  // the tap is set, they would be read from their first event).
+  if (!threads_.empty() || polls_ > 0) (void)scan();
   tap_ = tap;
   tap_only_ = tap_only;
   ticks_per_ns_ = ticks_per_ns;
@@ -274,7 +277,7 @@ void LiveStream::set_tap(LiveTap* tap, double ticks_per_ns, bool tap_only) {
     // what happens from now on. The frames open now come first, as
     // inherited (they began before the tap).
     tp.segment = t->consumed;
-    tp.stream->resume_from(t->stream->open_frames(), t->stream->last_tick(), t->stream->started());
+    tp.stream->copy_state_from(*t->stream);
     if (t->map) {
       const auto* h = reinterpret_cast<const RawThreadHeader*>(t->map);
       if (__atomic_load_n(&h->ring_segments, __ATOMIC_ACQUIRE) == kRingSegments)
@@ -371,8 +374,9 @@ void LiveStream::tap_deliver(uint64_t horizon, bool last) {
       const size_t before = t->path.find_last_of('/', slash - 1);
       d.threads.push_back({t->index, t->path.substr(before + 1, slash - before - 1), t->record.tid,
                            t->header.start_tick + t->offset, false});
-      if (t->map) {
-        const auto* h = reinterpret_cast<const RawThreadHeader*>(t->map);
+      // The header as mapped, or as last seen (a thread over before the tap).
+      const RawThreadHeader* h = t->map ? reinterpret_cast<const RawThreadHeader*>(t->map) : &t->header;
+      if (t->map || t->done) {
         d.threads.back().start_tick = h->start_tick + t->offset;
         d.threads.back().main = (h->flags & kRawThreadMain) != 0;
       }

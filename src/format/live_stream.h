@@ -163,6 +163,8 @@ class LiveStream {
   Status finish_thread(Thread& t, uint64_t end_hint, std::span<const RawSwitch> switches = {});
   uint64_t blocks_written() const { return blocks_; }
   uint64_t segments_taken() const { return segments_; }
+  // The stream stopped (a write failed): the threads drop their events.
+  bool failed() const { return failed_; }
   // How long, and how many times, the program's threads waited for a free
   // segment (their rings full: the recorder, or its tap, behind).
   std::pair<uint64_t, uint64_t> waits() const;

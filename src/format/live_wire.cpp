@@ -95,7 +95,7 @@ Result<uint64_t> wire_payload_bytes(std::string_view header) {
   return n;
 }
 
-Result<LiveDelivery> decode_delivery(std::string_view payload) {
+Result<LiveDelivery> decode_delivery(std::string_view payload, LiveTap* pool) {
   const Error bad("a damaged message from the recorder's tap");
   Reader r(payload);
   LiveDelivery d;
@@ -106,14 +106,16 @@ Result<LiveDelivery> decode_delivery(std::string_view payload) {
   for (uint32_t i = 0; i < n; ++i) {
     LiveThreadStart t;
     uint8_t main = 0;
-    if (!r.get(t.index) || !r.get_str(t.process) || !r.get(t.tid) || !r.get(t.start_tick) || !r.get(main)) return bad;
+    if (!r.get(t.index) || !r.get_str(t.process) || !r.get(t.tid) || !r.get(t.start_tick) || !r.get(main) ||
+        t.index >= kWireMaxThread)
+      return bad;
     t.main = main != 0;
     d.threads.push_back(std::move(t));
   }
   if (!r.get(n)) return bad;
   for (uint32_t i = 0; i < n; ++i) {
     uint32_t index = 0, events = 0, values = 0;
-    if (!r.get(index) || !r.get(events) || !r.get(values)) return bad;
+    if (!r.get(index) || !r.get(events) || !r.get(values) || index >= kWireMaxThread) return bad;
     const char* kinds = r.take<EventKind>(events);
     const char* ticks = r.take<uint64_t>(events);
     const char* vals = r.take<uint64_t>(values);
@@ -126,6 +128,7 @@ Result<LiveDelivery> decode_delivery(std::string_view payload) {
     }
     if (carried != values) return bad;
     EventColumns c;
+    if (pool) pool->reuse(c);
     c.append(kinds, ticks, events, vals, values);
     d.events.emplace_back(index, std::move(c));
   }
@@ -133,7 +136,7 @@ Result<LiveDelivery> decode_delivery(std::string_view payload) {
   for (uint32_t i = 0; i < n; ++i) {
     uint32_t index = 0;
     uint64_t tick = 0;
-    if (!r.get(index) || !r.get(tick)) return bad;
+    if (!r.get(index) || !r.get(tick) || index >= kWireMaxThread) return bad;
     d.ended.emplace_back(index, tick);
   }
   if (!r.get(n)) return bad;

@@ -29,14 +29,17 @@ namespace callscope::format {
 inline constexpr char kWireMagic[4] = {'C', 'S', 'Q', 'D'};
 inline constexpr size_t kWireHeaderBytes = 12;  // magic + u64 payload bytes
 // A delivery is a few milliseconds of events; more than this is damage.
-inline constexpr uint64_t kWireMaxPayload = uint64_t{1} << 32;
+inline constexpr uint64_t kWireMaxPayload = uint64_t{1} << 30;
+// Thread indexes past this are damage too (a trace lists fewer threads).
+inline constexpr uint32_t kWireMaxThread = uint32_t{1} << 24;
 
 // Appends d's message (header and payload) to out.
 void encode_delivery(const LiveDelivery& d, std::string& out);
 // The payload's size from a message's first kWireHeaderBytes, or an error
 // (not a message).
 Result<uint64_t> wire_payload_bytes(std::string_view header);
-// A delivery from a message's payload, or what is wrong with it.
-Result<LiveDelivery> decode_delivery(std::string_view payload);
+// A delivery from a message's payload, or what is wrong with it; its
+// columns come from `pool` (LiveTap::reuse) when it has some.
+Result<LiveDelivery> decode_delivery(std::string_view payload, LiveTap* pool = nullptr);
 
 }  // namespace callscope::format

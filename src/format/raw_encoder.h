@@ -223,6 +223,22 @@ class BasicRawStreamEncoder {
   uint64_t last_tick() const { return last_; }
   bool started() const { return started_; }
   size_t depth() const { return stack_.size(); }
+  // Where `other` is (its frames, its gap, its last tick): a second reader
+  // of the same raw stream starting where `other` has got (a tap attached
+  // mid-run).
+  template <class Other>
+  void copy_state_from(const BasicRawStreamEncoder<Other>& other) {
+    stack_.assign(other.open_frames());
+    last_ = other.last_;
+    started_ = other.started_;
+    in_gap_ = other.in_gap_;
+    gap_kind_ = other.gap_kind_;
+    gap_tick_ = other.gap_tick_;
+    gap_lost_ = other.gap_lost_;
+    resync_ = other.resync_;
+    stream_lost_ = other.stream_lost_;
+    pending_loss_ = other.pending_loss_;
+  }
   // The frames open now, outermost first.
   std::vector<OpenFrame> open_frames() const {
     std::vector<OpenFrame> v;
@@ -237,6 +253,8 @@ class BasicRawStreamEncoder {
   Status close_all(uint64_t tick);
   Status apply_unseen(const RawThreadHeader& h, std::span<const RawSwitch> switches);
 
+  template <class>
+  friend class BasicRawStreamEncoder;
   Out& out_;
   uint64_t offset_;
   ThreadRecord& rec_;

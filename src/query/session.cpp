@@ -327,8 +327,8 @@ Result<int> run_live(const QueryRequest& req, std::FILE* out, std::FILE* err) {
     co.target = static_cast<uint64_t>(req.host->pid());
     auto again = compile(source, file, co);
     if (!again) {
+      live->release();  // first: a delivery waiting for room must not hold the host up
       req.host->kill_program();
-      live->release();
       req.host->finish();
       return again.error();
     }
@@ -379,10 +379,10 @@ Result<int> run_live(const QueryRequest& req, std::FILE* out, std::FILE* err) {
   if (auto enabled = driver.enable(clauses_of(*program), req.allow_zero, consumer, program->reads_stack());
       !enabled) {
     if (!program_done) {
+      live->release();  // first: a delivery waiting for room must not hold the host up
       req.host->kill_program();
       while (req.host->poll()) {
       }
-      live->release();
       req.host->finish();
     }
     return enabled.error();
@@ -442,9 +442,9 @@ Result<int> run_live(const QueryRequest& req, std::FILE* out, std::FILE* err) {
   if (!program_done) {
     // exit() or Ctrl-C while the program runs: it goes on, untraced.
     std::vector<std::string> problems;
+    live->release();  // first: a delivery waiting for room must not hold the host up
     const std::vector<int64_t> left = req.host->stop_tracing(problems);
     for (const std::string& w : problems) std::fprintf(err, "callscope query: warning: %s\n", w.c_str());
-    live->release();
     finish_status = req.host->finish();
     // Said even when quiet: those processes are no longer traced.
     if (!left.empty()) {

@@ -323,7 +323,7 @@ TEST_P(QueryAttachTest, ADescriptionThatMatchesNothingDetaches) {
 TEST_P(QueryAttachTest, AStoppedQueryIsLetGo) {
   ::setenv("CALLSCOPE_QUERY_TIMEOUT", "1", 1);
   std::unique_ptr<Background> rec;
-  const pid_t pid = start_recording(rec, {}, 300000);  // 900,000 events after the gate: more than a socket holds
+  const pid_t pid = start_recording(rec, {}, 2000000);  // 4 M events after the gate: more than a socket holds
   ::unsetenv("CALLSCOPE_QUERY_TIMEOUT");
   ASSERT_GT(pid, 0);
   Background query(dir_, {"query", "-n", "pid$target:a.out:beat:entry { @ = count(); }", "-p", std::to_string(pid)});
@@ -331,7 +331,7 @@ TEST_P(QueryAttachTest, AStoppedQueryIsLetGo) {
   ::kill(query.pid(), SIGSTOP);
   touch(gate_);
   ASSERT_EQ(rec->wait(), 0) << rec->err();
-  EXPECT_EQ(slurp(done_), "beats=600000\n");
+  EXPECT_EQ(slurp(done_), "beats=4000000\n");
   ::kill(query.pid(), SIGCONT);
   EXPECT_EQ(query.wait(), 0) << query.err();
   EXPECT_NE(query.err().find("the recording of process " + std::to_string(pid) + " stopped sending events"),

@@ -82,6 +82,12 @@ TEST(LiveWire, DamageIsRefused) {
   std::string bad_count = payload;
   bad_count[kinds_at + 2] = static_cast<char>(EventKind::kEntry);  // the exit now claims a value
   EXPECT_FALSE(decode_delivery(bad_count));
+  // A thread index no trace has.
+  LiveDelivery far;
+  far.ended.emplace_back(kWireMaxThread, 1);
+  std::string far_msg;
+  encode_delivery(far, far_msg);
+  EXPECT_FALSE(decode_delivery(std::string_view(far_msg).substr(kWireHeaderBytes)));
   // Random bytes never crash it (ASan/UBSan would say).
   std::mt19937 rng(7);
   for (int i = 0; i < 2000; ++i) {
