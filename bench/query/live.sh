@@ -73,6 +73,24 @@ print("|---|---:|---:|")
 print(f"| plain (no instrumentation) | {base:.3f} | - |")
 print(f"| `callscope record` | {rec:.3f} | {per(rec):.1f} |")
 print(f"| `callscope query -c` count() by function | {qry:.3f} | {per(qry):.1f} |")
+# query -p: the same count() attached to `record` of the same run (as soon
+# as the program has started), the recorder sending its events over a socket.
+def attached():
+    t = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        rec = subprocess.Popen(record(fib_n), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        pid = ""
+        while not pid and rec.poll() is None:
+            pid = subprocess.run(["pgrep", "-P", str(rec.pid)], capture_output=True, text=True).stdout.strip()
+        if pid:
+            subprocess.run([cs, "query", "-q", "-n", count, "-p", pid], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+        rec.wait()
+        t.append(time.perf_counter() - t0)
+    return statistics.median(t)
+ta = attached()
+print(f"| `callscope record`, `query -p` count() attached | {ta:.3f} | {per(ta):.1f} |")
 for label, script in others:
     t = wall([cs, "query", "-q", "-n", script, "-c", f"{work}/fib {fib_n}"])
     print(f"| `callscope query -c` {label} | {t:.3f} | {per(t):.1f} |")
