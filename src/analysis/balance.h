@@ -26,7 +26,9 @@ struct StreamBalance {
       case format::EventKind::kLost: lost += e.arg; break;
       case format::EventKind::kMark:
       case format::EventKind::kPause:
-      case format::EventKind::kResume: break;
+      case format::EventKind::kResume:
+      case format::EventKind::kAlloc:
+      case format::EventKind::kFree: break;
     }
     if (e.depth > max_depth) max_depth = e.depth;
   }

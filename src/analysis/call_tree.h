@@ -150,7 +150,9 @@ class CallTreeBuilder {
         if (gap_start_ != kNoTick) end_gap(tick);
         break;
       case format::EventKind::kExitStray: ++stray_; break;
-      case format::EventKind::kMark: break;
+      case format::EventKind::kMark:
+      case format::EventKind::kAlloc:
+      case format::EventKind::kFree: break;
     }
   }
 

@@ -352,7 +352,9 @@ void LiveStream::tap_read(Thread& t, uint64_t committed, bool final, bool partia
     size_t words_of = 1;
     if (raw_kind_valid(k)) {
       words_of = raw_event_words(static_cast<RawKind>(k));
-      if (words_of == 2 && (i + 1 >= kSegmentWords || __atomic_load_n(&words[i + 1], __ATOMIC_ACQUIRE) == 0)) break;
+      bool whole = i + words_of <= kSegmentWords;
+      for (size_t w = 1; whole && w < words_of; ++w) whole = __atomic_load_n(&words[i + w], __ATOMIC_ACQUIRE) != 0;
+      if (!whole) break;
     }
     // One event (or one damaged word) at a time.
     if (tp.decoder.next(words, i + words_of, i, e)) feed(e);
@@ -549,7 +551,8 @@ Result<std::unique_ptr<LiveStream>> LiveStream::recover(const RawSession& s, con
         if (e.kind == EventKind::kLost) r.lost_events += e.arg;
         if (is_entry(e.kind)) stack.push_back({e.addr, e.sp, e.tick - std::min(e.tick, offset)});
         if (is_exit(e.kind) && !stack.empty()) stack.pop_back();
-        fed = t->events->add(e.kind, e.tick, e.addr, e.sp, e.arg);
+        fed = is_memory(e.kind) ? t->events->memory(e.kind, e.tick, e.addr, e.arg, e.op)
+                                : t->events->add(e.kind, e.tick, e.addr, e.sp, e.arg);
         return fed.ok();
       });
       if (!st2) live->warnings_.push_back(st2.error().message());

@@ -133,6 +133,11 @@ Status BasicRawStreamEncoder<Out>::add(const RawEvent& e) {
       return ok_status();
     case RawKind::kMark:
       return emit(EventKind::kMark, clamp(e.tick), 0, 0, e.arg);
+    case RawKind::kAlloc:
+    case RawKind::kFree:
+      ++rec_.events;
+      return out_.memory(e.kind == RawKind::kAlloc ? EventKind::kAlloc : EventKind::kFree, clamp(e.tick), e.addr,
+                         e.arg, e.op);
     case RawKind::kSpBase:
       return ok_status();
   }

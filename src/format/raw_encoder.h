@@ -112,6 +112,14 @@ class EventColumns {
     ticks_[n_++] = tick;
     return true;
   }
+  // A memory event: its kind and tick (a consumer in memory -- the live
+  // query -- has no use for the block yet).
+  Status memory(EventKind k, uint64_t tick, uint64_t, uint64_t, uint8_t) {
+    room(1);
+    kinds_[n_] = k;
+    ticks_[n_++] = tick;
+    return ok_status();
+  }
   Status flush() { return ok_status(); }
   const EventKind* kinds() const { return kinds_.get(); }
   const uint64_t* ticks() const { return ticks_.get(); }

@@ -104,9 +104,10 @@ Status read_dumps(const std::string& path, std::vector<std::string>& warnings,
 struct RawEvent {
   RawKind kind;
   uint64_t tick;  // relative to the process base
-  uint64_t addr;  // kEntry*, kExitStray
+  uint64_t addr;  // kEntry*, kExitStray; kAlloc, kFree: the block
   uint64_t sp;    // kEntry*: absolute stack pointer, 0 when unknown
-  uint64_t arg;   // kLost: count; kMark: id
+  uint64_t arg;   // kLost: count; kMark: id; kAlloc: size
+  uint8_t op = 0;  // kAlloc, kFree: the AllocOp
 };
 
 // Decodes raw event words: kSpBase is consumed here, zero words are skipped
@@ -207,9 +208,9 @@ inline bool RawDecoder::next(const uint64_t* words, size_t n, size_t& i, RawEven
     }
     const auto kind = static_cast<RawKind>(k);
     const unsigned nw = raw_event_words(kind);
-    if (nw == 2 && (i + 1 >= n || words[i + 1] == 0)) {
-      ++torn;  // w0 stored, w1 not: the process died between the two stores
-      i += 2;
+    if (nw >= 2 && (i + nw > n || words[i + 1] == 0 || (nw == 3 && words[i + 2] == 0))) {
+      ++torn;  // w0 stored, the rest not: the process died between the stores
+      i += nw;
       continue;
     }
     e.kind = kind;
@@ -217,8 +218,10 @@ inline bool RawDecoder::next(const uint64_t* words, size_t n, size_t& i, RawEven
     e.addr = 0;
     e.sp = 0;
     e.arg = 0;
-    const uint64_t w1 = nw == 2 ? words[i + 1] : 0;
+    const uint64_t w1 = nw >= 2 ? words[i + 1] : 0;
+    const uint64_t w2 = nw == 3 ? words[i + 2] : 0;
     i += nw;
+    e.op = 0;
     switch (kind) {
       case RawKind::kSpBase:
         sp_base = w1;
@@ -236,6 +239,16 @@ inline bool RawDecoder::next(const uint64_t* words, size_t n, size_t& i, RawEven
       case RawKind::kLost:
       case RawKind::kMark:
         e.arg = w1;
+        return true;
+      case RawKind::kAlloc:
+      case RawKind::kFree:
+        e.addr = w1 & kRawAddrMask;
+        e.op = static_cast<uint8_t>(w1 >> 56);
+        e.arg = w2 ? w2 - 1 : 0;
+        if (!alloc_op_valid(e.op)) {
+          ++bad_words;
+          continue;
+        }
         return true;
       default:
         return true;

@@ -43,6 +43,11 @@
 //                      grows from 72 to 80 bytes; a 1.3 record reads with 0
 //                      there). The runtime keeps a reserve of space allocated
 //                      past the end of `meta` (not part of the layout).
+//   raw 2, final 1.5 — memory events (record --memory): RawKind kAlloc (the
+//                      first three-word event) and kFree, EventKind kAlloc and
+//                      kFree with their values in the arg column, AllocOp. A
+//                      1.4 reader refuses their blocks as damaged; a trace
+//                      without them is a 1.4 trace but for its version.
 #pragma once
 
 #include <stddef.h>
@@ -95,6 +100,8 @@ enum class RawKind : uint8_t {
   kExitTruncated = 9,   // (8)  top frame closed without its exit
   kPause = 10,          // (8)  recording stopped (callscope_stop, ctl stop): a gap begins
   kResume = 11,         // (8)  a gap (kLost or kPause, then its resync) ends here
+  kAlloc = 12,          // (24) w1 = ptr[0:48) | AllocOp << 56; w2 = size + 1 (record --memory)
+  kFree = 13,           // (16) w1 = ptr[0:48) | AllocOp << 56
 };
 // A gap in a raw stream: kLost (tick: when the first event was dropped) or
 // kPause (tick: the stop), then the resync -- every frame open at the end of
@@ -111,12 +118,76 @@ inline constexpr uint64_t kRawAddrMask = (uint64_t{1} << 48) - 1;
 inline constexpr uint64_t kSpUnit = 16;  // bytes; the ABI aligns call sites to 16
 
 constexpr unsigned raw_event_words(RawKind k) {
+  if (k == RawKind::kAlloc) return 3;
   return (k == RawKind::kExit || k == RawKind::kExitUnwound || k == RawKind::kExitTruncated ||
           k == RawKind::kPause || k == RawKind::kResume)
              ? 1
              : 2;
 }
-constexpr bool raw_kind_valid(uint8_t k) { return k >= 1 && k <= 11; }
+constexpr bool raw_kind_valid(uint8_t k) { return k >= 1 && k <= 13; }
+// Every word of an event after the first is non-zero (a reader tells an event
+// stored whole from one cut short by a crash): a kAlloc's and kFree's w1
+// carries its AllocOp (never 0), a kAlloc's w2 its size plus one.
+
+// Memory events (1.5, record --memory): what the program called. Blocks come
+// from an allocating op and go to a freeing op; the pairs that belong
+// together (malloc/free, new/delete, new[]/delete[], mmap/munmap) are
+// checked by `callscope memory` (a mismatch is reported, never trusted).
+enum class AllocOp : uint8_t {
+  // allocating
+  kMalloc = 1,
+  kCalloc = 2,
+  kRealloc = 3,         // the new block (the old one: kReallocFree)
+  kReallocArray = 4,
+  kPosixMemalign = 5,
+  kAlignedAlloc = 6,
+  kMemalign = 7,
+  kValloc = 8,
+  kPvalloc = 9,
+  kNew = 10,            // operator new, every form but arrays (nothrow, aligned)
+  kNewArray = 11,       // operator new[]
+  kMmap = 12,           // anonymous mmap
+  kMremap = 13,         // the new mapping (the old one: kMremapFree)
+  kApi = 14,            // callscope_alloc() of a program's own allocator
+  // freeing
+  kFree = 32,
+  kReallocFree = 33,
+  kDelete = 34,         // operator delete, every form but arrays (sized, aligned)
+  kDeleteArray = 35,    // operator delete[]
+  kMunmap = 36,
+  kMremapFree = 37,
+  kApiFree = 38,        // callscope_free()
+};
+inline constexpr uint8_t kFirstFreeOp = 32;
+constexpr bool alloc_op_valid(uint8_t op) { return (op >= 1 && op <= 14) || (op >= 32 && op <= 38); }
+constexpr bool alloc_op_frees(uint8_t op) { return op >= kFirstFreeOp; }
+// The name a user knows the op by ("malloc", "operator new[]", ...).
+constexpr const char* alloc_op_name(uint8_t op) {
+  switch (static_cast<AllocOp>(op)) {
+    case AllocOp::kMalloc: return "malloc";
+    case AllocOp::kCalloc: return "calloc";
+    case AllocOp::kRealloc: return "realloc";
+    case AllocOp::kReallocArray: return "reallocarray";
+    case AllocOp::kPosixMemalign: return "posix_memalign";
+    case AllocOp::kAlignedAlloc: return "aligned_alloc";
+    case AllocOp::kMemalign: return "memalign";
+    case AllocOp::kValloc: return "valloc";
+    case AllocOp::kPvalloc: return "pvalloc";
+    case AllocOp::kNew: return "operator new";
+    case AllocOp::kNewArray: return "operator new[]";
+    case AllocOp::kMmap: return "mmap";
+    case AllocOp::kMremap: return "mremap";
+    case AllocOp::kApi: return "callscope_alloc";
+    case AllocOp::kFree: return "free";
+    case AllocOp::kReallocFree: return "realloc (old block)";
+    case AllocOp::kDelete: return "operator delete";
+    case AllocOp::kDeleteArray: return "operator delete[]";
+    case AllocOp::kMunmap: return "munmap";
+    case AllocOp::kMremapFree: return "mremap (old mapping)";
+    case AllocOp::kApiFree: return "callscope_free";
+  }
+  return "?";
+}
 
 // The first 4096 bytes of a thread file; updated in place through the mapping.
 struct RawThreadHeader {
@@ -454,7 +525,7 @@ static_assert(sizeof(RawRecorderInfo) == 16);
 
 inline constexpr char kTraceMagic[8] = {'C', 'A', 'L', 'L', 'S', 'C', 'P', '\x1a'};
 inline constexpr uint16_t kTraceVersionMajor = 1;
-inline constexpr uint16_t kTraceVersionMinor = 4;
+inline constexpr uint16_t kTraceVersionMinor = 5;
 // The first minor version whose header carries a check.
 inline constexpr uint16_t kTraceMinorHeaderCheck = 3;
 
@@ -685,8 +756,11 @@ enum class EventKind : uint8_t {
   kMark = 8,            // arg column: mark id (MarkRecord)
   kPause = 9,           // recording stopped: a gap begins (1.2)
   kResume = 10,         // the gap that began at the last kLost or kPause ends (1.2)
+  kAlloc = 11,          // arg column: zigzag ptr delta, size, AllocOp (1.5)
+  kFree = 12,           // arg column: zigzag ptr delta, AllocOp (1.5)
 };
-inline constexpr uint8_t kMaxEventKind = 10;
+inline constexpr uint8_t kMaxEventKind = 12;
+constexpr bool is_memory(EventKind k) { return k == EventKind::kAlloc || k == EventKind::kFree; }
 
 // Gaps (1.2). Events of a stream can stop for a while: dropped (no space, a
 // recorder that cannot keep up under --drop-when-behind, a recorder killed)
@@ -722,7 +796,10 @@ constexpr bool is_exit(EventKind k) {
 //   fn:        varint index into the fn table (kEntry*, kExitStray)
 //   sp:        varint zigzag of (parent_sp - sp) / kSpUnit for entries, where
 //              parent_sp is the sp of the frame on top of the stack (0 if none)
-//   arg:       varint (kLost: count; kMark: id)
+//   arg:       varint (kLost: count; kMark: id); kAlloc: three varints --
+//              zigzag of (ptr - the previous memory event's ptr in the
+//              block, 0 at its start), size, AllocOp; kFree: two -- the
+//              zigzag ptr delta, AllocOp
 // Exits carry no address: they close the frame on top of the stack, which
 // the reader keeps per thread across blocks.
 struct EventColumnsHeader {

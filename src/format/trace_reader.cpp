@@ -429,6 +429,14 @@ class FullEvents {
   }
   void stray(uint64_t tick, uint64_t addr) { next(EventKind::kExitStray, tick).addr = addr; }
   void other(EventKind k, uint64_t tick, uint64_t arg) { next(k, tick).arg = arg; }
+  // True: the event is kept (commit() follows).
+  bool memory(EventKind k, uint64_t tick, uint64_t ptr, uint64_t size, uint8_t op) {
+    TraceEvent& e = next(k, tick);
+    e.addr = ptr;
+    e.arg = size;
+    e.op = op;
+    return true;
+  }
   bool commit() {
     if (++filled_ < TraceReader::kEventBatch) return true;
     filled_ = 0;
@@ -480,6 +488,8 @@ class CallEvents {
     put(k, tick);
     if (carries_value(k)) c_.values[values_++] = arg;
   }
+  // Calls only: memory events are left out.
+  bool memory(EventKind, uint64_t, uint64_t, uint64_t, uint8_t) { return false; }
   bool commit() {
     if (++filled_ < TraceReader::kEventBatch) return true;
     const size_t values = values_;
@@ -569,6 +579,7 @@ Status TraceReader::decode_events(uint32_t thread, Out& out) {
       continue;
     }
     tick = b.header.first_tick;
+    uint64_t ptr = 0;  // memory events' blocks are deltas, from 0 at the block's start
     for (uint32_t i = 0; i < h.n_events; ++i) {
       const auto kind = static_cast<EventKind>(kinds[i]);
       uint64_t v;
@@ -604,6 +615,18 @@ Status TraceReader::decode_events(uint32_t thread, Out& out) {
         case EventKind::kResume:
           out.other(kind, tick, 0);
           break;
+        case EventKind::kAlloc:
+        case EventKind::kFree: {
+          uint64_t d, size = 0, op;
+          if (!get_varint(arg, arg_end, d) || (kind == EventKind::kAlloc && !get_varint(arg, arg_end, size)) ||
+              !get_varint(arg, arg_end, op) || op > 0xff || !alloc_op_valid(static_cast<uint8_t>(op))) {
+            bad = true;
+            break;
+          }
+          ptr += static_cast<uint64_t>(unzigzag(d));
+          if (!out.memory(kind, tick, ptr, size, static_cast<uint8_t>(op))) continue;
+          break;
+        }
         default:
           bad = true;
       }

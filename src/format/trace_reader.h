@@ -23,11 +23,12 @@ namespace callscope::format {
 
 struct TraceEvent {
   EventKind kind;
-  uint32_t depth;  // depth of the frame entered or closed: 1 = outermost
+  uint32_t depth;  // depth of the frame entered or closed: 1 = outermost; memory events: the frames open
   uint64_t tick;   // trace ticks since the origin
-  uint64_t addr;   // entries, exits (the frame closed), stray exits (0 if unknown)
+  uint64_t addr;   // entries, exits (the frame closed), stray exits (0 if unknown); kAlloc, kFree: the block
   uint64_t sp;     // entries and exits: the frame's stack pointer (0 if unknown)
-  uint64_t arg;    // kLost: events dropped
+  uint64_t arg;    // kLost: events dropped; kMark: its id; kAlloc: the block's size
+  uint8_t op = 0;  // kAlloc, kFree: the AllocOp
 };
 
 struct TraceInfo {

@@ -169,7 +169,27 @@ Status EventEncoder::add(EventKind kind, uint64_t tick, uint64_t addr, uint64_t 
     case EventKind::kPause:
     case EventKind::kResume:
       break;
+    case EventKind::kAlloc:
+    case EventKind::kFree:
+      return Error("internal: memory events are added with memory()");
   }
+  ++events_;
+  if (++n_ == kEventsPerBlock) return flush();
+  return ok_status();
+}
+
+Status EventEncoder::memory(EventKind kind, uint64_t tick, uint64_t ptr, uint64_t size, uint8_t op) {
+  if (n_ == 0) {
+    first_tick_ = tick;
+    prev_tick_ = tick;
+  }
+  kinds_.byte(static_cast<uint8_t>(kind));
+  dt_.varint(tick - prev_tick_);
+  prev_tick_ = tick;
+  arg_.varint(zigzag(static_cast<int64_t>(ptr - prev_ptr_)));
+  prev_ptr_ = ptr;
+  if (kind == EventKind::kAlloc) arg_.varint(size);
+  arg_.varint(op);
   ++events_;
   if (++n_ == kEventsPerBlock) return flush();
   return ok_status();
@@ -199,6 +219,7 @@ Status EventEncoder::flush() {
   CALLSCOPE_CHECK(writer_.write_block(BlockType::kEvents, thread_, n_, first_tick_, raw, covered_));
   ++blocks_;
   n_ = 0;
+  prev_ptr_ = 0;  // each block's pointers are deltas from 0 at its start
   fn_table_.clear();
   fn_index_.clear();
   for (Column* col : {&kinds_, &dt_, &fn_, &sp_, &arg_}) col->size = 0;

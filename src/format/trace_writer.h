@@ -92,6 +92,8 @@ class EventEncoder {
  public:
   EventEncoder(TraceWriter& writer, uint32_t thread_index) : writer_(writer), thread_(thread_index) {}
   Status add(EventKind kind, uint64_t tick, uint64_t addr, uint64_t sp, uint64_t arg);
+  // kAlloc (size: the block's) or kFree, of block `ptr`, by `op` (AllocOp).
+  Status memory(EventKind kind, uint64_t tick, uint64_t ptr, uint64_t size, uint8_t op);
   // The two events of nearly every call, inline (record encodes while the
   // program runs, so this is the recorder's inner loop): false when add()
   // must do it (a block's first or last event, an exit on an empty stack).
@@ -137,6 +139,7 @@ class EventEncoder {
   std::vector<uint64_t> fn_table_;
   std::vector<std::pair<uint64_t, uint32_t>> fn_index_;  // small open-addressing map
   uint64_t last_fn_ = 0;                                 // the last lookup, the common case
+  uint64_t prev_ptr_ = 0;                                // the block's last memory event's ptr
   uint32_t last_fn_index_ = 0;
   // A column: bytes written through a raw pointer; room for one event's
   // worth (at most 10 bytes) is made before each write.

@@ -47,6 +47,8 @@ const char* event_kind_name(fmt::EventKind k) {
     case fmt::EventKind::kMark: return "mark";
     case fmt::EventKind::kPause: return "pause";
     case fmt::EventKind::kResume: return "resume";
+    case fmt::EventKind::kAlloc: return "alloc";
+    case fmt::EventKind::kFree: return "free";
   }
   return "?";
 }
@@ -74,6 +76,13 @@ Status print_dump(fmt::TraceReader& t, symbolize::Symbolizer& sym, const DumpOpt
           break;
         case fmt::EventKind::kPause:
         case fmt::EventKind::kResume:
+          break;
+        case fmt::EventKind::kAlloc:
+          std::fprintf(out, " %s size=%llu by %s", format_hex(e.addr).c_str(), static_cast<unsigned long long>(e.arg),
+                       fmt::alloc_op_name(e.op));
+          break;
+        case fmt::EventKind::kFree:
+          std::fprintf(out, " %s by %s", format_hex(e.addr).c_str(), fmt::alloc_op_name(e.op));
           break;
         default:
           std::fprintf(out, " %s", terminal_safe(name_of(sym, o, proc, e.addr, e.tick)).c_str());

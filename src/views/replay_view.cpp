@@ -233,6 +233,7 @@ class Replayer {
   // Stage 1: -F activations, depth, time range. Keeps the entry tick of
   // every open frame for the durations, whether shown or not.
   std::optional<Ev> select(const fmt::TraceEvent& e) {
+    if (fmt::is_memory(e.kind)) return std::nullopt;  // calls only (memory has its own command)
     Ev ev{ReplayKind::kCall, e.tick, 0, e.addr, std::nullopt, e.arg};
     const bool frame_open = fmt::is_entry(e.kind);
     bool frame_close = false;
@@ -247,6 +248,8 @@ class Replayer {
       case fmt::EventKind::kMark: ev.kind = ReplayKind::kMark; break;
       case fmt::EventKind::kPause: ev.kind = ReplayKind::kPause; break;
       case fmt::EventKind::kResume: ev.kind = ReplayKind::kResume; break;
+      case fmt::EventKind::kAlloc:
+      case fmt::EventKind::kFree: break;
     }
     // Frames closed or opened inside a gap say so (trace_format.h, "Gaps").
     if (e.kind == fmt::EventKind::kLost) gap_ = 1;

@@ -241,6 +241,8 @@ TraceSummary summarize(const std::string& trace_path) {
         case K::kPause: ++ts.pauses; ++ts.gaps; break;
         case K::kResume: ++ts.resumes; break;
         case K::kMark: break;
+        case K::kAlloc: ++ts.allocs; break;
+        case K::kFree: ++ts.frees; break;
       }
       ts.max_depth = std::max(ts.max_depth, e.depth);
       ts.final_depth = format::is_exit(e.kind) ? e.depth - 1 : format::is_entry(e.kind) ? e.depth : ts.final_depth;

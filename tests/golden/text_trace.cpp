@@ -42,7 +42,27 @@ struct Event {
   uint32_t thread;
   fmt::EventKind kind;
   uint64_t tick, addr, sp, arg;
+  uint8_t op;
 };
+
+// op= of a memory event: its short name (text_trace.h) or its number.
+uint8_t alloc_op(const std::string& v) {
+  static const std::map<std::string, fmt::AllocOp> names = {
+      {"malloc", fmt::AllocOp::kMalloc},         {"calloc", fmt::AllocOp::kCalloc},
+      {"realloc", fmt::AllocOp::kRealloc},       {"reallocarray", fmt::AllocOp::kReallocArray},
+      {"posix_memalign", fmt::AllocOp::kPosixMemalign}, {"aligned_alloc", fmt::AllocOp::kAlignedAlloc},
+      {"memalign", fmt::AllocOp::kMemalign},     {"valloc", fmt::AllocOp::kValloc},
+      {"pvalloc", fmt::AllocOp::kPvalloc},       {"new", fmt::AllocOp::kNew},
+      {"new[]", fmt::AllocOp::kNewArray},        {"mmap", fmt::AllocOp::kMmap},
+      {"mremap", fmt::AllocOp::kMremap},         {"api", fmt::AllocOp::kApi},
+      {"free", fmt::AllocOp::kFree},             {"realloc-free", fmt::AllocOp::kReallocFree},
+      {"delete", fmt::AllocOp::kDelete},         {"delete[]", fmt::AllocOp::kDeleteArray},
+      {"munmap", fmt::AllocOp::kMunmap},         {"mremap-free", fmt::AllocOp::kMremapFree},
+      {"api-free", fmt::AllocOp::kApiFree}};
+  auto it = names.find(v);
+  if (it != names.end()) return static_cast<uint8_t>(it->second);
+  return static_cast<uint8_t>(std::stoul(v));
+}
 
 // Profile mode: a snapshot and the trees of its threads.
 struct Snapshot {
@@ -87,7 +107,8 @@ Status text_to_trace(const std::string& text, const std::string& out_path) {
       {"unwound", fmt::EventKind::kExitUnwound}, {"truncated", fmt::EventKind::kExitTruncated},
       {"stray", fmt::EventKind::kExitStray},     {"lost", fmt::EventKind::kLost},
       {"pause", fmt::EventKind::kPause},         {"resume", fmt::EventKind::kResume},
-      {"inherited", fmt::EventKind::kEntryInherited}, {"mark", fmt::EventKind::kMark}};
+      {"inherited", fmt::EventKind::kEntryInherited}, {"mark", fmt::EventKind::kMark},
+      {"alloc", fmt::EventKind::kAlloc},         {"free", fmt::EventKind::kFree}};
   while (std::getline(lines, line)) {
     ++n;
     if (auto hash = line.find('#'); hash != std::string::npos) line.erase(hash);
@@ -240,7 +261,8 @@ Status text_to_trace(const std::string& text, const std::string& out_path) {
         auto f = fields(in);
         for (const auto& [key, value] : f) {
           if (key == "sp") e.sp = num(value);
-          else if (key == "count" || key == "id") e.arg = num(value);
+          else if (key == "count" || key == "id" || key == "size") e.arg = num(value);
+          else if (key == "op") e.op = alloc_op(value);
           else if (value.empty()) e.addr = num(key);
           else return Error(where + ": unknown field '" + key + "'");
         }
@@ -273,7 +295,11 @@ Status text_to_trace(const std::string& text, const std::string& out_path) {
       if (depth[e.thread] == 0) return Error("event " + std::to_string(i + 1) + ": exit with no open frame");
       --depth[e.thread];
     }
-    CALLSCOPE_CHECK(enc[e.thread]->add(e.kind, e.tick, e.addr, e.sp, e.arg));
+    if (fmt::is_memory(e.kind)) {
+      CALLSCOPE_CHECK(enc[e.thread]->memory(e.kind, e.tick, e.addr, e.arg, e.op));
+    } else {
+      CALLSCOPE_CHECK(enc[e.thread]->add(e.kind, e.tick, e.addr, e.sp, e.arg));
+    }
   }
   uint64_t total = 0, last = 0;
   for (uint32_t i = 0; i < threads.size(); ++i) {

@@ -5,8 +5,13 @@
 //   module process=0 path=/bin/app low=0x400000 high=0x401000 bias=0 [build_id=HEX] [unloaded=TICK]
 //   thread process=0 tid=100 name=main [start=TICK end=TICK] [untraced=ENOSPC]
 //   THREAD KIND TICK [ADDR] [sp=ADDR] [count=N]
+//   THREAD alloc TICK PTR size=N op=OP  |  THREAD free TICK PTR op=OP
 //
 // KIND is entry, exit, unwound, truncated, stray, lost, inherited or mark;
+// alloc and free are memory events (record --memory), OP the AllocOp's
+// short name (malloc, calloc, realloc, new, new[], mmap, api, free,
+// realloc-free, delete, delete[], munmap, api-free, ...: text_trace.cpp) or
+// its number;
 // blank lines and '#' comments are ignored. Errors name the line. A thread's
 // start and end are those of its events; start= and end= give them to a
 // thread without events (profile mode). untraced=ERRNO (a name -- ENOSPC,

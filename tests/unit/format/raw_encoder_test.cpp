@@ -109,6 +109,29 @@ TEST(format_raw_encoder, ALossKeepsTheFramesThatWentOnThroughIt) {
   EXPECT_EQ(o.record.lost_events, 7u);
 }
 
+// Memory events (1.5) go into the stream where they happened, inside the
+// frames open then, with their block, size and op; the tap keeps their
+// kind and tick.
+TEST(format_raw_encoder, MemoryEventsKeepTheirPlaceBlockSizeAndOp) {
+  RawEvent alloc = raw(R::kAlloc, 15, 0x7f0000001000ull, 0, 48);
+  alloc.op = static_cast<uint8_t>(AllocOp::kNew);
+  RawEvent freed = raw(R::kFree, 25, 0x7f0000001000ull);
+  freed.op = static_cast<uint8_t>(AllocOp::kDelete);
+  const Out o = encode({raw(R::kEntry, 10, A, SA), alloc, raw(R::kEntry, 20, B, SB), freed, raw(R::kExit, 30),
+                        raw(R::kExit, 40)});
+  EXPECT_EQ(kinds(o), (std::vector<K>{K::kEntry, K::kAlloc, K::kEntry, K::kFree, K::kExit, K::kExit}));
+  EXPECT_EQ(o.events[1].tick, 1015u);
+  EXPECT_EQ(o.events[1].addr, 0x7f0000001000ull);
+  EXPECT_EQ(o.events[1].arg, 48u);
+  EXPECT_EQ(o.events[1].op, static_cast<uint8_t>(AllocOp::kNew));
+  EXPECT_EQ(o.events[1].depth, 1u);  // inside A
+  EXPECT_EQ(o.events[3].addr, 0x7f0000001000ull);
+  EXPECT_EQ(o.events[3].op, static_cast<uint8_t>(AllocOp::kDelete));
+  EXPECT_EQ(o.events[3].depth, 2u);  // inside A and B
+  EXPECT_EQ(o.record.calls, 2u);
+  EXPECT_EQ(o.record.events, 6u);
+}
+
 // A frame re-entered inside the gap at the same place is another call: the
 // resync's entry tick tells them apart.
 TEST(format_raw_encoder, AFrameReenteredInsideTheGapIsNotTheSameFrame) {

@@ -185,6 +185,42 @@ TEST(format_raw_thread_file, TornAsVeryLastWordAndMaxTick) {
   EXPECT_EQ((*f)->torn_events(), 1u);
 }
 
+// Memory events (1.5): kAlloc takes three words, kFree two; an op no
+// runtime writes is a bad event, an alloc whose third word is missing torn.
+TEST(format_raw_thread_file, MemoryEventsThreeWordsTornAndBadOps) {
+  test::TempDir dir;
+  ThreadFile t(9, 10, "m");
+  const uint64_t malloc_op = uint64_t{static_cast<uint8_t>(AllocOp::kMalloc)} << 56;
+  const uint64_t free_op = uint64_t{static_cast<uint8_t>(AllocOp::kFree)} << 56;
+  t.words({ThreadFile::w0(RawKind::kAlloc, 5), 0x7f0000001000ull | malloc_op, 64 + 1,
+           ThreadFile::w0(RawKind::kAlloc, 6), malloc_op, 0 + 1,  // a failed malloc(0): null, size 0
+           ThreadFile::w0(RawKind::kFree, 7), 0x7f0000001000ull | free_op,
+           ThreadFile::w0(RawKind::kAlloc, 8), 0x1000 | (uint64_t{99} << 56), 2,  // no op 99
+           ThreadFile::w0(RawKind::kAlloc, 9), 0x2000 | malloc_op, 0, 0});        // torn: size not stored
+  write_bytes(dir.file("t10.ev"), t.bytes());
+  auto f = RawThreadFile::open(dir.file("t10.ev"));
+  ASSERT_TRUE(f.ok()) << f.error().message();
+  RawEvent e{};
+  ASSERT_TRUE((*f)->next(e));
+  EXPECT_EQ(e.kind, RawKind::kAlloc);
+  EXPECT_EQ(e.tick, 5u);
+  EXPECT_EQ(e.addr, 0x7f0000001000ull);
+  EXPECT_EQ(e.arg, 64u);
+  EXPECT_EQ(e.op, static_cast<uint8_t>(AllocOp::kMalloc));
+  ASSERT_TRUE((*f)->next(e));
+  EXPECT_EQ(e.kind, RawKind::kAlloc);
+  EXPECT_EQ(e.addr, 0u);
+  EXPECT_EQ(e.arg, 0u);
+  ASSERT_TRUE((*f)->next(e));
+  EXPECT_EQ(e.kind, RawKind::kFree);
+  EXPECT_EQ(e.tick, 7u);
+  EXPECT_EQ(e.addr, 0x7f0000001000ull);
+  EXPECT_EQ(e.op, static_cast<uint8_t>(AllocOp::kFree));
+  EXPECT_FALSE((*f)->next(e));
+  EXPECT_EQ((*f)->bad_words(), 1u);
+  EXPECT_EQ((*f)->torn_events(), 1u);
+}
+
 TEST(format_raw_thread_file, OpenErrors) {
   test::TempDir dir;
   write_bytes(dir.file("short.ev"), std::vector<uint8_t>(50, 0));

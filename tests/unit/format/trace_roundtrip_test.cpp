@@ -76,6 +76,13 @@ std::vector<InEvent> all_kinds_stream() {
       {EventKind::kExitTruncated, T + (uint64_t{1} << 51), 0, 0, 0},
       {EventKind::kExitTruncated, T + (uint64_t{1} << 51), 0, 0, 0},
       {EventKind::kLost, T + (uint64_t{1} << 51), 0, 0, 0},
+      // Memory events (1.5): pointers as deltas, up and down; a failed
+      // allocation (null, huge size); every op's number.
+      {EventKind::kAlloc, T + (uint64_t{1} << 51) + 1, 0x7f0012345670ull, 0, 4096, static_cast<uint8_t>(AllocOp::kMalloc)},
+      {EventKind::kAlloc, T + (uint64_t{1} << 51) + 2, 0x1000, 0, 0, static_cast<uint8_t>(AllocOp::kNewArray)},
+      {EventKind::kFree, T + (uint64_t{1} << 51) + 2, 0x7f0012345670ull, 0, 0, static_cast<uint8_t>(AllocOp::kFree)},
+      {EventKind::kAlloc, T + (uint64_t{1} << 51) + 3, 0, 0, UINT64_MAX - 1, static_cast<uint8_t>(AllocOp::kMmap)},
+      {EventKind::kFree, T + (uint64_t{1} << 51) + 4, 0x1000, 0, 0, static_cast<uint8_t>(AllocOp::kApiFree)},
   };
 }
 
@@ -99,7 +106,7 @@ Written write_trace(const std::string& path) {
   for (uint32_t t = 0; t < w.events.size(); ++t) {
     EventEncoder enc(writer, t);
     for (const InEvent& e : w.events[t]) {
-      auto st = enc.add(e.kind, e.tick, e.addr, e.sp, e.arg);
+      auto st = test::add_event(enc, e);
       EXPECT_TRUE(st.ok()) << st.error().message();
     }
     EXPECT_TRUE(enc.flush().ok());

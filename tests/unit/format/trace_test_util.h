@@ -91,7 +91,8 @@ struct InEvent {
   uint64_t tick;
   uint64_t addr;  // entries and stray exits
   uint64_t sp;    // entries
-  uint64_t arg;   // kLost, kMark
+  uint64_t arg;   // kLost, kMark; kAlloc: size
+  uint8_t op = 0;  // kAlloc, kFree (addr: the block)
 };
 
 // The reader's view of an event stream, computed independently of the reader:
@@ -133,6 +134,13 @@ inline std::vector<TraceEvent> expected_events(const std::vector<InEvent>& in) {
       case EventKind::kLost:
       case EventKind::kMark:
         e.arg = i.arg;
+        e.depth = static_cast<uint32_t>(stack.size());
+        break;
+      case EventKind::kAlloc:
+      case EventKind::kFree:
+        e.addr = i.addr;
+        e.arg = i.arg;
+        e.op = i.op;
         e.depth = static_cast<uint32_t>(stack.size());
         break;
     }
@@ -183,6 +191,7 @@ inline std::vector<TraceEvent> read_call_events(TraceReader& r, uint32_t thread)
 inline std::vector<TraceEvent> call_events_of(const std::vector<TraceEvent>& full) {
   std::vector<TraceEvent> out;
   for (const TraceEvent& f : full) {
+    if (is_memory(f.kind)) continue;  // the call columns leave them out
     TraceEvent e{};
     e.kind = f.kind;
     e.tick = f.tick;
@@ -206,6 +215,12 @@ inline FileHeader make_file_header() {
   return fh;
 }
 
+// One event into an encoder: memory events have their own call.
+inline Status add_event(EventEncoder& enc, const InEvent& e) {
+  if (is_memory(e.kind)) return enc.memory(e.kind, e.tick, e.addr, e.arg, e.op);
+  return enc.add(e.kind, e.tick, e.addr, e.sp, e.arg);
+}
+
 // A small trace: `threads.size()` threads of one process, one event block
 // each (in thread order), then Info, Processes, Modules, Threads, End.
 inline bool write_small_trace(const std::string& path, const std::vector<std::vector<InEvent>>& threads,
@@ -219,7 +234,7 @@ inline bool write_small_trace(const std::string& path, const std::vector<std::ve
   for (uint32_t t = 0; t < threads.size(); ++t) {
     EventEncoder enc(writer, t);
     for (const InEvent& e : threads[t])
-      if (!enc.add(e.kind, e.tick, e.addr, e.sp, e.arg)) return false;
+      if (!add_event(enc, e)) return false;
     if (!enc.flush()) return false;
     ThreadRecord r{};
     r.tid = 4000 + t;

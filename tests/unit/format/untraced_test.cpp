@@ -94,7 +94,7 @@ TEST_F(Untraced, FinalizeGivesEachAThreadRecordWithoutEvents) {
   auto r = TraceReader::open(dir_.file("out.trace"));
   ASSERT_TRUE(r.ok()) << r.error().message();
   EXPECT_TRUE((*r)->problems().empty());
-  EXPECT_EQ((*r)->header().version_minor, 4u);
+  EXPECT_EQ((*r)->header().version_minor, kTraceVersionMinor);
   const auto& t = (*r)->threads();
   ASSERT_EQ(t.size(), 3u);
   EXPECT_EQ(t[0].record.flags & kThreadUntraced, 0u);
