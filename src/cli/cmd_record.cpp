@@ -46,6 +46,9 @@ Command record_command() {
                          "Overwrite the output file if it exists (a regular file, and not one another callscope "
                          "is writing)");
             app.add_flag("--keep-raw", o->keep_raw, "Keep the raw session directory after writing the trace");
+            app.add_flag("--memory", o->memory,
+                         "Record every allocation and free too (malloc, operator new, ... and their frees), "
+                         "each where it happened among the calls; 'callscope dump' lists them");
             app.add_flag("--drop-when-behind", o->drop_when_behind,
                          "When the recorder cannot keep up, drop events (the trace marks where) instead of "
                          "making the program wait (the default)");

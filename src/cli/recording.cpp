@@ -126,6 +126,25 @@ Result<std::unique_ptr<Recording>> Recording::start(const RecordOptions& o, cons
     CALLSCOPE_TRY(s.claim, OutputClaim::take(o.output, o.force));
   }
   CALLSCOPE_TRY(std::string runtime, find_runtime());
+  std::string preload = runtime;
+  if (o.memory) {
+    // Beside the runtime, and before it: its allocator wrappers call the runtime.
+    const std::string mem = runtime.substr(0, runtime.rfind('/') + 1) + "libcallscope-mem.so";
+    if (::access(mem.c_str(), R_OK) != 0)
+      return system_error("--memory needs " + mem + " (beside the runtime)", errno);
+    preload = mem + ":" + runtime;
+    // The runtime's engine (profile mode, filters) writes no memory events yet.
+    for (const auto& [name, value] : o.runtime_env) {
+      if (name == "CALLSCOPE_MODE" && value != "record")
+        return Error("--memory records every allocation among every call: it works with --mode record only");
+      const bool filter = name == "CALLSCOPE_INCLUDE" || name == "CALLSCOPE_EXCLUDE" ||
+                          name == "CALLSCOPE_INCLUDE_MODULES" || name == "CALLSCOPE_EXCLUDE_MODULES" ||
+                          name == "CALLSCOPE_MAX_DEPTH" || name == "CALLSCOPE_MIN_DURATION" || name == "CALLSCOPE_CHRONO";
+      if (filter && !value.empty() && value != "0")
+        return Error("--memory does not work with filters yet (" + name +
+                     " is set): memory events are written with every call, unfiltered");
+    }
+  }
   if (instrumentation_of(program) == Instrumentation::kNone)
     std::fprintf(stderr,
                  "callscope %s: warning: '%s' has no -finstrument-functions hooks; running it anyway "
@@ -177,7 +196,7 @@ Result<std::unique_ptr<Recording>> Recording::start(const RecordOptions& o, cons
   // The child must start with default dispositions for the signals we ignore.
   ::sigaction(SIGINT, &s.old_int, nullptr);
   ::sigaction(SIGQUIT, &s.old_quit, nullptr);
-  auto child = spawn(program, o.command, runtime, session, env);
+  auto child = spawn(program, o.command, preload, session, env);
   ::sigaction(SIGINT, &ignore, nullptr);
   ::sigaction(SIGQUIT, &ignore, nullptr);
   if (!child) {

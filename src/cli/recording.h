@@ -31,6 +31,7 @@ struct RecordOptions {
   bool force = false;
   bool keep_raw = false;
   bool drop_when_behind = false;
+  bool memory = false;  // --memory: libcallscope-mem.so preloaded before the runtime
   int level = 3;
   std::vector<std::string> command;
   // The runtime's settings as it reads them: ("CALLSCOPE_MODE", "profile"), ...

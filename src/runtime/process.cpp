@@ -496,6 +496,8 @@ bool tsc_is_invariant() {
   return (d >> 8) & 1u;
 }
 
+bool process_ready() { return __atomic_load_n(&g_init_state, __ATOMIC_ACQUIRE) == kReady; }
+
 bool process_ensure_init() {
   int s = __atomic_load_n(&g_init_state, __ATOMIC_ACQUIRE);
   if (CALLSCOPE_LIKELY(s == kReady)) return true;

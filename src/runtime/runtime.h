@@ -291,6 +291,8 @@ void control_catch_up(ThreadState* t);
 
 // Process lifecycle (process.cpp).
 bool process_ensure_init();
+// Whether it has run and succeeded (never starts it).
+bool process_ready();
 // Opens NAME (as openat) in the current process's directory of the session,
 // relative to the directory the runtime made and checked, never through a
 // path another user could change; -1 with errno on failure.

@@ -1,0 +1,318 @@
+// libcallscope-mem.so: what `record --memory` preloads before the runtime.
+// It defines malloc, free, calloc, realloc, reallocarray, posix_memalign,
+// aligned_alloc, memalign, valloc, pvalloc and every operator new and delete;
+// each calls the allocator the program would have called (the next
+// definition: glibc's, or a jemalloc/tcmalloc/mimalloc the program links
+// dynamically) and tells the runtime (callscope_rt_memory), which writes the
+// event into the thread's stream.
+//
+// Order: an allocation is told after it is made (its block is known then), a
+// free before it is made (once freed, another thread may get the same block
+// and tell its allocation first).
+//
+// Bootstrap: the real functions are found with dlsym(RTLD_NEXT), which may
+// itself allocate; until they are known, allocations come from a small arena
+// of our own, never freed (free ignores its blocks).
+//
+// operator new and delete are done here, as libstdc++ does them (below). C++
+// is not linked: no exception passes through here but the std::bad_alloc new
+// throws, which needs only the unwind tables.
+#include <dlfcn.h>
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "format/trace_format.h"
+
+#define CALLSCOPE_MEM_EXPORT extern "C" __attribute__((visibility("default"), no_instrument_function))
+#define CALLSCOPE_NOINSTR __attribute__((no_instrument_function))
+
+// The runtime's (libcallscope-rt.so, preloaded after us). Weak: without it
+// (LD_PRELOAD of this library alone) nothing is told.
+extern "C" void callscope_rt_memory(unsigned op, const void* ptr, unsigned long size) __attribute__((weak));
+
+namespace {
+
+using fmt_op = callscope::format::AllocOp;
+
+using MallocFn = void* (*)(size_t);
+using FreeFn = void (*)(void*);
+using CallocFn = void* (*)(size_t, size_t);
+using ReallocFn = void* (*)(void*, size_t);
+using ReallocArrayFn = void* (*)(void*, size_t, size_t);
+using PosixMemalignFn = int (*)(void**, size_t, size_t);
+using AlignedFn = void* (*)(size_t, size_t);
+
+struct Real {
+  MallocFn malloc;
+  FreeFn free;
+  CallocFn calloc;
+  ReallocFn realloc;
+  ReallocArrayFn reallocarray;
+  PosixMemalignFn posix_memalign;
+  AlignedFn aligned_alloc;
+  AlignedFn memalign;
+  MallocFn valloc;
+  MallocFn pvalloc;
+};
+Real g_real;
+
+enum : int { kUnresolved = 0, kResolving = 1, kResolved = 2 };
+int g_state = kUnresolved;
+
+// The bootstrap arena (dlsym's allocations, and anything before).
+alignas(64) char g_arena[256 << 10];
+size_t g_arena_used = 0;
+
+
+CALLSCOPE_NOINSTR bool in_arena(const void* p) {
+  return static_cast<const char*>(p) >= g_arena && static_cast<const char*>(p) < g_arena + sizeof g_arena;
+}
+
+CALLSCOPE_NOINSTR void* arena_alloc(size_t n, size_t align = 16) {
+  if (align < 16) align = 16;
+  size_t at = __atomic_load_n(&g_arena_used, __ATOMIC_RELAXED);
+  for (;;) {
+    const size_t start = (at + align - 1) & ~(align - 1);
+    if (start + n > sizeof g_arena || start + n < start) return nullptr;
+    if (__atomic_compare_exchange_n(&g_arena_used, &at, start + n, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+      return g_arena + start;
+  }
+}
+
+template <class F>
+CALLSCOPE_NOINSTR void find(F& f, const char* name) {
+  f = reinterpret_cast<F>(::dlsym(RTLD_NEXT, name));
+}
+
+CALLSCOPE_NOINSTR void resolve_now() {
+  find(g_real.malloc, "malloc");
+  find(g_real.free, "free");
+  find(g_real.calloc, "calloc");
+  find(g_real.realloc, "realloc");
+  find(g_real.reallocarray, "reallocarray");
+  find(g_real.posix_memalign, "posix_memalign");
+  find(g_real.aligned_alloc, "aligned_alloc");
+  find(g_real.memalign, "memalign");
+  find(g_real.valloc, "valloc");
+  find(g_real.pvalloc, "pvalloc");
+}
+
+// True once the real functions are known; false while they are being found
+// (the caller then serves itself from the arena).
+CALLSCOPE_NOINSTR bool resolved() {
+  int s = __atomic_load_n(&g_state, __ATOMIC_ACQUIRE);
+  if (__builtin_expect(s == kResolved, 1)) return true;
+  if (s == kUnresolved) {
+    int expected = kUnresolved;
+    if (__atomic_compare_exchange_n(&g_state, &expected, kResolving, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+      resolve_now();
+      __atomic_store_n(&g_state, kResolved, __ATOMIC_RELEASE);
+      return true;
+    }
+  }
+  return false;  // being resolved, by us (dlsym allocating) or another thread: the arena serves
+}
+
+CALLSCOPE_NOINSTR inline void tell(fmt_op op, const void* p, size_t size) {
+  if (callscope_rt_memory) callscope_rt_memory(static_cast<unsigned>(op), p, size);
+}
+
+CALLSCOPE_NOINSTR inline void told_alloc(fmt_op op, const void* p, size_t size) {
+  if (p) tell(op, p, size);
+}
+
+__attribute__((constructor(101))) CALLSCOPE_NOINSTR void mem_constructor() { (void)resolved(); }
+
+}  // namespace
+
+// --- the C allocator ---------------------------------------------------------
+
+CALLSCOPE_MEM_EXPORT void* malloc(size_t n) {
+  if (!resolved() || !g_real.malloc) return arena_alloc(n);
+  void* p = g_real.malloc(n);
+  told_alloc(fmt_op::kMalloc, p, n);
+  return p;
+}
+
+CALLSCOPE_MEM_EXPORT void free(void* p) {
+  if (!p || in_arena(p)) return;
+  tell(fmt_op::kFree, p, 0);
+  if (resolved() && g_real.free) g_real.free(p);
+}
+
+CALLSCOPE_MEM_EXPORT void* calloc(size_t n, size_t size) {
+  if (!resolved() || !g_real.calloc) {
+    if (size && n > SIZE_MAX / size) return nullptr;
+    return arena_alloc(n * size);  // static memory: already zero
+  }
+  void* p = g_real.calloc(n, size);
+  told_alloc(fmt_op::kCalloc, p, n * size);
+  return p;
+}
+
+CALLSCOPE_MEM_EXPORT void* realloc(void* old, size_t n) {
+  if (!resolved() || !g_real.realloc || in_arena(old)) {
+    // From the arena (or to the real allocator once known): a copy.
+    void* p = resolved() && g_real.malloc ? g_real.malloc(n) : arena_alloc(n);
+    if (p && old) {
+      const size_t room = static_cast<size_t>(g_arena + sizeof g_arena - static_cast<char*>(old));
+      memcpy(p, old, n < room ? n : room);
+    }
+    if (p && !in_arena(p)) told_alloc(fmt_op::kRealloc, p, n);
+    return p;
+  }
+  // The old block is told freed first (another thread may get it as soon
+  // as realloc returns); a realloc that fails leaves it allocated: told
+  // again, as a block of unknown size (0).
+  if (old) tell(fmt_op::kReallocFree, old, 0);
+  void* p = g_real.realloc(old, n);
+  if (p) {
+    tell(fmt_op::kRealloc, p, n);
+  } else if (old && n) {
+    tell(fmt_op::kRealloc, old, 0);
+  }
+  return p;
+}
+
+CALLSCOPE_MEM_EXPORT void* reallocarray(void* old, size_t n, size_t size) {
+  if (size && n > SIZE_MAX / size) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  if (!resolved() || !g_real.reallocarray || in_arena(old)) return realloc(old, n * size);
+  if (old) tell(fmt_op::kReallocFree, old, 0);
+  void* p = g_real.reallocarray(old, n, size);
+  if (p) {
+    tell(fmt_op::kReallocArray, p, n * size);
+  } else if (old && n * size != 0) {
+    tell(fmt_op::kReallocArray, old, 0);
+  }
+  return p;
+}
+
+CALLSCOPE_MEM_EXPORT int posix_memalign(void** out, size_t align, size_t n) {
+  if (!resolved() || !g_real.posix_memalign) {
+    void* p = arena_alloc(n, align);
+    if (!p) return ENOMEM;
+    *out = p;
+    return 0;
+  }
+  const int rc = g_real.posix_memalign(out, align, n);
+  if (rc == 0) told_alloc(fmt_op::kPosixMemalign, *out, n);
+  return rc;
+}
+
+CALLSCOPE_MEM_EXPORT void* aligned_alloc(size_t align, size_t n) {
+  if (!resolved() || !g_real.aligned_alloc) return arena_alloc(n, align);
+  void* p = g_real.aligned_alloc(align, n);
+  told_alloc(fmt_op::kAlignedAlloc, p, n);
+  return p;
+}
+
+CALLSCOPE_MEM_EXPORT void* memalign(size_t align, size_t n) {
+  if (!resolved() || !g_real.memalign) return arena_alloc(n, align);
+  void* p = g_real.memalign(align, n);
+  told_alloc(fmt_op::kMemalign, p, n);
+  return p;
+}
+
+CALLSCOPE_MEM_EXPORT void* valloc(size_t n) {
+  if (!resolved() || !g_real.valloc) return arena_alloc(n, 4096);
+  void* p = g_real.valloc(n);
+  told_alloc(fmt_op::kValloc, p, n);
+  return p;
+}
+
+CALLSCOPE_MEM_EXPORT void* pvalloc(size_t n) {
+  if (!resolved() || !g_real.pvalloc) return arena_alloc((n + 4095) & ~size_t{4095}, 4096);
+  void* p = g_real.pvalloc(n);
+  told_alloc(fmt_op::kPvalloc, p, (n + 4095) & ~size_t{4095});
+  return p;
+}
+
+// --- operator new and delete -------------------------------------------------
+// Declared by their mangled names: no C++ library header here. operator new
+// is done here, as libstdc++ does it -- the allocator, the new-handler loop,
+// std::bad_alloc (thrown by libstdc++'s std::__throw_bad_alloc) -- rather
+// than by calling libstdc++'s: its forms call one another (nothrow new[]
+// calls new[], which calls new), and each would be told. Not kept: a
+// new-handler that throws inside a nothrow new is not caught here (the
+// exception leaves the nothrow new).
+
+namespace {
+
+using HandlerFn = void (*)();
+using GetHandlerFn = HandlerFn (*)();
+using ThrowFn = void (*)();
+GetHandlerFn g_get_new_handler = nullptr;
+ThrowFn g_throw_bad_alloc = nullptr;
+
+CALLSCOPE_NOINSTR void* new_(size_t n, size_t align, bool nothrow, fmt_op op) {
+  if (n == 0) n = 1;
+  if (!g_get_new_handler) find(g_get_new_handler, "_ZSt15get_new_handlerv");
+  for (;;) {
+    void* p = nullptr;
+    if (align <= 16) {
+      p = resolved() && g_real.malloc ? g_real.malloc(n) : arena_alloc(n);
+    } else if (resolved() && g_real.posix_memalign) {
+      if (g_real.posix_memalign(&p, align, n) != 0) p = nullptr;
+    } else {
+      p = arena_alloc(n, align);
+    }
+    if (p) {
+      if (!in_arena(p)) tell(op, p, n);
+      return p;
+    }
+    const HandlerFn handler = g_get_new_handler ? g_get_new_handler() : nullptr;
+    if (!handler) {
+      if (nothrow) return nullptr;
+      if (!g_throw_bad_alloc) find(g_throw_bad_alloc, "_ZSt17__throw_bad_allocv");
+      if (g_throw_bad_alloc) g_throw_bad_alloc();  // does not return
+      __builtin_trap();                           // no C++ library, yet C++'s new: cannot be
+    }
+    handler();
+  }
+}
+
+CALLSCOPE_NOINSTR void delete_(void* p, fmt_op op) {
+  if (!p || in_arena(p)) return;
+  tell(op, p, 0);
+  if (resolved() && g_real.free) g_real.free(p);
+}
+
+}  // namespace
+
+CALLSCOPE_MEM_EXPORT void* _Znwm(size_t n) { return new_(n, 0, false, fmt_op::kNew); }
+CALLSCOPE_MEM_EXPORT void* _Znam(size_t n) { return new_(n, 0, false, fmt_op::kNewArray); }
+CALLSCOPE_MEM_EXPORT void* _ZnwmRKSt9nothrow_t(size_t n, const void*) { return new_(n, 0, true, fmt_op::kNew); }
+CALLSCOPE_MEM_EXPORT void* _ZnamRKSt9nothrow_t(size_t n, const void*) { return new_(n, 0, true, fmt_op::kNewArray); }
+CALLSCOPE_MEM_EXPORT void* _ZnwmSt11align_val_t(size_t n, size_t align) { return new_(n, align, false, fmt_op::kNew); }
+CALLSCOPE_MEM_EXPORT void* _ZnamSt11align_val_t(size_t n, size_t align) {
+  return new_(n, align, false, fmt_op::kNewArray);
+}
+CALLSCOPE_MEM_EXPORT void* _ZnwmSt11align_val_tRKSt9nothrow_t(size_t n, size_t align, const void*) {
+  return new_(n, align, true, fmt_op::kNew);
+}
+CALLSCOPE_MEM_EXPORT void* _ZnamSt11align_val_tRKSt9nothrow_t(size_t n, size_t align, const void*) {
+  return new_(n, align, true, fmt_op::kNewArray);
+}
+
+// delete, delete[]: plain, sized, aligned, sized and aligned, nothrow.
+CALLSCOPE_MEM_EXPORT void _ZdlPv(void* p) { delete_(p, fmt_op::kDelete); }
+CALLSCOPE_MEM_EXPORT void _ZdaPv(void* p) { delete_(p, fmt_op::kDeleteArray); }
+CALLSCOPE_MEM_EXPORT void _ZdlPvm(void* p, size_t) { delete_(p, fmt_op::kDelete); }
+CALLSCOPE_MEM_EXPORT void _ZdaPvm(void* p, size_t) { delete_(p, fmt_op::kDeleteArray); }
+CALLSCOPE_MEM_EXPORT void _ZdlPvSt11align_val_t(void* p, size_t) { delete_(p, fmt_op::kDelete); }
+CALLSCOPE_MEM_EXPORT void _ZdaPvSt11align_val_t(void* p, size_t) { delete_(p, fmt_op::kDeleteArray); }
+CALLSCOPE_MEM_EXPORT void _ZdlPvmSt11align_val_t(void* p, size_t, size_t) { delete_(p, fmt_op::kDelete); }
+CALLSCOPE_MEM_EXPORT void _ZdaPvmSt11align_val_t(void* p, size_t, size_t) { delete_(p, fmt_op::kDeleteArray); }
+CALLSCOPE_MEM_EXPORT void _ZdlPvRKSt9nothrow_t(void* p, const void*) { delete_(p, fmt_op::kDelete); }
+CALLSCOPE_MEM_EXPORT void _ZdaPvRKSt9nothrow_t(void* p, const void*) { delete_(p, fmt_op::kDeleteArray); }
+CALLSCOPE_MEM_EXPORT void _ZdlPvSt11align_val_tRKSt9nothrow_t(void* p, size_t, const void*) {
+  delete_(p, fmt_op::kDelete);
+}
+CALLSCOPE_MEM_EXPORT void _ZdaPvSt11align_val_tRKSt9nothrow_t(void* p, size_t, const void*) {
+  delete_(p, fmt_op::kDeleteArray);
+}

@@ -1,0 +1,155 @@
+// record --memory (issue 12): every allocation and free the program makes --
+// malloc and its family, every operator new and delete -- is in its thread's
+// stream, where it happened among the calls, with its block, size and op;
+// blocks freed by another thread, exceptions' objects, and threads included.
+// Read through `callscope dump`, as a user sees them.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <sstream>
+
+#include "e2e_support.h"
+
+namespace callscope::e2e {
+namespace {
+
+struct MemEvent {
+  bool alloc;
+  std::string ptr, op, in;  // in: the innermost function open then ("" at the top)
+  uint64_t size = 0;
+  uint32_t thread = 0;
+};
+
+// The memory events of `dump`, each with the function it happened in.
+std::vector<MemEvent> memory_events(const std::string& trace) {
+  RunResult d = callscope({"dump", trace});
+  EXPECT_EQ(d.exit_code, 0) << d.err;
+  std::vector<MemEvent> out;
+  std::map<uint32_t, std::vector<std::string>> stacks;
+  std::istringstream lines(d.out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.rfind("T", 0) != 0) continue;
+    std::istringstream in(line);
+    std::string tid, seq, t, kind, depth;
+    in >> tid >> seq >> t >> kind >> depth;
+    const uint32_t thread = static_cast<uint32_t>(std::stoul(tid.substr(1)));
+    auto& stack = stacks[thread];
+    if (kind == "entry" || kind == "inherited") {
+      std::string name;
+      in >> name;
+      stack.push_back(name);
+    } else if (kind == "exit" || kind == "unwound" || kind == "truncated") {
+      if (!stack.empty()) stack.pop_back();
+    } else if (kind == "alloc" || kind == "free") {
+      MemEvent e;
+      e.alloc = kind == "alloc";
+      e.thread = thread;
+      in >> e.ptr;
+      std::string word;
+      if (e.alloc) {
+        in >> word;  // size=N
+        e.size = std::stoull(word.substr(5));
+      }
+      in >> word;  // by
+      std::getline(in, e.op);
+      e.op = e.op.substr(1);
+      e.in = stack.empty() ? "" : stack.back();
+      out.push_back(e);
+    }
+  }
+  return out;
+}
+
+size_t count(const std::vector<MemEvent>& ev, bool alloc, const std::string& op, uint64_t size = ~uint64_t{0},
+             const std::string& in = "*") {
+  size_t n = 0;
+  for (const MemEvent& e : ev)
+    if (e.alloc == alloc && e.op == op && (size == ~uint64_t{0} || e.size == size) && (in == "*" || e.in == in)) ++n;
+  return n;
+}
+
+class MemoryTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  TempDir dir_;
+};
+
+TEST_P(MemoryTest, EveryAllocationOfTheCFamilyWhereItHappened) {
+  const std::string trace = dir_.file("m.trace");
+  RunResult r = callscope({"record", "--memory", "-o", trace, "--", fixture(GetParam(), "memory")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto ev = memory_events(trace);
+  EXPECT_EQ(count(ev, true, "malloc", 100, "make"), 1u);
+  EXPECT_EQ(count(ev, true, "calloc", 80, "main"), 1u);
+  EXPECT_EQ(count(ev, false, "realloc (old block)", ~uint64_t{0}, "main"), 1u);
+  EXPECT_EQ(count(ev, true, "realloc", 200, "main"), 1u);
+  EXPECT_EQ(count(ev, false, "free", ~uint64_t{0}, "drop"), 1u);
+  EXPECT_EQ(count(ev, true, "posix_memalign", 128, "main"), 1u);
+  EXPECT_EQ(count(ev, true, "aligned_alloc", 256, "main"), 1u);
+  // Two workers: 1000 blocks each, allocated and freed in churn().
+  EXPECT_EQ(count(ev, true, "malloc", 32, "churn"), 2000u);
+  size_t churn_frees = 0;
+  std::map<uint32_t, size_t> by_thread;
+  for (const MemEvent& e : ev) {
+    if (!e.alloc && e.op == "free" && e.in == "churn") ++churn_frees;
+    if (e.alloc && e.size == 32 && e.in == "churn") ++by_thread[e.thread];
+  }
+  EXPECT_EQ(churn_frees, 2000u);
+  ASSERT_EQ(by_thread.size(), 2u);
+  for (const auto& [thread, n] : by_thread) EXPECT_EQ(n, 1000u) << "thread " << thread;
+  // The block make() allocated is the one drop() frees.
+  std::string made, dropped;
+  for (const MemEvent& e : ev) {
+    if (e.alloc && e.in == "make") made = e.ptr;
+    if (!e.alloc && e.in == "drop") dropped = e.ptr;
+  }
+  EXPECT_EQ(made, dropped);
+}
+
+TEST_P(MemoryTest, EveryFormOfNewAndDeleteAndBlocksFreedElsewhere) {
+  const std::string trace = dir_.file("m.trace");
+  RunResult r = callscope({"record", "--memory", "-o", trace, "--", fixture(GetParam(), "memory_cpp")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("caught: thrown on purpose"), std::string::npos) << r.out;
+  const auto ev = memory_events(trace);
+  EXPECT_EQ(count(ev, true, "operator new", 4, "one()"), 1u);
+  EXPECT_EQ(count(ev, true, "operator new[]", 100, "main"), 1u);
+  EXPECT_EQ(count(ev, true, "operator new", 128, "main"), 1u);  // aligned
+  EXPECT_EQ(count(ev, true, "operator new[]", 48, "main"), 1u);  // nothrow
+  EXPECT_GE(count(ev, false, "operator delete[]"), 2u);
+  EXPECT_GE(count(ev, false, "operator delete"), 3u);
+  // The exception's object, allocated inside thrower().
+  size_t in_thrower = 0;
+  for (const MemEvent& e : ev) in_thrower += e.alloc && e.in == "thrower()";
+  EXPECT_GE(in_thrower, 1u);
+  // No new was told twice: every operator new is one block.
+  std::map<std::string, int> live;
+  for (const MemEvent& e : ev) {
+    if (e.op.rfind("operator new", 0) == 0) {
+      EXPECT_EQ(live[e.ptr]++, 0) << "block " << e.ptr << " allocated twice";
+    }
+    if (e.op.rfind("operator delete", 0) == 0) live[e.ptr] = 0;
+  }
+  // The int main gave the thread is freed there (thread 1).
+  size_t freed_elsewhere = 0;
+  for (const MemEvent& e : ev) freed_elsewhere += !e.alloc && e.thread == 1 && e.op == "operator delete";
+  EXPECT_GE(freed_elsewhere, 1u);
+}
+
+TEST(MemoryErrorTest, RefusesWhatItCannotRecord) {
+  TempDir dir;
+  RunResult profile = callscope({"record", "--memory", "--mode", "profile", "-o", dir.file("p.trace"), "--", "true"});
+  EXPECT_NE(profile.exit_code, 0);
+  EXPECT_NE(profile.err.find("--memory records every allocation among every call: it works with --mode record only"),
+            std::string::npos)
+      << profile.err;
+  RunResult filtered =
+      callscope({"record", "--memory", "--exclude", "std::*", "-o", dir.file("f.trace"), "--", "true"});
+  EXPECT_NE(filtered.exit_code, 0);
+  EXPECT_NE(filtered.err.find("--memory does not work with filters yet"), std::string::npos) << filtered.err;
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, MemoryTest, ::testing::ValuesIn(variants()), VariantName());
+
+}  // namespace
+}  // namespace callscope::e2e
