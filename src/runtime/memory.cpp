@@ -64,7 +64,6 @@ using namespace callscope::rt;
 // op: a format::AllocOp; size: the block's (allocations only).
 CALLSCOPE_EXPORT void callscope_rt_memory(unsigned op, const void* ptr, unsigned long size) {
   ThreadState* t = current_thread();
-  const int saved_errno = errno;  // malloc's callers may look at errno after it
   if (CALLSCOPE_LIKELY(t->gate == kGateOpen)) {
     t->in_hook = 1;
     signal_fence();
@@ -72,7 +71,10 @@ CALLSCOPE_EXPORT void callscope_rt_memory(unsigned op, const void* ptr, unsigned
     signal_fence();
     t->in_hook = 0;
   } else {
+    // Thread set-up and chunk switches may set errno; malloc's callers may
+    // look at it after.
+    const int saved_errno = errno;
     memory_slow(t, static_cast<uint8_t>(op), reinterpret_cast<uint64_t>(ptr), size);
+    errno = saved_errno;
   }
-  errno = saved_errno;
 }
