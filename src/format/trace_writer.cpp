@@ -135,7 +135,7 @@ uint32_t EventEncoder::fn_lookup(uint64_t addr) {
   return last_fn_index_ = static_cast<uint32_t>(fn_table_.size() - 1);
 }
 
-Status EventEncoder::add(EventKind kind, uint64_t tick, uint64_t addr, uint64_t sp, uint64_t arg) {
+void EventEncoder::begin_event(EventKind kind, uint64_t tick) {
   if (n_ == 0) {
     first_tick_ = tick;
     // The first delta of a block is from the block's first_tick.
@@ -144,6 +144,10 @@ Status EventEncoder::add(EventKind kind, uint64_t tick, uint64_t addr, uint64_t 
   kinds_.byte(static_cast<uint8_t>(kind));
   dt_.varint(tick - prev_tick_);
   prev_tick_ = tick;
+}
+
+Status EventEncoder::add(EventKind kind, uint64_t tick, uint64_t addr, uint64_t sp, uint64_t arg) {
+  begin_event(kind, tick);
   switch (kind) {
     case EventKind::kEntry:
     case EventKind::kEntryInherited: {
@@ -179,13 +183,7 @@ Status EventEncoder::add(EventKind kind, uint64_t tick, uint64_t addr, uint64_t 
 }
 
 Status EventEncoder::memory(EventKind kind, uint64_t tick, uint64_t ptr, uint64_t size, uint8_t op) {
-  if (n_ == 0) {
-    first_tick_ = tick;
-    prev_tick_ = tick;
-  }
-  kinds_.byte(static_cast<uint8_t>(kind));
-  dt_.varint(tick - prev_tick_);
-  prev_tick_ = tick;
+  begin_event(kind, tick);
   arg_.varint(zigzag(static_cast<int64_t>(ptr - prev_ptr_)));
   prev_ptr_ = ptr;
   if (kind == EventKind::kAlloc) arg_.varint(size);

@@ -169,6 +169,7 @@ class EventEncoder {
   uint64_t events_ = 0;
   uint32_t covered_ = 0;
   uint32_t fn_lookup(uint64_t addr);
+  void begin_event(EventKind kind, uint64_t tick);  // its kind and tick delta
   // The sp column: zigzag of (parent_sp - sp) / kSpUnit.
   static uint64_t zigzag_sp(uint64_t parent, uint64_t sp) {
     const int64_t d = static_cast<int64_t>(parent - sp) / static_cast<int64_t>(kSpUnit);

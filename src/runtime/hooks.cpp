@@ -32,6 +32,29 @@
 #include "runtime/runtime.h"
 
 namespace callscope::rt {
+
+CALLSCOPE_NOINSTR bool slow_gate_enter(ThreadState* t) {
+  if (t->status == kUninit) {
+    t->in_hook = 1;
+    signal_fence();
+    const bool ok = thread_init(t);
+    signal_fence();
+    t->in_hook = 0;
+    if (!ok) return false;
+  }
+  if (t->status != kActive && t->status != kEngine && t->status != kStopped) return false;  // disabled or exited
+  t->in_hook = 1;
+  signal_fence();
+  if (t->poked) {
+    // Clear the poke before reading g_control: an operation that changes it
+    // after our read pokes again.
+    t->poked = 0;
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  }
+  if (control_word() != t->control_seen) control_changed(t);
+  return true;
+}
+
 namespace {
 
 using fmt::RawKind;
@@ -143,24 +166,7 @@ CALLSCOPE_NOINSTR __attribute__((noinline)) void hook_slow(ThreadState* t, uint6
     --t->nested;
     return;
   }
-  if (t->status == kUninit) {
-    t->in_hook = 1;
-    signal_fence();
-    const bool ok = thread_init(t);
-    signal_fence();
-    t->in_hook = 0;
-    if (!ok) return;
-  }
-  if (t->status != kActive && t->status != kEngine && t->status != kStopped) return;  // disabled or exited
-  t->in_hook = 1;
-  signal_fence();
-  if (t->poked) {
-    // Clear the poke before reading g_control: an operation that changes it
-    // after our read pokes again.
-    t->poked = 0;
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
-  }
-  if (control_word() != t->control_seen) control_changed(t);
+  if (!slow_gate_enter(t)) return;
   if (t->status == kActive) {
     if (entry)
       enter_body<true>(t, fn, site, sp);

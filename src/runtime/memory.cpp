@@ -35,22 +35,7 @@ CALLSCOPE_NOINSTR __attribute__((noinline)) void memory_slow(ThreadState* t, uin
                                                              uint64_t size) {
   if (t->in_hook) return;  // the runtime's own, or a signal handler's inside a hook
   if (!process_ready()) return;
-  if (t->status == kUninit) {
-    t->in_hook = 1;
-    signal_fence();
-    const bool ok = thread_init(t);
-    signal_fence();
-    t->in_hook = 0;
-    if (!ok) return;
-  }
-  if (t->status != kActive && t->status != kStopped) return;
-  t->in_hook = 1;
-  signal_fence();
-  if (t->poked) {
-    t->poked = 0;
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
-  }
-  if (control_word() != t->control_seen) control_changed(t);
+  if (!slow_gate_enter(t)) return;
   if (t->status == kActive) emit_memory(t, op, ptr, size);
   signal_fence();
   t->in_hook = 0;

@@ -285,6 +285,11 @@ void engine_reset_after_fork(ThreadState* t);
 // A hook saw g_control change: stop, start or clear. The thread acts on
 // them (its status is then kStopped while stopped); the hook goes on after.
 void control_changed(ThreadState* t);
+// The slow side of every hook's gate (hooks.cpp), the thread not inside a
+// hook: sets the thread up on its first event, acts on start/stop/clear;
+// true (in_hook set, the caller clears it) when the thread records or is
+// stopped, false when it cannot (disabled, exited).
+bool slow_gate_enter(ThreadState* t);
 // The same at a thread's end (thread exit, process exit): a pause, or the
 // end of one, that the thread has not written yet.
 void control_catch_up(ThreadState* t);
