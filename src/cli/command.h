@@ -36,6 +36,7 @@ Command record_command();
 Command finish_command();
 Command info_command();
 Command dump_command();
+Command memory_command();
 Command stack_command();
 Command report_command();
 Command replay_command();

@@ -104,6 +104,15 @@ TEST_P(MemoryTest, EveryAllocationOfTheCFamilyWhereItHappened) {
     if (!e.alloc && e.in == "drop") dropped = e.ptr;
   }
   EXPECT_EQ(made, dropped);
+  // callscope memory: the workers' blocks all freed in churn(), make()'s
+  // freed elsewhere, the posix_memalign block (among others of main's: the
+  // threads' and stdout's) never.
+  RunResult mem = callscope({"memory", trace});
+  ASSERT_EQ(mem.exit_code, 0) << mem.err;
+  EXPECT_NE(mem.out.find("    2000        64000     2000        0            0  churn\n"), std::string::npos) << mem.out;
+  EXPECT_NE(mem.out.find("       1          100        1        0            0  make\n"), std::string::npos) << mem.out;
+  EXPECT_EQ(mem.out.find("mismatched"), std::string::npos) << mem.out;
+  EXPECT_NE(mem.out.find("leaked: "), std::string::npos) << mem.out;
 }
 
 TEST_P(MemoryTest, EveryFormOfNewAndDeleteAndBlocksFreedElsewhere) {
@@ -138,6 +147,16 @@ TEST_P(MemoryTest, EveryFormOfNewAndDeleteAndBlocksFreedElsewhere) {
 
 TEST(MemoryErrorTest, RefusesWhatItCannotRecord) {
   TempDir dir;
+  RunResult plain = callscope({"record", "-o", dir.file("n.trace"), "--", "true"});
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  RunResult none = callscope({"memory", dir.file("n.trace")});
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_NE(none.err.find("holds no memory events: record the program with 'callscope record --memory'"),
+            std::string::npos)
+      << none.err;
+  RunResult missing = callscope({"memory", dir.file("absent.trace")});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("absent.trace"), std::string::npos) << missing.err;
   RunResult profile = callscope({"record", "--memory", "--mode", "profile", "-o", dir.file("p.trace"), "--", "true"});
   EXPECT_NE(profile.exit_code, 0);
   EXPECT_NE(profile.err.find("--memory records every allocation among every call: it works with --mode record only"),

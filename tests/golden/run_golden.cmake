@@ -22,6 +22,9 @@ list(APPEND suffixes "report" "tree" "callers" "csv" "json" "threads" "merge_csv
 # report --stack (measured stack use).
 list(APPEND views "report --stack" "report --stack --format csv")
 list(APPEND suffixes "stack" "stack_csv")
+# memory (docs/memory.md).
+list(APPEND views "memory")
+list(APPEND suffixes "memory")
 # Profile mode (docs/profile.md): snapshots and the difference between two
 # (--diff takes the trace first: TRACE stands for it).
 list(APPEND views "report --dump 1" "report --tree --dump 1" "report TRACE --diff 1 2"
