@@ -69,7 +69,32 @@ Result<MemoryModel> build_memory_model(format::TraceReader& trace) {
   std::map<std::pair<uint32_t, uint64_t>, size_t> site_of;
   auto key = [](uint32_t process, uint64_t ptr) { return (uint64_t{process} << 48) ^ ptr; };
   uint64_t outstanding = 0;
+  // A realloc that fails is told as its old block freed, then that block
+  // again with size 0: the block was never freed. Per thread, the last
+  // realloc free, to take back.
+  struct Undo {
+    uint64_t ptr = 0;
+    Live live{};
+    bool set = false;
+  };
+  std::unordered_map<uint32_t, Undo> last_realloc_free;
+  auto is_realloc = [](uint8_t op) {
+    return op == static_cast<uint8_t>(fmt::AllocOp::kRealloc) || op == static_cast<uint8_t>(fmt::AllocOp::kReallocArray);
+  };
   for (const Event& e : events) {
+    if (e.alloc && e.size == 0 && is_realloc(e.op)) {
+      Undo& u = last_realloc_free[e.thread];
+      if (u.set && u.ptr == e.ptr) {
+        MemorySite& s = m.sites[u.live.site];
+        --s.freed;
+        s.freed_bytes -= u.live.size;
+        --m.frees;
+        outstanding += u.live.size;
+        live.emplace(key(e.process, e.ptr), u.live);
+        u.set = false;
+        continue;
+      }
+    }
     if (e.alloc) {
       if (e.ptr == 0) continue;  // an allocation that failed: no block
       ++m.allocs;
@@ -113,6 +138,7 @@ Result<MemoryModel> build_memory_model(format::TraceReader& trace) {
       continue;
     }
     MemorySite& s = m.sites[l->second.site];
+    if (e.op == static_cast<uint8_t>(fmt::AllocOp::kReallocFree)) last_realloc_free[e.thread] = {e.ptr, l->second, true};
     if (family(l->second.op) != family(e.op)) mismatch(l->second.op, s.fn);
     ++s.freed;
     s.freed_bytes += l->second.size;

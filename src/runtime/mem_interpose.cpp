@@ -40,7 +40,6 @@ using MallocFn = void* (*)(size_t);
 using FreeFn = void (*)(void*);
 using CallocFn = void* (*)(size_t, size_t);
 using ReallocFn = void* (*)(void*, size_t);
-using ReallocArrayFn = void* (*)(void*, size_t, size_t);
 using PosixMemalignFn = int (*)(void**, size_t, size_t);
 using AlignedFn = void* (*)(size_t, size_t);
 
@@ -49,7 +48,6 @@ struct Real {
   FreeFn free;
   CallocFn calloc;
   ReallocFn realloc;
-  ReallocArrayFn reallocarray;
   PosixMemalignFn posix_memalign;
   AlignedFn aligned_alloc;
   AlignedFn memalign;
@@ -91,7 +89,6 @@ CALLSCOPE_NOINSTR void resolve_now() {
   find(g_real.free, "free");
   find(g_real.calloc, "calloc");
   find(g_real.realloc, "realloc");
-  find(g_real.reallocarray, "reallocarray");
   find(g_real.posix_memalign, "posix_memalign");
   find(g_real.aligned_alloc, "aligned_alloc");
   find(g_real.memalign, "memalign");
@@ -181,9 +178,11 @@ CALLSCOPE_MEM_EXPORT void* reallocarray(void* old, size_t n, size_t size) {
     errno = ENOMEM;
     return nullptr;
   }
-  if (!resolved() || !g_real.reallocarray || in_arena(old)) return realloc(old, n * size);
+  // glibc's reallocarray calls realloc (ours, through the PLT): the real
+  // realloc directly, told once, as reallocarray.
+  if (!resolved() || !g_real.realloc || in_arena(old)) return realloc(old, n * size);
   if (old) tell(fmt_op::kReallocFree, old, 0);
-  void* p = g_real.reallocarray(old, n, size);
+  void* p = g_real.realloc(old, n * size);
   if (p) {
     tell(fmt_op::kReallocArray, p, n * size);
   } else if (old && n * size != 0) {
@@ -234,24 +233,63 @@ CALLSCOPE_MEM_EXPORT void* pvalloc(size_t n) {
 
 // --- operator new and delete -------------------------------------------------
 // Declared by their mangled names: no C++ library header here. operator new
-// is done here, as libstdc++ does it -- the allocator, the new-handler loop,
-// std::bad_alloc (thrown by libstdc++'s std::__throw_bad_alloc) -- rather
-// than by calling libstdc++'s: its forms call one another (nothrow new[]
-// calls new[], which calls new), and each would be told. Not kept: a
-// new-handler that throws inside a nothrow new is not caught here (the
-// exception leaves the nothrow new).
+// is done here as the C++ library does it -- the allocator, the new-handler
+// loop -- rather than by calling the library's: its forms call one another
+// (nothrow new[] calls new[], which calls new), and each would be told. When
+// no memory is left and no handler, the library's own form is called: it
+// fails too, and throws std::bad_alloc as that library throws it (libstdc++
+// or libc++). A new-handler that throws inside a nothrow new is not caught
+// here (the exception leaves the nothrow new).
+//
+// A program that replaces the basic operator new or delete (defines them
+// itself) keeps them: then every form goes to the library's, which calls
+// the program's (as the standard wants), and nothing is told as new or
+// delete -- the program's own malloc and free are.
 
 namespace {
 
+enum NewForm : int {
+  kNw, kNa, kNwNothrow, kNaNothrow, kNwAlign, kNaAlign, kNwAlignNothrow, kNaAlignNothrow,
+  kDl, kDa, kDlSized, kDaSized, kDlAlign, kDaAlign, kDlSizedAlign, kDaSizedAlign, kDlNothrow, kDaNothrow,
+  kDlAlignNothrow, kDaAlignNothrow, kFormCount
+};
+constexpr const char* kFormNames[kFormCount] = {
+    "_Znwm", "_Znam", "_ZnwmRKSt9nothrow_t", "_ZnamRKSt9nothrow_t", "_ZnwmSt11align_val_t", "_ZnamSt11align_val_t",
+    "_ZnwmSt11align_val_tRKSt9nothrow_t", "_ZnamSt11align_val_tRKSt9nothrow_t", "_ZdlPv", "_ZdaPv", "_ZdlPvm",
+    "_ZdaPvm", "_ZdlPvSt11align_val_t", "_ZdaPvSt11align_val_t", "_ZdlPvmSt11align_val_t", "_ZdaPvmSt11align_val_t",
+    "_ZdlPvRKSt9nothrow_t", "_ZdaPvRKSt9nothrow_t", "_ZdlPvSt11align_val_tRKSt9nothrow_t",
+    "_ZdaPvSt11align_val_tRKSt9nothrow_t"};
+void* g_next[kFormCount];        // the C++ library's forms
+bool g_program_replaces = false;  // the program defines the basic new or delete itself
 using HandlerFn = void (*)();
 using GetHandlerFn = HandlerFn (*)();
-using ThrowFn = void (*)();
 GetHandlerFn g_get_new_handler = nullptr;
-ThrowFn g_throw_bad_alloc = nullptr;
+int g_new_state = kUnresolved;
 
-CALLSCOPE_NOINSTR void* new_(size_t n, size_t align, bool nothrow, fmt_op op) {
+// Once, after the C allocator (resolved()): the library's forms and whether
+// the program replaced the basic ones (its definition comes before ours).
+CALLSCOPE_NOINSTR void resolve_new() {
+  if (__atomic_load_n(&g_new_state, __ATOMIC_ACQUIRE) == kResolved) return;
+  for (int f = 0; f < kFormCount; ++f) g_next[f] = ::dlsym(RTLD_NEXT, kFormNames[f]);
+  find(g_get_new_handler, "_ZSt15get_new_handlerv");
+  // The first definition of each basic form in the global scope: ours (we
+  // are preloaded before the C++ library), or the program's own.
+  Dl_info ours{};
+  if (::dladdr(reinterpret_cast<void*>(&resolve_new), &ours)) {
+    constexpr NewForm kBasic[] = {kNw, kNa, kDl, kDa};
+    for (NewForm f : kBasic) {
+      Dl_info first{};
+      void* sym = ::dlsym(RTLD_DEFAULT, kFormNames[f]);
+      if (sym && ::dladdr(sym, &first) && first.dli_fbase != ours.dli_fbase) g_program_replaces = true;
+    }
+  }
+  __atomic_store_n(&g_new_state, kResolved, __ATOMIC_RELEASE);
+}
+
+// nullptr when no memory is left and there is no new-handler (the caller
+// then lets the library's form fail and throw, or returns nullptr).
+CALLSCOPE_NOINSTR void* new_(size_t n, size_t align, fmt_op op) {
   if (n == 0) n = 1;
-  if (!g_get_new_handler) find(g_get_new_handler, "_ZSt15get_new_handlerv");
   for (;;) {
     void* p = nullptr;
     if (align <= 16) {
@@ -266,12 +304,7 @@ CALLSCOPE_NOINSTR void* new_(size_t n, size_t align, bool nothrow, fmt_op op) {
       return p;
     }
     const HandlerFn handler = g_get_new_handler ? g_get_new_handler() : nullptr;
-    if (!handler) {
-      if (nothrow) return nullptr;
-      if (!g_throw_bad_alloc) find(g_throw_bad_alloc, "_ZSt17__throw_bad_allocv");
-      if (g_throw_bad_alloc) g_throw_bad_alloc();  // does not return
-      __builtin_trap();                           // no C++ library, yet C++'s new: cannot be
-    }
+    if (!handler) return nullptr;
     handler();
   }
 }
@@ -282,37 +315,79 @@ CALLSCOPE_NOINSTR void delete_(void* p, fmt_op op) {
   if (resolved() && g_real.free) g_real.free(p);
 }
 
+template <class... A>
+CALLSCOPE_NOINSTR void* library_new(NewForm f, A... a) {
+  if (!g_next[f]) __builtin_trap();  // C++'s new without a C++ library: cannot be
+  return reinterpret_cast<void* (*)(A...)>(g_next[f])(a...);
+}
+
+template <class... A>
+CALLSCOPE_NOINSTR void library_delete(NewForm f, A... a) {
+  if (g_next[f]) reinterpret_cast<void (*)(A...)>(g_next[f])(a...);
+}
+
 }  // namespace
 
-CALLSCOPE_MEM_EXPORT void* _Znwm(size_t n) { return new_(n, 0, false, fmt_op::kNew); }
-CALLSCOPE_MEM_EXPORT void* _Znam(size_t n) { return new_(n, 0, false, fmt_op::kNewArray); }
-CALLSCOPE_MEM_EXPORT void* _ZnwmRKSt9nothrow_t(size_t n, const void*) { return new_(n, 0, true, fmt_op::kNew); }
-CALLSCOPE_MEM_EXPORT void* _ZnamRKSt9nothrow_t(size_t n, const void*) { return new_(n, 0, true, fmt_op::kNewArray); }
-CALLSCOPE_MEM_EXPORT void* _ZnwmSt11align_val_t(size_t n, size_t align) { return new_(n, align, false, fmt_op::kNew); }
-CALLSCOPE_MEM_EXPORT void* _ZnamSt11align_val_t(size_t n, size_t align) {
-  return new_(n, align, false, fmt_op::kNewArray);
-}
-CALLSCOPE_MEM_EXPORT void* _ZnwmSt11align_val_tRKSt9nothrow_t(size_t n, size_t align, const void*) {
-  return new_(n, align, true, fmt_op::kNew);
-}
-CALLSCOPE_MEM_EXPORT void* _ZnamSt11align_val_tRKSt9nothrow_t(size_t n, size_t align, const void*) {
-  return new_(n, align, true, fmt_op::kNewArray);
-}
+// The throwing forms: ours, else the library's (which throws); nothrow ones
+// return nullptr.
+#define CALLSCOPE_NEW(NAME, FORM, OP, ALIGN_EXPR, NOTHROW, ...)               \
+  CALLSCOPE_MEM_EXPORT void* NAME(__VA_ARGS__) {                             \
+    resolve_new();                                                           \
+    if (g_program_replaces) return library_new(FORM, CALLSCOPE_ARGS_##FORM); \
+    if (void* p = new_(n, ALIGN_EXPR, OP)) return p;                         \
+    return NOTHROW ? nullptr : library_new(FORM, CALLSCOPE_ARGS_##FORM);     \
+  }
+#define CALLSCOPE_ARGS_kNw n
+#define CALLSCOPE_ARGS_kNa n
+#define CALLSCOPE_ARGS_kNwNothrow n, tag
+#define CALLSCOPE_ARGS_kNaNothrow n, tag
+#define CALLSCOPE_ARGS_kNwAlign n, align
+#define CALLSCOPE_ARGS_kNaAlign n, align
+#define CALLSCOPE_ARGS_kNwAlignNothrow n, align, tag
+#define CALLSCOPE_ARGS_kNaAlignNothrow n, align, tag
+
+CALLSCOPE_NEW(_Znwm, kNw, fmt_op::kNew, 0, false, size_t n)
+CALLSCOPE_NEW(_Znam, kNa, fmt_op::kNewArray, 0, false, size_t n)
+CALLSCOPE_NEW(_ZnwmRKSt9nothrow_t, kNwNothrow, fmt_op::kNew, 0, true, size_t n, const void* tag)
+CALLSCOPE_NEW(_ZnamRKSt9nothrow_t, kNaNothrow, fmt_op::kNewArray, 0, true, size_t n, const void* tag)
+CALLSCOPE_NEW(_ZnwmSt11align_val_t, kNwAlign, fmt_op::kNew, align, false, size_t n, size_t align)
+CALLSCOPE_NEW(_ZnamSt11align_val_t, kNaAlign, fmt_op::kNewArray, align, false, size_t n, size_t align)
+CALLSCOPE_NEW(_ZnwmSt11align_val_tRKSt9nothrow_t, kNwAlignNothrow, fmt_op::kNew, align, true, size_t n, size_t align,
+              const void* tag)
+CALLSCOPE_NEW(_ZnamSt11align_val_tRKSt9nothrow_t, kNaAlignNothrow, fmt_op::kNewArray, align, true, size_t n,
+              size_t align, const void* tag)
 
 // delete, delete[]: plain, sized, aligned, sized and aligned, nothrow.
-CALLSCOPE_MEM_EXPORT void _ZdlPv(void* p) { delete_(p, fmt_op::kDelete); }
-CALLSCOPE_MEM_EXPORT void _ZdaPv(void* p) { delete_(p, fmt_op::kDeleteArray); }
-CALLSCOPE_MEM_EXPORT void _ZdlPvm(void* p, size_t) { delete_(p, fmt_op::kDelete); }
-CALLSCOPE_MEM_EXPORT void _ZdaPvm(void* p, size_t) { delete_(p, fmt_op::kDeleteArray); }
-CALLSCOPE_MEM_EXPORT void _ZdlPvSt11align_val_t(void* p, size_t) { delete_(p, fmt_op::kDelete); }
-CALLSCOPE_MEM_EXPORT void _ZdaPvSt11align_val_t(void* p, size_t) { delete_(p, fmt_op::kDeleteArray); }
-CALLSCOPE_MEM_EXPORT void _ZdlPvmSt11align_val_t(void* p, size_t, size_t) { delete_(p, fmt_op::kDelete); }
-CALLSCOPE_MEM_EXPORT void _ZdaPvmSt11align_val_t(void* p, size_t, size_t) { delete_(p, fmt_op::kDeleteArray); }
-CALLSCOPE_MEM_EXPORT void _ZdlPvRKSt9nothrow_t(void* p, const void*) { delete_(p, fmt_op::kDelete); }
-CALLSCOPE_MEM_EXPORT void _ZdaPvRKSt9nothrow_t(void* p, const void*) { delete_(p, fmt_op::kDeleteArray); }
-CALLSCOPE_MEM_EXPORT void _ZdlPvSt11align_val_tRKSt9nothrow_t(void* p, size_t, const void*) {
-  delete_(p, fmt_op::kDelete);
-}
-CALLSCOPE_MEM_EXPORT void _ZdaPvSt11align_val_tRKSt9nothrow_t(void* p, size_t, const void*) {
-  delete_(p, fmt_op::kDeleteArray);
-}
+#define CALLSCOPE_DELETE(NAME, FORM, OP, ...)                     \
+  CALLSCOPE_MEM_EXPORT void NAME(__VA_ARGS__) {                   \
+    resolve_new();                                                \
+    if (g_program_replaces) return library_delete(FORM, CALLSCOPE_DARGS_##FORM); \
+    delete_(p, OP);                                               \
+  }
+#define CALLSCOPE_DARGS_kDl p
+#define CALLSCOPE_DARGS_kDa p
+#define CALLSCOPE_DARGS_kDlSized p, n
+#define CALLSCOPE_DARGS_kDaSized p, n
+#define CALLSCOPE_DARGS_kDlAlign p, a
+#define CALLSCOPE_DARGS_kDaAlign p, a
+#define CALLSCOPE_DARGS_kDlSizedAlign p, n, a
+#define CALLSCOPE_DARGS_kDaSizedAlign p, n, a
+#define CALLSCOPE_DARGS_kDlNothrow p, tag
+#define CALLSCOPE_DARGS_kDaNothrow p, tag
+#define CALLSCOPE_DARGS_kDlAlignNothrow p, a, tag
+#define CALLSCOPE_DARGS_kDaAlignNothrow p, a, tag
+
+CALLSCOPE_DELETE(_ZdlPv, kDl, fmt_op::kDelete, void* p)
+CALLSCOPE_DELETE(_ZdaPv, kDa, fmt_op::kDeleteArray, void* p)
+CALLSCOPE_DELETE(_ZdlPvm, kDlSized, fmt_op::kDelete, void* p, size_t n)
+CALLSCOPE_DELETE(_ZdaPvm, kDaSized, fmt_op::kDeleteArray, void* p, size_t n)
+CALLSCOPE_DELETE(_ZdlPvSt11align_val_t, kDlAlign, fmt_op::kDelete, void* p, size_t a)
+CALLSCOPE_DELETE(_ZdaPvSt11align_val_t, kDaAlign, fmt_op::kDeleteArray, void* p, size_t a)
+CALLSCOPE_DELETE(_ZdlPvmSt11align_val_t, kDlSizedAlign, fmt_op::kDelete, void* p, size_t n, size_t a)
+CALLSCOPE_DELETE(_ZdaPvmSt11align_val_t, kDaSizedAlign, fmt_op::kDeleteArray, void* p, size_t n, size_t a)
+CALLSCOPE_DELETE(_ZdlPvRKSt9nothrow_t, kDlNothrow, fmt_op::kDelete, void* p, const void* tag)
+CALLSCOPE_DELETE(_ZdaPvRKSt9nothrow_t, kDaNothrow, fmt_op::kDeleteArray, void* p, const void* tag)
+CALLSCOPE_DELETE(_ZdlPvSt11align_val_tRKSt9nothrow_t, kDlAlignNothrow, fmt_op::kDelete, void* p, size_t a,
+                 const void* tag)
+CALLSCOPE_DELETE(_ZdaPvSt11align_val_tRKSt9nothrow_t, kDaAlignNothrow, fmt_op::kDeleteArray, void* p, size_t a,
+                 const void* tag)
