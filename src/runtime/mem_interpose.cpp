@@ -120,7 +120,7 @@ CALLSCOPE_NOINSTR inline void told_alloc(fmt_op op, const void* p, size_t size) 
   if (p) tell(op, p, size);
 }
 
-__attribute__((constructor(101))) CALLSCOPE_NOINSTR void mem_constructor() { (void)resolved(); }
+
 
 }  // namespace
 
@@ -391,3 +391,15 @@ CALLSCOPE_DELETE(_ZdlPvSt11align_val_tRKSt9nothrow_t, kDlAlignNothrow, fmt_op::k
                  const void* tag)
 CALLSCOPE_DELETE(_ZdaPvSt11align_val_tRKSt9nothrow_t, kDaAlignNothrow, fmt_op::kDeleteArray, void* p, size_t a,
                  const void* tag)
+
+namespace {
+
+// Everything found at load time, before any thread of the program runs: a
+// first operator new later must not take the loader's lock (a dlopen's
+// constructor waiting on that thread would deadlock).
+__attribute__((constructor(101))) CALLSCOPE_NOINSTR void mem_constructor() {
+  (void)resolved();
+  resolve_new();
+}
+
+}  // namespace
