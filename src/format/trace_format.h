@@ -53,6 +53,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "format/alloc_op.h"
+
 namespace callscope::format {
 
 // ---------------------------------------------------------------------------
@@ -127,67 +129,8 @@ constexpr unsigned raw_event_words(RawKind k) {
 constexpr bool raw_kind_valid(uint8_t k) { return k >= 1 && k <= 13; }
 // Every word of an event after the first is non-zero (a reader tells an event
 // stored whole from one cut short by a crash): a kAlloc's and kFree's w1
-// carries its AllocOp (never 0), a kAlloc's w2 its size plus one.
-
-// Memory events (1.5, record --memory): what the program called. Blocks come
-// from an allocating op and go to a freeing op; the pairs that belong
-// together (malloc/free, new/delete, new[]/delete[], mmap/munmap) are
-// checked by `callscope memory` (a mismatch is reported, never trusted).
-enum class AllocOp : uint8_t {
-  // allocating
-  kMalloc = 1,
-  kCalloc = 2,
-  kRealloc = 3,         // the new block (the old one: kReallocFree)
-  kReallocArray = 4,
-  kPosixMemalign = 5,
-  kAlignedAlloc = 6,
-  kMemalign = 7,
-  kValloc = 8,
-  kPvalloc = 9,
-  kNew = 10,            // operator new, every form but arrays (nothrow, aligned)
-  kNewArray = 11,       // operator new[]
-  kMmap = 12,           // anonymous mmap
-  kMremap = 13,         // the new mapping (the old one: kMremapFree)
-  kApi = 14,            // callscope_alloc() of a program's own allocator
-  // freeing
-  kFree = 32,
-  kReallocFree = 33,
-  kDelete = 34,         // operator delete, every form but arrays (sized, aligned)
-  kDeleteArray = 35,    // operator delete[]
-  kMunmap = 36,
-  kMremapFree = 37,
-  kApiFree = 38,        // callscope_free()
-};
-inline constexpr uint8_t kFirstFreeOp = 32;
-constexpr bool alloc_op_valid(uint8_t op) { return (op >= 1 && op <= 14) || (op >= 32 && op <= 38); }
-constexpr bool alloc_op_frees(uint8_t op) { return op >= kFirstFreeOp; }
-// The name a user knows the op by ("malloc", "operator new[]", ...).
-constexpr const char* alloc_op_name(uint8_t op) {
-  switch (static_cast<AllocOp>(op)) {
-    case AllocOp::kMalloc: return "malloc";
-    case AllocOp::kCalloc: return "calloc";
-    case AllocOp::kRealloc: return "realloc";
-    case AllocOp::kReallocArray: return "reallocarray";
-    case AllocOp::kPosixMemalign: return "posix_memalign";
-    case AllocOp::kAlignedAlloc: return "aligned_alloc";
-    case AllocOp::kMemalign: return "memalign";
-    case AllocOp::kValloc: return "valloc";
-    case AllocOp::kPvalloc: return "pvalloc";
-    case AllocOp::kNew: return "operator new";
-    case AllocOp::kNewArray: return "operator new[]";
-    case AllocOp::kMmap: return "mmap";
-    case AllocOp::kMremap: return "mremap";
-    case AllocOp::kApi: return "callscope_alloc";
-    case AllocOp::kFree: return "free";
-    case AllocOp::kReallocFree: return "realloc (old block)";
-    case AllocOp::kDelete: return "operator delete";
-    case AllocOp::kDeleteArray: return "operator delete[]";
-    case AllocOp::kMunmap: return "munmap";
-    case AllocOp::kMremapFree: return "mremap (old mapping)";
-    case AllocOp::kApiFree: return "callscope_free";
-  }
-  return "?";
-}
+// carries its AllocOp (never 0: format/alloc_op.h), a kAlloc's w2 its size
+// plus one.
 
 // The first 4096 bytes of a thread file; updated in place through the mapping.
 struct RawThreadHeader {
