@@ -426,14 +426,25 @@ CALLSCOPE_NOINSTR void on_process_exit(int status, void*) {
 
 CALLSCOPE_NOINSTR void on_fork_child() {
   if (__atomic_load_n(&g_init_state, __ATOMIC_ACQUIRE) != kReady) return;
+  // The runtime's own work, as in a hook: the mmap, munmap and malloc it
+  // calls here are not the program's (under record --memory they would be
+  // told into the parent's ring, unmapped halfway through).
+  ThreadState* t = current_thread();
+  const uint8_t was_in_hook = t->in_hook;
+  t->in_hook = 1;
+  signal_fence();
   // The lock may have been held by a thread that does not exist here.
   pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
   g_module_lock = fresh;
   if (g_meta_fd >= 0) ::close(g_meta_fd);
   g_meta_fd = -1;
-  if (!start_process_record(g_incarnation, fmt::kRawProcessForked)) return;
-  thread_reset_after_fork(current_thread());
-  control_start();  // the parent's control thread does not exist here
+  if (start_process_record(g_incarnation, fmt::kRawProcessForked)) {
+    thread_reset_after_fork(t);
+    tags_after_fork();
+    control_start();  // the parent's control thread does not exist here
+  }
+  signal_fence();
+  t->in_hook = was_in_hook;
 }
 
 CALLSCOPE_NOINSTR bool do_init() {
@@ -448,6 +459,7 @@ CALLSCOPE_NOINSTR bool do_init() {
     g_recorder_pid = ::atoi(rec);
   if (const char* drop = ::getenv("CALLSCOPE_DROP_WHEN_BEHIND"); drop && strcmp(drop, "1") == 0)
     g_drop_when_behind = true;
+  if (const char* mem = ::getenv("CALLSCOPE_MEMORY"); mem && strcmp(mem, "1") == 0) g_memory = true;
   const char* dir = ::getenv("CALLSCOPE_DIR");
   if (dir && dir[0]) {
     if (!open_given_session_dir(dir)) return false;
