@@ -15,7 +15,7 @@
 extern "C" {
 #endif
 
-#define CALLSCOPE_API_VERSION 1
+#define CALLSCOPE_API_VERSION 2
 
 /* Turns profiling (or recording) on for every thread. Calls already in
  * progress when it turns on are not counted; calls made from there on are,
@@ -39,8 +39,32 @@ int callscope_dump(void) __attribute__((no_instrument_function));
  * `text` is copied; at most 255 bytes of it are kept. */
 void callscope_mark(const char* text) __attribute__((no_instrument_function));
 
+/* Memory (`callscope record --memory`; no-ops otherwise). See docs/memory.md.
+ *
+ * A program's own allocator (a pool, an arena, a free list): tell each block
+ * it hands out and each it takes back. They are counted as their own family
+ * ("callscope_alloc"), beside the malloc'd memory the pool itself may hold,
+ * so a pool carved out of malloc'd memory is counted in both. */
+void callscope_alloc(const void* ptr, unsigned long size) __attribute__((no_instrument_function));
+void callscope_free(const void* ptr) __attribute__((no_instrument_function));
+
+/* Tags (WPA's pool tags): every allocation the calling thread makes between
+ * a push and its pop is counted under the tag (the innermost one pushed);
+ * `callscope memory --by tag` groups by it. Tags nest per thread. The text
+ * is copied (at most 63 bytes); the same text is the same tag. */
+void callscope_tag_push(const char* tag) __attribute__((no_instrument_function));
+void callscope_tag_pop(void) __attribute__((no_instrument_function));
+
 #ifdef __cplusplus
 }
+
+/* C++: a tag for the rest of the scope. */
+struct callscope_tag_scope {
+  explicit callscope_tag_scope(const char* tag) __attribute__((no_instrument_function)) { callscope_tag_push(tag); }
+  ~callscope_tag_scope() __attribute__((no_instrument_function)) { callscope_tag_pop(); }
+  callscope_tag_scope(const callscope_tag_scope&) = delete;
+  callscope_tag_scope& operator=(const callscope_tag_scope&) = delete;
+};
 #endif
 
 #endif /* CALLSCOPE_CALLSCOPE_H */

@@ -28,7 +28,8 @@ struct StreamBalance {
       case format::EventKind::kPause:
       case format::EventKind::kResume:
       case format::EventKind::kAlloc:
-      case format::EventKind::kFree: break;
+      case format::EventKind::kFree:
+      case format::EventKind::kTag: break;
     }
     if (e.depth > max_depth) max_depth = e.depth;
   }

@@ -152,7 +152,8 @@ class CallTreeBuilder {
       case format::EventKind::kExitStray: ++stray_; break;
       case format::EventKind::kMark:
       case format::EventKind::kAlloc:
-      case format::EventKind::kFree: break;
+      case format::EventKind::kFree:
+      case format::EventKind::kTag: break;
     }
   }
 

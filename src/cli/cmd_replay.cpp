@@ -11,22 +11,6 @@
 #include "views/replay_view.h"
 
 namespace callscope::cli {
-namespace {
-
-// CLI11 validators, so that a bad value is a usage error (exit 2) with the
-// parser's own message.
-std::string check_duration(const std::string& s) {
-  auto r = views::parse_duration_ns(s);
-  return r ? std::string() : r.error().message();
-}
-
-std::string check_format(const std::string& s) {
-  auto r = parse_output_format(s);
-  return r ? std::string() : r.error().message();
-}
-
-}  // namespace
-
 Command replay_command() {
   return {"replay", "List calls and returns in time order, per thread, with durations",
           [](CLI::App& app) -> Runner {
@@ -51,11 +35,11 @@ Command replay_command() {
             app.add_option("-D,--depth", o->depth, "At most N levels of calls (counted from the -F function; 0: all)")
                 ->type_name("N")
                 ->check(count_check());
-            app.add_option("--min", o->min, "Hide calls shorter than this (10us, 1.5ms)")->check(check_duration);
+            app.add_option("--min", o->min, "Hide calls shorter than this (10us, 1.5ms)")->check(duration_check());
             app.add_option("--from", o->from, "Start at this time since the trace start (1.5ms)")
-                ->check(check_duration);
-            app.add_option("--to", o->to, "Stop at this time since the trace start")->check(check_duration);
-            app.add_option("--format", o->format, "Output: text, csv or json")->check(check_format);
+                ->check(duration_check());
+            app.add_option("--to", o->to, "Stop at this time since the trace start")->check(duration_check());
+            app.add_option("--format", o->format, "Output: text, csv or json")->check(format_check());
             app.add_flag("--no-symbols", o->no_symbols, "Show addresses, not function names");
             app.add_flag("--no-demangle", o->no_demangle, "Show C++ names as the linker sees them");
             app.footer(

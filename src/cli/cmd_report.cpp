@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "analysis/diff.h"
+#include "analysis/memory.h"
 #include "analysis/profile.h"
 #include "analysis/report_model.h"
 #include "cli/command.h"
@@ -20,6 +21,7 @@
 #include "analysis/stack_depth.h"
 #include "views/diff_view.h"
 #include "views/format_util.h"
+#include "views/memory_view.h"
 #include "views/profile_view.h"
 #include "views/stack_depth_view.h"
 
@@ -57,6 +59,9 @@ struct Opts {
   size_t name_width = 0;  // from the settings (--name-width, CALLSCOPE_NAME_WIDTH, name_width)
   uint32_t dump = 0;  // 1-based; 0: the final state of each process
   std::vector<std::string> diff;
+  std::string metric = "time";
+  // Options given that a memory --metric does not take, for its message.
+  std::vector<std::string> not_for_memory;
   // Options given that --diff does not take ("--tree"), for its message.
   std::vector<std::string> not_for_diff;
 };
@@ -206,7 +211,47 @@ Status apply_busy_options(const format::TraceReader& t, analysis::Profile& p, co
   return ok_status();
 }
 
+// --metric allocs, alloc_bytes, leaked_bytes: the call tree (or the flat
+// table) of `callscope memory`, weighted by it.
+Result<int> run_memory_metric(const Opts& o) {
+  views::MemoryOptions mo;
+  if (o.metric == "allocs") mo.sort = views::MemorySort::kAllocs;
+  else if (o.metric == "alloc_bytes") mo.sort = views::MemorySort::kBytes;
+  else if (o.metric == "leaked_bytes") mo.sort = views::MemorySort::kLeakedBytes;
+  else return Error("unknown --metric '" + o.metric + "' (valid: time, allocs, alloc_bytes, leaked_bytes)");
+  if (!o.not_for_memory.empty()) {
+    std::string names;
+    for (const std::string& n : o.not_for_memory) names += (names.empty() ? "" : ", ") + n;
+    return Error("--metric " + o.metric + " shows the call tree (--tree) or functions by memory: it does not take " +
+                 names + " ('callscope memory' has more: --by, --window, --peak, --leaks)");
+  }
+  if (o.trace.empty()) return Error("no trace given: callscope report TRACE --metric " + o.metric);
+  CALLSCOPE_TRY(OutputFormat format, parse_output_format(o.format));
+  mo.format = format;
+  mo.table_only = true;
+  mo.keys = {o.tree ? analysis::MemoryKey::kPath : analysis::MemoryKey::kFunction};
+  mo.limit = o.top ? o.top : (o.tree ? 0 : 20);
+  mo.depth = o.depth;
+  mo.threshold_pct = o.threshold;
+  auto trace = format::TraceReader::open(o.trace);
+  if (!trace) return trace.error();
+  format::TraceReader& t = **trace;
+  if (const std::string why = views::no_events_in_profile(t); !why.empty()) return Error(why);
+  CALLSCOPE_TRY(analysis::MemoryModel m, analysis::build_memory_model(t));
+  if (!m.has_memory_events)
+    return Error("'" + o.trace + "' holds no memory events: --metric " + o.metric +
+                 " needs a trace of 'callscope record --memory'");
+  symbolize::Symbolizer sym(t, {!o.no_demangle});
+  CALLSCOPE_CHECK(views::print_memory(t, sym, m, mo, stdout));
+  std::fflush(stdout);
+  for (const std::string& w : sym.warnings()) print_warning("report", w);
+  if (const std::string w = views::loss_warning(t); !w.empty()) print_warning("report", w);
+  for (const std::string& p : t.problems()) std::fprintf(stderr, "callscope report: damaged trace: %s\n", p.c_str());
+  return t.problems().empty() ? 0 : 1;
+}
+
 Result<int> run(const Opts& o) {
+  if (o.metric != "time") return run_memory_metric(o);
   if (!o.diff.empty()) return run_diff(o);
   if (o.trace.empty()) return Error("no trace given: callscope report TRACE (or --diff A B)");
   views::ReportOptions r;
@@ -332,6 +377,10 @@ Command report_command() {
                          "Measured stack use: each thread's peak depth with the call path at the peak, and per "
                          "function the deepest stack seen below it (bytes)");
             app.add_option("--format", o->format, std::string("Output: ") + kOutputFormatNames + " (default: text)")->type_name("FORMAT");
+            app.add_option("--metric", o->metric,
+                           "What the rows weigh: time (default), or from a 'record --memory' trace allocs, "
+                           "alloc_bytes, leaked_bytes (with --tree: the call paths that allocated)")
+                ->type_name("METRIC");
             app.add_flag("--no-demangle", o->no_demangle, "Show C++ names as the linker sees them");
             app.add_option("--dump", o->dump,
                            "Profile mode: show snapshot K (1, 2, ...; 'callscope info' lists them) instead of the "
@@ -367,9 +416,15 @@ Command report_command() {
             for (const char* name : {"--sort", "--threads", "--tree", "--callers", "--callees", "--stack", "--dump", "--idle",
                                      "--min-busy", "--by-busy"})
               not_for_diff.push_back(app.get_option(name));
-            return [o, settings, not_for_diff]() -> Result<int> {
+            std::vector<CLI::Option*> not_for_memory;
+            for (const char* name : {"--sort", "--threads", "--callers", "--callees", "--stack", "--dump", "--idle",
+                                     "--min-busy", "--by-busy", "--diff", "--merge", "--function", "--module", "--thread"})
+              not_for_memory.push_back(app.get_option(name));
+            return [o, settings, not_for_diff, not_for_memory]() -> Result<int> {
               for (const CLI::Option* opt : not_for_diff)
                 if (opt->count() && !o->diff.empty()) o->not_for_diff.push_back(opt->get_name());
+              for (const CLI::Option* opt : not_for_memory)
+                if (opt->count() && o->metric != "time") o->not_for_memory.push_back(opt->get_name());
               std::vector<std::string> warnings;
               CALLSCOPE_TRY(config::Config c, settings->resolve(&warnings));
               for (const auto& w : warnings) print_warning("report", w);

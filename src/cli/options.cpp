@@ -3,6 +3,9 @@
 
 #include <string>
 
+#include "common/output_format.h"
+#include "views/replay_view.h"
+
 namespace callscope::cli {
 namespace {
 
@@ -36,6 +39,24 @@ CLI::Validator snapshot_check() {
       [](std::string& s) -> std::string {
         if (plain_decimal(s) && s.find_first_not_of('0') != std::string::npos) return "";
         return "'" + s + "' is not a snapshot number: snapshots are numbered from 1, as 'callscope info' lists them";
+      },
+      "");
+}
+
+CLI::Validator duration_check() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        auto r = views::parse_duration_ns(s);
+        return r ? std::string() : r.error().message();
+      },
+      "");
+}
+
+CLI::Validator format_check() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        auto r = parse_output_format(s);
+        return r ? std::string() : r.error().message();
       },
       "");
 }

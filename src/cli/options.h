@@ -14,5 +14,9 @@ CLI::Validator count_check();
 CLI::Validator thread_index_check();
 // A profile-mode snapshot: 1, 2, ... as 'callscope info' lists them.
 CLI::Validator snapshot_check();
+// A duration: 10us, 1.5ms, 2s (views::parse_duration_ns).
+CLI::Validator duration_check();
+// An output format: text, csv, json.
+CLI::Validator format_check();
 
 }  // namespace callscope::cli

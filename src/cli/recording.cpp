@@ -173,6 +173,8 @@ Result<std::unique_ptr<Recording>> Recording::start(const RecordOptions& o, cons
   const bool monotonic = (clock_env && std::strcmp(clock_env, "monotonic") == 0) || !fmt::tsc_is_invariant();
   env.emplace_back("CALLSCOPE_CLOCK", monotonic ? "monotonic" : "tsc");
   if (o.drop_when_behind) env.emplace_back("CALLSCOPE_DROP_WHEN_BEHIND", "1");
+  // The memory API (callscope_alloc, callscope_tag_push) records then only.
+  env.emplace_back("CALLSCOPE_MEMORY", o.memory ? "1" : "0");
   const fmt::ClockPair origin = fmt::sample_clocks();
   auto live = fmt::LiveStream::create(session, r->o_.output, monotonic ? fmt::ClockKind::kMonotonic : fmt::ClockKind::kTsc,
                                       monotonic ? origin.mono_ns : origin.tsc, o.level, s.log->fd(), s.claim.get());

@@ -522,6 +522,7 @@ Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::
       r.thread_index = it == thread_of.end() ? ~0u : it->second;
       r.process_index = static_cast<uint32_t>(pi);
       r.id = m.record.id;
+      r.kind = m.record.kind;
       r.text = mark_strings.add(m.text);
       marks.push_back(r);
     }

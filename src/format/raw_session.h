@@ -240,6 +240,9 @@ inline bool RawDecoder::next(const uint64_t* words, size_t n, size_t& i, RawEven
       case RawKind::kMark:
         e.arg = w1;
         return true;
+      case RawKind::kTag:
+        e.arg = w1 == kRawTagPop ? 0 : w1;
+        return true;
       case RawKind::kAlloc:
       case RawKind::kFree:
         e.addr = w1 & kRawAddrMask;

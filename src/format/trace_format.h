@@ -48,6 +48,12 @@
 //                      kFree with their values in the arg column, AllocOp. A
 //                      1.4 reader refuses their blocks as damaged; a trace
 //                      without them is a 1.4 trace but for its version.
+//   raw 2, final 1.6 — allocation tags (callscope_tag_push/pop): RawKind and
+//                      EventKind kTag (w1 / arg: the tag's id, 0: pop); the
+//                      tag's text is a RawMark / MarkRecord whose `kind` is
+//                      kMarkKindTag (1.5 and older: 0 there, reserved). A
+//                      1.5 reader refuses kTag events as damaged and lists
+//                      tags among the marks.
 #pragma once
 
 #include <stddef.h>
@@ -104,6 +110,7 @@ enum class RawKind : uint8_t {
   kResume = 11,         // (8)  a gap (kLost or kPause, then its resync) ends here
   kAlloc = 12,          // (24) w1 = ptr[0:48) | AllocOp << 56; w2 = size + 1 (record --memory)
   kFree = 13,           // (16) w1 = ptr[0:48) | AllocOp << 56
+  kTag = 14,            // (16) w1 = tag id (RawMark kind kMarkKindTag holds its text), or kRawTagPop
 };
 // A gap in a raw stream: kLost (tick: when the first event was dropped) or
 // kPause (tick: the stop), then the resync -- every frame open at the end of
@@ -116,6 +123,7 @@ inline constexpr unsigned kRawKindBits = 8;
 inline constexpr unsigned kRawTickBits = 56;
 inline constexpr uint64_t kRawTickMask = (uint64_t{1} << kRawTickBits) - 1;
 inline constexpr uint64_t kRawAddrMask = (uint64_t{1} << 48) - 1;
+inline constexpr uint64_t kRawTagPop = ~uint64_t{0};  // kTag: the last tag pushed ends
 // sp_rel = (sp_base - sp) / kSpUnit as int16; out of range -> kSpBase first.
 inline constexpr uint64_t kSpUnit = 16;  // bytes; the ABI aligns call sites to 16
 
@@ -126,11 +134,11 @@ constexpr unsigned raw_event_words(RawKind k) {
              ? 1
              : 2;
 }
-constexpr bool raw_kind_valid(uint8_t k) { return k >= 1 && k <= 13; }
+constexpr bool raw_kind_valid(uint8_t k) { return k >= 1 && k <= 14; }
 // Every word of an event after the first is non-zero (a reader tells an event
 // stored whole from one cut short by a crash): a kAlloc's and kFree's w1
 // carries its AllocOp (never 0: format/alloc_op.h), a kAlloc's w2 its size
-// plus one.
+// plus one; a kTag's w1 is an id (1, 2, ...) or kRawTagPop.
 
 // The first 4096 bytes of a thread file; updated in place through the mapping.
 struct RawThreadHeader {
@@ -275,9 +283,11 @@ struct RawMark {
   uint32_t tid;
   uint32_t id;        // the kMark event's w1, unique in the process
   uint32_t text_len;  // bytes of text that follow
-  uint32_t reserved;
+  uint32_t kind;      // kMarkKindMark, or kMarkKindTag (1.6): the text of a kTag id
 };
 static_assert(sizeof(RawMark) == 24);
+inline constexpr uint32_t kMarkKindMark = 0;
+inline constexpr uint32_t kMarkKindTag = 1;
 
 struct RawClear {
   uint64_t seq;   // 1, 2, ... (RawProfHeader::clear_seq of a thread that applied it)
@@ -468,7 +478,7 @@ static_assert(sizeof(RawRecorderInfo) == 16);
 
 inline constexpr char kTraceMagic[8] = {'C', 'A', 'L', 'L', 'S', 'C', 'P', '\x1a'};
 inline constexpr uint16_t kTraceVersionMajor = 1;
-inline constexpr uint16_t kTraceVersionMinor = 5;
+inline constexpr uint16_t kTraceVersionMinor = 6;
 // The first minor version whose header carries a check.
 inline constexpr uint16_t kTraceMinorHeaderCheck = 3;
 
@@ -663,7 +673,7 @@ struct MarkRecord {
   uint32_t thread_index;     // ~0u when the thread has no record
   uint32_t process_index;
   uint32_t id;
-  uint32_t reserved;
+  uint32_t kind;             // kMarkKindMark, or kMarkKindTag (1.6)
   StrRef text;
 };
 static_assert(sizeof(MarkRecord) == 32);
@@ -701,8 +711,9 @@ enum class EventKind : uint8_t {
   kResume = 10,         // the gap that began at the last kLost or kPause ends (1.2)
   kAlloc = 11,          // arg column: zigzag ptr delta, size, AllocOp (1.5)
   kFree = 12,           // arg column: zigzag ptr delta, AllocOp (1.5)
+  kTag = 13,            // arg column: tag id, 0: the last tag pushed is popped (1.6)
 };
-inline constexpr uint8_t kMaxEventKind = 12;
+inline constexpr uint8_t kMaxEventKind = 13;
 constexpr bool is_memory(EventKind k) { return k == EventKind::kAlloc || k == EventKind::kFree; }
 
 // Gaps (1.2). Events of a stream can stop for a while: dropped (no space, a
@@ -739,7 +750,7 @@ constexpr bool is_exit(EventKind k) {
 //   fn:        varint index into the fn table (kEntry*, kExitStray)
 //   sp:        varint zigzag of (parent_sp - sp) / kSpUnit for entries, where
 //              parent_sp is the sp of the frame on top of the stack (0 if none)
-//   arg:       varint (kLost: count; kMark: id); kAlloc: three varints --
+//   arg:       varint (kLost: count; kMark, kTag: id); kAlloc: three varints --
 //              zigzag of (ptr - the previous memory event's ptr in the
 //              block, 0 at its start), size, AllocOp; kFree: two -- the
 //              zigzag ptr delta, AllocOp

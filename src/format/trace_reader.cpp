@@ -295,7 +295,8 @@ Status TraceReader::read_metadata() {
       case BlockType::kMarks: {
         auto recs = parse_records<MarkRecord>(*p, &strings, &ssize);
         if (!recs) { fail(recs.error()); break; }
-        for (auto& [r, unused] : *recs) marks_.push_back({r, str(strings, ssize, r.text)});
+        for (auto& [r, unused] : *recs)
+          (r.kind == kMarkKindTag ? tags_ : marks_).push_back({r, str(strings, ssize, r.text)});
         break;
       }
       case BlockType::kThreadNames: {
@@ -429,6 +430,10 @@ class FullEvents {
   }
   void stray(uint64_t tick, uint64_t addr) { next(EventKind::kExitStray, tick).addr = addr; }
   void other(EventKind k, uint64_t tick, uint64_t arg) { next(k, tick).arg = arg; }
+  bool tag(uint64_t tick, uint64_t id) {
+    other(EventKind::kTag, tick, id);
+    return true;
+  }
   // True: the event is kept (commit() follows).
   bool memory(EventKind k, uint64_t tick, uint64_t ptr, uint64_t size, uint8_t op) {
     TraceEvent& e = next(k, tick);
@@ -488,8 +493,9 @@ class CallEvents {
     put(k, tick);
     if (carries_value(k)) c_.values[values_++] = arg;
   }
-  // Calls only: memory events are left out.
+  // Calls only: memory events and tags are left out.
   bool memory(EventKind, uint64_t, uint64_t, uint64_t, uint8_t) { return false; }
+  bool tag(uint64_t, uint64_t) { return false; }
   bool commit() {
     if (++filled_ < TraceReader::kEventBatch) return true;
     const size_t values = values_;
@@ -602,6 +608,12 @@ Status TraceReader::decode_events(uint32_t thread, Out& out) {
           uint64_t idx;
           if (!get_varint(fn, fn_end, idx) || idx >= fns.size()) bad = true;
           else out.stray(tick, fns[idx]);
+          break;
+        }
+        case EventKind::kTag: {
+          uint64_t a;
+          if (!get_varint(arg, arg_end, a)) bad = true;
+          else if (!out.tag(tick, a)) continue;
           break;
         }
         case EventKind::kLost:

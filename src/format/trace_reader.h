@@ -100,6 +100,8 @@ class TraceReader {
   // ending with its final state), and the marks, in time order.
   const std::vector<DumpRecord>& dumps() const { return dumps_; }
   const std::vector<MarkInfo>& marks() const { return marks_; }
+  // Allocation tags (callscope_tag_push, 1.6): the text of each kTag id.
+  const std::vector<MarkInfo>& tags() const { return tags_; }
   bool is_profile() const { return (info_.record.flags & kInfoProfile) != 0 || !dumps_.empty(); }
   // The call tree of `thread` in snapshot `dump` (empty when the thread is
   // not in it); nodes come parent first, node 0 is the root.
@@ -183,6 +185,7 @@ class TraceReader {
   std::vector<BlockRef> blocks_;
   std::vector<DumpRecord> dumps_;
   std::vector<MarkInfo> marks_;
+  std::vector<MarkInfo> tags_;
   std::vector<BlockRef> profile_blocks_;
   std::vector<std::string> problems_;
   bool complete_ = false;

@@ -168,6 +168,7 @@ Status EventEncoder::add(EventKind kind, uint64_t tick, uint64_t addr, uint64_t 
       break;
     case EventKind::kLost:
     case EventKind::kMark:
+    case EventKind::kTag:
       arg_.varint(arg);
       break;
     case EventKind::kPause:

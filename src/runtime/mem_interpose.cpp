@@ -22,6 +22,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "format/trace_format.h"
 
@@ -42,6 +45,9 @@ using CallocFn = void* (*)(size_t, size_t);
 using ReallocFn = void* (*)(void*, size_t);
 using PosixMemalignFn = int (*)(void**, size_t, size_t);
 using AlignedFn = void* (*)(size_t, size_t);
+using MmapFn = void* (*)(void*, size_t, int, int, int, off_t);
+using MunmapFn = int (*)(void*, size_t);
+using MremapFn = void* (*)(void*, size_t, size_t, int, ...);
 
 struct Real {
   MallocFn malloc;
@@ -53,6 +59,9 @@ struct Real {
   AlignedFn memalign;
   MallocFn valloc;
   MallocFn pvalloc;
+  MmapFn mmap;
+  MunmapFn munmap;
+  MremapFn mremap;
 };
 Real g_real;
 
@@ -94,6 +103,9 @@ CALLSCOPE_NOINSTR void resolve_now() {
   find(g_real.memalign, "memalign");
   find(g_real.valloc, "valloc");
   find(g_real.pvalloc, "pvalloc");
+  find(g_real.mmap, "mmap");
+  find(g_real.munmap, "munmap");
+  find(g_real.mremap, "mremap");
 }
 
 // True once the real functions are known; false while they are being found
@@ -228,6 +240,51 @@ CALLSCOPE_MEM_EXPORT void* pvalloc(size_t n) {
   if (!resolved() || !g_real.pvalloc) return arena_alloc((n + 4095) & ~size_t{4095}, 4096);
   void* p = g_real.pvalloc(n);
   told_alloc(fmt_op::kPvalloc, p, (n + 4095) & ~size_t{4095});
+  return p;
+}
+
+// --- anonymous mappings --------------------------------------------------------
+// mmap is told when it maps anonymous memory (MAP_ANONYMOUS, not MAP_FIXED
+// over a mapping that is already there: that replaces pages, it is no new
+// block), munmap always (the analysis keeps the mappings it saw made and
+// leaves the others: files, the loader's, the thread stacks glibc maps
+// itself), mremap as the old mapping gone and the new one made. glibc's
+// malloc maps its big blocks and arenas through its own internal calls,
+// which come nowhere near these: they are counted once, as malloc's.
+// Until the real functions are known (dlsym allocating), the system calls.
+
+CALLSCOPE_MEM_EXPORT void* mmap(void* addr, size_t len, int prot, int flags, int fd, off_t off) {
+  void* p = resolved() && g_real.mmap ? g_real.mmap(addr, len, prot, flags, fd, off)
+                                      : reinterpret_cast<void*>(::syscall(SYS_mmap, addr, len, prot, flags, fd, off));
+  if (p != MAP_FAILED && (flags & MAP_ANONYMOUS) && !(flags & MAP_FIXED)) tell(fmt_op::kMmap, p, len);
+  return p;
+}
+
+CALLSCOPE_MEM_EXPORT void* mmap64(void* addr, size_t len, int prot, int flags, int fd, off_t off) {
+  return mmap(addr, len, prot, flags, fd, off);
+}
+
+CALLSCOPE_MEM_EXPORT int munmap(void* addr, size_t len) {
+  tell(fmt_op::kMunmap, addr, 0);
+  if (resolved() && g_real.munmap) return g_real.munmap(addr, len);
+  return static_cast<int>(::syscall(SYS_munmap, addr, len));
+}
+
+CALLSCOPE_MEM_EXPORT void* mremap(void* old, size_t old_len, size_t len, int flags, ...) {
+  void* want = nullptr;
+  if (flags & MREMAP_FIXED) {
+    __builtin_va_list ap;
+    __builtin_va_start(ap, flags);
+    want = __builtin_va_arg(ap, void*);
+    __builtin_va_end(ap);
+  }
+  tell(fmt_op::kMremapFree, old, 0);
+  void* p = resolved() && g_real.mremap
+                ? g_real.mremap(old, old_len, len, flags, want)
+                : reinterpret_cast<void*>(::syscall(SYS_mremap, old, old_len, len, flags, want));
+  // Failed: the old mapping is still there (size unknown here: 0, as a
+  // failed realloc's).
+  tell(fmt_op::kMremap, p == MAP_FAILED ? old : p, p == MAP_FAILED ? 0 : len);
   return p;
 }
 

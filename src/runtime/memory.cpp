@@ -9,10 +9,16 @@
 // is running: in_hook), and those of a thread that is stopped, disabled,
 // exited, or run by the engine (profile mode, filters).
 #include <errno.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "runtime/runtime.h"
 
 namespace callscope::rt {
+
+bool g_memory = false;  // record --memory (CALLSCOPE_MEMORY=1): the API below records
+
 namespace {
 
 CALLSCOPE_NOINSTR inline void emit_memory(ThreadState* t, uint8_t op, uint64_t ptr, uint64_t size) {
@@ -31,35 +37,123 @@ CALLSCOPE_NOINSTR inline void emit_memory(ThreadState* t, uint8_t op, uint64_t p
   store_word(p + 2, size + 1);
 }
 
+// A tag's push (its id) or pop (kRawTagPop).
+CALLSCOPE_NOINSTR inline void emit_tag(ThreadState* t, uint64_t w1) { emit2(t, fmt::RawKind::kTag, now_tick(), w1); }
+
 CALLSCOPE_NOINSTR __attribute__((noinline)) void memory_slow(ThreadState* t, uint8_t op, uint64_t ptr,
-                                                             uint64_t size) {
+                                                             uint64_t size, bool tag) {
   if (t->in_hook) return;  // the runtime's own, or a signal handler's inside a hook
   if (!process_ready()) return;
   if (!slow_gate_enter(t)) return;
-  if (t->status == kActive) emit_memory(t, op, ptr, size);
+  if (t->status == kActive) {
+    if (tag) emit_tag(t, ptr);
+    else emit_memory(t, op, ptr, size);
+  }
   signal_fence();
   t->in_hook = 0;
 }
 
-}  // namespace
-}  // namespace callscope::rt
-
-using namespace callscope::rt;
-
-// op: a format::AllocOp; size: the block's (allocations only).
-CALLSCOPE_EXPORT void callscope_rt_memory(unsigned op, const void* ptr, unsigned long size) {
+// One event of the calling thread: a memory event, or a tag's (tag: ptr is w1).
+CALLSCOPE_NOINSTR inline void memory_event(uint8_t op, uint64_t ptr, uint64_t size, bool tag) {
   ThreadState* t = current_thread();
   if (CALLSCOPE_LIKELY(t->gate == kGateOpen)) {
     t->in_hook = 1;
     signal_fence();
-    emit_memory(t, static_cast<uint8_t>(op), reinterpret_cast<uint64_t>(ptr), size);
+    if (tag) emit_tag(t, ptr);
+    else emit_memory(t, op, ptr, size);
     signal_fence();
     t->in_hook = 0;
   } else {
     // Thread set-up and chunk switches may set errno; malloc's callers may
     // look at it after.
     const int saved_errno = errno;
-    memory_slow(t, static_cast<uint8_t>(op), reinterpret_cast<uint64_t>(ptr), size);
+    memory_slow(t, op, ptr, size, tag);
     errno = saved_errno;
   }
+}
+
+// Tags are interned: the same text, the same id, for the life of the
+// process (ids come from the marks' counter, and the text goes to meta as a
+// mark of kind tag, once). A table of fixed size, under a spin lock: no
+// allocation in here. Past kTagSlots - 1 distinct tags, every new one is
+// counted under one tag that says so.
+constexpr uint32_t kTagSlots = 4096;
+constexpr uint32_t kTagMaxLen = 63;
+struct TagSlot {
+  uint32_t id;
+  uint32_t len;
+  char text[kTagMaxLen + 1];
+};
+TagSlot g_tags[kTagSlots];
+uint32_t g_tag_count = 0;
+int g_tag_lock = 0;
+
+CALLSCOPE_NOINSTR uint64_t tag_hash(const char* text, uint32_t len) {
+  uint64_t h = 1469598103934665603ull;
+  for (uint32_t i = 0; i < len; ++i) h = (h ^ static_cast<unsigned char>(text[i])) * 1099511628211ull;
+  return h;
+}
+
+CALLSCOPE_NOINSTR uint32_t tag_id(const char* text) {
+  static const char kOverflow[] = "[more than 4095 tags]";
+  if (!text) text = "";
+  uint32_t len = static_cast<uint32_t>(strnlen(text, kTagMaxLen));
+  while (__atomic_exchange_n(&g_tag_lock, 1, __ATOMIC_ACQUIRE)) __builtin_ia32_pause();
+  if (g_tag_count >= kTagSlots - 1) {
+    text = kOverflow;
+    len = sizeof kOverflow - 1;
+  }
+  uint32_t i = static_cast<uint32_t>(tag_hash(text, len)) % kTagSlots;
+  while (g_tags[i].id && !(g_tags[i].len == len && memcmp(g_tags[i].text, text, len) == 0)) i = (i + 1) % kTagSlots;
+  TagSlot& slot = g_tags[i];
+  if (!slot.id) {
+    slot.id = next_mark_id();
+    slot.len = len;
+    memcpy(slot.text, text, len);
+    ++g_tag_count;
+    fmt::RawMark m{};
+    m.tick = now_tick();
+    m.tid = static_cast<uint32_t>(::syscall(SYS_gettid));
+    m.id = slot.id;
+    m.text_len = len;
+    m.kind = fmt::kMarkKindTag;
+    write_meta(fmt::RawMetaType::kMark, &m, sizeof m, slot.text, len, nullptr, 0);
+  }
+  const uint32_t id = slot.id;
+  __atomic_store_n(&g_tag_lock, 0, __ATOMIC_RELEASE);
+  return id;
+}
+
+}  // namespace
+
+// A fork child writes a meta file of its own: its tags are told there again.
+CALLSCOPE_NOINSTR void tags_after_fork() {
+  memset(g_tags, 0, sizeof g_tags);
+  g_tag_count = 0;
+  g_tag_lock = 0;  // another thread of the parent may have held it
+}
+
+}  // namespace callscope::rt
+
+using namespace callscope::rt;
+
+// op: a format::AllocOp; size: the block's (allocations only).
+CALLSCOPE_EXPORT void callscope_rt_memory(unsigned op, const void* ptr, unsigned long size) {
+  memory_event(static_cast<uint8_t>(op), reinterpret_cast<uint64_t>(ptr), size, false);
+}
+
+// ---- the public API of memory (include/callscope/callscope.h) ------------------
+// Recorded under record --memory only; a no-op otherwise.
+
+CALLSCOPE_EXPORT void callscope_alloc(const void* ptr, unsigned long size) {
+  if (g_memory && ptr) memory_event(static_cast<uint8_t>(fmt::AllocOp::kApi), reinterpret_cast<uint64_t>(ptr), size, false);
+}
+CALLSCOPE_EXPORT void callscope_free(const void* ptr) {
+  if (g_memory && ptr) memory_event(static_cast<uint8_t>(fmt::AllocOp::kApiFree), reinterpret_cast<uint64_t>(ptr), 0, false);
+}
+CALLSCOPE_EXPORT void callscope_tag_push(const char* tag) {
+  if (process_ensure_init() && g_memory) memory_event(0, tag_id(tag), 0, true);
+}
+CALLSCOPE_EXPORT void callscope_tag_pop(void) {
+  if (g_memory) memory_event(0, fmt::kRawTagPop, 0, true);
 }

@@ -26,12 +26,17 @@ uint64_t g_switches = 0;
 uint64_t g_switch_ticks[kSwitchHistory] = {};
 
 namespace {
+uint32_t g_mark_id = 0;
+}  // namespace
+
+CALLSCOPE_NOINSTR uint32_t next_mark_id() { return __atomic_add_fetch(&g_mark_id, 1, __ATOMIC_RELAXED); }
+
+namespace {
 
 using fmt::RawProfFrame;
 using fmt::RawProfHeader;
 using fmt::RawProfNode;
 
-uint32_t g_mark_id = 0;
 
 // Every thread of the process, for snapshots and status. Entries of exited
 // threads stay: their trees are part of every later snapshot.
@@ -309,7 +314,7 @@ namespace {
 CALLSCOPE_NOINSTR void mark(const char* text) {
   if (!process_ensure_init()) return;
   ThreadState* t = current_thread();
-  const uint32_t id = __atomic_add_fetch(&g_mark_id, 1, __ATOMIC_RELAXED);
+  const uint32_t id = next_mark_id();
   const uint64_t tick = now_tick();
   fmt::RawMark m{};
   m.tick = tick;

@@ -296,6 +296,11 @@ void control_catch_up(ThreadState* t);
 
 // Process lifecycle (process.cpp).
 bool process_ensure_init();
+// Ids of marks and tags, unique in the process: 1, 2, ...
+uint32_t next_mark_id();
+// record --memory: the memory API records (memory.cpp).
+extern bool g_memory;
+void tags_after_fork();
 // Whether it has run and succeeded (never starts it).
 bool process_ready();
 // Opens NAME (as openat) in the current process's directory of the session,

@@ -8,3 +8,10 @@ void callscope_stop(void) {}
 void callscope_clear(void) {}
 int callscope_dump(void) { return 0; }
 void callscope_mark(const char* text) { (void)text; }
+void callscope_alloc(const void* ptr, unsigned long size) {
+  (void)ptr;
+  (void)size;
+}
+void callscope_free(const void* ptr) { (void)ptr; }
+void callscope_tag_push(const char* tag) { (void)tag; }
+void callscope_tag_pop(void) {}

@@ -49,6 +49,7 @@ const char* event_kind_name(fmt::EventKind k) {
     case fmt::EventKind::kResume: return "resume";
     case fmt::EventKind::kAlloc: return "alloc";
     case fmt::EventKind::kFree: return "free";
+    case fmt::EventKind::kTag: return "tag";
   }
   return "?";
 }
@@ -73,6 +74,10 @@ Status print_dump(fmt::TraceReader& t, symbolize::Symbolizer& sym, const DumpOpt
           break;
         case fmt::EventKind::kMark:
           std::fprintf(out, " id=%llu", static_cast<unsigned long long>(e.arg));
+          break;
+        case fmt::EventKind::kTag:
+          if (e.arg) std::fprintf(out, " push id=%llu", static_cast<unsigned long long>(e.arg));
+          else std::fprintf(out, " pop");
           break;
         case fmt::EventKind::kPause:
         case fmt::EventKind::kResume:

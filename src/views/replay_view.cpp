@@ -233,7 +233,7 @@ class Replayer {
   // Stage 1: -F activations, depth, time range. Keeps the entry tick of
   // every open frame for the durations, whether shown or not.
   std::optional<Ev> select(const fmt::TraceEvent& e) {
-    if (fmt::is_memory(e.kind)) return std::nullopt;  // calls only (memory has its own command)
+    if (fmt::is_memory(e.kind) || e.kind == fmt::EventKind::kTag) return std::nullopt;  // calls only (memory has its own command)
     Ev ev{ReplayKind::kCall, e.tick, 0, e.addr, std::nullopt, e.arg};
     const bool frame_open = fmt::is_entry(e.kind);
     bool frame_close = false;
@@ -249,7 +249,8 @@ class Replayer {
       case fmt::EventKind::kPause: ev.kind = ReplayKind::kPause; break;
       case fmt::EventKind::kResume: ev.kind = ReplayKind::kResume; break;
       case fmt::EventKind::kAlloc:
-      case fmt::EventKind::kFree: break;
+      case fmt::EventKind::kFree:
+      case fmt::EventKind::kTag: break;
     }
     // Frames closed or opened inside a gap say so (trace_format.h, "Gaps").
     if (e.kind == fmt::EventKind::kLost) gap_ = 1;

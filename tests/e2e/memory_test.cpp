@@ -70,6 +70,36 @@ size_t count(const std::vector<MemEvent>& ev, bool alloc, const std::string& op,
   return n;
 }
 
+// `callscope memory TRACE ARGS --format csv -n 0`: each row's numbers by
+// its key (the first column) and column name.
+std::map<std::string, std::map<std::string, uint64_t>> memory_rows(const std::string& trace,
+                                                                   std::vector<std::string> args) {
+  std::vector<std::string> cmd{"memory", trace};
+  cmd.insert(cmd.end(), args.begin(), args.end());
+  for (const char* a : {"--format", "csv", "-n", "0"}) cmd.push_back(a);
+  RunResult r = callscope(cmd);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::map<std::string, std::map<std::string, uint64_t>> rows;
+  std::istringstream lines(r.out);
+  std::string line;
+  std::vector<std::string> header;
+  auto split = [](const std::string& l) {
+    std::vector<std::string> cells;
+    std::string cell;
+    std::istringstream in(l);
+    while (std::getline(in, cell, ',')) cells.push_back(cell);
+    return cells;
+  };
+  if (std::getline(lines, line)) header = split(line);
+  while (std::getline(lines, line)) {
+    const auto cells = split(line);
+    if (cells.empty() || cells.size() != header.size()) continue;  // a C++ name with a comma is quoted: not here
+    auto& row = rows[cells[0]];
+    for (size_t i = 1; i < cells.size(); ++i) row[header[i]] = std::stoull(cells[i]);
+  }
+  return rows;
+}
+
 class MemoryTest : public ::testing::TestWithParam<std::string> {
  protected:
   TempDir dir_;
@@ -111,10 +141,16 @@ TEST_P(MemoryTest, EveryAllocationOfTheCFamilyWhereItHappened) {
   // threads' and stdout's) never.
   RunResult mem = callscope({"memory", trace});
   ASSERT_EQ(mem.exit_code, 0) << mem.err;
-  EXPECT_NE(mem.out.find("    2000        64000     2000        0            0  churn\n"), std::string::npos) << mem.out;
-  EXPECT_NE(mem.out.find("       1          100        1        0            0  make\n"), std::string::npos) << mem.out;
   EXPECT_EQ(mem.out.find("mismatched"), std::string::npos) << mem.out;
   EXPECT_NE(mem.out.find("leaked: "), std::string::npos) << mem.out;
+  auto rows = memory_rows(trace, {"--by", "function"});
+  EXPECT_EQ(rows["churn"]["allocs"], 2000u);
+  EXPECT_EQ(rows["churn"]["bytes"], 64000u);
+  EXPECT_EQ(rows["churn"]["transient"], 2000u);
+  EXPECT_EQ(rows["churn"]["leaked"], 0u);
+  EXPECT_EQ(rows["make"]["allocs"], 1u);
+  EXPECT_EQ(rows["make"]["transient_bytes"], 100u);  // freed in drop()
+  EXPECT_EQ(rows["main"]["leaked_bytes"] >= 128, true);  // the posix_memalign block
 }
 
 TEST_P(MemoryTest, EveryFormOfNewAndDeleteAndBlocksFreedElsewhere) {
@@ -160,6 +196,83 @@ TEST_P(MemoryTest, AProgramsOwnNewAndDeleteAreKept) {
   EXPECT_EQ(count(ev, false, "operator delete"), 0u);
   EXPECT_EQ(count(ev, true, "malloc", 32 + 8 + 16, "operator new(unsigned long)"), 1u);  // the S, its vptr, the header
   EXPECT_EQ(count(ev, false, "free", ~uint64_t{0}, "operator delete(void*)"), 1u);
+}
+
+// The public API (tags, a program's own pool), anonymous mappings, a
+// realloc chain, blocks freed by another thread, a fork child, and marks as
+// the ends of a window: exact counts and bytes per function and tag.
+TEST_P(MemoryTest, TagsPoolsMappingsForkAndWindows) {
+  const std::string trace = dir_.file("a.trace");
+  RunResult r = callscope({"record", "--memory", "-o", trace, "--", fixture(GetParam(), "memory_api")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("done"), std::string::npos) << r.out;
+  auto fn = memory_rows(trace, {"--by", "function"});
+  EXPECT_EQ(fn["setup"]["allocs"], 10u);
+  EXPECT_EQ(fn["setup"]["bytes"], 10000u);
+  EXPECT_EQ(fn["setup"]["leaked"], 0u);
+  EXPECT_EQ(fn["churn"]["allocs"], 1000u);
+  EXPECT_EQ(fn["churn"]["bytes"], 64000u);
+  EXPECT_GE(fn["churn"]["peak_bytes"], 64u);  // two threads, one block each at a time at most
+  EXPECT_LE(fn["churn"]["peak_bytes"], 128u);
+  EXPECT_EQ(fn["hold"]["allocs"], 2u);          // freed by main, another thread
+  EXPECT_EQ(fn["hold"]["transient_bytes"], 8192u);
+  EXPECT_EQ(fn["pool"]["allocs"], 5u);  // callscope_alloc
+  EXPECT_EQ(fn["pool"]["bytes"], 500u);
+  EXPECT_EQ(fn["pool"]["leaked_bytes"], 100u);
+  EXPECT_EQ(fn["maps"]["allocs"], 2u);  // the mmap and its mremap; not the file's mapping
+  EXPECT_EQ(fn["maps"]["bytes"], uint64_t{3} << 20);
+  EXPECT_EQ(fn["maps"]["peak_bytes"], uint64_t{2} << 20);
+  EXPECT_EQ(fn["maps"]["leaked"], 0u);
+  EXPECT_EQ(fn["chain"]["allocs"], 3u);
+  EXPECT_EQ(fn["chain"]["bytes"], 60u);
+  EXPECT_EQ(fn["chain"]["peak_bytes"], 30u);
+  EXPECT_EQ(fn["chain"]["leaked"], 0u);
+  EXPECT_EQ(fn["leak"]["leaked_bytes"], 4242u);
+  EXPECT_EQ(fn["child_work"]["leaked_bytes"], 777u);  // in the fork child
+  auto tag = memory_rows(trace, {"--by", "tag"});
+  for (const char* t : {"parser", "cache"}) {
+    EXPECT_EQ(tag[t]["allocs"], 501u) << t;
+    EXPECT_EQ(tag[t]["bytes"], 500u * 64 + 4096) << t;
+  }
+  // The window between the marks "work" and "teardown": setup()'s blocks
+  // were allocated before it and freed after it.
+  auto win = memory_rows(trace, {"--by", "function", "--window", "work..teardown"});
+  EXPECT_EQ(win["setup"]["allocs"], 0u);
+  EXPECT_EQ(win["setup"]["before_kept"], 10u);
+  EXPECT_EQ(win["churn"]["transient"], 1000u);
+  EXPECT_EQ(win["leak"]["impacting_bytes"], 4242u);
+  RunResult mem = callscope({"memory", trace});
+  EXPECT_EQ(mem.exit_code, 0) << mem.err;
+  EXPECT_EQ(mem.out.find("mismatched"), std::string::npos) << mem.out;
+  // The peak: maps()'s 2 MiB mapping and setup()'s blocks were live then.
+  RunResult peak = callscope({"memory", trace, "--peak"});
+  EXPECT_EQ(peak.exit_code, 0) << peak.err;
+  EXPECT_NE(peak.out.find("2 MiB  main > maps\n"), std::string::npos) << peak.out;
+  EXPECT_NE(peak.out.find("9.77 KiB  main > setup\n"), std::string::npos) << peak.out;
+  RunResult leaks = callscope({"memory", trace, "--leaks"});
+  EXPECT_NE(leaks.out.find("4.14 KiB  main > leak\n"), std::string::npos) << leaks.out;
+  EXPECT_NE(leaks.out.find("777 B  main > child_work\n"), std::string::npos) << leaks.out;
+  // The call tree weighted by bytes: maps() first under main.
+  RunResult tree = callscope({"report", "--tree", "--metric", "alloc_bytes", trace});
+  EXPECT_EQ(tree.exit_code, 0) << tree.err;
+  EXPECT_NE(tree.out.find("    maps\n"), std::string::npos) << tree.out;
+  // Without --memory the API records nothing.
+  const std::string plain = dir_.file("p.trace");
+  RunResult p = callscope({"record", "-o", plain, "--", fixture(GetParam(), "memory_api")});
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  RunResult none = callscope({"memory", plain});
+  EXPECT_NE(none.err.find("holds no memory events"), std::string::npos) << none.err;
+}
+
+// C++: a tag for the rest of a scope (callscope_tag_scope).
+TEST_P(MemoryTest, TagScopeInCpp) {
+  const std::string trace = dir_.file("c.trace");
+  RunResult r = callscope({"record", "--memory", "-o", trace, "--", fixture(GetParam(), "api_cpp")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto tag = memory_rows(trace, {"--by", "tag"});
+  EXPECT_EQ(tag["engine"]["allocs"], 1u);
+  EXPECT_EQ(tag["engine"]["bytes"], 64u);
+  EXPECT_EQ(tag["engine"]["transient"], 1u);
 }
 
 TEST(MemoryErrorTest, RefusesWhatItCannotRecord) {

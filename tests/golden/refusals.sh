@@ -72,6 +72,23 @@ expect 1 "is a profile-mode trace: it holds call trees (4 snapshots), not the ca
 expect 1 "is a profile-mode trace" dump --stats prof.trace
 expect 1 "is a profile-mode trace" dump prof.trace
 
+# memory (docs/memory.md): keys, windows and modes that do not make sense.
+"$TT" "$CASES/memory.txt" mem.trace || exit 1
+expect 1 "--by: unknown key 'size' (function, path, module, tag, thread)" memory --by size mem.trace
+expect 1 "--by: 'tag' is given twice" memory --by tag,tag mem.trace
+expect 1 "--by: 'path' and 'function' together: a path ends in its function already" memory --by path,function mem.trace
+expect 1 "--window 'phase2' is not FROM..TO" memory --window phase2 mem.trace
+expect 1 "--window: 'phase3' is neither a time (1.5ms, 2s) nor the text of a mark (marks: 'phase2')" memory --window phase3.. mem.trace
+expect 1 "--window: 'x' is neither a time (1.5ms, 2s) nor the text of a mark (the trace has no marks)" memory --window ..x rec.trace
+expect 1 "--window '2us..1us' ends before it begins" memory --window 2us..1us mem.trace
+expect 2 "--peak excludes --leaks" memory --peak --leaks mem.trace
+expect 2 "--transient-under" memory --transient-under 5parsecs mem.trace
+expect 1 "holds no memory events: record the program with 'callscope record --memory'" memory rec.trace
+expect 1 "is a profile-mode trace" memory prof.trace
+expect 1 "unknown --metric 'bogus' (valid: time, allocs, alloc_bytes, leaked_bytes)" report --metric bogus mem.trace
+expect 1 "--metric leaked_bytes shows the call tree (--tree) or functions by memory: it does not take --thread" report --metric leaked_bytes -t 1 mem.trace
+expect 1 "needs a trace of 'callscope record --memory'" report --metric allocs rec.trace
+
 # One snapshot is "1 snapshot" (info), and a profile-mode trace gives no
 # bytes per call (its calls are those of the call trees, not events).
 printf 'clock monotonic\nmode profile\nprocess pid=1 ppid=0 exe=x argv=x exit=0\nthread process=0 tid=1 name=x start=0 end=9\nsnapshot process=0 seq=1 reason=4 tick=9\nnode thread=0 fn=0x10 calls=3 total=9 self=9\n' > one.txt

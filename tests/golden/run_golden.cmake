@@ -23,8 +23,13 @@ list(APPEND suffixes "report" "tree" "callers" "csv" "json" "threads" "merge_csv
 list(APPEND views "report --stack" "report --stack --format csv")
 list(APPEND suffixes "stack" "stack_csv")
 # memory (docs/memory.md).
-list(APPEND views "memory")
-list(APPEND suffixes "memory")
+list(APPEND views "memory" "memory --by path --threshold 0" "memory --peak" "memory --leaks" "memory --window phase2.."
+  "memory --window 1.1us..1.4us --by function --format csv" "memory --by tag,thread --format json"
+  "memory --timeline --width 16 --by tag" "memory --sizes" "memory --leaks --format csv" "memory --peak --format json"
+  "report --tree --metric alloc_bytes --threshold 0" "report --metric leaked_bytes --format csv")
+list(APPEND suffixes "memory" "memory_path" "memory_peak" "memory_leaks" "memory_window" "memory_window_csv"
+  "memory_json" "memory_timeline" "memory_sizes" "memory_leaks_csv" "memory_peak_json" "memory_tree_metric"
+  "memory_metric_csv")
 # Profile mode (docs/profile.md): snapshots and the difference between two
 # (--diff takes the trace first: TRACE stands for it).
 list(APPEND views "report --dump 1" "report --tree --dump 1" "report TRACE --diff 1 2"

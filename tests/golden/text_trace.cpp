@@ -108,7 +108,8 @@ Status text_to_trace(const std::string& text, const std::string& out_path) {
       {"stray", fmt::EventKind::kExitStray},     {"lost", fmt::EventKind::kLost},
       {"pause", fmt::EventKind::kPause},         {"resume", fmt::EventKind::kResume},
       {"inherited", fmt::EventKind::kEntryInherited}, {"mark", fmt::EventKind::kMark},
-      {"alloc", fmt::EventKind::kAlloc},         {"free", fmt::EventKind::kFree}};
+      {"alloc", fmt::EventKind::kAlloc},         {"free", fmt::EventKind::kFree},
+      {"tag", fmt::EventKind::kTag}};
   while (std::getline(lines, line)) {
     ++n;
     if (auto hash = line.find('#'); hash != std::string::npos) line.erase(hash);
@@ -241,6 +242,10 @@ Status text_to_trace(const std::string& text, const std::string& out_path) {
         m.thread_index = f.count("thread") ? static_cast<uint32_t>(num(f["thread"])) : ~0u;
         m.tick = num(f["tick"]);
         m.id = static_cast<uint32_t>(num(f["id"]));
+        if (f.count("kind")) {
+          if (f["kind"] == "tag") m.kind = fmt::kMarkKindTag;
+          else if (f["kind"] != "mark") return Error(where + ": kind is mark or tag, not '" + f["kind"] + "'");
+        }
         m.text = kstr.add(mark_text);
         if (m.process_index >= procs.size())
           return Error(where + ": process " + std::to_string(m.process_index) + " not declared");

@@ -221,6 +221,28 @@ TEST(format_raw_thread_file, MemoryEventsThreeWordsTornAndBadOps) {
   EXPECT_EQ((*f)->torn_events(), 1u);
 }
 
+// Tags (1.6): a push carries the id, a pop kRawTagPop (never 0: a zero
+// second word is a torn event), read as 0.
+TEST(format_raw_thread_file, TagsPushAndPop) {
+  test::TempDir dir;
+  ThreadFile t(9, 11, "t");
+  t.words({ThreadFile::w0(RawKind::kTag, 5), 3, ThreadFile::w0(RawKind::kTag, 6), kRawTagPop,
+           ThreadFile::w0(RawKind::kTag, 7), 0});  // torn
+  write_bytes(dir.file("t11.ev"), t.bytes());
+  auto f = RawThreadFile::open(dir.file("t11.ev"));
+  ASSERT_TRUE(f.ok()) << f.error().message();
+  RawEvent e{};
+  ASSERT_TRUE((*f)->next(e));
+  EXPECT_EQ(e.kind, RawKind::kTag);
+  EXPECT_EQ(e.arg, 3u);
+  ASSERT_TRUE((*f)->next(e));
+  EXPECT_EQ(e.kind, RawKind::kTag);
+  EXPECT_EQ(e.tick, 6u);
+  EXPECT_EQ(e.arg, 0u);
+  EXPECT_FALSE((*f)->next(e));
+  EXPECT_EQ((*f)->torn_events(), 1u);
+}
+
 TEST(format_raw_thread_file, OpenErrors) {
   test::TempDir dir;
   write_bytes(dir.file("short.ev"), std::vector<uint8_t>(50, 0));

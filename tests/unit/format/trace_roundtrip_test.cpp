@@ -83,6 +83,10 @@ std::vector<InEvent> all_kinds_stream() {
       {EventKind::kFree, T + (uint64_t{1} << 51) + 2, 0x7f0012345670ull, 0, 0, static_cast<uint8_t>(AllocOp::kFree)},
       {EventKind::kAlloc, T + (uint64_t{1} << 51) + 3, 0, 0, UINT64_MAX - 1, static_cast<uint8_t>(AllocOp::kMmap)},
       {EventKind::kFree, T + (uint64_t{1} << 51) + 4, 0x1000, 0, 0, static_cast<uint8_t>(AllocOp::kApiFree)},
+      // Tags (1.6): a push (its id), a pop (0).
+      {EventKind::kTag, T + (uint64_t{1} << 51) + 5, 0, 0, 7},
+      {EventKind::kAlloc, T + (uint64_t{1} << 51) + 6, 0x2000, 0, 16, static_cast<uint8_t>(AllocOp::kApi)},
+      {EventKind::kTag, T + (uint64_t{1} << 51) + 7, 0, 0, 0},
   };
 }
 

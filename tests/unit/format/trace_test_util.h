@@ -133,6 +133,7 @@ inline std::vector<TraceEvent> expected_events(const std::vector<InEvent>& in) {
         break;
       case EventKind::kLost:
       case EventKind::kMark:
+      case EventKind::kTag:
         e.arg = i.arg;
         e.depth = static_cast<uint32_t>(stack.size());
         break;
@@ -191,7 +192,7 @@ inline std::vector<TraceEvent> read_call_events(TraceReader& r, uint32_t thread)
 inline std::vector<TraceEvent> call_events_of(const std::vector<TraceEvent>& full) {
   std::vector<TraceEvent> out;
   for (const TraceEvent& f : full) {
-    if (is_memory(f.kind)) continue;  // the call columns leave them out
+    if (is_memory(f.kind) || f.kind == EventKind::kTag) continue;  // the call columns leave them out
     TraceEvent e{};
     e.kind = f.kind;
     e.tick = f.tick;
