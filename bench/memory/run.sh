@@ -20,6 +20,7 @@ mkdir -p "$WORK"
 trap 'rm -rf "$WORK"' EXIT
 
 gcc -O2 -g "$ROOT/bench/programs/alloc_pairs.c" -o "$WORK/plain"
+gcc -O2 "$ROOT/bench/programs/tsc_cost.c" -o "$WORK/tsc_cost"
 gcc -O2 -g -finstrument-functions "$ROOT/bench/programs/alloc_pairs.c" -o "$WORK/instr"
 
 python3 - "$CS" "$WORK" "$PAIRS" "$REPS" <<'PY'
@@ -53,6 +54,8 @@ extra = os.path.getsize(f"{work}/memory.trace") - os.path.getsize(f"{work}/calls
 print()
 print(f"--memory adds {added:.1f} ns per allocation event over record (target <= 10 ns)")
 print(f"and {extra / events:.2f} trace bytes per allocation event (target <= 4)")
+tsc = subprocess.run([f"{work}/tsc_cost"], capture_output=True, text=True, check=True).stdout.strip()
+print(f"one clock read (rdtsc) costs {tsc} ns on this machine: every event pays one")
 if "heaptrack (recording only)" in times:
     print(f"heaptrack's recording takes {times['heaptrack (recording only)'] / times['`callscope record --memory`']:.1f}x "
           f"the time of record --memory")

@@ -2,7 +2,9 @@
 #include "analysis/memory.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
+#include <queue>
 #include <unordered_map>
 
 #include "format/module_map.h"
@@ -41,6 +43,15 @@ bool is_move(uint8_t op) {
 }
 bool is_move_free(uint8_t op) { return op_is(op, fmt::AllocOp::kReallocFree) || op_is(op, fmt::AllocOp::kMremapFree); }
 
+// An event as kept per thread until the merge: 32 bytes.
+constexpr uint64_t kPtrMask = (uint64_t{1} << 48) - 1;
+struct Stored {
+  uint64_t tick;
+  uint64_t ptr_op;  // ptr[0:48) | op << 48 | alloc << 56
+  uint64_t size;
+  uint32_t path, tag;
+};
+
 struct Event {
   uint64_t tick;
   uint32_t thread, process;
@@ -74,8 +85,13 @@ class Paths {
     return it->second;
   }
   uint32_t child(uint32_t parent, uint64_t fn, uint64_t tick) {
-    auto [it, fresh] = children_.try_emplace({parent, fn}, 0);
+    // A function calls the same callee again and again: the last one found
+    // under each node answers most lookups.
+    Last& last = last_[parent];
+    if (last.fn == fn && last.node != kMemoryNoNode) return last.node;
+    auto [it, fresh] = children_.try_emplace(ChildKey{parent, fn}, 0);
     if (fresh) it->second = add(parent, m_.paths[parent].process, fn, tick);
+    last_[parent] = {fn, it->second};  // `last` may have moved (add() grows last_)
     return it->second;
   }
   // Tag `id` of `process` (0: none) as an index in m.tags.
@@ -116,13 +132,27 @@ class Paths {
       }
     }
     m_.paths.push_back(n);
+    last_.push_back({});
     return static_cast<uint32_t>(m_.paths.size() - 1);
   }
+  struct ChildKey {
+    uint32_t parent;
+    uint64_t fn;
+    bool operator==(const ChildKey&) const = default;
+  };
+  struct ChildHash {
+    size_t operator()(const ChildKey& k) const { return std::hash<uint64_t>()(k.fn * 0x9e3779b97f4a7c15ull ^ k.parent); }
+  };
+  struct Last {
+    uint64_t fn = 0;
+    uint32_t node = kMemoryNoNode;
+  };
+  std::vector<Last> last_;
   MemoryModel& m_;
   const fmt::TraceReader& trace_;
   fmt::ModuleMap map_;
   std::map<uint32_t, uint32_t> roots_;
-  std::map<std::pair<uint32_t, uint64_t>, uint32_t> children_;
+  std::unordered_map<ChildKey, uint32_t, ChildHash> children_;
   std::map<std::pair<uint32_t, uint64_t>, uint32_t> function_of_;
   std::map<std::string, uint32_t> module_index_;
   std::map<std::pair<uint32_t, uint64_t>, uint32_t> tag_of_;
@@ -134,34 +164,46 @@ class Paths {
 Result<MemoryModel> build_memory_model(format::TraceReader& trace) {
   MemoryModel m;
   Paths paths(m, trace);
-  std::vector<Event> events;
+  // Each thread's memory events, in its order.
+  std::vector<BigVector<Stored>> per_thread(trace.threads().size());
+  size_t total = 0, allocs = 0;
   for (uint32_t ti = 0; ti < trace.threads().size(); ++ti) {
     const uint32_t process = trace.threads()[ti].record.process_index;
     const uint32_t root = paths.root(process);
     std::vector<uint32_t> stack{root};  // nodes
     std::vector<uint32_t> tags;
-    CALLSCOPE_CHECK(trace.for_each_event(ti, [&](const fmt::TraceEvent& e) {
-      if (fmt::is_entry(e.kind)) {
-        stack.push_back(paths.child(stack.back(), e.addr, e.tick));
-      } else if (fmt::is_exit(e.kind)) {
-        if (stack.size() > 1) stack.pop_back();
-      } else if (e.kind == fmt::EventKind::kTag) {
-        if (e.arg) tags.push_back(paths.tag(process, e.arg));
-        else if (!tags.empty()) tags.pop_back();
-      } else if (fmt::is_memory(e.kind)) {
-        events.push_back({e.tick, ti, process, stack.back(), tags.empty() ? 0u : tags.back(),
-                          e.kind == fmt::EventKind::kAlloc, e.op, e.addr, e.arg});
+    BigVector<Stored>& events = per_thread[ti];
+    // Room for every event of the thread, up to 64 M (2 GiB of address
+    // space): pages never written cost nothing, and the array is never copied.
+    events.reserve(std::min<uint64_t>(trace.threads()[ti].record.events, uint64_t{64} << 20));
+    CALLSCOPE_CHECK(trace.for_each_event_batch(ti, [&](const fmt::TraceEvent* batch, size_t n) {
+      for (const fmt::TraceEvent* e = batch; e != batch + n; ++e) {
+        if (fmt::is_entry(e->kind)) {
+          stack.push_back(paths.child(stack.back(), e->addr, e->tick));
+        } else if (fmt::is_exit(e->kind)) {
+          if (stack.size() > 1) stack.pop_back();
+        } else if (e->kind == fmt::EventKind::kTag) {
+          if (e->arg) tags.push_back(paths.tag(process, e->arg));
+          else if (!tags.empty()) tags.pop_back();
+        } else if (fmt::is_memory(e->kind)) {
+          const bool alloc = e->kind == fmt::EventKind::kAlloc;
+          allocs += alloc;
+          events.push_back({e->tick, (e->addr & kPtrMask) | uint64_t{e->op} << 48 | uint64_t{alloc} << 56, e->arg,
+                            stack.back(), tags.empty() ? 0u : tags.back()});
+        }
       }
       return true;
     }));
+    total += events.size();
   }
-  m.has_memory_events = !events.empty();
-  // Time order across threads; within a thread the order is kept.
-  std::stable_sort(events.begin(), events.end(), [](const Event& a, const Event& b) { return a.tick < b.tick; });
-  if (!events.empty()) {
-    m.first_tick = events.front().tick;
-    m.last_tick = events.back().tick;
-  }
+  m.has_memory_events = total != 0;
+  m.first_tick = ~uint64_t{0};
+  for (const auto& v : per_thread)
+    if (!v.empty()) {
+      m.first_tick = std::min(m.first_tick, v.front().tick);
+      m.last_tick = std::max(m.last_tick, v.back().tick);
+    }
+  if (total == 0) m.first_tick = 0;
 
   // The blocks allocated and not freed yet, by process and address.
   std::unordered_map<uint64_t, uint32_t> live;
@@ -176,9 +218,9 @@ Result<MemoryModel> build_memory_model(format::TraceReader& trace) {
     bool known = false, set = false;
   };
   std::unordered_map<uint32_t, Move> last_move;
-  m.blocks.reserve(events.size() / 2 + 1);
-  m.order.reserve(events.size());
-  for (const Event& e : events) {
+  m.blocks.reserve(allocs);
+  m.order.reserve(total);
+  auto step = [&](const Event& e) {
     if (e.alloc && is_move(e.op)) {
       Move& mv = last_move[e.thread];
       const bool after_move = mv.set && (e.size == 0 ? mv.ptr == e.ptr : true);
@@ -197,13 +239,13 @@ Result<MemoryModel> build_memory_model(format::TraceReader& trace) {
         --m.frees;
         live.emplace(key(e.process, e.ptr), mv.block);
         // Later events' places moved down by one: renumbered at the end.
-        continue;
+        return;
       }
-      if (after_move && !mv.known && op_is(e.op, fmt::AllocOp::kMremap)) continue;  // not a mapping we know
-      if (e.size == 0 && after_move) continue;  // failed, of a block never known
+      if (after_move && !mv.known && op_is(e.op, fmt::AllocOp::kMremap)) return;  // not a mapping we know
+      if (e.size == 0 && after_move) return;  // failed, of a block never known
     }
     if (e.alloc) {
-      if (e.ptr == 0) continue;  // an allocation that failed: no block
+      if (e.ptr == 0) return;  // an allocation that failed: no block
       MemoryBlock b;
       b.alloc_tick = e.tick;
       b.size = e.size;
@@ -224,7 +266,7 @@ Result<MemoryModel> build_memory_model(format::TraceReader& trace) {
       }
       m.blocks.push_back(b);
       m.order.push_back(uint64_t{index} << 1);
-      continue;
+      return;
     }
     ++m.frees;
     auto l = live.find(key(e.process, e.ptr));
@@ -240,11 +282,11 @@ Result<MemoryModel> build_memory_model(format::TraceReader& trace) {
       // blocks.
       if (family(e.op) == Family::kMmap) {
         --m.frees;
-        continue;
+        return;
       }
       ++m.unknown_frees;
       mismatch(0, kMemoryNoNode, 0);
-      continue;
+      return;
     }
     MemoryBlock& b = m.blocks[l->second];
     if (family(b.op) != family(e.op)) mismatch(b.op, b.path, b.alloc_tick);
@@ -252,6 +294,30 @@ Result<MemoryModel> build_memory_model(format::TraceReader& trace) {
     b.free_op = e.op;
     m.order.push_back(uint64_t{l->second} << 1 | 1);
     live.erase(l);
+  };
+  {
+    using Cursor = std::pair<uint64_t, uint32_t>;  // tick, thread
+    std::priority_queue<Cursor, std::vector<Cursor>, std::greater<Cursor>> next;
+    std::vector<size_t> at(per_thread.size(), 0);
+    for (uint32_t ti = 0; ti < per_thread.size(); ++ti)
+      if (!per_thread[ti].empty()) next.push({per_thread[ti][0].tick, ti});
+    while (!next.empty()) {
+      const uint32_t ti = next.top().second;
+      next.pop();
+      const BigVector<Stored>& v = per_thread[ti];
+      // This thread's run up to the next thread's tick.
+      const uint64_t limit = next.empty() ? ~uint64_t{0} : next.top().first;
+      const uint32_t other = next.empty() ? ~0u : next.top().second;
+      const uint32_t process = trace.threads()[ti].record.process_index;
+      size_t& i = at[ti];
+      for (; i < v.size() && (v[i].tick < limit || (v[i].tick == limit && ti < other)); ++i) {
+        const Stored& x = v[i];
+        step({x.tick, ti, process, x.path, x.tag, (x.ptr_op >> 56) != 0, static_cast<uint8_t>(x.ptr_op >> 48),
+              x.ptr_op & kPtrMask, x.size});
+      }
+      if (i < v.size()) next.push({v[i].tick, ti});
+      else BigVector<Stored>().swap(per_thread[ti]);
+    }
   }
   // Places in the order (a failed move took one out).
   for (uint64_t i = 0; i < m.order.size(); ++i) {

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "common/big_vector.h"
 #include "common/result.h"
 #include "format/trace_reader.h"
 
@@ -71,9 +72,9 @@ struct MemoryModel {
   std::vector<MemoryFunction> functions;
   std::vector<std::string> modules;  // file names; [0]: "" (no module: outside every instrumented function)
   std::vector<std::string> tags;     // [0]: "" (untagged)
-  std::vector<MemoryBlock> blocks;   // in the order they were allocated
+  BigVector<MemoryBlock> blocks;     // in the order they were allocated
   // Every allocation and free in time order: block index << 1, | 1 for its free.
-  std::vector<uint64_t> order;
+  BigVector<uint64_t> order;
   uint64_t frees = 0;               // every free, known block or not
   uint64_t unknown_frees = 0;       // of blocks the trace never saw allocated
   std::vector<MemoryMismatch> mismatches;  // in time order (at most 1000 kept)

@@ -88,12 +88,18 @@ CALLSCOPE_NOINSTR void* arena_alloc(size_t n, size_t align = 16) {
   }
 }
 
+// Set while this library finds the real functions: dlsym's own allocations
+// (its error strings, for a symbol the program does not have) are ours, not
+// the program's.
+__thread int t_quiet __attribute__((tls_model("initial-exec"))) = 0;
+
 template <class F>
 CALLSCOPE_NOINSTR void find(F& f, const char* name) {
   f = reinterpret_cast<F>(::dlsym(RTLD_NEXT, name));
 }
 
 CALLSCOPE_NOINSTR void resolve_now() {
+  ++t_quiet;
   find(g_real.malloc, "malloc");
   find(g_real.free, "free");
   find(g_real.calloc, "calloc");
@@ -106,6 +112,7 @@ CALLSCOPE_NOINSTR void resolve_now() {
   find(g_real.mmap, "mmap");
   find(g_real.munmap, "munmap");
   find(g_real.mremap, "mremap");
+  --t_quiet;
 }
 
 // True once the real functions are known; false while they are being found
@@ -125,7 +132,7 @@ CALLSCOPE_NOINSTR bool resolved() {
 }
 
 CALLSCOPE_NOINSTR inline void tell(fmt_op op, const void* p, size_t size) {
-  if (callscope_rt_memory) callscope_rt_memory(static_cast<unsigned>(op), p, size);
+  if (callscope_rt_memory && !t_quiet) callscope_rt_memory(static_cast<unsigned>(op), p, size);
 }
 
 CALLSCOPE_NOINSTR inline void told_alloc(fmt_op op, const void* p, size_t size) {
@@ -327,6 +334,7 @@ int g_new_state = kUnresolved;
 // the program replaced the basic ones (its definition comes before ours).
 CALLSCOPE_NOINSTR void resolve_new() {
   if (__atomic_load_n(&g_new_state, __ATOMIC_ACQUIRE) == kResolved) return;
+  ++t_quiet;
   for (int f = 0; f < kFormCount; ++f) g_next[f] = ::dlsym(RTLD_NEXT, kFormNames[f]);
   find(g_get_new_handler, "_ZSt15get_new_handlerv");
   // The first definition of each basic form in the global scope: ours (we
@@ -340,6 +348,7 @@ CALLSCOPE_NOINSTR void resolve_new() {
       if (sym && ::dladdr(sym, &first) && first.dli_fbase != ours.dli_fbase) g_program_replaces = true;
     }
   }
+  --t_quiet;
   __atomic_store_n(&g_new_state, kResolved, __ATOMIC_RELEASE);
 }
 
