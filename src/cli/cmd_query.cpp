@@ -48,6 +48,7 @@ std::vector<std::string> split_command(const std::string& text) {
 class RecordingHost final : public query::LiveHost {
  public:
   RecordingHost(RecordOptions o, bool quiet) : o_(std::move(o)), quiet_(quiet) {}
+  void want_memory() override { o_.memory = true; }
   Status start(format::LiveTap& tap, double ticks_per_ns) override {
     CALLSCOPE_TRY(rec_, Recording::start(o_, "query", &tap, ticks_per_ns));
     // Ctrl-C reaches the program through the terminal, and us: the script

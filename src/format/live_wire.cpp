@@ -67,7 +67,7 @@ void encode_delivery(const LiveDelivery& d, std::string& out) {
   put<uint32_t>(out, static_cast<uint32_t>(d.events.size()));
   for (const auto& [index, c] : d.events) {
     size_t nv = 0;
-    for (size_t i = 0; i < c.size(); ++i) nv += carries_value(c.kinds()[i]) ? 1 : 0;
+    for (size_t i = 0; i < c.size(); ++i) nv += value_count(c.kinds()[i]);
     put<uint32_t>(out, index);
     put<uint32_t>(out, static_cast<uint32_t>(c.size()));
     put<uint32_t>(out, static_cast<uint32_t>(nv));
@@ -124,7 +124,7 @@ Result<LiveDelivery> decode_delivery(std::string_view payload, LiveTap* pool) {
     for (uint32_t j = 0; j < events; ++j) {
       const auto kind = static_cast<uint8_t>(kinds[j]);
       if (kind == 0 || kind > kMaxEventKind) return bad;
-      carried += carries_value(static_cast<EventKind>(kind)) ? 1 : 0;
+      carried += value_count(static_cast<EventKind>(kind));
     }
     if (carried != values) return bad;
     EventColumns c;

@@ -112,12 +112,14 @@ class EventColumns {
     ticks_[n_++] = tick;
     return true;
   }
-  // A memory event: its kind and tick (a consumer in memory -- the live
-  // query -- has no use for the block yet).
-  Status memory(EventKind k, uint64_t tick, uint64_t, uint64_t, uint8_t) {
+  // A memory event, with its values (value_count(): the block | op << 56,
+  // and an allocation's size).
+  Status memory(EventKind k, uint64_t tick, uint64_t ptr, uint64_t size, uint8_t op) {
     room(1);
     kinds_[n_] = k;
     ticks_[n_++] = tick;
+    values_[nv_++] = (ptr & kRawAddrMask) | uint64_t{op} << kMemoryValueOpShift;
+    if (k == EventKind::kAlloc) values_[nv_++] = size;
     return ok_status();
   }
   Status flush() { return ok_status(); }
@@ -150,16 +152,16 @@ class EventColumns {
   }
   // Left uninitialised (new[] of trivial types): written before read.
   __attribute__((noinline)) void grow(size_t need) {
-    const size_t cap = std::min<size_t>(std::max<size_t>({need, size_t{cap_} * 2, size_t{1} << 16}), UINT32_MAX);
-    auto move_to = [&](auto& p, size_t used) {
+    const size_t cap = std::min<size_t>(std::max<size_t>({need, size_t{cap_} * 2, size_t{1} << 16}), UINT32_MAX / 2);
+    auto move_to = [&](auto& p, size_t used, size_t room) {
       using T = std::remove_reference_t<decltype(p[0])>;
-      std::unique_ptr<T[]> q(new T[cap]);
+      std::unique_ptr<T[]> q(new T[room]);
       if (used) std::memcpy(q.get(), p.get(), used * sizeof(T));
       p = std::move(q);
     };
-    move_to(kinds_, n_);
-    move_to(ticks_, n_);
-    move_to(values_, nv_);
+    move_to(kinds_, n_, cap);
+    move_to(ticks_, n_, cap);
+    move_to(values_, nv_, 2 * cap);  // up to two per event (an allocation's)
     cap_ = static_cast<uint32_t>(cap);
   }
   std::unique_ptr<EventKind[]> kinds_;

@@ -738,6 +738,14 @@ constexpr bool is_entry(EventKind k) {
 constexpr bool carries_value(EventKind k) {
   return is_entry(k) || k == EventKind::kLost;
 }
+// How many values an event has where memory events are kept too (query's
+// alloc provider, TraceReader::CallSink::wants_memory): an alloc two (its
+// block | AllocOp << 56, its size), a free one (its block | AllocOp << 56),
+// the rest as carries_value().
+constexpr unsigned value_count(EventKind k) {
+  return k == EventKind::kAlloc ? 2 : (k == EventKind::kFree || carries_value(k)) ? 1 : 0;
+}
+inline constexpr unsigned kMemoryValueOpShift = 56;
 constexpr bool is_exit(EventKind k) {
   return k == EventKind::kExit || k == EventKind::kExitUnwound || k == EventKind::kExitTruncated;
 }

@@ -472,7 +472,7 @@ class FullEvents {
 // What a call tree needs, column by column: no stack pointers, no depths.
 class CallEvents {
  public:
-  explicit CallEvents(TraceReader::CallSink& sink) : sink_(sink) {}
+  explicit CallEvents(TraceReader::CallSink& sink) : sink_(sink), memory_(sink.wants_memory()) {}
   bool start() {
     c_ = sink_.buffer();
     return c_.kinds != nullptr;
@@ -493,8 +493,14 @@ class CallEvents {
     put(k, tick);
     if (carries_value(k)) c_.values[values_++] = arg;
   }
-  // Calls only: memory events and tags are left out.
-  bool memory(EventKind, uint64_t, uint64_t, uint64_t, uint8_t) { return false; }
+  // Calls only, unless the sink wants memory events; tags are left out.
+  bool memory(EventKind k, uint64_t tick, uint64_t ptr, uint64_t size, uint8_t op) {
+    if (!memory_) return false;
+    put(k, tick);
+    c_.values[values_++] = (ptr & kRawAddrMask) | uint64_t{op} << kMemoryValueOpShift;
+    if (k == EventKind::kAlloc) c_.values[values_++] = size;
+    return true;
+  }
   bool tag(uint64_t, uint64_t) { return false; }
   bool commit() {
     if (++filled_ < TraceReader::kEventBatch) return true;
@@ -512,6 +518,7 @@ class CallEvents {
     c_.ticks[filled_] = tick;
   }
   TraceReader::CallSink& sink_;
+  const bool memory_;
   TraceReader::CallColumns c_{};
   size_t filled_ = 0, values_ = 0;
   uint64_t depth_ = 0;

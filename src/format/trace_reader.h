@@ -158,6 +158,9 @@ class TraceReader {
     // The first n events (and n_values values) of the last buffer are
     // ready; false stops.
     virtual bool commit(size_t n, size_t n_values) = 0;
+    // Memory events too (kAlloc, kFree, with format::value_count() values
+    // each): then `values` must have room for 2 * kEventBatch.
+    virtual bool wants_memory() const { return false; }
 
    protected:
     ~CallSink() = default;

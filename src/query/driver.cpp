@@ -2,6 +2,7 @@
 #include "query/driver.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <deque>
 #include <limits>
@@ -64,6 +65,8 @@ struct Driver::Impl {
   Strings& strings;
   Consumer* consumer = nullptr;
   bool allow_zero = false;
+  std::array<std::vector<const ProbeInfo*>, 256> alloc_probes;  // by format::AllocOp
+  bool memory_wanted = false;  // an alloc probe is enabled: memory events are read
   bool frames_needed = true;  // call paths kept (enable())
   double ns_per_tick = 1.0;
   uint64_t wall_origin_ns = 0;
@@ -146,6 +149,10 @@ struct Driver::Impl {
       pi->name = strings.intern(p.name);
       info_by_id[id] = std::move(pi);
       if (p.kind == ProbeKind::kProc) proc_probes[static_cast<int>(p.proc)].push_back(info_by_id[id].get());
+      if (p.kind == ProbeKind::kAlloc) {
+        alloc_probes[p.op].push_back(info_by_id[id].get());
+        memory_wanted = true;
+      }
       if (p.kind == ProbeKind::kTick || p.kind == ProbeKind::kProfile)
         clocks.push_back({info_by_id[id].get(), p.kind == ProbeKind::kProfile, p.interval_ns, p.interval_ns});
     }
@@ -321,6 +328,21 @@ struct Driver::Impl {
   }
 
   // Losses, pauses and the rest.
+  // An allocation or free (values: the block | op << 56, an allocation's
+  // size): the alloc provider's probe of its op, arg0 the block, arg1 the
+  // size (0 for a free).
+  [[gnu::noinline]] void memory(Thread& t, EventKind kind, uint64_t tick, const uint64_t* values) {
+    const auto op = static_cast<uint8_t>(values[0] >> format::kMemoryValueOpShift);
+    const auto& probes = alloc_probes[op];
+    for (const ProbeInfo* p : probes) {
+      Firing f = context(t, p, tick);
+      f.arg0 = static_cast<int64_t>(values[0] & format::kRawAddrMask);
+      f.arg1 = kind == EventKind::kAlloc ? static_cast<int64_t>(values[1]) : 0;
+      fire(f);
+      if (stop) return;
+    }
+  }
+
   [[gnu::noinline]] void other(Thread& t, EventKind kind, uint64_t tick, uint64_t value) {
     switch (kind) {
       case EventKind::kLost:
@@ -404,8 +426,13 @@ struct Driver::Impl {
       while (pos < n && (first || event_key(b.ticks[pos]) < bound)) {
         first = false;
         const EventKind k = b.kinds[pos];
-        const uint64_t v = format::carries_value(k) ? b.values[vpos++] : 0;
-        event(t, k, b.ticks[pos], v);
+        if (__builtin_expect(k == EventKind::kAlloc || k == EventKind::kFree, 0)) {
+          memory(t, k, b.ticks[pos], b.values + vpos);
+          vpos += format::value_count(k);
+        } else {
+          const uint64_t v = format::carries_value(k) ? b.values[vpos++] : 0;
+          event(t, k, b.ticks[pos], v);
+        }
         ++pos;
         if (stop) break;
       }
@@ -426,7 +453,7 @@ struct Driver::Impl {
     Thread& t = threads[index];
     if (t.started) return;
     t.started = true;
-    if (!live) t.stream = std::make_unique<ThreadStream>(trace, index, decode_lock);
+    if (!live) t.stream = std::make_unique<ThreadStream>(trace, index, decode_lock, memory_wanted);
     if (refill(t)) active.push_back(index);
   }
 

@@ -114,7 +114,43 @@ Catalog::Catalog(const CatalogInput& input) {
     p.proc = ev;
     add(std::move(p));
   }
+  for (unsigned op = 1; op < 256; ++op) {
+    const char* name = alloc_probe_name(static_cast<uint8_t>(op));
+    if (!*name) continue;
+    Probe p{0, ProbeKind::kAlloc, "alloc", "", "", name};
+    p.op = static_cast<uint8_t>(op);
+    add(std::move(p));
+  }
   extend(input);
+}
+
+const char* alloc_probe_name(uint8_t op) {
+  using format::AllocOp;
+  // D names: no brackets, no spaces (a description could not name them).
+  switch (static_cast<AllocOp>(op)) {
+    case AllocOp::kMalloc: return "malloc";
+    case AllocOp::kCalloc: return "calloc";
+    case AllocOp::kRealloc: return "realloc";
+    case AllocOp::kReallocArray: return "reallocarray";
+    case AllocOp::kPosixMemalign: return "posix_memalign";
+    case AllocOp::kAlignedAlloc: return "aligned_alloc";
+    case AllocOp::kMemalign: return "memalign";
+    case AllocOp::kValloc: return "valloc";
+    case AllocOp::kPvalloc: return "pvalloc";
+    case AllocOp::kNew: return "new";
+    case AllocOp::kNewArray: return "new-array";
+    case AllocOp::kMmap: return "mmap";
+    case AllocOp::kMremap: return "mremap";
+    case AllocOp::kApi: return "pool-alloc";
+    case AllocOp::kFree: return "free";
+    case AllocOp::kReallocFree: return "realloc-free";
+    case AllocOp::kDelete: return "delete";
+    case AllocOp::kDeleteArray: return "delete-array";
+    case AllocOp::kMunmap: return "munmap";
+    case AllocOp::kMremapFree: return "mremap-free";
+    case AllocOp::kApiFree: return "pool-free";
+  }
+  return "";
 }
 
 void Catalog::extend(const CatalogInput& input) {

@@ -2,7 +2,8 @@
 // probe descriptions against them.
 //
 // A Catalog lists, as dtrace -l would: dtrace:::BEGIN/END/ERROR; the proc
-// provider's events; pid<PID> entry and return probes for every function
+// provider's events; the alloc provider's (one probe per allocating or
+// freeing function: alloc:::malloc, alloc:::free, ...); pid<PID> entry and return probes for every function
 // symbol of every module of each traced process; and the profile
 // provider's tick-N and profile-N, created on demand when a description
 // names an interval (as dtrace's profile provider does). Probe ids are
@@ -38,6 +39,7 @@ enum class ProbeKind : uint8_t {
   kProc,     // proc: see ProcEvent
   kTick,     // profile: tick-N, once per interval
   kProfile,  // profile: profile-N, once per interval in every live thread
+  kAlloc,    // alloc: an allocation or free of op `op` (record --memory)
 };
 
 enum class ProcEvent : uint8_t {
@@ -62,6 +64,7 @@ struct Probe {
   uint32_t function_index = 0;
   ProcEvent proc = ProcEvent::kStart;
   uint64_t interval_ns = 0;  // tick, profile
+  uint8_t op = 0;            // alloc: the format::AllocOp
   // "provider:module:function:name"
   std::string full_name() const { return provider + ":" + module + ":" + function + ":" + name; }
 };
@@ -141,6 +144,10 @@ class Catalog {
 // "tick-500ms". nullopt when the text is not one, or below dtrace's 200 us
 // minimum interval.
 std::optional<uint64_t> clock_interval_ns(const std::string& name, const std::string& prefix);
+
+// The alloc provider's probe name of a format::AllocOp ("malloc", "new-array",
+// "pool-free"), "" for none.
+const char* alloc_probe_name(uint8_t op);
 
 // A probe description as -n, -P, -m, -f and -l take it, read from the right
 // ("entry" is ":::entry"), $target and $1..$9 expanded. An unset $target

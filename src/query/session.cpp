@@ -147,6 +147,20 @@ std::vector<std::vector<ProbeSpec>> clauses_of(const Program& program) {
 
 Result<int> run_live(const QueryRequest& req, std::FILE* out, std::FILE* err);
 
+// Whether a description of the program names a probe of the alloc provider
+// (a program run with -c is then recorded with --memory).
+bool uses_alloc_provider(const Program& program) {
+  Catalog fixed{CatalogInput{}};  // the probes every trace has
+  for (const auto& clause : clauses_of(program))
+    for (const ProbeSpec& spec : clause) {
+      auto ids = fixed.match(spec);
+      if (!ids) continue;
+      for (uint32_t id : *ids)
+        if (fixed.probe(id).kind == ProbeKind::kAlloc) return true;
+    }
+  return false;
+}
+
 }  // namespace
 
 std::string description_clause(char flag, const std::string& text) {
@@ -321,6 +335,7 @@ Result<int> run_live(const QueryRequest& req, std::FILE* out, std::FILE* err) {
   bool program_done = req.host == nullptr;
   int finish_status = 0;
   if (req.host) {
+    if (uses_alloc_provider(*program)) req.host->want_memory();
     CALLSCOPE_CHECK(req.host->start(*live, tsc_rate));
     const format::ClockKind clock = req.host->clock();
     live->begin(req.host->session(), clock, req.host->origin(), clock == format::ClockKind::kTsc ? tsc_rate : 1.0);

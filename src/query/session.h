@@ -28,6 +28,10 @@ namespace callscope::query {
 // (cmd_query.cpp, over cli/recording.h).
 class LiveHost {
  public:
+  // The script has alloc provider probes: before start(), a program run
+  // here is recorded with --memory (a recording attached to records what
+  // it records).
+  virtual void want_memory() {}
   // Starts the program; `tap` gets its events as they come.
   virtual Status start(format::LiveTap& tap, double ticks_per_ns) = 0;
   virtual int64_t pid() const = 0;

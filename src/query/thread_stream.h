@@ -19,7 +19,8 @@ struct CallBatch {
   // Left uninitialised (new[] of trivial types), as report_model.cpp's.
   std::unique_ptr<format::EventKind[]> kinds{new format::EventKind[format::TraceReader::kEventBatch]};
   std::unique_ptr<uint64_t[]> ticks{new uint64_t[format::TraceReader::kEventBatch]};
-  std::unique_ptr<uint64_t[]> values{new uint64_t[format::TraceReader::kEventBatch]};
+  // Up to two values an event (an allocation's: CallSink::wants_memory).
+  std::unique_ptr<uint64_t[]> values{new uint64_t[2 * format::TraceReader::kEventBatch]};
   size_t n = 0, n_values = 0;
 };
 
@@ -38,10 +39,11 @@ struct BatchView {
 // room, so every stream moves.
 class ThreadStream {
  public:
-  ThreadStream(format::TraceReader& trace, uint32_t thread, std::mutex& decode_lock) {
-    producer_ = std::thread([this, &trace, thread, &decode_lock] {
+  // memory: memory events too (the alloc provider's probes are enabled).
+  ThreadStream(format::TraceReader& trace, uint32_t thread, std::mutex& decode_lock, bool memory = false) {
+    producer_ = std::thread([this, &trace, thread, &decode_lock, memory] {
       std::unique_lock<std::mutex> decoding(decode_lock);
-      Sink sink(*this, decoding);
+      Sink sink(*this, decoding, memory);
       auto st = trace.for_each_call_event_into(thread, sink);
       decoding.unlock();
       std::lock_guard<std::mutex> lk(m_);
@@ -91,7 +93,9 @@ class ThreadStream {
     std::unique_lock<std::mutex>& decoding;
     size_t w = 0;
     CallBatch local;
-    Sink(ThreadStream& stream, std::unique_lock<std::mutex>& d) : s(stream), decoding(d) {}
+    const bool memory;
+    Sink(ThreadStream& stream, std::unique_lock<std::mutex>& d, bool m) : s(stream), decoding(d), memory(m) {}
+    bool wants_memory() const override { return memory; }
     format::TraceReader::CallColumns buffer() override { return {local.kinds.get(), local.ticks.get(), local.values.get()}; }
     bool commit(size_t n, size_t n_values) override {
       std::unique_lock<std::mutex> lk(s.m_);

@@ -240,7 +240,8 @@ TraceSummary summarize(const std::string& trace_path) {
         case K::kLost: ts.lost += e.arg; ++ts.gaps; break;
         case K::kPause: ++ts.pauses; ++ts.gaps; break;
         case K::kResume: ++ts.resumes; break;
-        case K::kMark: break;
+        case K::kMark:
+        case K::kTag: break;
         case K::kAlloc: ++ts.allocs; break;
         case K::kFree: ++ts.frees; break;
       }

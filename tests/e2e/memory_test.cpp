@@ -267,6 +267,23 @@ TEST_P(MemoryTest, TagsPoolsMappingsForkAndWindows) {
   EXPECT_NE(none.err.find("holds no memory events"), std::string::npos) << none.err;
 }
 
+// The D alloc provider, while the program runs (query -c records it with
+// --memory because the script names alloc probes) and over its trace.
+TEST_P(MemoryTest, AllocProviderLiveAndOffline) {
+  const std::string program = fixture(GetParam(), "memory");
+  const std::string script = "alloc:::malloc /arg1 == 32/ { @n = count(); @b = sum(arg1); } "
+                             "alloc:::free /arg0 != 0/ { @f[ustack(1)] = count(); }";
+  const std::string trace = dir_.file("q.trace");
+  RunResult live = callscope({"query", "-q", "-o", trace, "-c", program, "-n", script});
+  ASSERT_EQ(live.exit_code, 0) << live.err;
+  EXPECT_NE(live.out.find("             2000\n"), std::string::npos) << live.out;   // the workers' mallocs
+  EXPECT_NE(live.out.find("            64000\n"), std::string::npos) << live.out;
+  EXPECT_NE(live.out.find("`churn\n             2000\n"), std::string::npos) << live.out;  // their frees
+  RunResult offline = callscope({"query", "-q", "-n", script, trace});
+  ASSERT_EQ(offline.exit_code, 0) << offline.err;
+  EXPECT_EQ("done\n" + offline.out, live.out);  // the program's own output first
+}
+
 // C++: a tag for the rest of a scope (callscope_tag_scope).
 TEST_P(MemoryTest, TagScopeInCpp) {
   const std::string trace = dir_.file("c.trace");

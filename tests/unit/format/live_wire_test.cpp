@@ -20,6 +20,9 @@ LiveDelivery sample() {
   (void)c.add(EventKind::kEntry, 1100, 0x401100, 0x7e00, 0);
   (void)c.add(EventKind::kExit, 1200, 0, 0, 0);
   (void)c.add(EventKind::kLost, 1300, 0, 0, 42);
+  // Memory events carry their values (value_count): an alloc two, a free one.
+  (void)c.memory(EventKind::kAlloc, 1400, 0x7f0000001000, 64, static_cast<uint8_t>(AllocOp::kMalloc));
+  (void)c.memory(EventKind::kFree, 1500, 0x7f0000001000, 0, static_cast<uint8_t>(AllocOp::kFree));
   d.events.emplace_back(0, std::move(c));
   d.events.emplace_back(1, EventColumns());
   d.ended.emplace_back(1, 5000);
@@ -45,13 +48,16 @@ TEST(LiveWire, WhatIsSentIsWhatIsRead) {
   EXPECT_TRUE(d->threads[0].main);
   ASSERT_EQ(d->events.size(), 2u);
   const EventColumns& c = d->events[0].second;
-  ASSERT_EQ(c.size(), 4u);
+  ASSERT_EQ(c.size(), 6u);
   EXPECT_EQ(c.kinds()[0], EventKind::kEntryInherited);
   EXPECT_EQ(c.kinds()[3], EventKind::kLost);
   EXPECT_EQ(c.ticks()[2], 1200u);
   EXPECT_EQ(c.values()[0], 0x401000u);
   EXPECT_EQ(c.values()[1], 0x401100u);
   EXPECT_EQ(c.values()[2], 42u);
+  EXPECT_EQ(c.values()[3], 0x7f0000001000ull | uint64_t{static_cast<uint8_t>(AllocOp::kMalloc)} << kMemoryValueOpShift);
+  EXPECT_EQ(c.values()[4], 64u);
+  EXPECT_EQ(c.values()[5], 0x7f0000001000ull | uint64_t{static_cast<uint8_t>(AllocOp::kFree)} << kMemoryValueOpShift);
   EXPECT_TRUE(d->events[1].second.empty());
   ASSERT_EQ(d->ended.size(), 1u);
   EXPECT_EQ(d->ended[0], (std::pair<uint32_t, uint64_t>{1, 5000}));

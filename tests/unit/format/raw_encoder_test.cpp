@@ -75,6 +75,13 @@ Out encode(const std::vector<RawEvent>& in, RawThreadHeader header = {}, uint64_
     if (carries_value(e.kind)) {
       EXPECT_EQ(out.columns.values()[v], is_entry(e.kind) ? e.addr : e.arg) << "event " << i;
       ++v;
+    } else if (is_memory(e.kind)) {
+      // The block | op << 56, then an allocation's size.
+      EXPECT_EQ(out.columns.values()[v], e.addr | uint64_t{e.op} << kMemoryValueOpShift) << "event " << i;
+      if (e.kind == EventKind::kAlloc) {
+        EXPECT_EQ(out.columns.values()[v + 1], e.arg) << "event " << i;
+      }
+      v += value_count(e.kind);
     }
   }
   return out;
