@@ -25,7 +25,7 @@ Command memory_command() {
               uint64_t limit = 20;
               uint32_t depth = 0, width = 60;
               double threshold = 0.1;
-              bool peak = false, leaks = false, timeline = false, sizes = false;
+              bool peak = false, leaks = false, timeline = false, sizes = false, resident = false;
               bool no_demangle = false;
             };
             auto o = std::make_shared<Opts>();
@@ -47,9 +47,13 @@ Command memory_command() {
             auto* timeline =
                 app.add_flag("--timeline", o->timeline, "Outstanding bytes over time, by module (or the first --by key)");
             auto* sizes = app.add_flag("--sizes", o->sizes, "Sizes of the blocks allocated, by function (or --by)");
-            peak->excludes(leaks)->excludes(timeline)->excludes(sizes);
-            leaks->excludes(timeline)->excludes(sizes);
-            timeline->excludes(sizes);
+            auto* resident = app.add_flag("--resident", o->resident,
+                                          "Each process's resident set by module (code, data), anonymous memory, "
+                                          "heap and stack: at its start, its highest and its end (Rss, Pss)");
+            peak->excludes(leaks)->excludes(timeline)->excludes(sizes)->excludes(resident);
+            leaks->excludes(timeline)->excludes(sizes)->excludes(resident);
+            timeline->excludes(sizes)->excludes(resident);
+            sizes->excludes(resident);
             app.add_option("-n,--limit", o->limit, "Rows per table (0: all)")->type_name("N")->check(count_check());
             app.add_option("--depth", o->depth, "Call path trees: levels shown (0: all)")->type_name("N")->check(count_check());
             app.add_option("--threshold", o->threshold,
@@ -91,6 +95,7 @@ Command memory_command() {
                         : o->leaks    ? views::MemoryMode::kLeaks
                         : o->timeline ? views::MemoryMode::kTimeline
                         : o->sizes    ? views::MemoryMode::kSizes
+                        : o->resident ? views::MemoryMode::kResident
                                       : views::MemoryMode::kSummary;
               mo.limit = o->limit;
               mo.depth = o->depth;
@@ -98,7 +103,7 @@ Command memory_command() {
               mo.width = o->width ? o->width : 60;
               mo.format = *parse_output_format(o->format);
               CALLSCOPE_TRY(analysis::MemoryModel m, analysis::build_memory_model(**trace));
-              if (!m.has_memory_events)
+              if (!m.has_memory_events && !(o->resident && !(*trace)->resident().empty()))
                 return Error("'" + o->trace +
                              "' holds no memory events: record the program with 'callscope record --memory'");
               symbolize::Symbolizer sym(**trace, {!o->no_demangle});

@@ -19,9 +19,11 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/options.h"
 #include "cli/record_support.h"
 #include "cli/recording.h"
 #include "common/config.h"
+#include "views/replay_view.h"
 
 namespace callscope::cli {
 namespace {
@@ -46,9 +48,17 @@ Command record_command() {
                          "Overwrite the output file if it exists (a regular file, and not one another callscope "
                          "is writing)");
             app.add_flag("--keep-raw", o->keep_raw, "Keep the raw session directory after writing the trace");
-            app.add_flag("--memory", o->memory,
-                         "Record every allocation and free too (malloc, operator new, ... and their frees), "
-                         "each where it happened among the calls; 'callscope dump' lists them");
+            auto* memory = app.add_flag("--memory", o->memory,
+                         "Record every allocation and free too (malloc, operator new, mmap, ... and their frees), "
+                         "each where it happened among the calls, and each process's resident set by module; "
+                         "'callscope memory' shows where the memory went");
+            auto rss_interval = std::make_shared<std::string>("100ms");
+            app.add_option("--rss-interval", *rss_interval,
+                           "With --memory: sample each process's resident set (/proc/PID/smaps) this often, "
+                           "besides at its start, every dlopen and its exit (0: only those)")
+                ->type_name("DURATION")
+                ->check(duration_check())
+                ->needs(memory);
             app.add_flag("--drop-when-behind", o->drop_when_behind,
                          "When the recorder cannot keep up, drop events (the trace marks where) instead of "
                          "making the program wait (the default)");
@@ -73,7 +83,8 @@ Command record_command() {
                 "Example: callscope record -o app.trace -- ./app arg1 arg2\n"
                 "         callscope record --mode profile --exclude 'std::*' -- ./app\n" +
                 config::Flags::help_footer());
-            return [o, settings, &app]() -> Result<int> {
+            return [o, settings, &app, rss_interval]() -> Result<int> {
+              o->rss_interval_ns = *views::parse_duration_ns(*rss_interval);  // checked above
               // CLI11 hands the arguments after PROGRAM to the parent app.
               o->command = app.remaining();
               if (o->command.empty() && app.get_parent()) o->command = app.get_parent()->remaining();

@@ -38,9 +38,23 @@ void Drainer::poll() {
   if (server_) server_->poll();
 }
 
+void Drainer::every(std::chrono::nanoseconds every, std::function<void()> f) {
+  std::lock_guard<std::mutex> lk(periodic_lock_);
+  every_ = every;
+  periodic_ = std::move(f);
+  next_periodic_ = std::chrono::steady_clock::now() + every;
+}
+
 void Drainer::run() {
   while (!stop_) {
     poll();
+    {
+      std::lock_guard<std::mutex> lk(periodic_lock_);
+      if (periodic_ && std::chrono::steady_clock::now() >= next_periodic_) {
+        periodic_();
+        next_periodic_ = std::chrono::steady_clock::now() + every_;
+      }
+    }
     std::this_thread::sleep_for(kPoll);
   }
 }

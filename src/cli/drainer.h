@@ -5,6 +5,9 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <functional>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -29,12 +32,19 @@ class Drainer {
   void poll();
   // The error that stopped the stream (empty while it goes on).
   const std::string& failure() const { return failure_; }
+  // Also runs `f` on the drainer's thread every `every` (before the thread
+  // starts polling: call it right after construction).
+  void every(std::chrono::nanoseconds every, std::function<void()> f);
 
  private:
   void run();
   format::LiveStream& live_;
   QueryServer* server_;
   std::atomic<bool> stop_{false};
+  std::mutex periodic_lock_;
+  std::chrono::nanoseconds every_{0};
+  std::function<void()> periodic_;
+  std::chrono::steady_clock::time_point next_periodic_{};
   std::string failure_;
   std::thread thread_;
 };

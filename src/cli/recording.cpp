@@ -1,6 +1,7 @@
 // One run of a program under the recorder (recording.h).
 #include "cli/recording.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -13,6 +14,8 @@
 #include <cerrno>
 #include <chrono>
 #include <climits>
+#include <cstdlib>
+#include <map>
 #include <cstring>
 #include <optional>
 
@@ -23,6 +26,7 @@
 #include "common/output_claim.h"
 #include "format/finalize.h"
 #include "format/live_stream.h"
+#include "format/resident.h"
 #include "format/trace_format.h"
 
 namespace callscope::cli {
@@ -91,6 +95,28 @@ fmt::RawChildStatus status_of(pid_t pid, int status, bool is_main) {
   }
   cs.mono_ns = fmt::sample_clocks().mono_ns;
   return cs;
+}
+
+// --rss-interval: each live process of the session ("<pid>.<n>", the
+// highest n of a pid is its running image) gets a resident-set sample.
+void sample_resident(const std::string& session) {
+  std::map<long, std::pair<long, std::string>> latest;  // pid -> (n, dir name)
+  if (DIR* d = ::opendir(session.c_str())) {
+    while (const dirent* e = ::readdir(d)) {
+      char* end = nullptr;
+      const long pid = std::strtol(e->d_name, &end, 10);
+      if (pid <= 0 || *end != '.') continue;
+      const long n = std::strtol(end + 1, &end, 10);
+      if (*end != '\0') continue;
+      auto& l = latest[pid];
+      if (l.second.empty() || n > l.first) l = {n, e->d_name};
+    }
+    ::closedir(d);
+  }
+  for (const auto& [pid, l] : latest)
+    if (::kill(static_cast<pid_t>(pid), 0) == 0)
+      fmt::append_resident_sample(session + "/" + l.second, static_cast<int>(pid), fmt::ResidentReason::kInterval,
+                                  fmt::sample_clocks().mono_ns);
 }
 
 }  // namespace
@@ -217,6 +243,8 @@ Result<std::unique_ptr<Recording>> Recording::start(const RecordOptions& o, cons
     s.server = QueryServer::open(session, *r->live_, events);
   }
   s.drainer = std::make_unique<Drainer>(*r->live_, s.server.get());
+  if (o.memory && o.rss_interval_ns)
+    s.drainer->every(std::chrono::nanoseconds(o.rss_interval_ns), [session] { sample_resident(session); });
   s.run_start = std::chrono::steady_clock::now();
   return r;
 }

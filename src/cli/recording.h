@@ -32,6 +32,9 @@ struct RecordOptions {
   bool keep_raw = false;
   bool drop_when_behind = false;
   bool memory = false;  // --memory: libcallscope-mem.so preloaded before the runtime
+  // --memory: /proc/PID/smaps of each process sampled this often (0: only
+  // at start, dlopen and exit, which the runtime takes).
+  uint64_t rss_interval_ns = 100'000'000;
   int level = 3;
   std::vector<std::string> command;
   // The runtime's settings as it reads them: ("CALLSCOPE_MODE", "profile"), ...

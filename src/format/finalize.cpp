@@ -11,6 +11,7 @@
 #include "format/profile_math.h"
 #include "format/raw_encoder.h"
 #include "format/raw_session.h"
+#include "format/resident.h"
 #include "format/thread_names.h"
 #include "format/trace_writer.h"
 
@@ -529,6 +530,25 @@ Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::
   }
   std::sort(marks.begin(), marks.end(), [](const MarkRecord& a, const MarkRecord& b) { return a.tick < b.tick; });
 
+  // Resident-set samples (record --memory): the recorder's and the runtime's.
+  std::vector<ResidentRecord> resident;
+  StringTable resident_strings;
+  for (size_t pi = 0; pi < s.processes.size(); ++pi) {
+    for (const ResidentSample& sample : read_process_samples(s.processes[pi].dir)) {
+      for (const ResidentEntry& e : sample.entries) {
+        ResidentRecord r{};
+        r.tick = mono_to_tick(sample.mono_ns);
+        r.process_index = static_cast<uint32_t>(pi);
+        r.kind = static_cast<uint8_t>(e.kind);
+        r.reason = static_cast<uint8_t>(sample.reason);
+        r.rss_kb = e.rss_kb;
+        r.pss_kb = e.pss_kb;
+        r.path = resident_strings.add(e.path);
+        resident.push_back(r);
+      }
+    }
+  }
+
   InfoRecord info{};
   StringTable info_strings;
   info.start_realtime_ns = fh.origin_realtime_ns;
@@ -575,6 +595,8 @@ Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::
     CALLSCOPE_CHECK(writer->write_records(BlockType::kThreadNames, name_records, name_strings));
   if (!dumps.empty()) CALLSCOPE_CHECK(writer->write_records(BlockType::kDumps, dumps, StringTable()));
   if (!marks.empty()) CALLSCOPE_CHECK(writer->write_records(BlockType::kMarks, marks, mark_strings));
+  if (!resident.empty())
+    CALLSCOPE_CHECK(writer->write_records(BlockType::kResident, resident, resident_strings));
   EndRecord end{sum.events, writer->blocks_written() + 1};
   CALLSCOPE_CHECK(writer->finish(end));
   // The dead recorder's unfinished trace is in this one now.

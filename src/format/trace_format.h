@@ -53,7 +53,8 @@
 //                      tag's text is a RawMark / MarkRecord whose `kind` is
 //                      kMarkKindTag (1.5 and older: 0 there, reserved). A
 //                      1.5 reader refuses kTag events as damaged and lists
-//                      tags among the marks.
+//                      tags among the marks. The kResident block (a 1.5
+//                      reader skips it): resident set samples by module.
 #pragma once
 
 #include <stddef.h>
@@ -524,6 +525,7 @@ enum class BlockType : uint16_t {
   kDumps = 8,      // DumpRecord[count]: the snapshots, process by process, each's in time order
   kMarks = 9,      // MarkRecord[count] + strings
   kThreadNames = 10,  // ThreadNameRecord[count] + strings (trace 1.2)
+  kResident = 11,     // ResidentRecord[count] + strings: the resident set by module (1.6, record --memory)
 };
 inline constexpr uint16_t kBlockCompressed = 1;
 
@@ -677,6 +679,22 @@ struct MarkRecord {
   StrRef text;
 };
 static_assert(sizeof(MarkRecord) == 32);
+
+// One line of a resident-set sample (format/resident.h): a process's
+// memory of one kind in one file (or anonymous, heap, stack) at `tick`,
+// in KiB. A sample is the records of one process with the same tick, in
+// time order.
+struct ResidentRecord {
+  uint64_t tick;
+  uint32_t process_index;
+  uint8_t kind;    // format::ResidentKind
+  uint8_t reason;  // format::ResidentReason
+  uint16_t reserved;
+  uint64_t rss_kb;
+  uint64_t pss_kb;
+  StrRef path;
+};
+static_assert(sizeof(ResidentRecord) == 40);
 
 // The names of a thread that was named while it ran, in time order: the
 // name it started with (tick: the thread's start), then each new name with

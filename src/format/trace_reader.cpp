@@ -292,6 +292,12 @@ Status TraceReader::read_metadata() {
         for (auto& [r, unused] : *recs) dumps_.push_back(r);
         break;
       }
+      case BlockType::kResident: {
+        auto recs = parse_records<ResidentRecord>(*p, &strings, &ssize);
+        if (!recs) { fail(recs.error()); break; }
+        for (auto& [r, unused] : *recs) resident_.push_back({r, str(strings, ssize, r.path)});
+        break;
+      }
       case BlockType::kMarks: {
         auto recs = parse_records<MarkRecord>(*p, &strings, &ssize);
         if (!recs) { fail(recs.error()); break; }

@@ -102,6 +102,12 @@ class TraceReader {
   const std::vector<MarkInfo>& marks() const { return marks_; }
   // Allocation tags (callscope_tag_push, 1.6): the text of each kTag id.
   const std::vector<MarkInfo>& tags() const { return tags_; }
+  // Resident-set samples (record --memory, 1.6), in time order per process.
+  struct Resident {
+    ResidentRecord record{};
+    std::string path;
+  };
+  const std::vector<Resident>& resident() const { return resident_; }
   bool is_profile() const { return (info_.record.flags & kInfoProfile) != 0 || !dumps_.empty(); }
   // The call tree of `thread` in snapshot `dump` (empty when the thread is
   // not in it); nodes come parent first, node 0 is the root.
@@ -189,6 +195,7 @@ class TraceReader {
   std::vector<DumpRecord> dumps_;
   std::vector<MarkInfo> marks_;
   std::vector<MarkInfo> tags_;
+  std::vector<Resident> resident_;
   std::vector<BlockRef> profile_blocks_;
   std::vector<std::string> problems_;
   bool complete_ = false;

@@ -9,10 +9,12 @@
 // is running: in_hook), and those of a thread that is stopped, disabled,
 // exited, or run by the engine (profile mode, filters).
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "runtime/path_buf.h"
 #include "runtime/runtime.h"
 
 namespace callscope::rt {
@@ -125,6 +127,39 @@ CALLSCOPE_NOINSTR uint32_t tag_id(const char* text) {
 }
 
 }  // namespace
+
+// The resident set (format/resident.h): /proc/self/smaps copied whole into
+// the process directory as smaps.<mono_ns>.<reason>, read at finalization.
+// Plain system calls, a buffer on the stack: no allocation, nothing told.
+CALLSCOPE_NOINSTR void snapshot_smaps(const char* reason) {
+  if (!g_memory) return;
+  const int saved_errno = errno;
+  const int in = ::open("/proc/self/smaps", O_RDONLY | O_CLOEXEC);
+  if (in >= 0) {
+    PathBuf name;
+    name.add("smaps.").add_uint(mono_ns()).add(".").add(reason);
+    const int out = process_dir_open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (out >= 0) {
+      char buf[8192];
+      for (;;) {
+        const ssize_t n = ::read(in, buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        ssize_t done = 0;
+        while (done < n) {
+          const ssize_t w = ::write(out, buf + done, static_cast<size_t>(n - done));
+          if (w < 0 && errno == EINTR) continue;
+          if (w <= 0) break;
+          done += w;
+        }
+        if (done < n) break;
+      }
+      ::close(out);
+    }
+    ::close(in);
+  }
+  errno = saved_errno;
+}
 
 // A fork child writes a meta file of its own: its tags are told there again.
 CALLSCOPE_NOINSTR void tags_after_fork() {

@@ -414,6 +414,7 @@ CALLSCOPE_NOINSTR void record_exit(int status) {
 CALLSCOPE_NOINSTR void on_process_exit(int status, void*) {
   const int saved_errno = errno;
   record_exit(status);
+  snapshot_smaps("exit");
   if (g_default_dir) {
     PathBuf msg;
     msg.add("callscope: events written to ").add(g_session.path.c_str());
@@ -442,6 +443,7 @@ CALLSCOPE_NOINSTR void on_fork_child() {
     thread_reset_after_fork(t);
     tags_after_fork();
     control_start();  // the parent's control thread does not exist here
+    snapshot_smaps("start");
   }
   signal_fence();
   t->in_hook = was_in_hook;
@@ -478,6 +480,7 @@ CALLSCOPE_NOINSTR bool do_init() {
   ::pthread_atfork(nullptr, nullptr, on_fork_child);
   ::on_exit(on_process_exit, nullptr);
   control_start();
+  snapshot_smaps("start");
   return true;
 }
 
@@ -619,7 +622,10 @@ CALLSCOPE_EXPORT void* dlopen(const char* file, int mode) {
   if (!real) real = reinterpret_cast<Fn>(::dlsym(RTLD_NEXT, "dlopen"));
   if (!real) return nullptr;
   void* handle = real(file, mode);
-  if (handle) rescan_modules();
+  if (handle) {
+    rescan_modules();
+    if (__atomic_load_n(&g_init_state, __ATOMIC_ACQUIRE) == kReady) snapshot_smaps("dlopen");
+  }
   return handle;
 }
 
@@ -640,7 +646,10 @@ CALLSCOPE_EXPORT int dlclose(void* handle) {
 namespace {
 
 [[noreturn]] CALLSCOPE_NOINSTR void end_process(int status) {
-  if (__atomic_load_n(&g_init_state, __ATOMIC_ACQUIRE) == kReady && ::getpid() == g_meta_pid) record_exit(status);
+  if (__atomic_load_n(&g_init_state, __ATOMIC_ACQUIRE) == kReady && ::getpid() == g_meta_pid) {
+    record_exit(status);
+    snapshot_smaps("exit");
+  }
   if (g_real_exit) g_real_exit(status);
   for (;;) ::syscall(SYS_exit_group, status);
 }

@@ -301,6 +301,9 @@ uint32_t next_mark_id();
 // record --memory: the memory API records (memory.cpp).
 extern bool g_memory;
 void tags_after_fork();
+// record --memory: /proc/self/smaps into the process directory ("start",
+// "dlopen", "exit"), for the resident set by module.
+void snapshot_smaps(const char* reason);
 // Whether it has run and succeeded (never starts it).
 bool process_ready();
 // Opens NAME (as openat) in the current process's directory of the session,

@@ -20,6 +20,7 @@ enum class MemoryMode {
   kLeaks,     // what was never freed
   kTimeline,  // outstanding bytes over time
   kSizes,     // sizes of the blocks
+  kResident,  // each process's resident set by module over time
 };
 
 // What the rows are sorted by (report --metric).

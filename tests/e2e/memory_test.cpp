@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "e2e_support.h"
@@ -293,6 +294,55 @@ TEST_P(MemoryTest, TagScopeInCpp) {
   EXPECT_EQ(tag["engine"]["allocs"], 1u);
   EXPECT_EQ(tag["engine"]["bytes"], 64u);
   EXPECT_EQ(tag["engine"]["transient"], 1u);
+}
+
+// The resident set by module: sampled at the start, at each dlopen (the
+// library's code is there from then on), every --rss-interval and at the
+// exit; a fork child gets its own start and exit.
+TEST_P(MemoryTest, ResidentSetByModule) {
+  const std::string trace = dir_.file("r.trace");
+  RunResult r = callscope({"record", "--memory", "-o", trace, "--", fixture(GetParam(), "dlopen_main"),
+                           fixture(GetParam(), "libplugin.so")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  RunResult csv = callscope({"memory", "--resident", "--format", "csv", trace});
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
+  std::map<std::string, std::set<std::string>> reasons_of;  // module -> reasons of the samples it is in
+  std::istringstream lines(csv.out);
+  std::string line;
+  std::getline(lines, line);
+  EXPECT_EQ(line, "pid,ns,reason,module,kind,rss_kb,pss_kb,path");
+  while (std::getline(lines, line)) {
+    std::vector<std::string> f;
+    std::istringstream in(line);
+    std::string cell;
+    while (std::getline(in, cell, ',')) f.push_back(cell);
+    ASSERT_GE(f.size(), 7u) << line;
+    reasons_of[f[3]].insert(f[2]);
+  }
+  EXPECT_EQ(reasons_of["libc.so.6"], (std::set<std::string>{"start", "dlopen", "exit"}));
+  EXPECT_EQ(reasons_of["libplugin.so"].count("start"), 0u);  // not loaded yet
+  EXPECT_EQ(reasons_of["libplugin.so"].count("dlopen"), 1u);
+  RunResult text = callscope({"memory", "--resident", trace});
+  EXPECT_NE(text.out.find("(1 start, 1 dlopen, 1 exit)"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("code   libc.so.6\n"), std::string::npos) << text.out;
+
+  // Every 5 ms over a run of 50 ms or more; a fork child has its own samples.
+  const std::string steady = dir_.file("s.trace");
+  RunResult s = callscope({"record", "--memory", "--rss-interval", "5ms", "-o", steady, "--",
+                           fixture(GetParam(), "steady"), "1", "3000000"});
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  RunResult st = callscope({"memory", "--resident", steady});
+  EXPECT_NE(st.out.find(" interval, 1 exit)"), std::string::npos) << st.out;
+  const std::string forked = dir_.file("f.trace");
+  ASSERT_EQ(callscope({"record", "--memory", "-o", forked, "--", fixture(GetParam(), "memory_api")}).exit_code, 0);
+  RunResult f = callscope({"memory", "--resident", forked});
+  size_t processes = 0;
+  for (size_t at = f.out.find("(1 start, "); at != std::string::npos; at = f.out.find("(1 start, ", at + 1)) ++processes;
+  EXPECT_EQ(processes, 2u) << f.out;
+  // --rss-interval needs --memory.
+  RunResult alone = callscope({"record", "--rss-interval", "5ms", "-o", dir_.file("x.trace"), "--", "true"});
+  EXPECT_EQ(alone.exit_code, 2);
+  EXPECT_NE(alone.err.find("--rss-interval requires --memory"), std::string::npos) << alone.err;
 }
 
 TEST(MemoryErrorTest, RefusesWhatItCannotRecord) {
