@@ -102,6 +102,7 @@ class Paths {
       std::string text = "[tag " + std::to_string(id) + "]";  // its text lost (a damaged trace)
       for (const fmt::MarkInfo& t : trace_.tags())
         if (t.record.process_index == process && t.record.id == id) text = t.text;
+      if (text.empty()) return it->second = 0;  // an empty tag is no tag
       auto [named, added] = tag_index_.try_emplace(text, static_cast<uint32_t>(m_.tags.size()));
       if (added) m_.tags.push_back(text);
       it->second = named->second;
@@ -173,9 +174,11 @@ Result<MemoryModel> build_memory_model(format::TraceReader& trace) {
     std::vector<uint32_t> stack{root};  // nodes
     std::vector<uint32_t> tags;
     BigVector<Stored>& events = per_thread[ti];
-    // Room for every event of the thread, up to 64 M (2 GiB of address
-    // space): pages never written cost nothing, and the array is never copied.
-    events.reserve(std::min<uint64_t>(trace.threads()[ti].record.events, uint64_t{64} << 20));
+    // Room for every event of the thread but its entries (a bound on its
+    // memory events), up to 64 M (2 GiB of address space): pages never
+    // written cost nothing, and the array is never copied.
+    const auto& rec = trace.threads()[ti].record;
+    events.reserve(std::min<uint64_t>(rec.events - std::min(rec.events, rec.calls), uint64_t{64} << 20));
     CALLSCOPE_CHECK(trace.for_each_event_batch(ti, [&](const fmt::TraceEvent* batch, size_t n) {
       for (const fmt::TraceEvent* e = batch; e != batch + n; ++e) {
         if (fmt::is_entry(e->kind)) {
@@ -206,8 +209,13 @@ Result<MemoryModel> build_memory_model(format::TraceReader& trace) {
   if (total == 0) m.first_tick = 0;
 
   // The blocks allocated and not freed yet, by process and address.
+  // callscope_alloc's blocks are an address space of their own: a pool's
+  // first block may start where the malloc'd (or mmap'd) pool does.
   std::unordered_map<uint64_t, uint32_t> live;
-  auto key = [](uint32_t process, uint64_t ptr) { return (uint64_t{process} << 48) ^ ptr; };
+  auto key = [](uint32_t process, uint64_t ptr, uint8_t op) {
+    const bool api = family(op) == Family::kApi;
+    return (uint64_t{process} << 48) ^ ptr ^ (uint64_t{api} << 63);
+  };
   // A realloc or mremap that fails is told as its old block freed, then
   // that block again with size 0: it was never freed. Per thread, the last
   // such free, to take back; and an mremap of a mapping the trace never saw
@@ -215,35 +223,59 @@ Result<MemoryModel> build_memory_model(format::TraceReader& trace) {
   struct Move {
     uint64_t ptr = 0;
     uint32_t block = 0;
-    bool known = false, set = false;
+    bool set = false;
+    bool known = false;       // the old block was one the trace knew (its free ended it)
+    bool counted = false;     // its free was counted (frees; unknown_frees and a mismatch when not known)
+    bool mismatched = false;  // its free was listed as a mismatch
   };
   std::unordered_map<uint32_t, Move> last_move;
+  const bool legacy_moves = trace.header().version_minor < 6;
   m.blocks.reserve(allocs);
   m.order.reserve(total);
+  // Takes back the first half of a move that failed: the old block stays.
+  auto undo = [&](const Move& mv, const Event& e) {
+    if (mv.known) {
+      MemoryBlock& b = m.blocks[mv.block];
+      const uint64_t entry = uint64_t{mv.block} << 1 | 1;
+      for (size_t i = m.order.size(); i-- > 0;)
+        if (m.order[i] == entry) {
+          m.order.erase(m.order.begin() + static_cast<std::ptrdiff_t>(i));
+          break;
+        }
+      b.free_tick = b.free_seq = kMemoryNever;
+      b.free_op = 0;
+      live.emplace(key(e.process, e.ptr, b.op), mv.block);
+      // Later events' places moved down by one: renumbered at the end.
+    } else if (mv.counted) {
+      --m.unknown_frees;
+    }
+    if (mv.counted) --m.frees;
+    if (mv.mismatched) {
+      --m.mismatch_count;
+      for (size_t i = m.mismatches.size(); i-- > 0;)
+        if (m.mismatches[i].thread == e.thread && m.mismatches[i].ptr == e.ptr) {
+          m.mismatches.erase(m.mismatches.begin() + static_cast<std::ptrdiff_t>(i));
+          break;
+        }
+    }
+  };
   auto step = [&](const Event& e) {
-    if (e.alloc && is_move(e.op)) {
-      Move& mv = last_move[e.thread];
-      const bool after_move = mv.set && (e.size == 0 ? mv.ptr == e.ptr : true);
-      mv.set = false;
-      if (after_move && e.size == 0 && mv.known) {
-        // Failed: the block stays as it was.
-        MemoryBlock& b = m.blocks[mv.block];
-        const uint64_t entry = uint64_t{mv.block} << 1 | 1;
-        for (size_t i = m.order.size(); i-- > 0;)
-          if (m.order[i] == entry) {
-            m.order.erase(m.order.begin() + static_cast<std::ptrdiff_t>(i));
-            break;
-          }
-        b.free_tick = b.free_seq = kMemoryNever;
-        b.free_op = 0;
-        --m.frees;
-        live.emplace(key(e.process, e.ptr), mv.block);
-        // Later events' places moved down by one: renumbered at the end.
+    // A move's two halves are adjacent in their thread's stream.
+    Move& slot = last_move[e.thread];
+    const Move pending = slot;
+    slot.set = false;
+    if (e.alloc && pending.set && (is_move(e.op) || op_is(e.op, fmt::AllocOp::kMoveFailed))) {
+      // 1.5 told a failure as the move's op with size 0, at the old block
+      // (1.6: kMoveFailed; a size 0 is a block of size 0).
+      const bool failed =
+          op_is(e.op, fmt::AllocOp::kMoveFailed) || (legacy_moves && e.size == 0 && pending.ptr == e.ptr);
+      if (failed) {
+        if (pending.ptr == e.ptr) undo(pending, e);
         return;
       }
-      if (after_move && !mv.known && op_is(e.op, fmt::AllocOp::kMremap)) return;  // not a mapping we know
-      if (e.size == 0 && after_move) return;  // failed, of a block never known
+      if (!pending.known && op_is(e.op, fmt::AllocOp::kMremap)) return;  // not a mapping we know
     }
+    if (e.alloc && op_is(e.op, fmt::AllocOp::kMoveFailed)) return;  // no first half: nothing to take back
     if (e.alloc) {
       if (e.ptr == 0) return;  // an allocation that failed: no block
       MemoryBlock b;
@@ -257,7 +289,7 @@ Result<MemoryModel> build_memory_model(format::TraceReader& trace) {
       // A block allocated again without a free between: the first was freed
       // where the trace could not see (before it began, or by a path not
       // recorded); it is not counted twice.
-      auto [l, added] = live.try_emplace(key(e.process, e.ptr), index);
+      auto [l, added] = live.try_emplace(key(e.process, e.ptr, e.op), index);
       if (!added) {
         MemoryBlock& old = m.blocks[l->second];
         old.free_tick = e.tick;
@@ -269,10 +301,15 @@ Result<MemoryModel> build_memory_model(format::TraceReader& trace) {
       return;
     }
     ++m.frees;
-    auto l = live.find(key(e.process, e.ptr));
-    if (is_move_free(e.op)) last_move[e.thread] = {e.ptr, l == live.end() ? 0 : l->second, l != live.end(), true};
+    auto l = live.find(key(e.process, e.ptr, e.op));
+    Move* move = nullptr;
+    if (is_move_free(e.op)) {
+      slot = {e.ptr, l == live.end() ? 0 : l->second, true, l != live.end(), true, false};
+      move = &slot;
+    }
     auto mismatch = [&](uint8_t allocated_by, uint32_t alloc_path, uint64_t alloc_tick) {
       ++m.mismatch_count;
+      if (move) move->mismatched = true;
       if (m.mismatches.size() < 1000)
         m.mismatches.push_back({e.thread, e.tick, e.ptr, e.op, allocated_by, e.path, alloc_path, alloc_tick});
     };
@@ -282,6 +319,7 @@ Result<MemoryModel> build_memory_model(format::TraceReader& trace) {
       // blocks.
       if (family(e.op) == Family::kMmap) {
         --m.frees;
+        if (move) move->counted = false;
         return;
       }
       ++m.unknown_frees;

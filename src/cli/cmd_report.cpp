@@ -60,6 +60,7 @@ struct Opts {
   uint32_t dump = 0;  // 1-based; 0: the final state of each process
   std::vector<std::string> diff;
   std::string metric = "time";
+  bool threshold_given = false;  // --threshold (a memory metric's default is 0.1, time's 0)
   // Options given that a memory --metric does not take, for its message.
   std::vector<std::string> not_for_memory;
   // Options given that --diff does not take ("--tree"), for its message.
@@ -232,7 +233,8 @@ Result<int> run_memory_metric(const Opts& o) {
   mo.keys = {o.tree ? analysis::MemoryKey::kPath : analysis::MemoryKey::kFunction};
   mo.limit = o.top ? o.top : (o.tree ? 0 : 20);
   mo.depth = o.depth;
-  mo.threshold_pct = o.threshold;
+  if (o.threshold < 0 || o.threshold > 100) return Error("--threshold must be between 0 and 100");
+  mo.threshold_pct = o.threshold_given ? o.threshold : 0.1;
   auto trace = format::TraceReader::open(o.trace);
   if (!trace) return trace.error();
   format::TraceReader& t = **trace;
@@ -420,11 +422,13 @@ Command report_command() {
             for (const char* name : {"--sort", "--threads", "--callers", "--callees", "--stack", "--dump", "--idle",
                                      "--min-busy", "--by-busy", "--diff", "--merge", "--function", "--module", "--thread"})
               not_for_memory.push_back(app.get_option(name));
-            return [o, settings, not_for_diff, not_for_memory]() -> Result<int> {
+            const CLI::Option* threshold_opt = app.get_option("--threshold");
+            return [o, settings, not_for_diff, not_for_memory, threshold_opt]() -> Result<int> {
               for (const CLI::Option* opt : not_for_diff)
                 if (opt->count() && !o->diff.empty()) o->not_for_diff.push_back(opt->get_name());
               for (const CLI::Option* opt : not_for_memory)
                 if (opt->count() && o->metric != "time") o->not_for_memory.push_back(opt->get_name());
+              o->threshold_given = threshold_opt->count() > 0;
               std::vector<std::string> warnings;
               CALLSCOPE_TRY(config::Config c, settings->resolve(&warnings));
               for (const auto& w : warnings) print_warning("report", w);

@@ -27,6 +27,9 @@ enum class AllocOp : uint8_t {
   kMmap = 12,           // anonymous mmap
   kMremap = 13,         // the new mapping (the old one: kMremapFree)
   kApi = 14,            // callscope_alloc() of a program's own allocator
+  kMoveFailed = 15,     // a realloc, reallocarray or mremap that failed: its old block (just told
+                        // freed by the move's first half) stays (trace 1.6; 1.5 told it as the
+                        // move's op with size 0)
   // freeing
   kFree = 32,
   kReallocFree = 33,
@@ -37,7 +40,7 @@ enum class AllocOp : uint8_t {
   kApiFree = 38,        // callscope_free()
 };
 inline constexpr uint8_t kFirstFreeOp = 32;
-constexpr bool alloc_op_valid(uint8_t op) { return (op >= 1 && op <= 14) || (op >= 32 && op <= 38); }
+constexpr bool alloc_op_valid(uint8_t op) { return (op >= 1 && op <= 15) || (op >= 32 && op <= 38); }
 constexpr bool alloc_op_frees(uint8_t op) { return op >= kFirstFreeOp; }
 // The name a user knows the op by ("malloc", "operator new[]", ...).
 constexpr const char* alloc_op_name(uint8_t op) {
@@ -56,6 +59,7 @@ constexpr const char* alloc_op_name(uint8_t op) {
     case AllocOp::kMmap: return "mmap";
     case AllocOp::kMremap: return "mremap";
     case AllocOp::kApi: return "callscope_alloc";
+    case AllocOp::kMoveFailed: return "failed move (old block kept)";
     case AllocOp::kFree: return "free";
     case AllocOp::kReallocFree: return "realloc (old block)";
     case AllocOp::kDelete: return "operator delete";

@@ -142,6 +142,7 @@ const char* alloc_probe_name(uint8_t op) {
     case AllocOp::kMmap: return "mmap";
     case AllocOp::kMremap: return "mremap";
     case AllocOp::kApi: return "pool-alloc";
+    case AllocOp::kMoveFailed: return "move-failed";
     case AllocOp::kFree: return "free";
     case AllocOp::kReallocFree: return "realloc-free";
     case AllocOp::kDelete: return "delete";

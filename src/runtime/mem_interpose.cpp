@@ -187,7 +187,7 @@ CALLSCOPE_MEM_EXPORT void* realloc(void* old, size_t n) {
   if (p) {
     tell(fmt_op::kRealloc, p, n);
   } else if (old && n) {
-    tell(fmt_op::kRealloc, old, 0);
+    tell(fmt_op::kMoveFailed, old, 0);
   }
   return p;
 }
@@ -205,7 +205,7 @@ CALLSCOPE_MEM_EXPORT void* reallocarray(void* old, size_t n, size_t size) {
   if (p) {
     tell(fmt_op::kReallocArray, p, n * size);
   } else if (old && n * size != 0) {
-    tell(fmt_op::kReallocArray, old, 0);
+    tell(fmt_op::kMoveFailed, old, 0);
   }
   return p;
 }
@@ -277,6 +277,8 @@ CALLSCOPE_MEM_EXPORT int munmap(void* addr, size_t len) {
   return static_cast<int>(::syscall(SYS_munmap, addr, len));
 }
 
+constexpr int kDontUnmap = 4;  // MREMAP_DONTUNMAP (Linux 5.7; not in every libc's headers)
+
 CALLSCOPE_MEM_EXPORT void* mremap(void* old, size_t old_len, size_t len, int flags, ...) {
   void* want = nullptr;
   if (flags & MREMAP_FIXED) {
@@ -285,13 +287,14 @@ CALLSCOPE_MEM_EXPORT void* mremap(void* old, size_t old_len, size_t len, int fla
     want = __builtin_va_arg(ap, void*);
     __builtin_va_end(ap);
   }
-  tell(fmt_op::kMremapFree, old, 0);
+  // MREMAP_DONTUNMAP keeps the old mapping (emptied): no free of it.
+  const bool frees_old = !(flags & kDontUnmap);
+  if (frees_old) tell(fmt_op::kMremapFree, old, 0);
   void* p = resolved() && g_real.mremap
                 ? g_real.mremap(old, old_len, len, flags, want)
                 : reinterpret_cast<void*>(::syscall(SYS_mremap, old, old_len, len, flags, want));
-  // Failed: the old mapping is still there (size unknown here: 0, as a
-  // failed realloc's).
-  tell(fmt_op::kMremap, p == MAP_FAILED ? old : p, p == MAP_FAILED ? 0 : len);
+  if (p != MAP_FAILED) tell(fmt_op::kMremap, p, len);
+  else if (frees_old) tell(fmt_op::kMoveFailed, old, 0);  // the old mapping is still there
   return p;
 }
 

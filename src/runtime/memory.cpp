@@ -77,9 +77,10 @@ CALLSCOPE_NOINSTR inline void memory_event(uint8_t op, uint64_t ptr, uint64_t si
 // Tags are interned: the same text, the same id, for the life of the
 // process (ids come from the marks' counter, and the text goes to meta as a
 // mark of kind tag, once). A table of fixed size, under a spin lock: no
-// allocation in here. Past kTagSlots - 1 distinct tags, every new one is
+// allocation in here. Past kMaxTags distinct tags, every new one is
 // counted under one tag that says so.
-constexpr uint32_t kTagSlots = 4096;
+constexpr uint32_t kTagSlots = 8192;  // at most half full: a lookup always ends
+constexpr uint32_t kMaxTags = 4095;   // and the overflow tag
 constexpr uint32_t kTagMaxLen = 63;
 struct TagSlot {
   uint32_t id;
@@ -101,12 +102,19 @@ CALLSCOPE_NOINSTR uint32_t tag_id(const char* text) {
   if (!text) text = "";
   uint32_t len = static_cast<uint32_t>(strnlen(text, kTagMaxLen));
   while (__atomic_exchange_n(&g_tag_lock, 1, __ATOMIC_ACQUIRE)) __builtin_ia32_pause();
-  if (g_tag_count >= kTagSlots - 1) {
+  auto slot_of = [](const char* t, uint32_t n) {
+    uint32_t i = static_cast<uint32_t>(tag_hash(t, n)) % kTagSlots;
+    while (g_tags[i].id && !(g_tags[i].len == n && memcmp(g_tags[i].text, t, n) == 0)) i = (i + 1) % kTagSlots;
+    return i;
+  };
+  uint32_t i = slot_of(text, len);
+  // A tag already known keeps its id; a new one past the table's room is
+  // counted under the overflow tag.
+  if (!g_tags[i].id && g_tag_count >= kMaxTags) {
     text = kOverflow;
     len = sizeof kOverflow - 1;
+    i = slot_of(text, len);
   }
-  uint32_t i = static_cast<uint32_t>(tag_hash(text, len)) % kTagSlots;
-  while (g_tags[i].id && !(g_tags[i].len == len && memcmp(g_tags[i].text, text, len) == 0)) i = (i + 1) % kTagSlots;
   TagSlot& slot = g_tags[i];
   if (!slot.id) {
     slot.id = next_mark_id();

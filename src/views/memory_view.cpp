@@ -176,8 +176,9 @@ class Printer {
       return ok_status();
     }
     if (o_.table_only) return table_text_or_tree(results.front());
-    std::fprintf(out_, "allocations: %llu (%s)%s, frees: %llu\n", static_cast<unsigned long long>(t.allocs),
-                 format_bytes(t.bytes).c_str(), window_title().c_str(), static_cast<unsigned long long>(m_.frees));
+    std::fprintf(out_, "allocations: %llu (%s)%s, frees: %llu%s\n", static_cast<unsigned long long>(t.allocs),
+                 format_bytes(t.bytes).c_str(), window_title().c_str(), static_cast<unsigned long long>(m_.frees),
+                 windowed() ? " (in the whole trace)" : "");
     std::fprintf(out_, "peak:        %s outstanding, first at %s\n", format_bytes(t.peak_bytes).c_str(),
                  when(t.peak_tick).c_str());
     std::fprintf(out_, "impacting:   %s (%s) allocated%s\n", count_of(t.impacting, "block", "blocks").c_str(),

@@ -238,6 +238,10 @@ TEST_P(MemoryTest, TagsPoolsMappingsForkAndWindows) {
     EXPECT_EQ(tag[t]["allocs"], 501u) << t;
     EXPECT_EQ(tag[t]["bytes"], 500u * 64 + 4096) << t;
   }
+  // Past 4095 distinct tags a known tag keeps its name, a new one is the
+  // overflow tag's.
+  EXPECT_EQ(tag["late"]["bytes"], 333u);
+  EXPECT_EQ(tag["[more than 4095 tags]"]["bytes"], 444u);
   // The window between the marks "work" and "teardown": setup()'s blocks
   // were allocated before it and freed after it.
   auto win = memory_rows(trace, {"--by", "function", "--window", "work..teardown"});

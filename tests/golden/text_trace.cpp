@@ -55,6 +55,7 @@ uint8_t alloc_op(const std::string& v) {
       {"pvalloc", fmt::AllocOp::kPvalloc},       {"new", fmt::AllocOp::kNew},
       {"new[]", fmt::AllocOp::kNewArray},        {"mmap", fmt::AllocOp::kMmap},
       {"mremap", fmt::AllocOp::kMremap},         {"api", fmt::AllocOp::kApi},
+      {"move-failed", fmt::AllocOp::kMoveFailed},
       {"free", fmt::AllocOp::kFree},             {"realloc-free", fmt::AllocOp::kReallocFree},
       {"delete", fmt::AllocOp::kDelete},         {"delete[]", fmt::AllocOp::kDeleteArray},
       {"munmap", fmt::AllocOp::kMunmap},         {"mremap-free", fmt::AllocOp::kMremapFree},
