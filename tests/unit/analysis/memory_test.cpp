@@ -27,9 +27,9 @@ InEvent tag(uint64_t tick, uint64_t id) { return {EventKind::kTag, tick, 0, 0, i
 
 class MemoryModelTest : public ::testing::Test {
  protected:
-  MemoryModel build(const std::vector<std::vector<InEvent>>& threads) {
+  MemoryModel build(const std::vector<std::vector<InEvent>>& threads, uint16_t minor = format::kTraceVersionMinor) {
     const std::string path = dir_.path() + "/m.trace";
-    EXPECT_TRUE(format::test::write_small_trace(path, threads));
+    EXPECT_TRUE(format::test::write_small_trace(path, threads, 3, minor));
     auto r = format::TraceReader::open(path);
     EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message());
     reader_ = std::move(*r);
@@ -117,6 +117,20 @@ TEST_F(MemoryModelTest, PoolsAdjacentMovesAndFailedMovesOfUnknownBlocks) {
   EXPECT_EQ(m.unknown_frees, 0u);
   EXPECT_EQ(m.mismatch_count, 0u);
   EXPECT_TRUE(m.mismatches.empty());
+}
+
+// Trace 1.5 told a failed realloc as the move's op with size 0 at the old
+// block, right after its free: still read as a failure, the block kept. In
+// 1.6 the same events are a free and a new block of size 0.
+TEST_F(MemoryModelTest, FailedReallocOfTrace15) {
+  const std::vector<std::vector<InEvent>> events{{alloc(10, 0x100, 16), release(20, 0x100, AllocOp::kReallocFree),
+                                                  alloc(20, 0x100, 0, AllocOp::kRealloc)}};
+  const MemoryModel old = build(events, 5);
+  EXPECT_EQ(old.frees, 0u);
+  EXPECT_EQ(memory_table(old, MemoryQuery{}).total.leaked_bytes, 16u);
+  const MemoryModel now = build(events);
+  EXPECT_EQ(now.frees, 1u);
+  EXPECT_EQ(memory_table(now, MemoryQuery{}).total.allocs, 2u);
 }
 
 // Frees by the wrong family, and of blocks never seen, are mismatches with

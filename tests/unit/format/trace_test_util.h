@@ -224,9 +224,12 @@ inline Status add_event(EventEncoder& enc, const InEvent& e) {
 
 // A small trace: `threads.size()` threads of one process, one event block
 // each (in thread order), then Info, Processes, Modules, Threads, End.
+// `minor`: the version the header says (an older one: how its readers read it).
 inline bool write_small_trace(const std::string& path, const std::vector<std::vector<InEvent>>& threads,
-                              int zstd_level = 3) {
-  auto w = TraceWriter::create(path, make_file_header(), zstd_level);
+                              int zstd_level = 3, uint16_t minor = kTraceVersionMinor) {
+  FileHeader fh = make_file_header();
+  fh.version_minor = minor;
+  auto w = TraceWriter::create(path, fh, zstd_level);
   if (!w) return false;
   TraceWriter& writer = **w;
   uint64_t total = 0;
