@@ -174,24 +174,9 @@ std::vector<ResidentSample> parse_resident_samples(std::string_view text) {
   return out;
 }
 
-Result<std::vector<ResidentEntry>> read_smaps(int pid) {
-  const std::string path = "/proc/" + std::to_string(pid) + "/smaps";
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Error("cannot read " + path + ": " + std::strerror(errno));
-  std::string text;
-  char buf[65536];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    text.append(buf, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  return parse_smaps(text);
-}
-
 namespace {
 
+// A file read to its end (files of /proc say no size).
 bool read_file(const std::string& path, std::string& out) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
@@ -207,6 +192,13 @@ bool read_file(const std::string& path, std::string& out) {
 }
 
 }  // namespace
+
+Result<std::vector<ResidentEntry>> read_smaps(int pid) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/smaps";
+  std::string text;
+  if (!read_file(path, text)) return Error("cannot read " + path + ": " + std::strerror(errno));
+  return parse_smaps(text);
+}
 
 std::vector<ResidentSample> read_process_samples(const std::string& dir) {
   std::string text;
