@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 # recommended by clang, so not installed with --no-install-recommends);
 # the fuzz test of scripts/test.sh links libFuzzer from it.
 packages=(build-essential cmake ninja-build pkg-config ccache gcc g++ clang libclang-rt-14-dev
-  libdw-dev libelf-dev libcapstone-dev libzstd-dev libcli11-dev nlohmann-json3-dev
+  libdw-dev libelf-dev libunwind-dev libcapstone-dev libzstd-dev libcli11-dev nlohmann-json3-dev
   libtomlplusplus-dev libgtest-dev libgmock-dev libbenchmark-dev elfutils binutils
   procps python3)
 

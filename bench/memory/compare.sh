@@ -4,6 +4,8 @@
 # 44 MB burst freed again, 1,001 blocks never freed), built plain and with
 # -finstrument-functions, under:
 #   plain; callscope record (calls only); callscope record --memory;
+#   callscope record --memory on the plain build (paths unwound: DWARF CFI,
+#   and frame pointers on a -fno-omit-frame-pointer build);
 #   heaptrack (recording, then heaptrack_print); valgrind --tool=massif.
 # Then the answers: peak and leaked bytes from `callscope memory`, heaptrack
 # and massif (massif's last snapshot is not taken at exit: peak only), and
@@ -24,6 +26,7 @@ trap 'rm -rf "$WORK"' EXIT
 
 gcc -O2 -g "$ROOT/bench/programs/memory_mix.c" -o "$WORK/plain"
 gcc -O2 -g -finstrument-functions "$ROOT/bench/programs/memory_mix.c" -o "$WORK/instr"
+gcc -O2 -g -fno-omit-frame-pointer "$ROOT/bench/programs/memory_mix.c" -o "$WORK/plainfp"
 
 python3 - "$CS" "$WORK" "$ALLOCS" "$REPS" <<'PY'
 import json, os, re, shutil, statistics, subprocess, sys, time
@@ -44,6 +47,13 @@ rows.append(("`callscope record` (calls only, instrumented build)",
              wall([cs, "record", "-f", "-o", f"{work}/calls.trace", "--", f"{work}/instr", allocs]), ""))
 mem = wall([cs, "record", "--memory", "-f", "-o", f"{work}/m.trace", "--", f"{work}/instr", allocs])
 rows.append(("`callscope record --memory` (instrumented build)", mem, ""))
+unw = wall([cs, "record", "--memory", "-f", "-o", f"{work}/u.trace", "--", f"{work}/plain", allocs])
+rows.append(("`callscope record --memory` on the plain build (paths unwound, DWARF CFI)", unw, ""))
+plainfp = wall([f"{work}/plainfp", allocs])
+rows.append(("plain, `-fno-omit-frame-pointer`", plainfp, ""))
+unwfp = wall([cs, "record", "--memory", "--unwind", "fp", "-f", "-o", f"{work}/ufp.trace", "--", f"{work}/plainfp",
+              allocs])
+rows.append(("`callscope record --memory --unwind fp` on that build", unwfp, ""))
 report = wall([cs, "memory", f"{work}/m.trace"])
 rows.append(("`callscope memory` (the report)", report, ""))
 have_ht = shutil.which("heaptrack") and shutil.which("heaptrack_print")
@@ -63,12 +73,15 @@ print("| command | wall s | x plain |")
 print("|---|---:|---:|")
 for name, s, _ in rows:
     print(f"| {name} | {s:.3f} | {s / plain:.1f} |")
-print("| `callscope record --memory` on the plain build (unwinding) | not yet | |")
 
 # The answers.
 j = json.loads(subprocess.run([cs, "memory", f"{work}/m.trace", "--format", "json"], capture_output=True,
                               text=True, check=True).stdout)["summary"]
 answers = {"callscope": (j["peak_bytes"], j["leaked_bytes"], j["allocs"])}
+for name, trace in (("callscope, unwound", "u.trace"), ("callscope, --unwind fp", "ufp.trace")):
+    u = json.loads(subprocess.run([cs, "memory", f"{work}/{trace}", "--format", "json"], capture_output=True,
+                                  text=True, check=True).stdout)["summary"]
+    answers[name] = (u["peak_bytes"], u["leaked_bytes"], u["allocs"])
 def si(v):  # heaptrack_print's 1000-based units
     m = re.match(r"([0-9.]+)([KMGT]?)", v)
     return float(m.group(1)) * {"": 1, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}[m.group(2)]
@@ -92,7 +105,7 @@ for tool, (p, l, a) in answers.items():
 print()
 c = answers["callscope"]
 for tool, (p, l, _) in answers.items():
-    if tool == "callscope":
+    if tool.startswith("callscope"):
         continue
     parts = [f"peak {abs(c[0] - p) / p * 100:.2f}%"]
     if l is not None:
@@ -102,4 +115,6 @@ events = 2 * int(allocs)
 calls_t = os.path.getsize(f"{work}/calls.trace")
 mem_t = os.path.getsize(f"{work}/m.trace")
 print(f"trace bytes per allocation event: {(mem_t - calls_t) / events:.2f} (target <= 4)")
+print(f"unwound trace bytes per allocation event (its frames included): "
+      f"{os.path.getsize(f'{work}/u.trace') / events:.2f}")
 PY

@@ -59,6 +59,18 @@ Command record_command() {
                 ->type_name("DURATION")
                 ->check(duration_check())
                 ->needs(memory);
+            app.add_option("--unwind", o->unwind,
+                           "With --memory: where an allocation's call path comes from. auto: from the hooks "
+                           "of -finstrument-functions, or, for a program without them, from unwinding the "
+                           "stack at each allocation (dwarf); dwarf: unwind by the .eh_frame's rules (right "
+                           "for any code; 60-100 ns an allocation); fp: walk the frame pointers (faster, but "
+                           "right only where every function keeps them: -fno-omit-frame-pointer); off: hooks "
+                           "only. Unwound, the trace's frames say where memory was allocated, not how often "
+                           "functions were called or for how long")
+                ->type_name("MODE")
+                ->check(CLI::IsMember({"auto", "dwarf", "fp", "off"}))
+                ->default_str("auto")
+                ->needs(memory);
             app.add_flag("--drop-when-behind", o->drop_when_behind,
                          "When the recorder cannot keep up, drop events (the trace marks where) instead of "
                          "making the program wait (the default)");

@@ -278,9 +278,13 @@ Result<int> run(const Opts& o) {
   if (!trace) return trace.error();
   format::TraceReader& t = **trace;
   CALLSCOPE_TRY(std::vector<uint32_t> threads, analysis::select_threads(t, o.threads));
+  if (const std::string w = views::unwound_warning(t); !w.empty()) print_warning("report", w);
   symbolize::Symbolizer sym(t, {!o.no_demangle});
   if (o.stack && t.is_profile())
     return Error("--stack needs a trace of every call ('callscope record' without --mode=profile)");
+  if (o.stack && (t.info().record.flags & format::kInfoUnwound))
+    return Error("--stack needs the stack pointer of every call: the calls of this trace were unwound at "
+                 "allocations (record --memory of a program without -finstrument-functions), without one");
   if (o.stack) {
     CALLSCOPE_TRY(analysis::StackDepths depths, analysis::measure_stack(t, threads));
     views::print_stack_depths(t, depths, sym, *format, o.top, stdout);

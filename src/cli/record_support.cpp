@@ -363,15 +363,15 @@ void print_summary(const char* command, const fmt::FinalizeSummary& sum, const s
                  "callscope %s: no instrumented function was called: compile the program with "
                  "-finstrument-functions (the trace holds no calls)\n",
                  command);
-  std::fprintf(stderr, "callscope %s: %llu calls in %u thread%s of %u process%s -> %s (%llu bytes",
-               command, static_cast<unsigned long long>(sum.calls), sum.threads, sum.threads == 1 ? "" : "s",
+  std::fprintf(stderr, "callscope %s: %llu %s in %u thread%s of %u process%s -> %s (%llu bytes",
+               command, static_cast<unsigned long long>(sum.calls), sum.unwound ? "unwound frames" : "calls", sum.threads, sum.threads == 1 ? "" : "s",
                sum.processes, sum.processes == 1 ? "" : "es", output.c_str(),
                static_cast<unsigned long long>(sum.file_bytes));
   // Bytes per call say what recording every call costs; a profile-mode
   // trace holds call trees, whose size does not follow the calls.
   if (sum.profile)
     std::fprintf(stderr, ", %u snapshot%s", sum.snapshots, sum.snapshots == 1 ? "" : "s");
-  else if (sum.calls)
+  else if (sum.calls && !sum.unwound)
     std::fprintf(stderr, ", %.2f bytes/call", static_cast<double>(sum.file_bytes) / static_cast<double>(sum.calls));
   std::fprintf(stderr, ")\n");
   if (sum.lost)

@@ -171,10 +171,25 @@ Result<std::unique_ptr<Recording>> Recording::start(const RecordOptions& o, cons
                      " is set): memory events are written with every call, unfiltered");
     }
   }
-  if (instrumentation_of(program) == Instrumentation::kNone)
+  // --memory's call paths: the hooks', or unwound at each allocation. auto
+  // is decided by each process for its own executable (mem_unwind.cpp): a
+  // script's interpreter, a program exec'd later.
+  const std::string unwind = o.memory ? o.unwind : "off";
+  const bool hooked = instrumentation_of(program) != Instrumentation::kNone;
+  if (!hooked && unwind == "off")
     std::fprintf(stderr,
                  "callscope %s: warning: '%s' has no -finstrument-functions hooks; running it anyway "
                  "(only instrumented libraries it loads will be recorded)\n",
+                 who, program.c_str());
+  else if (!hooked)
+    std::fprintf(stderr,
+                 "callscope %s: '%s' has no -finstrument-functions hooks: each allocation's call path "
+                 "comes from unwinding the stack (%s); the trace's calls are those paths, not counted calls\n",
+                 who, program.c_str(), unwind == "fp" ? "frame pointers" : "DWARF CFI");
+  else if (hooked && o.memory && unwind == "auto" && instrumentation_of(program) == Instrumentation::kUnknown)
+    std::fprintf(stderr,
+                 "callscope %s: '%s' is not an ELF executable: each program it runs has its allocations' "
+                 "paths from its hooks, or unwound when it has none\n",
                  who, program.c_str());
   const std::string name_for = o.scratch_output ? std::string("query") : o.output;
   CALLSCOPE_TRY(r->session_, make_session_dir(o.raw_dir.empty() ? default_raw_dir(name_for) : o.raw_dir, name_for));
@@ -201,6 +216,7 @@ Result<std::unique_ptr<Recording>> Recording::start(const RecordOptions& o, cons
   if (o.drop_when_behind) env.emplace_back("CALLSCOPE_DROP_WHEN_BEHIND", "1");
   // The memory API (callscope_alloc, callscope_tag_push) records then only.
   env.emplace_back("CALLSCOPE_MEMORY", o.memory ? "1" : "0");
+  env.emplace_back("CALLSCOPE_UNWIND", unwind);
   const fmt::ClockPair origin = fmt::sample_clocks();
   auto live = fmt::LiveStream::create(session, r->o_.output, monotonic ? fmt::ClockKind::kMonotonic : fmt::ClockKind::kTsc,
                                       monotonic ? origin.mono_ns : origin.tsc, o.level, s.log->fd(), s.claim.get());

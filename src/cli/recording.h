@@ -35,6 +35,7 @@ struct RecordOptions {
   // --memory: /proc/PID/smaps of each process sampled this often (0: only
   // at start, dlopen and exit, which the runtime takes).
   uint64_t rss_interval_ns = 100'000'000;
+  std::string unwind = "auto";  // --unwind: auto, dwarf, fp, off (with --memory)
   int level = 3;
   std::vector<std::string> command;
   // The runtime's settings as it reads them: ("CALLSCOPE_MODE", "profile"), ...

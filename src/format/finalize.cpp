@@ -394,11 +394,12 @@ Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::
   // Profile mode: every snapshot the processes wrote, then the final state
   // of every tree (also after a crash: the trees are in shared files).
   std::vector<DumpRecord> dumps;
-  bool any_profile = false, any_filtered = false;
+  bool any_profile = false, any_filtered = false, any_unwound = false;
   uint64_t profile_calls = 0;
   for (size_t pi = 0; pi < s.processes.size(); ++pi) {
     const RawProcess& p = s.processes[pi];
     if (p.mode && (p.mode->flags & kRawModeFiltered)) any_filtered = true;
+    if (p.mode && (p.mode->flags & kRawModeUnwound)) any_unwound = true;
     if (!p.mode || p.mode->mode != static_cast<uint32_t>(TraceMode::kProfile)) continue;
     any_profile = true;
     const uint64_t offset = to_trace(p, 0);
@@ -490,6 +491,7 @@ Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::
   }
   if (any_profile) sum.calls = profile_calls;
   sum.profile = any_profile;
+  sum.unwound = any_unwound;
   sum.snapshots = static_cast<uint32_t>(dumps.size());
   for (const ProcessRecord& pr : procs) last_tick = std::max(last_tick, pr.end_tick);
 
@@ -580,6 +582,7 @@ Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::
   if (sum.calls == 0 && !any_profile && sum.untraced_threads.empty()) info.flags |= kInfoNotInstrumented;
   if (any_profile) info.flags |= kInfoProfile;
   if (any_filtered) info.flags |= kInfoFiltered;
+  if (any_unwound) info.flags |= kInfoUnwound;
   std::string cmdline = s.recorder_cmdline;
   if (cmdline.empty() && !s.processes.empty()) cmdline = s.processes.front().cmdline;
   info.cmdline = info_strings.add(cmdline);

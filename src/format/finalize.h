@@ -45,6 +45,7 @@ struct FinalizeSummary {
   uint64_t file_bytes = 0;
   bool profile = false;    // profile mode: `calls` are those of the snapshots' call trees
   uint32_t snapshots = 0;  // profile mode
+  bool unwound = false;    // record --unwind: `calls` are frames found at allocations
   std::vector<std::string> warnings;
 };
 

@@ -341,6 +341,7 @@ struct RawMode {
 static_assert(sizeof(RawMode) == 8);
 inline constexpr uint32_t kRawModeFiltered = 1;  // include/exclude/depth/duration/chrono filters were set
 inline constexpr uint32_t kRawModeStartOff = 2;
+inline constexpr uint32_t kRawModeUnwound = 4;  // record --unwind: frames from unwinding at allocations (1.6)
 
 // ---- profile mode ------------------------------------------------------------
 //
@@ -587,6 +588,10 @@ static_assert(sizeof(InfoRecord) == 80);
 inline constexpr uint32_t kInfoNotInstrumented = 1;
 inline constexpr uint32_t kInfoProfile = 2;   // recorded with --mode=profile: read the snapshots
 inline constexpr uint32_t kInfoFiltered = 4;  // filters were set while recording
+// record --memory --unwind (1.6): the frames were found by unwinding the stack
+// at each allocation, not told by hooks: they say where allocations were
+// made, not how often functions were called or for how long.
+inline constexpr uint32_t kInfoUnwound = 8;
 
 struct ProcessRecord {
   uint32_t pid;

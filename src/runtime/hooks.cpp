@@ -299,7 +299,17 @@ void callscope_rt_engine_exit(void* fn, void* site, uint64_t sp) {
   t->in_hook = 0;
 }
 
+// record --unwind: the frames come from unwinding at allocations, and hooks
+// (an instrumented library's) would mix their own into the same stacks.
+extern "C" __attribute__((visibility("hidden"), no_instrument_function)) void callscope_rt_ignore(void*, void*,
+                                                                                                  uint64_t) {}
+
 namespace callscope::rt {
+void hooks_ignore() {
+  __atomic_store_n(&callscope_rt_enter_target, reinterpret_cast<void*>(&callscope_rt_ignore), __ATOMIC_RELEASE);
+  __atomic_store_n(&callscope_rt_exit_target, reinterpret_cast<void*>(&callscope_rt_ignore), __ATOMIC_RELEASE);
+}
+
 void hooks_use_engine() {
   __atomic_store_n(&callscope_rt_enter_target, reinterpret_cast<void*>(&callscope_rt_engine_enter), __ATOMIC_RELEASE);
   __atomic_store_n(&callscope_rt_exit_target, reinterpret_cast<void*>(&callscope_rt_engine_exit), __ATOMIC_RELEASE);

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "format/trace_format.h"
+#include "runtime/mem_unwind.h"
 
 #define CALLSCOPE_MEM_EXPORT extern "C" __attribute__((visibility("default"), no_instrument_function))
 #define CALLSCOPE_NOINSTR __attribute__((no_instrument_function))
@@ -34,6 +35,10 @@
 // The runtime's (libcallscope-rt.so, preloaded after us). Weak: without it
 // (LD_PRELOAD of this library alone) nothing is told.
 extern "C" void callscope_rt_memory(unsigned op, const void* ptr, unsigned long size) __attribute__((weak));
+// With the allocation's call path, unwound here (mem_unwind.h): innermost
+// frame first.
+extern "C" void callscope_rt_memory_path(unsigned op, const void* ptr, unsigned long size, const uint64_t* fns,
+                                         const uint64_t* sites, unsigned n) __attribute__((weak));
 
 namespace {
 
@@ -131,8 +136,26 @@ CALLSCOPE_NOINSTR bool resolved() {
   return false;  // being resolved, by us (dlsym allocating) or another thread: the arena serves
 }
 
+// An allocation's path, when the program has no hooks to tell it (record
+// --unwind): the walk's own allocations, if any, are ours.
+CALLSCOPE_NOINSTR __attribute__((noinline)) void tell_unwound(fmt_op op, const void* p, size_t size) {
+  uint64_t fns[callscope::rt::kMaxUnwoundFrames], sites[callscope::rt::kMaxUnwoundFrames];
+  ++t_quiet;
+  const uint32_t n = callscope::rt::unwind_here(fns, sites);
+  --t_quiet;
+  callscope_rt_memory_path(static_cast<unsigned>(op), p, size, fns, sites, n);
+}
+
 CALLSCOPE_NOINSTR inline void tell(fmt_op op, const void* p, size_t size) {
-  if (callscope_rt_memory && !t_quiet) callscope_rt_memory(static_cast<unsigned>(op), p, size);
+  if (!callscope_rt_memory || t_quiet) return;
+  // Frees go where the thread's last allocation was: a free's path is not
+  // unwound (it would double the cost for a mismatch's second path).
+  if (__builtin_expect(callscope::rt::unwind_mode() != callscope::rt::UnwindMode::kOff, 0) &&
+      !callscope::format::alloc_op_frees(static_cast<uint8_t>(op)) && callscope_rt_memory_path) {
+    tell_unwound(op, p, size);
+    return;
+  }
+  callscope_rt_memory(static_cast<unsigned>(op), p, size);
 }
 
 CALLSCOPE_NOINSTR inline void told_alloc(fmt_op op, const void* p, size_t size) {
@@ -461,12 +484,20 @@ CALLSCOPE_DELETE(_ZdlPvSt11align_val_tRKSt9nothrow_t, kDlAlignNothrow, fmt_op::k
 CALLSCOPE_DELETE(_ZdaPvSt11align_val_tRKSt9nothrow_t, kDaAlignNothrow, fmt_op::kDeleteArray, void* p, size_t a,
                  const void* tag)
 
+// The runtime asks, when it sets up the process: are the frames unwound
+// here (it then ignores hooks, and says so in the trace)?
+CALLSCOPE_MEM_EXPORT int callscope_mem_unwind_mode() {
+  callscope::rt::unwind_configure();
+  return static_cast<int>(callscope::rt::unwind_mode());
+}
+
 namespace {
 
 // Everything found at load time, before any thread of the program runs: a
 // first operator new later must not take the loader's lock (a dlopen's
 // constructor waiting on that thread would deadlock).
 __attribute__((constructor(101))) CALLSCOPE_NOINSTR void mem_constructor() {
+  callscope::rt::unwind_configure();
   (void)resolved();
   resolve_new();
 }

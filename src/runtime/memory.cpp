@@ -23,8 +23,8 @@ bool g_memory = false;  // record --memory (CALLSCOPE_MEMORY=1): the API below r
 
 namespace {
 
-CALLSCOPE_NOINSTR inline void emit_memory(ThreadState* t, uint8_t op, uint64_t ptr, uint64_t size) {
-  const uint64_t tick = now_tick();
+CALLSCOPE_NOINSTR inline void emit_memory(ThreadState* t, uint8_t op, uint64_t ptr, uint64_t size,
+                                          uint64_t tick = now_tick()) {
   const uint64_t w1 = (ptr & fmt::kRawAddrMask) | (uint64_t{op} << 56);
   if (fmt::alloc_op_frees(op)) {
     emit2(t, fmt::RawKind::kFree, tick, w1);
@@ -72,6 +72,48 @@ CALLSCOPE_NOINSTR inline void memory_event(uint8_t op, uint64_t ptr, uint64_t si
     memory_slow(t, op, ptr, size, tag);
     errno = saved_errno;
   }
+}
+
+// record --unwind: the shadow stack made the allocation's unwound path
+// (innermost first). A frame is the same as the one open at its depth when
+// its function and the call site in its caller are: the frames above the
+// first that differs are closed (kExit), the new ones entered (kEntry, stack
+// pointer unknown), all at this tick. So the stream has the frames the
+// allocations were made in, as if hooks had told them; only their counts
+// and times are not the program's (the trace says so: kRawModeUnwound).
+CALLSCOPE_NOINSTR void sync_unwound(ThreadState* t, const uint64_t* fns, const uint64_t* sites, uint32_t n,
+                                    uint64_t now) {
+  if (t->overflow) return;  // not with hooks' frames past the capacity (a program's own hooks)
+  if (n > kStackCapacity) n = kStackCapacity;
+  // Frame d (outermost 0) is fns[n-1-d], called from sites[n-d] (d > 0).
+  auto key_at = [&](uint32_t d) -> uint64_t { return d ? sites[n - d] : 0; };
+  uint32_t same = 0;
+  while (same < n && same < t->depth && t->stack[same].fn == fns[n - 1 - same] && t->stack[same].key == key_at(same))
+    ++same;
+  while (t->depth > same) {
+    emit1(t, fmt::RawKind::kExit, now);
+    --t->depth;
+  }
+  for (uint32_t d = same; d < n; ++d) {
+    emit_entry(t, fmt::RawKind::kEntry, now, fns[n - 1 - d], 0);
+    t->stack[t->depth] = Frame{fns[n - 1 - d], 0, now, key_at(d)};
+    ++t->depth;
+  }
+}
+
+CALLSCOPE_NOINSTR __attribute__((noinline)) void memory_path_slow(ThreadState* t, uint8_t op, uint64_t ptr,
+                                                                  uint64_t size, const uint64_t* fns,
+                                                                  const uint64_t* sites, uint32_t n) {
+  if (t->in_hook) return;
+  if (!process_ready()) return;
+  if (!slow_gate_enter(t)) return;
+  if (t->status == kActive) {
+    const uint64_t now = now_tick();
+    sync_unwound(t, fns, sites, n, now);
+    emit_memory(t, op, ptr, size, now);
+  }
+  signal_fence();
+  t->in_hook = 0;
 }
 
 // Tags are interned: the same text, the same id, for the life of the
@@ -183,6 +225,25 @@ using namespace callscope::rt;
 // op: a format::AllocOp; size: the block's (allocations only).
 CALLSCOPE_EXPORT void callscope_rt_memory(unsigned op, const void* ptr, unsigned long size) {
   memory_event(static_cast<uint8_t>(op), reinterpret_cast<uint64_t>(ptr), size, false);
+}
+
+// An allocation with its unwound path (libcallscope-mem.so under --unwind).
+CALLSCOPE_EXPORT void callscope_rt_memory_path(unsigned op, const void* ptr, unsigned long size, const uint64_t* fns,
+                                               const uint64_t* sites, unsigned n) {
+  ThreadState* t = current_thread();
+  if (CALLSCOPE_LIKELY(t->gate == kGateOpen)) {
+    t->in_hook = 1;
+    signal_fence();
+    const uint64_t now = now_tick();
+    sync_unwound(t, fns, sites, n, now);
+    emit_memory(t, static_cast<uint8_t>(op), reinterpret_cast<uint64_t>(ptr), size, now);
+    signal_fence();
+    t->in_hook = 0;
+  } else {
+    const int saved_errno = errno;
+    memory_path_slow(t, static_cast<uint8_t>(op), reinterpret_cast<uint64_t>(ptr), size, fns, sites, n);
+    errno = saved_errno;
+  }
 }
 
 // ---- the public API of memory (include/callscope/callscope.h) ------------------

@@ -526,6 +526,11 @@ CALLSCOPE_NOINSTR bool open_prof_file(ThreadState* t) {
 
 // ---- configuration and thread lifecycle ------------------------------------
 
+}  // namespace callscope::rt
+// libcallscope-mem.so's, when record --memory preloads it (mem_unwind.h).
+extern "C" int callscope_mem_unwind_mode() __attribute__((weak));
+namespace callscope::rt {
+
 void engine_configure() {
   const char* mode = ::getenv("CALLSCOPE_MODE");
   g_profile_mode = mode && strcmp(mode, "profile") == 0;
@@ -539,6 +544,10 @@ void engine_configure() {
   g_engine = g_profile_mode || filtered;
   if (g_engine) hooks_use_engine();
   if (filtered) g_mode_flags |= fmt::kRawModeFiltered;
+  if (callscope_mem_unwind_mode && callscope_mem_unwind_mode() != 0) {
+    g_mode_flags |= fmt::kRawModeUnwound;  // the frames are libcallscope-mem.so's (mem_unwind.h)
+    if (!g_engine) hooks_ignore();
+  }
   if (env_true("CALLSCOPE_START_OFF")) {  // stopped from the beginning: threads start paused
     g_control = 0;
     g_switches = 1;

@@ -279,6 +279,7 @@ extern bool g_profile_mode;    // CALLSCOPE_MODE=profile
 void engine_configure();       // reads CALLSCOPE_*; once, at process init
 void engine_write_mode();      // the kMode meta record of this process
 void hooks_use_engine();       // hooks.cpp: the trampolines jump to the engine's hooks
+void hooks_ignore();           // hooks.cpp: ... to nothing (record --unwind)
 bool engine_thread_init(ThreadState* t);
 void engine_thread_exit(ThreadState* t);
 void engine_reset_after_fork(ThreadState* t);
@@ -380,7 +381,7 @@ CALLSCOPE_NOINSTR inline void emit_entry(ThreadState* t, fmt::RawKind kind, uint
   // Arithmetic shift, not division: sp is a multiple of kSpUnit (16).
   int64_t rel = static_cast<int64_t>(t->sp_base - sp) >> 4;
   if (CALLSCOPE_UNLIKELY(static_cast<uint64_t>(rel + 32767) > 65534)) {
-    if (t->nested) {
+    if (t->nested || sp == 0) {  // 0: not known (frames from unwinding)
       rel = kSpUnknown;
     } else {
       emit2(t, fmt::RawKind::kSpBase, tick, sp);

@@ -99,6 +99,13 @@ std::string fit_name(const std::string& name, size_t width) {
   return name.substr(0, offset_of(width - kEllipsis.size())) + std::string(kEllipsis);
 }
 
+std::string unwound_warning(const format::TraceReader& trace) {
+  if (!(trace.info().record.flags & format::kInfoUnwound)) return "";
+  return "the calls of this trace were unwound at allocations (record --memory of a program without "
+         "-finstrument-functions): their counts and times are not the program's; 'callscope memory' and "
+         "'report --metric alloc_bytes' read them right";
+}
+
 std::string loss_warning(const format::TraceReader& trace) {
   uint64_t lost = 0, threads = 0;
   std::vector<std::string> untraced;

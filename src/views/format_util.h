@@ -29,6 +29,10 @@ std::string format_realtime(uint64_t ns_since_epoch);  // "2026-11-20 23:40:01 U
 // threads, and what that means for the figures; "" otherwise. Every command
 // that reads events prints it ("callscope CMD: warning: ...").
 std::string loss_warning(const format::TraceReader& trace);
+// For a trace whose calls were unwound at allocations (kInfoUnwound): that
+// the views of calls count and time those frames, not the program's calls;
+// "" otherwise.
+std::string unwound_warning(const format::TraceReader& trace);
 // Why a thread could not be traced, from its errno: "No space left on
 // device (ENOSPC)".
 std::string describe_errno(int error);

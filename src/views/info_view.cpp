@@ -94,6 +94,10 @@ void print_info_text(const fmt::TraceReader& t, const std::vector<analysis::Stre
                  count_of(x.untraced, "thread", "threads").c_str());
   if (info.record.flags & fmt::kInfoNotInstrumented)
     std::fprintf(out, "note:       no instrumented function ran (compile with -finstrument-functions)\n");
+  if (info.record.flags & fmt::kInfoUnwound)
+    std::fprintf(out,
+                 "note:       calls unwound at allocations (record --memory --unwind): they say where memory "
+                 "was allocated, not how often functions ran or for how long\n");
 
   std::fprintf(out, "\nprocesses:\n  %7s %7s %-28s %8s %12s  %s\n", "PID", "PPID", "ENDED", "THREADS", "CALLS", "EXECUTABLE");
   for (size_t i = 0; i < t.processes().size(); ++i) {
@@ -271,6 +275,7 @@ nlohmann::json info_json(const fmt::TraceReader& t, const std::vector<analysis::
                             {"unloaded", (m.record.flags & fmt::kModuleUnloaded) != 0}});
   j["mode"] = t.is_profile() ? "profile" : "record";
   j["filtered"] = (info.record.flags & fmt::kInfoFiltered) != 0;
+  j["unwound"] = (info.record.flags & fmt::kInfoUnwound) != 0;
   j["snapshots"] = json::array();
   for (const auto& d : t.dumps())
     j["snapshots"].push_back({{"process_index", d.process_index},

@@ -101,6 +101,26 @@ std::map<std::string, std::map<std::string, uint64_t>> memory_rows(const std::st
   return rows;
 }
 
+// The memory fixture's figures by function, the same with hooks and unwound:
+// the workers' blocks all freed in churn(), make()'s freed elsewhere.
+void expect_memory_fixture_rows(const std::string& trace) {
+  auto rows = memory_rows(trace, {"--by", "function"});
+  EXPECT_EQ(rows["churn"]["allocs"], 2000u);
+  EXPECT_EQ(rows["churn"]["bytes"], 64000u);
+  EXPECT_EQ(rows["churn"]["transient"], 2000u);
+  EXPECT_EQ(rows["churn"]["leaked"], 0u);
+  EXPECT_EQ(rows["make"]["allocs"], 1u);
+  EXPECT_EQ(rows["make"]["transient_bytes"], 100u);  // freed in drop()
+  EXPECT_EQ(rows["main"]["leaked_bytes"] >= 128, true);  // the posix_memalign block
+}
+
+// memory_cpp's main: new[] of 100 bytes, an aligned new, a nothrow new[].
+void expect_main_news(const std::vector<MemEvent>& ev) {
+  EXPECT_EQ(count(ev, true, "operator new[]", 100, "main"), 1u);
+  EXPECT_EQ(count(ev, true, "operator new", 128, "main"), 1u);   // aligned
+  EXPECT_EQ(count(ev, true, "operator new[]", 48, "main"), 1u);  // nothrow
+}
+
 class MemoryTest : public ::testing::TestWithParam<std::string> {
  protected:
   TempDir dir_;
@@ -144,14 +164,7 @@ TEST_P(MemoryTest, EveryAllocationOfTheCFamilyWhereItHappened) {
   ASSERT_EQ(mem.exit_code, 0) << mem.err;
   EXPECT_EQ(mem.out.find("mismatched"), std::string::npos) << mem.out;
   EXPECT_NE(mem.out.find("leaked: "), std::string::npos) << mem.out;
-  auto rows = memory_rows(trace, {"--by", "function"});
-  EXPECT_EQ(rows["churn"]["allocs"], 2000u);
-  EXPECT_EQ(rows["churn"]["bytes"], 64000u);
-  EXPECT_EQ(rows["churn"]["transient"], 2000u);
-  EXPECT_EQ(rows["churn"]["leaked"], 0u);
-  EXPECT_EQ(rows["make"]["allocs"], 1u);
-  EXPECT_EQ(rows["make"]["transient_bytes"], 100u);  // freed in drop()
-  EXPECT_EQ(rows["main"]["leaked_bytes"] >= 128, true);  // the posix_memalign block
+  expect_memory_fixture_rows(trace);
 }
 
 TEST_P(MemoryTest, EveryFormOfNewAndDeleteAndBlocksFreedElsewhere) {
@@ -161,9 +174,7 @@ TEST_P(MemoryTest, EveryFormOfNewAndDeleteAndBlocksFreedElsewhere) {
   EXPECT_NE(r.out.find("caught: thrown on purpose"), std::string::npos) << r.out;
   const auto ev = memory_events(trace);
   EXPECT_EQ(count(ev, true, "operator new", 4, "one()"), 1u);
-  EXPECT_EQ(count(ev, true, "operator new[]", 100, "main"), 1u);
-  EXPECT_EQ(count(ev, true, "operator new", 128, "main"), 1u);  // aligned
-  EXPECT_EQ(count(ev, true, "operator new[]", 48, "main"), 1u);  // nothrow
+  expect_main_news(ev);
   EXPECT_GE(count(ev, false, "operator delete[]"), 2u);
   EXPECT_GE(count(ev, false, "operator delete"), 3u);
   // The exception's object, allocated inside thrower().
@@ -349,6 +360,76 @@ TEST_P(MemoryTest, ResidentSetByModule) {
   EXPECT_NE(alone.err.find("--rss-interval requires --memory"), std::string::npos) << alone.err;
 }
 
+// A program built without -finstrument-functions: each allocation's path is
+// unwound (DWARF CFI by default; frame pointers with --unwind fp on a build
+// that keeps them). The same exact counts per function and thread as with
+// hooks; the trace says its calls were unwound.
+TEST_P(MemoryTest, WithoutHooksPathsAreUnwound) {
+  for (const char* mode : {"auto", "fp"}) {
+    SCOPED_TRACE(mode);
+    const std::string trace = dir_.file(std::string("u-") + mode + ".trace");
+    const std::string program = fixture(GetParam(), mode == std::string("fp") ? "memory_fp" : "memory_unhooked");
+    RunResult r = callscope({"record", "--memory", "--unwind", mode, "-o", trace, "--", program});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("comes from unwinding the stack"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("unwound frames in 3 threads"), std::string::npos) << r.err;
+    const auto ev = memory_events(trace);
+    EXPECT_EQ(count(ev, true, "malloc", 100, "make"), 1u);
+    EXPECT_EQ(count(ev, true, "malloc", 32, "churn"), 2000u);
+    std::map<uint32_t, size_t> by_thread;
+    for (const MemEvent& e : ev)
+      if (e.alloc && e.size == 32 && e.in == "churn") ++by_thread[e.thread];
+    ASSERT_EQ(by_thread.size(), 2u);
+    for (const auto& [thread, n] : by_thread) EXPECT_EQ(n, 1000u) << "thread " << thread;
+    expect_memory_fixture_rows(trace);
+    // The path: main called make, the workers' start routine churn.
+    RunResult tree = callscope({"memory", trace, "--by", "path", "--threshold", "0"});
+    ASSERT_EQ(tree.exit_code, 0) << tree.err;
+    EXPECT_NE(tree.out.find("main\n"), std::string::npos) << tree.out;
+    const size_t main_at = tree.out.find(" main\n"), make_at = tree.out.find(" make\n");
+    ASSERT_NE(make_at, std::string::npos) << tree.out;
+    EXPECT_LT(main_at, make_at);
+    EXPECT_NE(tree.out.find(" churn\n"), std::string::npos) << tree.out;
+    RunResult info = callscope({"info", trace});
+    EXPECT_NE(info.out.find("calls unwound at allocations"), std::string::npos) << info.out;
+    RunResult report = callscope({"report", trace});
+    EXPECT_EQ(report.exit_code, 0) << report.err;
+    EXPECT_NE(report.err.find("were unwound at allocations"), std::string::npos) << report.err;
+    RunResult stack = callscope({"report", "--stack", trace});
+    EXPECT_EQ(stack.exit_code, 1);
+    EXPECT_NE(stack.err.find("--stack needs the stack pointer of every call"), std::string::npos) << stack.err;
+  }
+  // C++: every new and its exception's object, with the frames of C++ code.
+  const std::string cpp = dir_.file("ucpp.trace");
+  RunResult r = callscope({"record", "--memory", "-o", cpp, "--", fixture(GetParam(), "memory_cpp_unhooked")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("caught: thrown on purpose"), std::string::npos) << r.out;
+  const auto ev = memory_events(cpp);
+  expect_main_news(ev);
+  size_t thrown = 0;
+  for (const MemEvent& e : ev) thrown += e.alloc && e.in.find("__cxa_allocate_exception") != std::string::npos;
+  EXPECT_EQ(thrown, 1u);
+}
+
+// A program with hooks keeps them unless told: --unwind dwarf then unwinds
+// anyway (the hooks are ignored), --unwind off on a program without hooks
+// records allocations without paths.
+TEST_P(MemoryTest, UnwindChosenByHand) {
+  const std::string trace = dir_.file("d.trace");
+  RunResult r = callscope({"record", "--memory", "--unwind", "dwarf", "-o", trace, "--", fixture(GetParam(), "memory")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto rows = memory_rows(trace, {"--by", "function"});
+  EXPECT_EQ(rows["churn"]["allocs"], 2000u);
+  RunResult info = callscope({"info", trace});
+  EXPECT_NE(info.out.find("calls unwound at allocations"), std::string::npos) << info.out;
+  const std::string off = dir_.file("off.trace");
+  r = callscope({"record", "--memory", "--unwind", "off", "-o", off, "--", fixture(GetParam(), "memory_unhooked")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("has no -finstrument-functions hooks; running it anyway"), std::string::npos) << r.err;
+  rows = memory_rows(off, {"--by", "function"});
+  EXPECT_EQ(rows.count("churn"), 0u);
+}
+
 TEST(MemoryErrorTest, RefusesWhatItCannotRecord) {
   TempDir dir;
   RunResult plain = callscope({"record", "-o", dir.file("n.trace"), "--", "true"});
@@ -370,6 +451,13 @@ TEST(MemoryErrorTest, RefusesWhatItCannotRecord) {
       callscope({"record", "--memory", "--exclude", "std::*", "-o", dir.file("f.trace"), "--", "true"});
   EXPECT_NE(filtered.exit_code, 0);
   EXPECT_NE(filtered.err.find("--memory does not work with filters yet"), std::string::npos) << filtered.err;
+  RunResult unwind_alone = callscope({"record", "--unwind", "dwarf", "-o", dir.file("w.trace"), "--", "true"});
+  EXPECT_NE(unwind_alone.exit_code, 0);
+  EXPECT_NE(unwind_alone.err.find("--unwind requires --memory"), std::string::npos) << unwind_alone.err;
+  RunResult bad = callscope({"record", "--memory", "--unwind", "lbr", "-o", dir.file("b.trace"), "--", "true"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("--unwind"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("lbr"), std::string::npos) << bad.err;
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, MemoryTest, ::testing::ValuesIn(variants()), VariantName());
