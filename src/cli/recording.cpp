@@ -184,8 +184,14 @@ Result<std::unique_ptr<Recording>> Recording::start(const RecordOptions& o, cons
   else if (!hooked)
     std::fprintf(stderr,
                  "callscope %s: '%s' has no -finstrument-functions hooks: each allocation's call path "
-                 "comes from unwinding the stack (%s); the trace's calls are those paths, not counted calls\n",
+                 "comes from unwinding the stack (%s); the trace's calls are those paths, not counted calls "
+                 "(the hooks of instrumented libraries it loads are ignored: --unwind off keeps them)\n",
                  who, program.c_str(), unwind == "fp" ? "frame pointers" : "DWARF CFI");
+  else if (hooked && o.memory && (unwind == "dwarf" || unwind == "fp"))
+    std::fprintf(stderr,
+                 "callscope %s: --unwind %s: each allocation's call path comes from unwinding the stack, and "
+                 "the -finstrument-functions hooks are ignored\n",
+                 who, unwind.c_str());
   else if (hooked && o.memory && unwind == "auto" && instrumentation_of(program) == Instrumentation::kUnknown)
     std::fprintf(stderr,
                  "callscope %s: '%s' is not an ELF executable: each program it runs has its allocations' "

@@ -140,9 +140,13 @@ CALLSCOPE_NOINSTR bool resolved() {
 // --unwind): the walk's own allocations, if any, are ours.
 CALLSCOPE_NOINSTR __attribute__((noinline)) void tell_unwound(fmt_op op, const void* p, size_t size) {
   uint64_t fns[callscope::rt::kMaxUnwoundFrames], sites[callscope::rt::kMaxUnwoundFrames];
+  // The walk may set errno (libunwind's probe of memory through a pipe,
+  // pthread_getattr_np's reads); a failed realloc's caller reads it.
+  const int saved_errno = errno;
   ++t_quiet;
   const uint32_t n = callscope::rt::unwind_here(fns, sites);
   --t_quiet;
+  errno = saved_errno;
   callscope_rt_memory_path(static_cast<unsigned>(op), p, size, fns, sites, n);
 }
 

@@ -177,8 +177,8 @@ CALLSCOPE_NOINSTR void unwind_configure() {
   if (strcmp(v, "dwarf") == 0) g_mode = UnwindMode::kDwarf;
   else if (strcmp(v, "fp") == 0) g_mode = UnwindMode::kFramePointers;
   else if (strcmp(v, "auto") == 0 && !executable_has_hooks()) g_mode = UnwindMode::kDwarf;
-  if (g_mode != UnwindMode::kOff)
-    dl_iterate_phdr(find_self, reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(&unwind_here)));
+  if (g_mode == UnwindMode::kOff) return;
+  dl_iterate_phdr(find_self, reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(&unwind_here)));
 }
 
 CALLSCOPE_NOINSTR UnwindMode unwind_mode() { return g_mode; }
