@@ -42,38 +42,6 @@ CALLSCOPE_NOINSTR inline void emit_memory(ThreadState* t, uint8_t op, uint64_t p
 // A tag's push (its id) or pop (kRawTagPop).
 CALLSCOPE_NOINSTR inline void emit_tag(ThreadState* t, uint64_t w1) { emit2(t, fmt::RawKind::kTag, now_tick(), w1); }
 
-CALLSCOPE_NOINSTR __attribute__((noinline)) void memory_slow(ThreadState* t, uint8_t op, uint64_t ptr,
-                                                             uint64_t size, bool tag) {
-  if (t->in_hook) return;  // the runtime's own, or a signal handler's inside a hook
-  if (!process_ready()) return;
-  if (!slow_gate_enter(t)) return;
-  if (t->status == kActive) {
-    if (tag) emit_tag(t, ptr);
-    else emit_memory(t, op, ptr, size);
-  }
-  signal_fence();
-  t->in_hook = 0;
-}
-
-// One event of the calling thread: a memory event, or a tag's (tag: ptr is w1).
-CALLSCOPE_NOINSTR inline void memory_event(uint8_t op, uint64_t ptr, uint64_t size, bool tag) {
-  ThreadState* t = current_thread();
-  if (CALLSCOPE_LIKELY(t->gate == kGateOpen)) {
-    t->in_hook = 1;
-    signal_fence();
-    if (tag) emit_tag(t, ptr);
-    else emit_memory(t, op, ptr, size);
-    signal_fence();
-    t->in_hook = 0;
-  } else {
-    // Thread set-up and chunk switches may set errno; malloc's callers may
-    // look at it after.
-    const int saved_errno = errno;
-    memory_slow(t, op, ptr, size, tag);
-    errno = saved_errno;
-  }
-}
-
 // record --unwind: the shadow stack made the allocation's unwound path
 // (innermost first). A frame is the same as the one open at its depth when
 // its function and the call site in its caller are: the frames above the
@@ -101,19 +69,56 @@ CALLSCOPE_NOINSTR void sync_unwound(ThreadState* t, const uint64_t* fns, const u
   }
 }
 
-CALLSCOPE_NOINSTR __attribute__((noinline)) void memory_path_slow(ThreadState* t, uint8_t op, uint64_t ptr,
-                                                                  uint64_t size, const uint64_t* fns,
-                                                                  const uint64_t* sites, uint32_t n) {
-  if (t->in_hook) return;
+// An allocation's unwound path (record --unwind), innermost frame first.
+struct UnwoundPath {
+  const uint64_t* fns;
+  const uint64_t* sites;
+  uint32_t n;
+};
+
+// The event itself, inside the gate: a tag's (ptr is w1), or a memory event
+// after the frames of its unwound path, when it has one.
+CALLSCOPE_NOINSTR inline void write_event(ThreadState* t, uint8_t op, uint64_t ptr, uint64_t size, bool tag,
+                                          const UnwoundPath* path) {
+  if (tag) {
+    emit_tag(t, ptr);
+  } else if (path) {
+    const uint64_t now = now_tick();
+    sync_unwound(t, path->fns, path->sites, path->n, now);
+    emit_memory(t, op, ptr, size, now);
+  } else {
+    emit_memory(t, op, ptr, size);
+  }
+}
+
+CALLSCOPE_NOINSTR __attribute__((noinline)) void memory_slow(ThreadState* t, uint8_t op, uint64_t ptr,
+                                                             uint64_t size, bool tag, const UnwoundPath* path) {
+  if (t->in_hook) return;  // the runtime's own, or a signal handler's inside a hook
   if (!process_ready()) return;
   if (!slow_gate_enter(t)) return;
-  if (t->status == kActive) {
-    const uint64_t now = now_tick();
-    sync_unwound(t, fns, sites, n, now);
-    emit_memory(t, op, ptr, size, now);
-  }
+  if (t->status == kActive) write_event(t, op, ptr, size, tag, path);
   signal_fence();
   t->in_hook = 0;
+}
+
+// One event of the calling thread: a memory event (with its unwound path,
+// if any), or a tag's (tag: ptr is w1).
+CALLSCOPE_NOINSTR inline void memory_event(uint8_t op, uint64_t ptr, uint64_t size, bool tag,
+                                           const UnwoundPath* path = nullptr) {
+  ThreadState* t = current_thread();
+  if (CALLSCOPE_LIKELY(t->gate == kGateOpen)) {
+    t->in_hook = 1;
+    signal_fence();
+    write_event(t, op, ptr, size, tag, path);
+    signal_fence();
+    t->in_hook = 0;
+  } else {
+    // Thread set-up and chunk switches may set errno; malloc's callers may
+    // look at it after.
+    const int saved_errno = errno;
+    memory_slow(t, op, ptr, size, tag, path);
+    errno = saved_errno;
+  }
 }
 
 // Tags are interned: the same text, the same id, for the life of the
@@ -230,20 +235,8 @@ CALLSCOPE_EXPORT void callscope_rt_memory(unsigned op, const void* ptr, unsigned
 // An allocation with its unwound path (libcallscope-mem.so under --unwind).
 CALLSCOPE_EXPORT void callscope_rt_memory_path(unsigned op, const void* ptr, unsigned long size, const uint64_t* fns,
                                                const uint64_t* sites, unsigned n) {
-  ThreadState* t = current_thread();
-  if (CALLSCOPE_LIKELY(t->gate == kGateOpen)) {
-    t->in_hook = 1;
-    signal_fence();
-    const uint64_t now = now_tick();
-    sync_unwound(t, fns, sites, n, now);
-    emit_memory(t, static_cast<uint8_t>(op), reinterpret_cast<uint64_t>(ptr), size, now);
-    signal_fence();
-    t->in_hook = 0;
-  } else {
-    const int saved_errno = errno;
-    memory_path_slow(t, static_cast<uint8_t>(op), reinterpret_cast<uint64_t>(ptr), size, fns, sites, n);
-    errno = saved_errno;
-  }
+  const UnwoundPath path{fns, sites, n};
+  memory_event(static_cast<uint8_t>(op), reinterpret_cast<uint64_t>(ptr), size, false, &path);
 }
 
 // ---- the public API of memory (include/callscope/callscope.h) ------------------
