@@ -160,6 +160,39 @@ bool all_digits(const std::string& s) {
   return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
 }
 
+// build_profile inside a window: event by event through an EventWindow (the
+// fast column path has no stack pointers or depths to rebuild frames from).
+Result<Profile> build_profile_in(format::TraceReader& trace, const std::vector<uint32_t>& threads,
+                                 const Resolver& resolve, TickWindow window) {
+  Profile p;
+  const format::ModuleMap modules(trace.modules());
+  for (uint32_t ti : threads) {
+    CallTree raw;
+    CallTreeBuilder b(raw);
+    EventWindow w(window);
+    uint64_t events = 0;
+    const uint32_t process = trace.threads()[ti].record.process_index;
+    ReloadKeys reload(modules, process);
+    const bool reused = modules.has_reuse(process);
+    auto st = trace.for_each_event_batch(ti, [&](const format::TraceEvent* ev, size_t n) {
+      for (size_t i = 0; i < n; ++i) {
+        format::TraceEvent e = ev[i];  // keyed at the time of the call, before the window moves it
+        if (reused && format::is_entry(e.kind) && modules.reused(process, e.addr)) e.addr = reload.key(e.addr, e.tick);
+        const bool more = w.feed(e, [&](const format::TraceEvent& in) {
+          ++events;
+          b.on_event(in);
+        });
+        if (!more) return false;
+      }
+      return true;
+    });
+    if (!st) return st.error().context("thread " + std::to_string(ti));
+    b.finish();
+    keep(p, ti, process, raw, b, events, resolve, &reload);
+  }
+  return p;
+}
+
 }  // namespace
 
 Result<std::vector<uint32_t>> select_threads(const format::TraceReader& trace, const std::vector<std::string>& specs) {
@@ -190,7 +223,8 @@ Result<std::vector<uint32_t>> select_threads(const format::TraceReader& trace, c
 }
 
 Result<Profile> build_profile(format::TraceReader& trace, const std::vector<uint32_t>& threads,
-                              const Resolver& resolve) {
+                              const Resolver& resolve, TickWindow window) {
+  if (!window.all()) return build_profile_in(trace, threads, resolve, window);
   Profile p;
   const format::ModuleMap modules(trace.modules());
   for (uint32_t ti : threads) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "analysis/call_tree.h"
+#include "analysis/window.h"
 #include "common/result.h"
 #include "format/trace_reader.h"
 
@@ -51,8 +52,9 @@ Result<std::vector<uint32_t>> select_threads(const format::TraceReader& trace, c
 // Reads the events of `threads` and builds their trees. Calls at an address
 // that several modules held over time are told apart by the module loaded at
 // the time of the call (format/module_map.h), each resolved with that time.
+// With a window, only what happened inside it (analysis/window.h).
 Result<Profile> build_profile(format::TraceReader& trace, const std::vector<uint32_t>& threads,
-                              const Resolver& resolve);
+                              const Resolver& resolve, TickWindow window = {});
 
 // Profile-mode traces: the trees of `threads` in the snapshots `dumps`
 // (indexes into TraceReader::dumps()); a thread found in several (two
