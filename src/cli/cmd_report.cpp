@@ -14,6 +14,7 @@
 #include "analysis/report_model.h"
 #include "cli/command.h"
 #include "cli/options.h"
+#include "cli/view_input.h"
 #include "common/glob.h"
 #include "common/config.h"
 #include "format/trace_reader.h"
@@ -27,16 +28,6 @@
 
 namespace callscope::cli {
 namespace {
-
-// Source locations when the symbolizer provides them (a newer Symbol has
-// `file` and `line`); written as a template so that either version compiles.
-template <class S>
-void add_location(const S& s, analysis::FunctionInfo& f) {
-  if constexpr (requires { s.file; s.line; }) {
-    f.file = s.file;
-    f.line = s.line > 0 ? static_cast<uint32_t>(s.line) : 0;
-  }
-}
 
 struct Opts {
   std::string trace;
@@ -66,21 +57,6 @@ struct Opts {
   // Options given that --diff does not take ("--tree"), for its message.
   std::vector<std::string> not_for_diff;
 };
-
-// Snapshot K (1-based) of a profile-mode trace, or the final states.
-Result<std::vector<uint32_t>> pick_dumps(const format::TraceReader& t, uint32_t k) {
-  if (!t.is_profile()) {
-    if (k) return Error("--dump needs a profile-mode trace ('callscope record --mode=profile'); '" + t.path() +
-                        "' holds every call, not snapshots");
-    return std::vector<uint32_t>{};
-  }
-  if (k == 0) return analysis::final_dumps(t);
-  if (k > t.dumps().size())
-    return Error("no snapshot " + std::to_string(k) + " in '" + t.path() + "': it has " +
-                 std::to_string(t.dumps().size()) + " (1 to " + std::to_string(t.dumps().size()) +
-                 "; 'callscope info' lists them)");
-  return std::vector<uint32_t>{k - 1};
-}
 
 Result<analysis::Profile> load_profile(format::TraceReader& t, const std::vector<uint32_t>& threads, uint32_t dump,
                                        const analysis::Resolver& resolve) {
@@ -119,10 +95,7 @@ Result<DiffSide> diff_side(const std::string& spec, const Opts& o) {
     return Error("--diff " + spec + ": '" + path + "' holds every call, not snapshots; compare two traces instead");
   CALLSCOPE_TRY(std::vector<uint32_t> threads, analysis::select_threads(t, o.threads));
   symbolize::Symbolizer sym(t, {!o.no_demangle});
-  const analysis::Resolver resolve = [&](uint32_t process, uint64_t addr, uint64_t tick) {
-    const symbolize::Symbol& s = tick == analysis::kNoTick ? sym.lookup(process, addr) : sym.lookup(process, addr, tick);
-    return analysis::FunctionInfo{s.display(), s.module, "", 0};
-  };
+  const analysis::Resolver resolve = symbol_resolver(sym);
   CALLSCOPE_TRY(analysis::Profile profile, load_profile(t, threads, dump, resolve));
   side.flat = analysis::flat_ns(profile, 1.0 / t.header().ticks_per_ns);
   if (dump) {
@@ -292,12 +265,7 @@ Result<int> run(const Opts& o) {
     for (const std::string& p : t.problems()) std::fprintf(stderr, "callscope report: damaged trace: %s\n", p.c_str());
     return t.problems().empty() ? 0 : 1;
   }
-  const analysis::Resolver resolve = [&](uint32_t process, uint64_t addr, uint64_t tick) {
-    const symbolize::Symbol& s = tick == analysis::kNoTick ? sym.lookup(process, addr) : sym.lookup(process, addr, tick);
-    analysis::FunctionInfo f{s.display(), s.module, "", 0};
-    add_location(s, f);
-    return f;
-  };
+  const analysis::Resolver resolve = symbol_resolver(sym);
   CALLSCOPE_TRY(analysis::Profile profile, load_profile(t, threads, o.dump, resolve));
   CALLSCOPE_CHECK(apply_busy_options(t, profile, o));
 

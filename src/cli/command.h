@@ -43,5 +43,6 @@ Command replay_command();
 Command ctl_command();
 Command config_command();
 Command query_command();
+Command export_command();
 
 }  // namespace callscope::cli

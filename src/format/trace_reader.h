@@ -93,6 +93,12 @@ class TraceReader {
   const FileHeader& header() const { return header_; }
   const TraceInfo& info() const { return info_; }
   const std::vector<ProcessInfo>& processes() const { return processes_; }
+  // Process `index`; an empty one (pid 0, no exe) when a damaged trace lost
+  // its record.
+  const ProcessInfo& process(uint32_t index) const {
+    static const ProcessInfo kUnknown{};
+    return index < processes_.size() ? processes_[index] : kUnknown;
+  }
   const std::vector<ModuleInfo>& modules() const { return modules_; }
   const std::vector<ThreadInfo>& threads() const { return threads_; }
   const std::vector<BlockRef>& blocks() const { return blocks_; }

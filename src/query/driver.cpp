@@ -170,7 +170,7 @@ struct Driver::Impl {
       const symbolize::Symbol& s = sym.lookup(process, addr, tick);
       const std::string name = s.function.empty() ? s.display() : s.function;
       bool main = false;
-      const std::string& exe = trace.processes()[process].exe;
+      const std::string& exe = trace.process(process).exe;
       if (!s.module.empty() && !exe.empty()) main = exe.substr(exe.rfind('/') + 1) == s.module;
       fn = catalog.add_function(process, addr, s.module, name, main);
       const PidFunction& f = catalog.functions()[*fn];
@@ -467,7 +467,7 @@ struct Driver::Impl {
         f = context(threads[m.thread], p, tick);
       } else {
         f = outside(p, tick);
-        const auto& proc = trace.processes()[m.process];
+        const auto& proc = trace.process(m.process);
         f.process = m.process;
         f.pid = proc.record.pid;
         f.ppid = proc.record.ppid;

@@ -59,7 +59,7 @@ Status print_dump(fmt::TraceReader& t, symbolize::Symbolizer& sym, const DumpOpt
   for (uint32_t ti : selected(t, o)) {
     const auto& th = t.threads()[ti];
     const uint32_t proc = th.record.process_index;
-    const uint32_t pid = proc < t.processes().size() ? t.processes()[proc].record.pid : 0;
+    const uint32_t pid = t.process(proc).record.pid;
     std::fprintf(out, "thread %u: pid %u tid %u \"%s\", %llu events\n", ti, pid, th.record.tid,
                  terminal_safe(th.name).c_str(),
                  static_cast<unsigned long long>(th.record.events));

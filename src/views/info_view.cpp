@@ -53,7 +53,7 @@ const char* dump_reason(uint32_t r) {
 }
 
 uint32_t pid_of(const fmt::TraceReader& t, uint32_t process_index) {
-  return process_index < t.processes().size() ? t.processes()[process_index].record.pid : 0;
+  return t.process(process_index).record.pid;
 }
 
 }  // namespace
@@ -120,7 +120,7 @@ void print_info_text(const fmt::TraceReader& t, const std::vector<analysis::Stre
                "LOST", "DURATION");
   for (size_t i = 0; i < t.threads().size(); ++i) {
     const auto& th = t.threads()[i];
-    const uint32_t pid = th.record.process_index < t.processes().size() ? t.processes()[th.record.process_index].record.pid : 0;
+    const uint32_t pid = t.process(th.record.process_index).record.pid;
     const uint64_t dur = th.record.end_tick > th.record.start_tick ? th.record.end_tick - th.record.start_tick : 0;
     std::fprintf(out, "  %5zu %7u %7u %-16s %12llu %12llu %8llu %12s\n", i, pid, th.record.tid,
                  terminal_safe(th.name).c_str(),
@@ -176,7 +176,7 @@ void print_info_text(const fmt::TraceReader& t, const std::vector<analysis::Stre
 
   std::fprintf(out, "\nmodules:\n  %7s %-33s %-40s %s\n", "PID", "ADDRESSES", "BUILD-ID", "PATH");
   for (const auto& m : t.modules()) {
-    const uint32_t pid = m.record.process_index < t.processes().size() ? t.processes()[m.record.process_index].record.pid : 0;
+    const uint32_t pid = t.process(m.record.process_index).record.pid;
     std::string range = format_hex(m.record.low) + "-" + format_hex(m.record.high);
     std::string path = terminal_safe(m.path);
     if (m.record.flags & fmt::kModuleUnloaded) path += "  (unloaded)";

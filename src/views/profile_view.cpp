@@ -44,7 +44,7 @@ std::string thread_title(const fmt::TraceReader& t, const an::Profile& p, const 
   }
   const fmt::ThreadInfo& th = t.threads()[*s.thread];
   const uint32_t proc = th.record.process_index;
-  const uint32_t pid = proc < t.processes().size() ? t.processes()[proc].record.pid : 0;
+  const uint32_t pid = t.process(proc).record.pid;
   return "thread " + std::to_string(*s.thread) + ": pid " + std::to_string(pid) + " tid " +
          std::to_string(th.record.tid) + " \"" + terminal_safe(th.name) + "\"";
 }
@@ -82,7 +82,7 @@ json thread_json(const fmt::TraceReader& t, const Section& s) {
   const fmt::ThreadInfo& th = t.threads()[*s.thread];
   const uint32_t proc = th.record.process_index;
   return json{{"index", *s.thread},
-              {"pid", proc < t.processes().size() ? t.processes()[proc].record.pid : 0},
+              {"pid", t.process(proc).record.pid},
               {"tid", th.record.tid},
               {"name", th.name}};
 }

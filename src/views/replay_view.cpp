@@ -391,7 +391,7 @@ class Replayer {
 std::string thread_title(const fmt::TraceReader& t, uint32_t ti) {
   const auto& th = t.threads()[ti];
   const uint32_t proc = th.record.process_index;
-  const uint32_t pid = proc < t.processes().size() ? t.processes()[proc].record.pid : 0;
+  const uint32_t pid = t.process(proc).record.pid;
   return "thread " + std::to_string(ti) + ": pid " + std::to_string(pid) + " tid " + std::to_string(th.record.tid) +
          " \"" + th.name + "\"";
 }

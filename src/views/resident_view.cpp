@@ -57,7 +57,7 @@ Status print_resident(format::TraceReader& trace, const MemoryOptions& o, std::F
       row.rss.resize(p.ticks.size(), 0);
       row.pss.resize(p.ticks.size(), 0);
     }
-  auto pid_of = [&](uint32_t pi) { return pi < trace.processes().size() ? trace.processes()[pi].record.pid : 0; };
+  auto pid_of = [&](uint32_t pi) { return trace.process(pi).record.pid; };
   if (o.format == OutputFormat::kCsv) {
     std::fprintf(out, "pid,ns,reason,module,kind,rss_kb,pss_kb,path\n");
     for (const auto& [pi, p] : procs)

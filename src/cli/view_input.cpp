@@ -1,0 +1,184 @@
+#include "cli/view_input.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "cli/command.h"
+#include "cli/options.h"
+#include "common/glob.h"
+#include "format/trace_format.h"
+#include "views/format_util.h"
+#include "views/replay_view.h"
+
+namespace callscope::cli {
+
+void add_view_filters(CLI::App& app, ViewFilters& f) {
+  app.add_option("-F,--function", f.function_globs,
+                 "Only the call paths through functions whose name matches GLOB (repeatable: any of them)")
+      ->type_name("GLOB")
+      ->allow_extra_args(false);
+  app.add_option("-m,--module", f.module_globs,
+                 "Only the call paths through functions of modules whose file name matches GLOB (repeatable)")
+      ->type_name("GLOB")
+      ->allow_extra_args(false);
+  app.add_option("-t,--thread", f.threads,
+                 "Only this thread: its # in 'callscope info', or a glob on thread names (repeatable)")
+      ->type_name("N|GLOB")
+      ->allow_extra_args(false);
+  app.add_option("--from", f.from, "Only what happened from this time since the trace start on (1.5ms, 2s)")
+      ->type_name("TIME")
+      ->check(duration_check());
+  app.add_option("--to", f.to, "Only what happened up to this time since the trace start")
+      ->type_name("TIME")
+      ->check(duration_check());
+  app.add_option("--dump", f.dump,
+                 "Profile mode: snapshot K (1, 2, ...; 'callscope info' lists them) instead of the final state")
+      ->type_name("K")
+      ->check(snapshot_check());
+  app.add_flag("--no-demangle", f.no_demangle, "Show C++ names as the linker sees them");
+}
+
+analysis::Resolver symbol_resolver(symbolize::Symbolizer& sym) {
+  return [&sym](uint32_t process, uint64_t addr, uint64_t tick) {
+    const symbolize::Symbol& s = tick == analysis::kNoTick ? sym.lookup(process, addr) : sym.lookup(process, addr, tick);
+    return analysis::FunctionInfo{s.display(), s.module, s.file, s.line > 0 ? static_cast<uint32_t>(s.line) : 0};
+  };
+}
+
+Result<std::vector<uint32_t>> pick_dumps(const format::TraceReader& t, uint32_t k) {
+  if (!t.is_profile()) {
+    if (k) return Error("--dump needs a profile-mode trace ('callscope record --mode=profile'); '" + t.path() +
+                        "' holds every call, not snapshots");
+    return std::vector<uint32_t>{};
+  }
+  if (k == 0) return analysis::final_dumps(t);
+  if (k > t.dumps().size())
+    return Error("no snapshot " + std::to_string(k) + " in '" + t.path() + "': it has " +
+                 std::to_string(t.dumps().size()) + " (1 to " + std::to_string(t.dumps().size()) +
+                 "; 'callscope info' lists them)");
+  return std::vector<uint32_t>{k - 1};
+}
+
+Error nothing_wanted(const ViewFilters& f) {
+  if (f.module_globs.empty()) return Error("no function matches " + quoted_list(f.function_globs));
+  if (f.function_globs.empty()) return Error("no module matches " + quoted_list(f.module_globs));
+  return Error("no function matches " + quoted_list(f.function_globs) + " in a module matching " +
+               quoted_list(f.module_globs));
+}
+
+Result<ViewInput> open_view(const std::string& path, const ViewFilters& f) {
+  ViewInput in;
+  CALLSCOPE_TRY(in.trace, format::TraceReader::open(path));
+  format::TraceReader& t = *in.trace;
+  const bool windowed = !f.from.empty() || !f.to.empty();
+  if (windowed && t.is_profile())
+    return Error("--from/--to need a trace of every call: '" + path +
+                 "' holds call trees of profile mode (snapshots; --dump K picks one)");
+  if (f.dump && !t.is_profile()) CALLSCOPE_CHECK(pick_dumps(t, f.dump));
+  if (windowed) {
+    const double per_ns = t.header().ticks_per_ns;
+    if (!f.from.empty()) in.window.from = static_cast<uint64_t>(static_cast<double>(*views::parse_duration_ns(f.from)) * per_ns);
+    if (!f.to.empty()) in.window.to = static_cast<uint64_t>(static_cast<double>(*views::parse_duration_ns(f.to)) * per_ns);
+    if (in.window.from > in.window.to) return Error("--from " + f.from + " is after --to " + f.to);
+  }
+  CALLSCOPE_TRY(in.threads, analysis::select_threads(t, f.threads));
+  in.sym = std::make_unique<symbolize::Symbolizer>(t, symbolize::SymbolizerOptions{!f.no_demangle});
+  in.resolve = symbol_resolver(*in.sym);
+  if (!f.function_globs.empty() || !f.module_globs.empty()) {
+    in.wanted = [fg = f.function_globs, mg = f.module_globs](const analysis::FunctionInfo& fn) {
+      return (fg.empty() || glob_match_any(fg, fn.name)) && (mg.empty() || glob_match_any(mg, fn.module));
+    };
+  }
+  return in;
+}
+
+Result<analysis::Profile> load_view_profile(ViewInput& in, const ViewFilters& f) {
+  format::TraceReader& t = *in.trace;
+  analysis::Profile p;
+  if (t.is_profile()) {
+    CALLSCOPE_TRY(std::vector<uint32_t> dumps, pick_dumps(t, f.dump));
+    CALLSCOPE_TRY(p, analysis::build_profile_from_dumps(t, dumps, in.threads, in.resolve));
+  } else {
+    CALLSCOPE_TRY(p, analysis::build_profile(t, in.threads, in.resolve, in.window));
+  }
+  if (in.wanted) {
+    bool any = false;
+    for (const analysis::FunctionInfo& fn : p.functions) any = any || in.wanted(fn);
+    if (!any) return nothing_wanted(f);
+  }
+  return p;
+}
+
+int finish_view(const char* command, const ViewInput& in) {
+  for (const std::string& w : in.sym->warnings()) print_warning(command, w);
+  if (const std::string w = views::loss_warning(*in.trace); !w.empty()) print_warning(command, w);
+  if (const std::string w = views::unwound_warning(*in.trace); !w.empty()) print_warning(command, w);
+  for (const std::string& p : in.trace->problems())
+    std::fprintf(stderr, "callscope %s: damaged trace: %s\n", command, terminal_safe(p).c_str());
+  return in.trace->problems().empty() ? 0 : 1;
+}
+
+Result<std::unique_ptr<OutputFile>> OutputFile::open(const std::string& path, bool binary) {
+  std::unique_ptr<OutputFile> o(new OutputFile);
+  o->path_ = path;
+  if (path.empty() || path == "-") {
+    if (binary && isatty(STDOUT_FILENO))
+      return Error("this format is binary: give a file with -o FILE, or redirect the output");
+    o->f_ = stdout;
+    return o;
+  }
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) return Error("'" + path + "' is a directory: -o takes a file name");
+    if (S_ISREG(st.st_mode)) {
+      char magic[8] = {};
+      const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      const bool trace = fd >= 0 && ::read(fd, magic, sizeof magic) == sizeof magic &&
+                         std::memcmp(magic, format::kTraceMagic, sizeof magic) == 0;
+      if (fd >= 0) ::close(fd);
+      if (trace) return Error("'" + path + "' is a callscope trace: not overwritten (give another -o FILE)");
+    }
+  }
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+  std::string tmp = (slash == std::string::npos ? "" : path.substr(0, slash + 1)) + "." +
+                    path.substr(slash == std::string::npos ? 0 : slash + 1) + ".XXXXXX";
+  const int fd = ::mkstemp(tmp.data());
+  if (fd < 0) return Error("cannot write in '" + dir + "': " + views::describe_errno(errno));
+  ::fchmod(fd, 0644 & ~[] { const mode_t m = ::umask(0); ::umask(m); return m; }());
+  o->tmp_ = tmp;
+  o->f_ = ::fdopen(fd, "wb");
+  if (!o->f_) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    o->tmp_.clear();
+    return Error("cannot write '" + path + "'");
+  }
+  return o;
+}
+
+OutputFile::~OutputFile() {
+  if (f_ && f_ != stdout) std::fclose(f_);
+  if (!tmp_.empty() && !committed_) ::unlink(tmp_.c_str());
+}
+
+Status OutputFile::commit() {
+  if (f_ == stdout) {
+    if (std::fflush(stdout) != 0) return Error("cannot write to standard output: " + views::describe_errno(errno));
+    return ok_status();
+  }
+  const bool failed = std::ferror(f_) != 0;
+  const int rc = std::fclose(f_);
+  f_ = nullptr;
+  if (failed || rc != 0) return Error("cannot write '" + path_ + "': " + views::describe_errno(errno ? errno : EIO));
+  if (::rename(tmp_.c_str(), path_.c_str()) != 0)
+    return Error("cannot write '" + path_ + "': " + views::describe_errno(errno));
+  committed_ = true;
+  return ok_status();
+}
+
+}  // namespace callscope::cli

@@ -1,0 +1,86 @@
+// What the commands that draw or export a trace share with `report`: the
+// trace and its symbolizer, the threads chosen (-t), the time window
+// (--from/--to), the functions wanted (-F/-m: only the paths through them),
+// the snapshot of a profile-mode trace (--dump), and the file written (-o).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "analysis/report_model.h"
+#include "common/result.h"
+#include "format/trace_reader.h"
+#include "symbolize/symbolizer.h"
+
+namespace callscope::cli {
+
+struct ViewFilters {
+  std::vector<std::string> function_globs, module_globs, threads;
+  std::string from, to;  // durations since the trace start ("1.5ms")
+  uint32_t dump = 0;     // profile mode: snapshot K (1-based); 0: the final states
+  bool no_demangle = false;
+};
+
+// Declares -F, -m, -t, --from, --to, --dump and --no-demangle on `app`.
+void add_view_filters(CLI::App& app, ViewFilters& f);
+
+// The resolver of `report`: names (demangled unless asked not to), modules,
+// source file and line.
+analysis::Resolver symbol_resolver(symbolize::Symbolizer& sym);
+
+// Snapshot K (1-based) of a profile-mode trace, or the final states; an
+// error for K on a recording.
+Result<std::vector<uint32_t>> pick_dumps(const format::TraceReader& t, uint32_t k);
+
+struct ViewInput {
+  std::unique_ptr<format::TraceReader> trace;
+  std::unique_ptr<symbolize::Symbolizer> sym;
+  analysis::Resolver resolve;
+  std::vector<uint32_t> threads;
+  analysis::TickWindow window;
+  // -F/-m: whether a function is wanted; null when neither was given.
+  std::function<bool(const analysis::FunctionInfo&)> wanted;
+};
+
+// Opens `path` and reads the filters; refuses --from/--to on a profile-mode
+// trace (snapshots have no time) and --dump on a recording.
+Result<ViewInput> open_view(const std::string& path, const ViewFilters& f);
+
+// The call trees the filters select: of the window of a recording, or of
+// the snapshot of a profile-mode trace. An error when -F/-m match no
+// function.
+Result<analysis::Profile> load_view_profile(ViewInput& in, const ViewFilters& f);
+
+// The error for -F/-m globs that matched nothing (as report says it).
+Error nothing_wanted(const ViewFilters& f);
+
+// The symbolizer's warnings, the loss warning and damage, as `report`
+// prints them; returns the exit code (1 when the trace is damaged).
+int finish_view(const char* command, const ViewInput& in);
+
+// A file written whole or not at all: into a temporary file beside `path`,
+// renamed over it by commit(); removed if never committed. `path` "-" (or
+// empty) is stdout. Refused: a path that holds a callscope trace (an -o
+// given the input by mistake would destroy a recording).
+class OutputFile {
+ public:
+  static Result<std::unique_ptr<OutputFile>> open(const std::string& path, bool binary);
+  ~OutputFile();
+  FILE* file() const { return f_; }
+  Status commit();
+  const std::string& path() const { return path_; }
+  bool is_stdout() const { return tmp_.empty(); }
+
+ private:
+  OutputFile() = default;
+  std::string path_, tmp_;
+  FILE* f_ = nullptr;
+  bool committed_ = false;
+};
+
+}  // namespace callscope::cli

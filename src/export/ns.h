@@ -1,0 +1,16 @@
+// Trace ticks as whole nanoseconds, rounded the same way by every exporter
+// (a callee's end, converted alone, never passes its caller's).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "format/trace_reader.h"
+
+namespace callscope::exporter {
+
+inline uint64_t ns_of(const format::TraceReader& t, uint64_t ticks) {
+  return static_cast<uint64_t>(std::llround(t.ticks_to_ns(ticks)));
+}
+
+}  // namespace callscope::exporter
