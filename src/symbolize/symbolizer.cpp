@@ -1,6 +1,7 @@
 #include "symbolize/symbolizer.h"
 
 #include <cxxabi.h>
+#include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <unistd.h>
 
@@ -78,6 +79,15 @@ struct Symbolizer::Process {
     bool has_dwarf = false;   // line information may exist
     std::vector<Sym> syms;
     std::string file;         // path and build-id as recorded: two loads of one file
+    // The address ranges of each compile unit (module addresses, sorted),
+    // for modules without .debug_aranges (clang's default), where libdw
+    // 0.188's dwfl_module_getsrc finds no unit; built on first need.
+    struct CuRange {
+      uint64_t low, high;
+      Dwarf_Die cu;
+    };
+    std::vector<CuRange> cu_ranges;
+    bool cu_ranges_built = false;
   };
   std::vector<Mod> mods;                          // the process's modules, in trace order
   std::unordered_map<uint32_t, size_t> mod_of;    // trace module index -> mods index
@@ -203,6 +213,33 @@ void load_symbols(Symbolizer::Process::Mod& m) {
     if (m.syms[i].end == 0) m.syms[i].end = i + 1 < m.syms.size() ? m.syms[i + 1].start : m.high;
 }
 
+// The line of `addr` found through the compile units' own ranges, for a
+// module without .debug_aranges.
+void source_by_units(Symbolizer::Process::Mod& m, uint64_t addr, Symbol& s) {
+  Dwarf_Addr bias = 0;
+  if (!m.cu_ranges_built) {
+    m.cu_ranges_built = true;
+    for (Dwarf_Die* cu = nullptr; (cu = dwfl_module_nextcu(m.dm, cu, &bias)) != nullptr;) {
+      Dwarf_Addr base = 0, low = 0, high = 0;
+      for (ptrdiff_t off = 0; (off = dwarf_ranges(cu, off, &base, &low, &high)) > 0;)
+        if (low < high) m.cu_ranges.push_back({low, high, *cu});
+    }
+    std::sort(m.cu_ranges.begin(), m.cu_ranges.end(), [](const auto& a, const auto& b) { return a.low < b.low; });
+  }
+  if (m.cu_ranges.empty() || !dwfl_module_getdwarf(m.dm, &bias)) return;
+  const uint64_t rel = addr - bias;
+  auto after = std::upper_bound(m.cu_ranges.begin(), m.cu_ranges.end(), rel,
+                                [](uint64_t a, const Symbolizer::Process::Mod::CuRange& r) { return a < r.low; });
+  if (after == m.cu_ranges.begin() || rel >= std::prev(after)->high) return;
+  Dwarf_Line* line = dwarf_getsrc_die(&std::prev(after)->cu, rel);
+  int lineno = 0;
+  if (const char* file = line ? dwarf_linesrc(line, nullptr, nullptr) : nullptr) {
+    dwarf_lineno(line, &lineno);
+    s.file = file;
+    s.line = lineno;
+  }
+}
+
 }  // namespace
 
 Symbol Symbolizer::resolve(Process& p, int64_t mod_index, uint64_t addr) {
@@ -227,6 +264,8 @@ Symbol Symbolizer::resolve(Process& p, int64_t mod_index, uint64_t addr) {
             s.file = file;
             s.line = lineno;
           }
+        } else {
+          source_by_units(*mod, addr, s);
         }
       }
     }
