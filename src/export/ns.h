@@ -2,7 +2,6 @@
 // (a callee's end, converted alone, never passes its caller's).
 #pragma once
 
-#include <cmath>
 #include <cstdint>
 
 #include "format/trace_reader.h"
@@ -10,7 +9,7 @@
 namespace callscope::exporter {
 
 inline uint64_t ns_of(const format::TraceReader& t, uint64_t ticks) {
-  return static_cast<uint64_t>(std::llround(t.ticks_to_ns(ticks)));
+  return static_cast<uint64_t>(t.ticks_to_ns(ticks) + 0.5);  // ticks_to_ns is never negative
 }
 
 }  // namespace callscope::exporter

@@ -6,15 +6,25 @@
 //  - sequence 2 + i for the i-th thread exported: a first packet that clears
 //    the sequence's incremental state, sets its defaults (clock 64, the
 //    thread's track) and defines clock 64 as incremental, 0 at BOOTTIME 0;
-//    then a packet per begin (name, module and file:line interned on the
-//    sequence the first time used), end and instant, each timestamped with
-//    the ns since the previous one. An end carries nothing but its type: the
-//    reader closes the innermost open slice of the track.
+//    then a packet per begin, end and instant, each timestamped with the ns
+//    since the previous one. A begin names its function, module (as the
+//    event's category) and file:line (as its source location) by ids
+//    interned on the sequence the first time used: trace_processor shows
+//    them as the slice's category and its source.* arguments. An end
+//    carries nothing but its type: the reader closes the innermost open
+//    slice of the track.
 // Packets are gathered into chunks of about 1 MiB, each written as one
-// TracePacket whose compressed_packets is the chunk, zlib-compressed.
+// TracePacket whose compressed_packets is the chunk, zlib-compressed by a
+// second thread while the next chunk is encoded.
 #include <zlib.h>
 
-#include <cmath>
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
 
 #include "export/ns.h"
 #include "export/protobuf.h"
@@ -28,38 +38,43 @@ enum : uint32_t {
   kPacket = 1, kTimestamp = 8, kClockSnapshot = 6, kTrackEvent = 11, kTrackDescriptor = 60,
   kCompressedPackets = 50, kSequenceId = 10, kInternedData = 12, kSequenceFlags = 13, kDefaults = 59,
   // TrackEvent
-  kEvName = 23, kEvNameIid = 10, kEvType = 9, kEvAnnotation = 4,
+  kEvName = 23, kEvNameIid = 10, kEvType = 9, kEvAnnotation = 4, kEvCategoryIids = 3, kEvSourceLocationIid = 34,
   // DebugAnnotation
-  kAnnNameIid = 1, kAnnName = 10, kAnnUint = 3, kAnnStringIid = 17,
+  kAnnName = 10, kAnnUint = 3,
   // InternedData
-  kInEventNames = 2, kInAnnotationNames = 3, kInAnnotationStrings = 29,
+  kInEventCategories = 1, kInEventNames = 2, kInSourceLocations = 4,
 };
 constexpr uint64_t kSliceBegin = 1, kSliceEnd = 2, kInstant = 3;
 constexpr uint32_t kClockIncremental = 64, kBoottime = 6;
-constexpr uint64_t kAnnModule = 1, kAnnLocation = 2;  // interned annotation names
+constexpr size_t kChunk = size_t{1} << 20;
 
+// A field's tag and varint value at `p`.
+inline char* put_field(char* p, uint32_t field, uint64_t v) {
+  return put_varint(put_varint(p, uint64_t{field} << 3), v);
+}
+
+// Chunks of packets to the file: compressed by a thread of their own (at
+// most two waiting), in order.
 class Writer {
  public:
   Writer(FILE* out, bool compress) : out_(out), compress_(compress) {
-    if (compress_) deflateInit(&z_, 1);
+    chunk_.reserve(kChunk + 4096);
+    if (compress_) worker_ = std::thread([this] { compress_chunks(); });
   }
-  ~Writer() {
-    if (compress_) deflateEnd(&z_);
-  }
-  // The packet being built: its fields go into body().
-  std::string& body() { return body_; }
-  void end_packet() {
+  ~Writer() { stop(); }
+  // A packet whose fields are `body`.
+  void packet(std::string_view body) {
     char tag[11];
     char* p = tag;
     *p++ = static_cast<char>((kPacket << 3) | 2);
-    p = put_varint(p, body_.size());
+    p = put_varint(p, body.size());
     chunk_.append(tag, static_cast<size_t>(p - tag));
-    chunk_ += body_;
-    body_.clear();
-    if (chunk_.size() >= (1u << 20)) flush_chunk();
+    chunk_.append(body.data(), body.size());
+    if (chunk_.size() >= kChunk) flush_chunk();
   }
   Status finish() {
     flush_chunk();
+    stop();
     if (!ok_) return Error("cannot write the Perfetto trace");
     return ok_status();
   }
@@ -73,23 +88,57 @@ class Writer {
       chunk_.clear();
       return;
     }
-    deflateReset(&z_);
-    zbuf_.resize(deflateBound(&z_, chunk_.size()));
-    z_.next_in = reinterpret_cast<Bytef*>(chunk_.data());
-    z_.avail_in = static_cast<uInt>(chunk_.size());
-    z_.next_out = reinterpret_cast<Bytef*>(zbuf_.data());
-    z_.avail_out = static_cast<uInt>(zbuf_.size());
-    if (deflate(&z_, Z_FINISH) != Z_STREAM_END) ok_ = false;
-    const size_t n = zbuf_.size() - z_.avail_out;
-    std::string head;
-    ProtoWriter w(head);
-    head.push_back(static_cast<char>((kPacket << 3) | 2));
-    w.raw_varint(n + 2 + varint_size(n));  // the packet: compressed_packets (field 50: a 2-byte tag) only
-    w.raw_varint((uint64_t{kCompressedPackets} << 3) | 2);
-    w.raw_varint(n);
-    write(head);
-    write(std::string_view(zbuf_.data(), n));
-    chunk_.clear();
+    std::unique_lock lock(mu_);
+    room_.wait(lock, [&] { return queue_.size() < 2; });
+    queue_.push_back(std::move(chunk_));
+    ready_.notify_one();
+    lock.unlock();
+    chunk_ = std::string();
+    chunk_.reserve(kChunk + 4096);
+  }
+  void stop() {
+    if (!worker_.joinable()) return;
+    {
+      std::lock_guard lock(mu_);
+      done_ = true;
+    }
+    ready_.notify_one();
+    worker_.join();
+  }
+  void compress_chunks() {
+    z_stream z{};
+    deflateInit(&z, 1);
+    std::string zbuf;
+    for (;;) {
+      std::unique_lock lock(mu_);
+      ready_.wait(lock, [&] { return !queue_.empty() || done_; });
+      if (queue_.empty()) break;
+      std::string chunk = std::move(queue_.front());
+      queue_.pop_front();
+      room_.notify_one();
+      lock.unlock();
+      deflateReset(&z);
+      zbuf.resize(deflateBound(&z, chunk.size()) + 16);
+      // Room in front for the packet's head, written when the size is known.
+      constexpr size_t kHead = 16;
+      z.next_in = reinterpret_cast<Bytef*>(chunk.data());
+      z.avail_in = static_cast<uInt>(chunk.size());
+      z.next_out = reinterpret_cast<Bytef*>(zbuf.data() + kHead);
+      z.avail_out = static_cast<uInt>(zbuf.size() - kHead);
+      if (deflate(&z, Z_FINISH) != Z_STREAM_END) ok_ = false;
+      const size_t n = zbuf.size() - kHead - z.avail_out;
+      // The packet holds compressed_packets (field 50: a 2-byte tag) only.
+      char head[kHead];
+      char* p = head;
+      *p++ = static_cast<char>((kPacket << 3) | 2);
+      p = put_varint(p, n + 2 + varint_size(n));
+      p = put_varint(p, (uint64_t{kCompressedPackets} << 3) | 2);
+      p = put_varint(p, n);
+      const size_t hn = static_cast<size_t>(p - head);
+      std::memcpy(zbuf.data() + kHead - hn, head, hn);
+      write(std::string_view(zbuf.data() + kHead - hn, hn + n));
+    }
+    deflateEnd(&z);
   }
   void write(std::string_view s) {
     if (std::fwrite(s.data(), 1, s.size(), out_) != s.size()) ok_ = false;
@@ -98,10 +147,14 @@ class Writer {
 
   FILE* out_;
   bool compress_;
-  z_stream z_{};
-  std::string body_, chunk_, zbuf_;
-  uint64_t bytes_ = 0;
-  bool ok_ = true;
+  std::string chunk_;
+  std::thread worker_;
+  std::mutex mu_;
+  std::condition_variable ready_, room_;
+  std::deque<std::string> queue_;
+  bool done_ = false;
+  std::atomic<bool> ok_ = true;
+  std::atomic<uint64_t> bytes_ = 0;
 };
 
 uint64_t process_uuid(uint32_t pid) { return (uint64_t{1} << 40) | pid; }
@@ -114,10 +167,9 @@ class PerfettoSink final : public SliceSink {
   void begin_thread(uint32_t thread) override {
     seq_ = 2 + sequences_++;
     last_ns_ = 0;
-    interned_fn_.assign(in_.functions.functions().size(), false);
-    interned_str_.clear();
-    next_str_iid_ = 1;
-    std::string& b = w_.body();
+    fn_category_.assign(in_.functions.functions().size(), 0);
+    categories_.clear();
+    std::string b;
     ProtoWriter p(b);
     p.varint(kSequenceId, seq_);
     p.varint(kSequenceFlags, 1);  // SEQ_INCREMENTAL_STATE_CLEARED
@@ -136,78 +188,40 @@ class PerfettoSink final : public SliceSink {
         c.boolean(3, true);
       });
     });
-    w_.end_packet();
+    w_.packet(b);
   }
 
+  // The hot paths, begin and end, encode into a buffer on the stack.
   void begin(uint64_t tick, uint32_t fn) override {
-    std::string& b = w_.body();
-    ProtoWriter p(b);
-    if (fn >= interned_fn_.size()) interned_fn_.resize(fn + 1, false);
-    const analysis::FunctionInfo& f = in_.functions.functions()[fn];
-    uint64_t module_iid = 0, location_iid = 0;
-    if (!interned_fn_[fn]) {
-      interned_fn_[fn] = true;
-      const bool first = interned_str_.empty() && next_str_iid_ == 1;
-      std::string location = f.file.empty() ? "" : f.file + (f.line ? ":" + std::to_string(f.line) : "");
-      std::vector<std::pair<uint64_t, const std::string*>> fresh;
-      module_iid = string_iid(f.module, fresh);
-      if (!location.empty()) location_iid = string_iid(location, fresh);
-      p.message(kInternedData, [&](ProtoWriter& d) {
-        d.message(kInEventNames, [&](ProtoWriter& e) {
-          e.varint(1, fn + 1);
-          e.bytes(2, f.name);
-        });
-        if (first) {
-          for (auto [iid, name] : {std::pair{kAnnModule, "module"}, std::pair{kAnnLocation, "location"}})
-            d.message(kInAnnotationNames, [&](ProtoWriter& e) {
-              e.varint(1, iid);
-              e.bytes(2, name);
-            });
-        }
-        for (const auto& [iid, s] : fresh)
-          d.message(kInAnnotationStrings, [&](ProtoWriter& e) {
-            e.varint(1, iid);
-            e.bytes(2, *s);
-          });
-      });
-    } else {
-      module_iid = fn_module_[fn];
-      location_iid = fn_location_[fn];
-    }
-    if (fn >= fn_module_.size()) {
-      fn_module_.resize(fn + 1, 0);
-      fn_location_.resize(fn + 1, 0);
-    }
-    fn_module_[fn] = module_iid;
-    fn_location_[fn] = location_iid;
-    timestamp(p, tick);
-    p.message(kTrackEvent, [&](ProtoWriter& e) {
-      e.varint(kEvType, kSliceBegin);
-      e.varint(kEvNameIid, fn + 1);
-      annotation(e, kAnnModule, module_iid);
-      if (location_iid) annotation(e, kAnnLocation, location_iid);
-    });
-    p.varint(kSequenceId, seq_);
-    w_.end_packet();
-    ++depth_;
+    if (fn >= fn_category_.size()) fn_category_.resize(fn + 1, 0);
+    if (fn_category_[fn] == 0) return begin_first(tick, fn);
+    char ev[48];
+    char* e = put_field(ev, kEvType, kSliceBegin);
+    e = put_field(e, kEvCategoryIids, fn_category_[fn]);
+    e = put_field(e, kEvNameIid, fn + 1);
+    if (fn_has_location_[fn]) e = put_field(e, kEvSourceLocationIid, fn + 1);
+    char b[96];
+    char* p = timestamp(b, tick);
+    p = put_varint(p, (kTrackEvent << 3) | 2);
+    p = put_varint(p, static_cast<uint64_t>(e - ev));
+    std::memcpy(p, ev, static_cast<size_t>(e - ev));
+    p = put_field(p + (e - ev), kSequenceId, seq_);
+    w_.packet(std::string_view(b, static_cast<size_t>(p - b)));
   }
 
   void end(uint64_t tick) override {
-    // The hot path: timestamp, track_event { type: END }, sequence id.
-    std::string& b = w_.body();
-    ProtoWriter p(b);
-    timestamp(p, tick);
-    b.push_back(static_cast<char>((kTrackEvent << 3) | 2));
-    b.push_back(2);
-    b.push_back(static_cast<char>(kEvType << 3));
-    b.push_back(static_cast<char>(kSliceEnd));
-    p.varint(kSequenceId, seq_);
-    w_.end_packet();
-    --depth_;
+    char b[32];
+    char* p = timestamp(b, tick);
+    *p++ = static_cast<char>((kTrackEvent << 3) | 2);
+    *p++ = 2;
+    *p++ = static_cast<char>(kEvType << 3);
+    *p++ = static_cast<char>(kSliceEnd);
+    p = put_field(p, kSequenceId, seq_);
+    w_.packet(std::string_view(b, static_cast<size_t>(p - b)));
   }
 
   void instant(uint64_t tick, Instant what, uint64_t arg) override {
-    std::string& b = w_.body();
+    std::string b;
     ProtoWriter p(b);
     timestamp(p, tick);
     p.message(kTrackEvent, [&](ProtoWriter& e) {
@@ -223,45 +237,73 @@ class PerfettoSink final : public SliceSink {
         });
     });
     p.varint(kSequenceId, seq_);
-    w_.end_packet();
+    w_.packet(b);
   }
 
   void end_thread(uint64_t) override {}
 
  private:
-  void timestamp(ProtoWriter& p, uint64_t tick) {
-    const uint64_t ns = ns_of(in_.trace, tick);
-    p.varint(kTimestamp, ns - last_ns_);
-    last_ns_ = ns;
-  }
-  static void annotation(ProtoWriter& e, uint64_t name_iid, uint64_t value_iid) {
-    e.message(kEvAnnotation, [&](ProtoWriter& a) {
-      a.varint(kAnnNameIid, name_iid);
-      a.varint(kAnnStringIid, value_iid);
+  // A function's first begin on this sequence: its name, module and
+  // location interned in the same packet.
+  void begin_first(uint64_t tick, uint32_t fn) {
+    const analysis::FunctionInfo& f = in_.functions.functions()[fn];
+    auto [it, new_category] = categories_.try_emplace(f.module.empty() ? "?" : f.module, categories_.size() + 1);
+    fn_category_[fn] = it->second;
+    if (fn >= fn_has_location_.size()) fn_has_location_.resize(fn + 1, false);
+    fn_has_location_[fn] = !f.file.empty();
+    std::string b;
+    ProtoWriter p(b);
+    p.message(kInternedData, [&](ProtoWriter& d) {
+      if (new_category)
+        d.message(kInEventCategories, [&](ProtoWriter& e) {
+          e.varint(1, it->second);
+          e.bytes(2, it->first);
+        });
+      d.message(kInEventNames, [&](ProtoWriter& e) {
+        e.varint(1, fn + 1);
+        e.bytes(2, f.name);
+      });
+      if (!f.file.empty())
+        d.message(kInSourceLocations, [&](ProtoWriter& e) {
+          e.varint(1, fn + 1);
+          e.bytes(2, f.file);
+          e.bytes(3, f.name);
+          if (f.line) e.varint(4, f.line);
+        });
     });
+    timestamp(p, tick);
+    p.message(kTrackEvent, [&](ProtoWriter& e) {
+      e.varint(kEvType, kSliceBegin);
+      e.varint(kEvCategoryIids, fn_category_[fn]);
+      e.varint(kEvNameIid, fn + 1);
+      if (!f.file.empty()) e.varint(kEvSourceLocationIid, fn + 1);
+    });
+    p.varint(kSequenceId, seq_);
+    w_.packet(b);
   }
-  uint64_t string_iid(const std::string& s, std::vector<std::pair<uint64_t, const std::string*>>& fresh) {
-    auto [it, is_new] = interned_str_.try_emplace(s, next_str_iid_);
-    if (is_new) {
-      ++next_str_iid_;
-      fresh.push_back({it->second, &it->first});
-    }
-    return it->second;
+  char* timestamp(char* p, uint64_t tick) {
+    const uint64_t ns = ns_of(in_.trace, tick);
+    p = put_field(p, kTimestamp, ns - last_ns_);
+    last_ns_ = ns;
+    return p;
+  }
+  void timestamp(ProtoWriter& p, uint64_t tick) {
+    char b[16];
+    p.out().append(b, static_cast<size_t>(timestamp(b, tick) - b));
   }
 
   TimelineInput& in_;
   Writer& w_;
   uint32_t seq_ = 0, sequences_ = 0;
   uint64_t last_ns_ = 0;
-  int64_t depth_ = 0;
-  std::vector<bool> interned_fn_;
-  std::vector<uint64_t> fn_module_, fn_location_;
-  std::map<std::string, uint64_t> interned_str_;
-  uint64_t next_str_iid_ = 1;
+  // Per function (FunctionIds numbering), on this sequence: its category's
+  // iid (0: not interned yet), whether it has a source location.
+  std::vector<uint64_t> fn_category_;
+  std::vector<bool> fn_has_location_;
+  std::map<std::string, uint64_t> categories_;
 };
 
 void describe_tracks(TimelineInput& in, Writer& w) {
-  std::vector<bool> seen_pid;
   std::map<uint32_t, bool> described;
   for (uint32_t ti : in.threads) {
     const auto& tr = in.trace.threads()[ti];
@@ -269,7 +311,8 @@ void describe_tracks(TimelineInput& in, Writer& w) {
     const uint32_t pid = pr.record.pid;
     if (!described[pid]) {
       described[pid] = true;
-      ProtoWriter p(w.body());
+      std::string b;
+      ProtoWriter p(b);
       p.varint(kSequenceId, 1);
       p.message(kTrackDescriptor, [&](ProtoWriter& d) {
         d.varint(1, process_uuid(pid));
@@ -281,9 +324,10 @@ void describe_tracks(TimelineInput& in, Writer& w) {
           pd.bytes(6, exe);
         });
       });
-      w.end_packet();
+      w.packet(b);
     }
-    ProtoWriter p(w.body());
+    std::string b;
+    ProtoWriter p(b);
     p.varint(kSequenceId, 1);
     p.message(kTrackDescriptor, [&](ProtoWriter& d) {
       d.varint(1, thread_uuid(ti));
@@ -294,7 +338,7 @@ void describe_tracks(TimelineInput& in, Writer& w) {
         td.bytes(5, tr.name.empty() ? "thread " + std::to_string(ti) : tr.name + " (" + std::to_string(ti) + ")");
       });
     });
-    w.end_packet();
+    w.packet(b);
   }
 }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """An independent reader of callscope's exports, for the end-to-end tests.
 
-    export_reader.py FORMAT FILE PROTO_DIR
+    export_reader.py FORMAT FILE PROTO_DIR [--located]
 
 reads FILE as FORMAT (perfetto, chrome, speedscope, folded, pprof) with
 nothing of callscope's code -- protobuf through `protoc --decode` and
@@ -13,7 +13,8 @@ never going back, frames in range), and prints one line per call path:
 
 THREAD is the thread's # in `callscope info` (taken from the thread names
 the exports write: "[thread N...]", "name (N)", "thread N"), or "all" for a
-merged tree. Lines are sorted. A failed check exits 1 with the reason."""
+merged tree. Lines are sorted. A failed check exits 1 with the reason.
+--located: perfetto must give some slice a source location (file:line)."""
 
 import gzip
 import json
@@ -207,7 +208,7 @@ def read_perfetto(path, proto_dir):
             if sorted(get(c, "clock_id") for c in clocks) != [6, 64] or not any(get(c, "is_incremental") for c in clocks):
                 fail("sequence %d: clock 64 is not defined as incremental against BOOTTIME" % seq)
             seqs[seq] = st = {"track": get(get(d, "track_event_defaults"), "track_uuid"), "names": {},
-                              "ann": {}, "strings": {}, "ts": 0, "stack": []}
+                              "categories": {}, "locations": {}, "located": 0, "ts": 0, "stack": []}
             continue
         if st is None:
             fail("sequence %d: an event before the sequence's first packet" % seq)
@@ -215,10 +216,12 @@ def read_perfetto(path, proto_dir):
         if idata is not None:
             for e in all_of(idata, "event_names"):
                 st["names"][get(e, "iid")] = get(e, "name")
-            for e in all_of(idata, "debug_annotation_names"):
-                st["ann"][get(e, "iid")] = get(e, "name")
-            for e in all_of(idata, "debug_annotation_string_values"):
-                st["strings"][get(e, "iid")] = get(e, "str")
+            for e in all_of(idata, "event_categories"):
+                st["categories"][get(e, "iid")] = get(e, "name")
+            for e in all_of(idata, "source_locations"):
+                if not get(e, "file_name") or not get(e, "function_name"):
+                    fail("sequence %d: a source location without file or function" % seq)
+                st["locations"][get(e, "iid")] = get(e, "file_name")
         ev = get(p, "track_event")
         if ev is None:
             continue
@@ -228,9 +231,13 @@ def read_perfetto(path, proto_dir):
             iid = get(ev, "name_iid")
             if iid not in st["names"]:
                 fail("sequence %d: name_iid %s used before it was interned" % (seq, iid))
-            for a in all_of(ev, "debug_annotations"):
-                if get(a, "name_iid") not in st["ann"] or get(a, "string_value_iid") not in st["strings"]:
-                    fail("sequence %d: an annotation refers to a string not interned" % seq)
+            cats = all_of(ev, "category_iids")
+            if len(cats) != 1 or cats[0] not in st["categories"]:
+                fail("sequence %d: a slice without one interned category (its module)" % seq)
+            loc = get(ev, "source_location_iid")
+            if loc is not None and loc not in st["locations"]:
+                fail("sequence %d: source_location_iid %s used before it was interned" % (seq, loc))
+            st["located"] += loc is not None
             st["stack"].append(st["names"][iid])
             counts[";".join([tracks[st["track"]]] + st["stack"])] += 1
         elif kind == "TYPE_SLICE_END":
@@ -240,6 +247,8 @@ def read_perfetto(path, proto_dir):
     for seq, st in seqs.items():
         if st["stack"]:
             fail("sequence %d: %d slices never ended" % (seq, len(st["stack"])))
+    if EXPECT_LOCATIONS and not any(st["located"] for st in seqs.values()):
+        fail("no slice has a source location (the program was built with -g)")
     return counts
 
 
@@ -344,10 +353,15 @@ def read_pprof(path, proto_dir):
     return counts
 
 
+EXPECT_LOCATIONS = False
+
+
 def main():
-    if len(sys.argv) != 4:
-        fail("usage: export_reader.py FORMAT FILE PROTO_DIR")
-    fmt, path, proto_dir = sys.argv[1:]
+    global EXPECT_LOCATIONS
+    if len(sys.argv) not in (4, 5) or (len(sys.argv) == 5 and sys.argv[4] != "--located"):
+        fail("usage: export_reader.py FORMAT FILE PROTO_DIR [--located]")
+    fmt, path, proto_dir = sys.argv[1:4]
+    EXPECT_LOCATIONS = len(sys.argv) == 5
     reader = {"perfetto": read_perfetto, "chrome": read_chrome, "speedscope": read_speedscope,
               "folded": read_folded, "pprof": read_pprof}.get(fmt)
     if not reader:

@@ -32,9 +32,10 @@ Paths views_paths() {
 }
 
 // The reader's "PATH CALLS" lines; fails the test if the reader refuses the
-// file.
+// file. Perfetto's slices must have source locations: the fixtures are
+// built with -g (clang's too, without .debug_aranges).
 Paths read_export(const std::string& format, const std::string& file) {
-  RunResult r = run({EXPORT_PYTHON, EXPORT_READER, format, file, EXPORT_PROTO_DIR});
+  RunResult r = run({EXPORT_PYTHON, EXPORT_READER, format, file, EXPORT_PROTO_DIR, "--located"});
   EXPECT_EQ(r.exit_code, 0) << format << ": " << r.err;
   Paths paths;
   std::istringstream in(r.out);
