@@ -65,49 +65,20 @@ Result<analysis::Profile> load_profile(format::TraceReader& t, const std::vector
   return analysis::build_profile(t, threads, resolve);
 }
 
-bool is_number(const std::string& s) {
-  return !s.empty() && s.size() < 10 && s.find_first_not_of("0123456789") == std::string::npos;
-}
-
-// One side of --diff: snapshot K of TRACE, or another trace's final state
-// (profile mode) or whole recording.
-struct DiffSide {
-  std::unique_ptr<format::TraceReader> trace;
+// One side of --diff, as a flat profile per function (-F/-m choose rows
+// afterwards, not call paths).
+struct DiffFlat {
   std::string label;
   std::vector<analysis::NamedFlat> flat;
 };
 
-Result<DiffSide> diff_side(const std::string& spec, const Opts& o) {
-  const std::string& trace_path = o.trace;
-  DiffSide side;
-  uint32_t dump = 0;
-  std::string path = spec;
-  if (is_number(spec)) {
-    if (trace_path.empty())
-      return Error("--diff " + spec + ": a snapshot number needs a trace: callscope report TRACE --diff A B");
-    dump = static_cast<uint32_t>(std::stoul(spec));
-    if (dump == 0) return Error("--diff: snapshots are numbered from 1");
-    path = trace_path;
-  }
-  CALLSCOPE_TRY(side.trace, format::TraceReader::open(path));
-  format::TraceReader& t = *side.trace;
-  if (dump && !t.is_profile())
-    return Error("--diff " + spec + ": '" + path + "' holds every call, not snapshots; compare two traces instead");
-  CALLSCOPE_TRY(std::vector<uint32_t> threads, analysis::select_threads(t, o.threads));
-  symbolize::Symbolizer sym(t, {!o.no_demangle});
-  const analysis::Resolver resolve = symbol_resolver(sym);
-  CALLSCOPE_TRY(analysis::Profile profile, load_profile(t, threads, dump, resolve));
-  side.flat = analysis::flat_ns(profile, 1.0 / t.header().ticks_per_ns);
-  if (dump) {
-    const auto& d = t.dumps()[dump - 1];
-    char when[64];
-    std::snprintf(when, sizeof when, "%.6f s", t.ticks_to_ns(d.tick) / 1e9);
-    side.label = path + " snapshot " + spec + " (at " + when + ")";
-  } else {
-    side.label = path + (t.is_profile() ? " (final state)" : "");
-  }
-  for (const std::string& w : sym.warnings()) print_warning("report", w);
-  return side;
+Result<DiffFlat> diff_side(const std::string& spec, const Opts& o) {
+  ViewFilters f;
+  f.threads = o.threads;
+  f.no_demangle = o.no_demangle;
+  CALLSCOPE_TRY(DiffSide side, open_diff_side(spec, o.trace, f));
+  for (const std::string& w : side.in.sym->warnings()) print_warning("report", w);
+  return DiffFlat{side.label, analysis::flat_ns(side.profile, 1.0 / side.in.trace->header().ticks_per_ns)};
 }
 
 Result<int> run_diff(const Opts& o) {
@@ -120,8 +91,8 @@ Result<int> run_diff(const Opts& o) {
   }
   const auto format = parse_output_format(o.format);
   if (!format) return format.error();
-  CALLSCOPE_TRY(DiffSide a, diff_side(o.diff[0], o));
-  CALLSCOPE_TRY(DiffSide b, diff_side(o.diff[1], o));
+  CALLSCOPE_TRY(DiffFlat a, diff_side(o.diff[0], o));
+  CALLSCOPE_TRY(DiffFlat b, diff_side(o.diff[1], o));
   std::vector<analysis::DiffRow> rows = analysis::diff_flat(a.flat, b.flat);
   if (!o.function_globs.empty() || !o.module_globs.empty()) {
     std::erase_if(rows, [&](const analysis::DiffRow& r) {

@@ -44,5 +44,6 @@ Command ctl_command();
 Command config_command();
 Command query_command();
 Command export_command();
+Command flame_command();
 
 }  // namespace callscope::cli

@@ -113,6 +113,33 @@ Result<analysis::Profile> load_view_profile(ViewInput& in, const ViewFilters& f)
   return p;
 }
 
+Result<DiffSide> open_diff_side(const std::string& spec, const std::string& trace, ViewFilters f) {
+  const bool snapshot =
+      !spec.empty() && spec.size() < 10 && spec.find_first_not_of("0123456789") == std::string::npos;
+  std::string path = spec;
+  f.dump = 0;
+  if (snapshot) {
+    if (trace.empty()) return Error("--diff " + spec + ": a snapshot number needs the trace that holds it (give TRACE too)");
+    f.dump = static_cast<uint32_t>(std::stoul(spec));
+    if (f.dump == 0) return Error("--diff: snapshots are numbered from 1");
+    path = trace;
+  }
+  DiffSide side;
+  CALLSCOPE_TRY(side.in, open_view(path, f));
+  const format::TraceReader& t = *side.in.trace;
+  if (snapshot && !t.is_profile())
+    return Error("--diff " + spec + ": '" + path + "' holds every call, not snapshots; compare two traces instead");
+  CALLSCOPE_TRY(side.profile, load_view_profile(side.in, f));
+  if (snapshot) {
+    char when[64];
+    std::snprintf(when, sizeof when, "%.6f s", t.ticks_to_ns(t.dumps()[f.dump - 1].tick) / 1e9);
+    side.label = path + " snapshot " + spec + " (at " + when + ")";
+  } else {
+    side.label = path + (t.is_profile() ? " (final state)" : "");
+  }
+  return side;
+}
+
 int finish_view(const char* command, const ViewInput& in) {
   for (const std::string& w : in.sym->warnings()) print_warning(command, w);
   if (const std::string w = views::loss_warning(*in.trace); !w.empty()) print_warning(command, w);

@@ -56,6 +56,16 @@ Result<ViewInput> open_view(const std::string& path, const ViewFilters& f);
 // function.
 Result<analysis::Profile> load_view_profile(ViewInput& in, const ViewFilters& f);
 
+// One side of a --diff A B: "K" is snapshot K of `trace` (a profile-mode
+// trace), anything else another trace (its final state, or its whole
+// recording). The filters apply as to a single trace; `f.dump` is ignored.
+struct DiffSide {
+  ViewInput in;
+  analysis::Profile profile;
+  std::string label;  // "app.trace snapshot 2 (at 1.500000 s)", "new.trace"
+};
+Result<DiffSide> open_diff_side(const std::string& spec, const std::string& trace, ViewFilters f);
+
 // The error for -F/-m globs that matched nothing (as report says it).
 Error nothing_wanted(const ViewFilters& f);
 

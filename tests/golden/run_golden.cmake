@@ -40,6 +40,10 @@ list(APPEND suffixes "dump1" "tree_dump1" "diff" "diff_csv" "diff_json")
 list(APPEND views "report TRACE --diff 1 2 -F *0x401200 -F *0x401600" "report TRACE --diff 1 2 -t 1"
   "report --threads --idle *0x401300 --by-busy" "report --threads --min-busy 99.5" "report -t 1 TRACE")
 list(APPEND suffixes "diff_f" "diff_t" "idle" "min_busy" "thread_first")
+# export (docs/export.md): the aggregated and the JSON timeline formats.
+list(APPEND views "export -f folded" "export -f folded --by calls --merge" "export -f chrome" "export -f speedscope"
+  "export -f folded --dump 1")
+list(APPEND suffixes "folded" "folded_calls" "chrome" "speedscope" "folded_dump1")
 list(LENGTH views n)
 math(EXPR last "${n} - 1")
 set(failed FALSE)

@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""Opens a page callscope wrote in a real headless Chromium (Debian's
+chromium + chromium-driver, through python3-selenium), uses it as a person
+would, checks what shows, and writes screenshots for a person to look at.
+
+    browser_check.py flame FILE SHOTS_PREFIX [--zoom NAME] [--search RE [--share PCT]] [--min-frames N]
+    browser_check.py html FILE SHOTS_PREFIX [--function NAME] [--min-rows N]
+
+Exits 1 with the reasons on the first failed check; prints what it saw
+(one "key: value" per line) on success."""
+
+import argparse
+import sys
+
+from selenium import webdriver
+from selenium.common.exceptions import TimeoutException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.ui import WebDriverWait
+
+
+class Failed(Exception):
+    pass
+
+
+def check(cond, why):
+    if not cond:
+        raise Failed(why)
+
+
+def browser():
+    o = webdriver.ChromeOptions()
+    o.binary_location = "/usr/bin/chromium"
+    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+              "--window-size=1300,1000", "--hide-scrollbars", "--no-first-run",
+              # No network: the pages must need none.
+              "--proxy-server=127.0.0.1:9", "--proxy-bypass-list=<-loopback>"):
+        o.add_argument(a)
+    o.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=o)
+
+
+def console_errors(d):
+    return [e["message"] for e in d.get_log("browser") if e["level"] in ("SEVERE", "ERROR")]
+
+
+def wait_for(d, script, what, timeout=20):
+    try:
+        WebDriverWait(d, timeout).until(lambda drv: drv.execute_script(script))
+    except TimeoutException:
+        raise Failed("timed out waiting for " + what)
+
+
+def shot(d, prefix, name, seen):
+    path = "%s-%s.png" % (prefix, name)
+    d.save_screenshot(path)
+    seen.append(("screenshot", path))
+
+
+def flame(d, args, seen):
+    d.get("file://" + args.file)
+    wait_for(d, "return !!window.callscopeFlame", "the flame graph's script")
+    errors = console_errors(d)
+    check(not errors, "console errors: %s" % errors)
+    frames = d.find_elements(By.CSS_SELECTOR, "g.f")
+    n = d.execute_script("return window.callscopeFlame.frames")
+    check(len(frames) == n and n >= args.min_frames, "%d frames drawn, script sees %d, want >= %d" % (len(frames), n, args.min_frames))
+    seen.append(("frames", n))
+    width = float(d.find_element(By.CSS_SELECTOR, "svg").get_attribute("data-width"))
+    shot(d, args.shots, "flame", seen)
+    if args.zoom:
+        target = None
+        for g in frames:
+            if g.get_attribute("data-n") == args.zoom:
+                target = g
+                break
+        check(target is not None, "no frame named %r" % args.zoom)
+        rect = target.find_element(By.TAG_NAME, "rect")
+        before = float(rect.get_attribute("width"))
+        ActionChains(d).move_to_element(rect).click().perform()
+        after = float(rect.get_attribute("width"))
+        check(abs(after - (width - 20)) < 0.5, "clicking %s: width %.2f -> %.2f, want %.2f" % (args.zoom, before, after, width - 20))
+        hidden = d.execute_script("return [].filter.call(document.querySelectorAll('g.f'), g => g.style.display === 'none').length")
+        seen.append(("zoom", "%s %.1f -> %.1f px, %d frames hidden" % (args.zoom, before, after, hidden)))
+        check(d.find_element(By.CSS_SELECTOR, ".unzoom").value_of_css_property("opacity") == "1", "no Reset Zoom after zooming")
+        details = d.find_element(By.CSS_SELECTOR, ".details").text
+        check(args.zoom in details, "the details line does not describe the frame under the mouse: %r" % details)
+        seen.append(("details", details))
+        shot(d, args.shots, "flame-zoomed", seen)
+        ActionChains(d).send_keys(Keys.ESCAPE).perform()
+        check(abs(float(rect.get_attribute("width")) - before) < 0.01, "Escape did not reset the zoom")
+    if args.search:
+        d.find_element(By.CSS_SELECTOR, ".search").click()
+        alert = d.switch_to.alert
+        alert.send_keys(args.search)
+        alert.accept()
+        matched = d.find_element(By.CSS_SELECTOR, ".matched").text
+        hits = len(d.find_elements(By.CSS_SELECTOR, "g.f.hit"))
+        seen.append(("search", "%s: %s, %d highlighted" % (args.search, matched, hits)))
+        check(matched.startswith("Matched: ") and hits > 0, "search %r: %r, %d frames highlighted" % (args.search, matched, hits))
+        fill = d.find_element(By.CSS_SELECTOR, "g.f.hit rect").get_attribute("fill")
+        check(fill == "rgb(230,0,230)", "a match is not highlighted: fill %s" % fill)
+        if args.share is not None:
+            pct = float(matched.split()[1].rstrip("%"))
+            check(abs(pct - args.share) < 0.06, "search %r matched %.1f%%, want %.1f%%" % (args.search, pct, args.share))
+        shot(d, args.shots, "flame-search", seen)
+    errors = console_errors(d)
+    check(not errors, "console errors: %s" % errors)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("kind", choices=["flame", "html"])
+    p.add_argument("file")
+    p.add_argument("shots")
+    p.add_argument("--zoom")
+    p.add_argument("--search")
+    p.add_argument("--share", type=float)
+    p.add_argument("--min-frames", type=int, default=1)
+    p.add_argument("--function")
+    p.add_argument("--min-rows", type=int, default=1)
+    args = p.parse_args()
+    seen = []
+    d = browser()
+    try:
+        {"flame": flame, "html": html}[args.kind](d, args, seen)
+    except Failed as e:
+        try:
+            shot(d, args.shots, "failed", seen)
+        except Exception:
+            pass
+        sys.stderr.write("browser_check: %s\n" % e)
+        sys.exit(1)
+    finally:
+        d.quit()
+    for k, v in seen:
+        print("%s: %s" % (k, v))
+
+
+def html(d, args, seen):
+    raise Failed("html checks are not written yet")
+
+
+if __name__ == "__main__":
+    main()

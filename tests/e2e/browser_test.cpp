@@ -1,0 +1,67 @@
+// The pictures in a real browser: headless Chromium (Debian's chromium and
+// chromium-driver, driven by python3-selenium through
+// tests/browser/browser_check.py) opens what `callscope flame` and
+// `callscope html` write, uses them as a person would -- clicks a frame,
+// searches, presses Escape -- and checks what shows, with no console
+// errors. Screenshots are written to build/screenshots/ for a person to
+// look at. One compiler variant: what is checked is the page, not the
+// recording.
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+
+#include "e2e_support.h"
+
+namespace callscope::e2e {
+namespace {
+
+class BrowserTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    variant_ = variants().back();
+    trace_ = dir_.file("views.trace");
+    RunResult r = callscope({"record", "-o", trace_, "--", fixture(variant_, "views")});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    ::mkdir(SCREENSHOT_DIR, 0755);
+  }
+  // browser_check.py KIND FILE build/screenshots/NAME ARGS...
+  RunResult check(const std::string& kind, const std::string& file, const std::string& name,
+                  const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {BROWSER_PYTHON, BROWSER_CHECK, kind, file, std::string(SCREENSHOT_DIR) + "/" + name};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run(argv);
+  }
+  std::string variant_;
+  TempDir dir_;
+  std::string trace_;
+};
+
+TEST_F(BrowserTest, FlameGraphZoomsAndSearches) {
+  const std::string svg = dir_.file("flame.svg");
+  RunResult f = callscope({"flame", trace_, "--by", "calls", "-o", svg});
+  ASSERT_EQ(f.exit_code, 0) << f.err;
+  // parse: 3 calls of its own and 30 of token above it, of 637.
+  RunResult r = check("flame", svg, "flame", {"--zoom", "parse", "--search", "^parse$", "--share", "5.2",
+                                              "--min-frames", "14"});
+  EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("zoom: parse"), std::string::npos) << r.out;
+  // Everything but the root matches ".": the whole graph.
+  RunResult all = check("flame", svg, "flame-all", {"--search", ".", "--share", "100"});
+  EXPECT_EQ(all.exit_code, 0) << all.err << all.out;
+}
+
+TEST_F(BrowserTest, IcicleAndDifferentialGraphs) {
+  const std::string icicle = dir_.file("icicle.svg");
+  ASSERT_EQ(callscope({"flame", trace_, "--icicle", "--merge", "-o", icicle}).exit_code, 0);
+  RunResult r = check("flame", icicle, "icicle", {"--zoom", "work", "--search", "leaf"});
+  EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
+  const std::string again = dir_.file("again.trace");
+  ASSERT_EQ(callscope({"record", "-o", again, "--", fixture(variant_, "views")}).exit_code, 0);
+  const std::string diff = dir_.file("diff.svg");
+  ASSERT_EQ(callscope({"flame", "--diff", trace_, again, "-o", diff}).exit_code, 0);
+  RunResult d = check("flame", diff, "flame-diff", {"--zoom", "worker", "--search", "work"});
+  EXPECT_EQ(d.exit_code, 0) << d.err << d.out;
+}
+
+}  // namespace
+}  // namespace callscope::e2e
