@@ -45,5 +45,6 @@ Command config_command();
 Command query_command();
 Command export_command();
 Command flame_command();
+Command html_command();
 
 }  // namespace callscope::cli

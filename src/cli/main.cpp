@@ -18,7 +18,7 @@ int main(int argc, char** argv) {
   using namespace callscope::cli;
   const std::vector<Command> commands = {
       record_command(), finish_command(), info_command(), dump_command(), memory_command(), stack_command(), report_command(),
-      replay_command(), export_command(), flame_command(), ctl_command(), config_command(), query_command(),
+      replay_command(), export_command(), flame_command(), html_command(), ctl_command(), config_command(), query_command(),
   };
 
   CLI::App app{"callscope: a function-level tracer and profiler for C and C++ programs",

@@ -140,7 +140,98 @@ def main():
 
 
 def html(d, args, seen):
-    raise Failed("html checks are not written yet")
+    d.get("file://" + args.file)
+    wait_for(d, "return window.callscopeReport && window.callscopeReport.readyMs", "the report's script")
+    errors = console_errors(d)
+    check(not errors, "console errors: %s" % errors)
+    seen.append(("first view", "%.0f ms after the page began loading" % d.execute_script("return window.callscopeReport.readyMs")))
+    sections = d.execute_script("return window.callscopeReport.sections")
+    seen.append(("sections", " ".join(sections)))
+    for want in ("summary", "functions", "tree", "callers", "flame"):
+        check(want in sections, "no %s section" % want)
+    # Summary.
+    text = d.find_element(By.ID, "summary").text
+    check("command line" in text and "Threads" in text, "the summary lacks the run or the threads")
+    shot(d, args.shots, "summary", seen)
+    # The flat profile: rows, sorting by a header click, filtering by typing.
+    tab(d, "functions")
+    rows = d.find_elements(By.CSS_SELECTOR, "#flat-table tbody tr")
+    check(len(rows) >= args.min_rows, "%d rows in the flat profile, want >= %d" % (len(rows), args.min_rows))
+    seen.append(("flat rows", len(rows)))
+    calls_head = [h for h in d.find_elements(By.CSS_SELECTOR, "#flat-table th") if h.text.strip() == "calls"][0]
+    calls_head.click()
+    col = [h.text.strip().split()[0] for h in d.find_elements(By.CSS_SELECTOR, "#flat-table th")].index("calls")
+    values = [int(r.find_elements(By.TAG_NAME, "td")[col].text.replace(",", "")) for r in d.find_elements(By.CSS_SELECTOR, "#flat-table tbody tr")]
+    check(values == sorted(values, reverse=True), "a click on 'calls' did not sort by calls: %s" % values[:10])
+    if args.function:
+        box = d.find_element(By.CSS_SELECTOR, "#functions input[type=search]")
+        box.send_keys(args.function)
+        cells = [[c.text for c in r.find_elements(By.TAG_NAME, "td")[:2]] for r in d.find_elements(By.CSS_SELECTOR, "#flat-table tbody tr")]
+        names = [c[0] for c in cells]
+        check(names and args.function in names and all(args.function in c[0] or args.function in c[1] for c in cells),
+              "filtering by %r shows %s" % (args.function, cells[:10]))
+        seen.append(("filtered", "%s: %d rows" % (args.function, len(names))))
+        shot(d, args.shots, "functions", seen)
+        # Its callers and callees, from a click on its name.
+        d.find_element(By.CSS_SELECTOR, "#flat-table tbody tr td.name a").click()
+        wait_for(d, "return document.querySelectorAll('#callers-view table').length === 2", "callers and callees")
+        seen.append(("callers", d.find_element(By.ID, "callers-view").text.replace("\n", " | ")[:300]))
+        shot(d, args.shots, "callers", seen)
+    else:
+        shot(d, args.shots, "functions", seen)
+    # The call tree: rows, opened on the heaviest path; per thread too.
+    tab(d, "tree")
+    rows = d.find_elements(By.CSS_SELECTOR, "#tree-view .row:not(.head)")
+    check(len(rows) >= 2, "the call tree shows %d rows" % len(rows))
+    seen.append(("tree rows", len(rows)))
+    opts = d.find_elements(By.CSS_SELECTOR, "#tree-thread option")
+    if len(opts) > 1:
+        opts[1].click()
+        check(len(d.find_elements(By.CSS_SELECTOR, "#tree-view .row:not(.head)")) >= 1, "a thread's tree is empty")
+    shot(d, args.shots, "tree", seen)
+    # The flame graph: frames, a click zooms.
+    tab(d, "flame")
+    frames = d.find_elements(By.CSS_SELECTOR, "#flame-holder g.f")
+    check(len(frames) >= 2, "the flame graph has %d frames" % len(frames))
+    # The widest frame not already as wide as the graph.
+    rects = [g.find_element(By.TAG_NAME, "rect") for g in frames]
+    widths = [float(r.get_attribute("width")) for r in rects]
+    full = max(widths)
+    i = max((w, i) for i, w in enumerate(widths) if w < full - 1)[1] if any(w < full - 1 for w in widths) else 0
+    target = rects[i]
+    before = widths[i]
+    ActionChains(d).move_to_element(target).click().perform()
+    after = float(target.get_attribute("width"))
+    check(abs(after - full) < 0.5, "a click on a frame did not zoom it to the full width (%.1f -> %.1f, full %.1f)" % (before, after, full))
+    seen.append(("flame", "%d frames; zoom %.1f -> %.1f px" % (len(frames), before, after)))
+    shot(d, args.shots, "flame", seen)
+    if "timeline" in sections:
+        tab(d, "timeline")
+        drawn = d.execute_script("return window.callscopeReport.timeline.drawnCalls()")
+        check(drawn > 0, "the timeline drew no call")
+        v = d.execute_script("return window.callscopeReport.timeline.view()")
+        canvas = d.find_element(By.ID, "timeline-canvas")
+        # Zoom in with the wheel over the canvas, then drag.
+        for _ in range(6):
+            d.execute_script("arguments[0].dispatchEvent(new WheelEvent('wheel', {deltaY: -100, clientX: 300, clientY: 40, bubbles: true, cancelable: true}))", canvas)
+        z = d.execute_script("return window.callscopeReport.timeline.view()")
+        check(z[1] - z[0] < v[1] - v[0], "the wheel did not zoom: %s -> %s" % (v, z))
+        ActionChains(d).move_to_element_with_offset(canvas, 0, 0).click_and_hold().move_by_offset(-200, 0).release().perform()
+        seen.append(("timeline", "%d calls drawn; view %s -> %s" % (drawn, v, d.execute_script("return window.callscopeReport.timeline.view()"))))
+        d.execute_script("window.callscopeReport.timeline.set(arguments[0], arguments[1])", v[0], v[1])
+        shot(d, args.shots, "timeline", seen)
+    for extra in ("stack", "snapshots", "memory"):
+        if extra in sections:
+            tab(d, extra)
+            check(d.find_elements(By.CSS_SELECTOR, "#%s table tbody tr" % extra), "the %s view has no rows" % extra)
+            shot(d, args.shots, extra, seen)
+    errors = console_errors(d)
+    check(not errors, "console errors: %s" % errors)
+
+
+def tab(d, name):
+    d.find_element(By.CSS_SELECTOR, "nav button[data-section=%s]" % name).click()
+    check("active" in d.find_element(By.ID, name).get_attribute("class"), "the %s tab did not open" % name)
 
 
 if __name__ == "__main__":

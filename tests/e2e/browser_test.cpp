@@ -63,5 +63,37 @@ TEST_F(BrowserTest, IcicleAndDifferentialGraphs) {
   EXPECT_EQ(d.exit_code, 0) << d.err << d.out;
 }
 
+TEST_F(BrowserTest, HtmlReportViews) {
+  const std::string page = dir_.file("views.html");
+  RunResult h = callscope({"html", trace_, "-o", page});
+  ASSERT_EQ(h.exit_code, 0) << h.err;
+  // Every tab opened: the flat profile sorted and filtered, callers of
+  // parse from a click on its name, the tree, a flame frame zoomed, the
+  // timeline zoomed by the wheel and dragged.
+  RunResult r = check("html", page, "html", {"--function", "parse", "--min-rows", "7"});
+  EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("callers: Callers of parse | caller calls total | main 3"), std::string::npos) << r.out;
+}
+
+TEST_F(BrowserTest, HtmlReportOfProfileModeAndMemory) {
+  const std::string prof = dir_.file("server.trace");
+  RunResult rec = run({"env", "CALLSCOPE_MODE=profile", CALLSCOPE_EXE, "record", "-o", prof, "--",
+                       fixture(variant_, "server")},
+                      "work 10\ndump\nwork 5\ndump\nquit\n");
+  ASSERT_EQ(rec.exit_code, 0) << rec.err;
+  const std::string page = dir_.file("server.html");
+  ASSERT_EQ(callscope({"html", prof, "-o", page}).exit_code, 0);
+  RunResult r = check("html", page, "html-profile", {"--function", "handle_request"});
+  EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("sections: summary functions tree callers flame snapshots"), std::string::npos) << r.out;
+  const std::string mem = dir_.file("memory.trace");
+  ASSERT_EQ(callscope({"record", "--memory", "-o", mem, "--", fixture(variant_, "memory")}).exit_code, 0);
+  const std::string mpage = dir_.file("memory.html");
+  ASSERT_EQ(callscope({"html", mem, "-o", mpage}).exit_code, 0);
+  RunResult m = check("html", mpage, "html-memory", {});
+  EXPECT_EQ(m.exit_code, 0) << m.err << m.out;
+  EXPECT_NE(m.out.find("memory"), std::string::npos) << m.out;
+}
+
 }  // namespace
 }  // namespace callscope::e2e

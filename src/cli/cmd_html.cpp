@@ -1,0 +1,154 @@
+// `callscope html`: the whole trace in one self-contained page to open in
+// any browser (export/html.h).
+#include <cstdio>
+
+#include "analysis/diff.h"
+#include "analysis/memory.h"
+#include "analysis/stack_depth.h"
+#include "cli/command.h"
+#include "cli/view_input.h"
+#include "export/html.h"
+#include "views/format_util.h"
+#include "views/info_view.h"
+#include "views/memory_view.h"
+
+namespace callscope::cli {
+namespace {
+
+struct Opts {
+  std::string trace;
+  std::string output;
+  std::string title;
+  ViewFilters filters;
+};
+
+// "app.trace" -> "app.html"; anything else -> "NAME.html".
+std::string default_output(const std::string& trace) {
+  const size_t slash = trace.rfind('/');
+  std::string base = trace.substr(slash == std::string::npos ? 0 : slash + 1);
+  if (base.size() > 6 && base.compare(base.size() - 6, 6, ".trace") == 0) base.resize(base.size() - 6);
+  return base + ".html";
+}
+
+std::string describe_filters(const ViewFilters& f) {
+  std::string s;
+  auto add = [&](const std::string& what, const std::vector<std::string>& v) {
+    if (v.empty()) return;
+    s += (s.empty() ? "" : ", ") + what;
+    for (size_t i = 0; i < v.size(); ++i) s += (i ? " " : " ") + v[i];
+  };
+  add("threads", f.threads);
+  add("paths through", f.function_globs);
+  add("modules", f.module_globs);
+  if (!f.from.empty() || !f.to.empty())
+    s += (s.empty() ? "" : ", ") + std::string("from ") + (f.from.empty() ? "the start" : f.from) + " to " +
+         (f.to.empty() ? "the end" : f.to);
+  if (f.dump) s += (s.empty() ? "" : ", ") + std::string("snapshot ") + std::to_string(f.dump);
+  return s;
+}
+
+// Whether a thread's events hold more than its entries and exits: memory
+// events, perhaps (losses and stops count too; the model decides).
+bool may_hold_memory(const format::TraceReader& t) {
+  for (const format::ThreadInfo& th : t.threads())
+    if (th.record.events > 2 * th.record.calls + 8) return true;
+  return false;
+}
+
+// `callscope memory --format json` of the whole trace, or null.
+Result<nlohmann::json> memory_json(format::TraceReader& t, symbolize::Symbolizer& sym) {
+  if (t.is_profile() || !may_hold_memory(t)) return nlohmann::json();
+  CALLSCOPE_TRY(analysis::MemoryModel m, analysis::build_memory_model(t));
+  if (!m.has_memory_events) return nlohmann::json();
+  char* buf = nullptr;
+  size_t len = 0;
+  FILE* mem = open_memstream(&buf, &len);
+  if (!mem) return Error("out of memory");
+  views::MemoryOptions mo;
+  mo.format = OutputFormat::kJson;
+  mo.limit = 200;
+  const Status st = views::print_memory(t, sym, m, mo, mem);
+  std::fclose(mem);
+  std::string text(buf, len);
+  std::free(buf);
+  CALLSCOPE_CHECK(st);
+  return nlohmann::json::parse(text, nullptr, false);
+}
+
+Result<int> run(const Opts& o) {
+  CALLSCOPE_TRY(ViewInput in, open_view(o.trace, o.filters));
+  CALLSCOPE_TRY(analysis::Profile p, load_view_profile(in, o.filters));
+  format::TraceReader& t = *in.trace;
+  exporter::FunctionIds fns(in.resolve);
+  exporter::HtmlInput hi{t, p, in.threads, fns, {in.window, in.wanted}};
+  if (in.wanted) hi.wanted = [&](uint64_t fn) { return in.wanted(p.functions[fn]); };
+  std::string program;
+  if (!t.processes().empty()) {
+    const std::string& exe = t.processes().front().exe;
+    program = exe.substr(exe.rfind('/') == std::string::npos ? 0 : exe.rfind('/') + 1);
+  }
+  hi.title = o.title.empty() ? "callscope: " + (program.empty() ? o.trace : program) : o.title;
+  hi.filters = describe_filters(o.filters);
+  hi.info = views::info_json(t, {});
+  hi.resolve = &in.resolve;
+  if (!t.is_profile() && !(t.info().record.flags & format::kInfoUnwound)) {
+    CALLSCOPE_TRY(analysis::StackDepths depths, analysis::measure_stack(t, in.threads));
+    hi.stack = std::move(depths);
+  }
+  if (t.is_profile()) {
+    const size_t n = t.dumps().size(), first = n > 100 ? n - 100 : 0;
+    for (size_t k = first; k < n; ++k) {
+      CALLSCOPE_TRY(analysis::Profile sp, analysis::build_profile_from_dumps(t, {static_cast<uint32_t>(k)}, in.threads, in.resolve));
+      nlohmann::json flat = nlohmann::json::array();
+      for (const analysis::NamedFlat& f : analysis::flat_ns(sp, 1.0 / t.header().ticks_per_ns))
+        flat.push_back({f.name, f.module, f.v.calls, std::llround(f.v.total_ns), std::llround(f.v.self_ns)});
+      const auto& d = t.dumps()[k];
+      char when[64];
+      std::snprintf(when, sizeof when, "%.6f s", t.ticks_to_ns(d.tick) / 1e9);
+      hi.snapshot_labels.push_back("snapshot " + std::to_string(k + 1) + " (pid " +
+                                   std::to_string(t.process(d.process_index).record.pid) + ", at " + when + ")");
+      hi.snapshot_flats.push_back(std::move(flat));
+    }
+  }
+  CALLSCOPE_TRY(hi.memory, memory_json(t, *in.sym));
+  const std::string path = o.output.empty() ? default_output(o.trace) : o.output;
+  CALLSCOPE_TRY(std::unique_ptr<OutputFile> out, OutputFile::open(path, false));
+  CALLSCOPE_TRY(exporter::HtmlCounts counts, exporter::write_html(hi, out->file()));
+  CALLSCOPE_CHECK(out->commit());
+  if (!out->is_stdout()) {
+    std::string detail;
+    if (counts.calls > counts.detail_calls)
+      detail = "; timeline: the " + views::count_of(counts.detail_calls, "longest call", "longest calls") + " of " +
+               std::to_string(counts.calls) + " drawn one by one, the others aggregated";
+    std::fprintf(stderr, "callscope html: %s: %s%s\n", terminal_safe(out->path()).c_str(),
+                 views::format_bytes(counts.bytes).c_str(), detail.c_str());
+  }
+  return finish_view("html", in);
+}
+
+}  // namespace
+
+Command html_command() {
+  return {"html", "Write one self-contained HTML page with every view of a trace",
+          [](CLI::App& app) -> Runner {
+            auto o = std::make_shared<Opts>();
+            app.add_option("trace", o->trace, "Trace file")->required();
+            app.add_option("-o,--output", o->output,
+                           "Write the page to FILE (default: the trace's name with .html, in the current directory; "
+                           "- for standard output)")
+                ->type_name("FILE");
+            app.add_option("--title", o->title, "The page's title")->type_name("TEXT");
+            add_view_filters(app, o->filters);
+            app.footer(
+                "The page opens offline in any browser (its scripts, styles and data are inline): a summary of\n"
+                "the run, the flat profile (sortable, filterable), the call trees per thread and merged, callers\n"
+                "and callees, the flame graph, a zoomable timeline per thread, the measured stack, the\n"
+                "snapshots of a profile-mode trace and their differences, and memory (record --memory).\n"
+                "It stays under 10 MB whatever the trace's size: the timeline holds every call among the\n"
+                "longest ones and draws the shorter ones aggregated; --from/--to give every call of a\n"
+                "window. See docs/html.md.");
+            return [o]() -> Result<int> { return run(*o); };
+          }};
+}
+
+}  // namespace callscope::cli
