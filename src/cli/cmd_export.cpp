@@ -26,13 +26,6 @@ struct Opts {
 
 constexpr const char* kFormats = "perfetto, chrome, speedscope, folded, pprof";
 
-Result<exporter::Weight> parse_weight(const std::string& by) {
-  if (by == "self") return exporter::Weight::kSelf;
-  if (by == "total") return exporter::Weight::kTotal;
-  if (by == "calls") return exporter::Weight::kCalls;
-  return Error("unknown --by '" + by + "' (valid: self, total, calls)");
-}
-
 // The formats of calls in time.
 Result<int> export_timeline(const Opts& o, ViewInput& in) {
   format::TraceReader& t = *in.trace;
@@ -72,7 +65,7 @@ Result<int> run(const Opts& o) {
   const bool timeline = o.format == "perfetto" || o.format == "chrome" || o.format == "speedscope";
   const bool aggregated = o.format == "folded" || o.format == "pprof";
   if (!timeline && !aggregated) return Error("unknown --format '" + o.format + "' (valid: " + kFormats + ")");
-  CALLSCOPE_TRY(exporter::Weight weight, parse_weight(o.by));
+  CALLSCOPE_TRY(exporter::Weight weight, exporter::parse_weight(o.by));
   if (o.by != "self" && o.format != "folded")
     return Error("--by weighs the lines of --format folded; " + o.format + " carries calls, total and self together");
   if (o.no_compress && o.format != "perfetto") return Error("--no-compress is for --format perfetto");

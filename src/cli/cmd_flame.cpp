@@ -22,13 +22,6 @@ struct Opts {
   ViewFilters filters;
 };
 
-Result<exporter::Weight> parse_weight(const std::string& by) {
-  if (by == "self") return exporter::Weight::kSelf;
-  if (by == "total") return exporter::Weight::kTotal;
-  if (by == "calls") return exporter::Weight::kCalls;
-  return Error("unknown --by '" + by + "' (valid: self, total, calls)");
-}
-
 std::string base_name(const std::string& path) {
   const size_t slash = path.rfind('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
@@ -68,7 +61,7 @@ Result<int> write(const Opts& o, const std::function<Result<exporter::FlameCount
 }
 
 Result<int> run(const Opts& o) {
-  CALLSCOPE_TRY(exporter::Weight by, parse_weight(o.by));
+  CALLSCOPE_TRY(exporter::Weight by, exporter::parse_weight(o.by));
   if (o.width < 200 || o.width > 100000) return Error("--width takes 200 to 100000 pixels");
   exporter::FlameOptions fo;
   fo.icicle = o.icicle;

@@ -14,6 +14,8 @@ namespace callscope::exporter {
 
 // What a line or a sample weighs.
 enum class Weight { kSelf, kTotal, kCalls };
+// "self", "total", "calls"; an error naming them for anything else.
+Result<Weight> parse_weight(const std::string& by);
 
 // "a;b;c N" per node whose weight is not 0, in name order. kSelf: the node's
 // own self time in ns (flamegraph.pl's widths are then total time); kTotal:

@@ -7,6 +7,13 @@
 
 namespace callscope::exporter {
 
+Result<Weight> parse_weight(const std::string& by) {
+  if (by == "self") return Weight::kSelf;
+  if (by == "total") return Weight::kTotal;
+  if (by == "calls") return Weight::kCalls;
+  return Error("unknown --by '" + by + "' (valid: self, total, calls)");
+}
+
 std::string folded_frame(const std::string& name) {
   std::string s = name;
   for (char& c : s) {

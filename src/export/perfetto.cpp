@@ -46,31 +46,48 @@ enum : uint32_t {
 };
 constexpr uint64_t kSliceBegin = 1, kSliceEnd = 2, kInstant = 3;
 constexpr uint32_t kClockIncremental = 64, kBoottime = 6;
-constexpr size_t kChunk = size_t{1} << 20;
+constexpr size_t kChunk = size_t{4} << 20;
 
 // A field's tag and varint value at `p`.
 inline char* put_field(char* p, uint32_t field, uint64_t v) {
   return put_varint(put_varint(p, uint64_t{field} << 3), v);
 }
 
-// Chunks of packets to the file: compressed by a thread of their own (at
-// most two waiting), in order.
+// Chunks of packets to the file: compressed by threads of their own (a
+// bounded number waiting), written in order.
 class Writer {
  public:
+  // The most a small packet's body takes (begin and end stay far below).
+  static constexpr size_t kSmall = 120;
+
   Writer(FILE* out, bool compress) : out_(out), compress_(compress) {
-    chunk_.reserve(kChunk + 4096);
-    if (compress_) worker_ = std::thread([this] { compress_chunks(); });
+    fresh_chunk();
+    if (compress_)
+      for (unsigned i = 0; i < kCompressors; ++i) workers_.emplace_back([this] { compress_chunks(); });
   }
   ~Writer() { stop(); }
   // A packet whose fields are `body`.
   void packet(std::string_view body) {
-    char tag[11];
-    char* p = tag;
+    if (used_ + body.size() + 16 > chunk_.size()) {
+      flush_chunk();
+      if (body.size() + 16 > chunk_.size()) chunk_.resize(body.size() + 16);
+    }
+    char* p = chunk_.data() + used_;
     *p++ = static_cast<char>((kPacket << 3) | 2);
     p = put_varint(p, body.size());
-    chunk_.append(tag, static_cast<size_t>(p - tag));
-    chunk_.append(body.data(), body.size());
-    if (chunk_.size() >= kChunk) flush_chunk();
+    std::memcpy(p, body.data(), body.size());
+    used_ = static_cast<size_t>(p + body.size() - chunk_.data());
+    if (used_ >= kChunk) flush_chunk();
+  }
+  // The hot path: a packet of at most kSmall bytes encoded in place. The
+  // body goes at the pointer returned; end_small(its end) closes it.
+  char* begin_small() { return chunk_.data() + used_ + 2; }
+  void end_small(char* end) {
+    char* head = chunk_.data() + used_;
+    head[0] = static_cast<char>((kPacket << 3) | 2);
+    head[1] = static_cast<char>(end - head - 2);  // < 128: one byte of length
+    used_ = static_cast<size_t>(end - chunk_.data());
+    if (used_ >= kChunk) flush_chunk();
   }
   Status finish() {
     flush_chunk();
@@ -81,39 +98,45 @@ class Writer {
   uint64_t bytes() const { return bytes_; }
 
  private:
+  // Room for a whole chunk and one more packet of any small size.
+  void fresh_chunk() {
+    chunk_ = std::string();
+    chunk_.resize(kChunk + 4096);
+    used_ = 0;
+  }
   void flush_chunk() {
-    if (chunk_.empty()) return;
+    if (used_ == 0) return;
+    chunk_.resize(used_);
     if (!compress_) {
       write(chunk_);
-      chunk_.clear();
+      fresh_chunk();
       return;
     }
     std::unique_lock lock(mu_);
-    room_.wait(lock, [&] { return queue_.size() < 2; });
-    queue_.push_back(std::move(chunk_));
+    room_.wait(lock, [&] { return queue_.size() < kCompressors + 1; });
+    queue_.push_back({queued_++, std::move(chunk_)});
     ready_.notify_one();
     lock.unlock();
-    chunk_ = std::string();
-    chunk_.reserve(kChunk + 4096);
+    fresh_chunk();
   }
   void stop() {
-    if (!worker_.joinable()) return;
     {
       std::lock_guard lock(mu_);
       done_ = true;
     }
-    ready_.notify_one();
-    worker_.join();
+    ready_.notify_all();
+    for (std::thread& w : workers_) w.join();
+    workers_.clear();
   }
   void compress_chunks() {
     z_stream z{};
-    deflateInit(&z, 1);
+    deflateInit(&z, 3);
     std::string zbuf;
     for (;;) {
       std::unique_lock lock(mu_);
       ready_.wait(lock, [&] { return !queue_.empty() || done_; });
       if (queue_.empty()) break;
-      std::string chunk = std::move(queue_.front());
+      auto [seq, chunk] = std::move(queue_.front());
       queue_.pop_front();
       room_.notify_one();
       lock.unlock();
@@ -136,7 +159,14 @@ class Writer {
       p = put_varint(p, n);
       const size_t hn = static_cast<size_t>(p - head);
       std::memcpy(zbuf.data() + kHead - hn, head, hn);
+      // Chunks are written in the order they were filled.
+      lock.lock();
+      written_.wait(lock, [&, seq = seq] { return next_write_ == seq; });
+      lock.unlock();
       write(std::string_view(zbuf.data() + kHead - hn, hn + n));
+      lock.lock();
+      ++next_write_;
+      written_.notify_all();
     }
     deflateEnd(&z);
   }
@@ -147,11 +177,16 @@ class Writer {
 
   FILE* out_;
   bool compress_;
-  std::string chunk_;
-  std::thread worker_;
+  std::string chunk_;  // sized kChunk + 4096; used_ bytes hold packets
+  size_t used_ = 0;
+  // Compressors: two, so that compressing (the slower half) uses the other
+  // core while the events are encoded, and both when encoding waits.
+  static constexpr unsigned kCompressors = 2;
+  std::vector<std::thread> workers_;
   std::mutex mu_;
-  std::condition_variable ready_, room_;
-  std::deque<std::string> queue_;
+  std::condition_variable ready_, room_, written_;
+  std::deque<std::pair<uint64_t, std::string>> queue_;  // (its place in the file, the chunk)
+  uint64_t queued_ = 0, next_write_ = 0;
   bool done_ = false;
   std::atomic<bool> ok_ = true;
   std::atomic<uint64_t> bytes_ = 0;
@@ -195,29 +230,24 @@ class PerfettoSink final : public SliceSink {
   void begin(uint64_t tick, uint32_t fn) override {
     if (fn >= fn_category_.size()) fn_category_.resize(fn + 1, 0);
     if (fn_category_[fn] == 0) return begin_first(tick, fn);
-    char ev[48];
-    char* e = put_field(ev, kEvType, kSliceBegin);
+    char* p = timestamp(w_.begin_small(), tick);
+    *p++ = static_cast<char>((kTrackEvent << 3) | 2);
+    char* len = p++;  // the event's length: well under 128
+    char* e = put_field(p, kEvType, kSliceBegin);
     e = put_field(e, kEvCategoryIids, fn_category_[fn]);
     e = put_field(e, kEvNameIid, fn + 1);
     if (fn_has_location_[fn]) e = put_field(e, kEvSourceLocationIid, fn + 1);
-    char b[96];
-    char* p = timestamp(b, tick);
-    p = put_varint(p, (kTrackEvent << 3) | 2);
-    p = put_varint(p, static_cast<uint64_t>(e - ev));
-    std::memcpy(p, ev, static_cast<size_t>(e - ev));
-    p = put_field(p + (e - ev), kSequenceId, seq_);
-    w_.packet(std::string_view(b, static_cast<size_t>(p - b)));
+    *len = static_cast<char>(e - p);
+    w_.end_small(put_field(e, kSequenceId, seq_));
   }
 
   void end(uint64_t tick) override {
-    char b[32];
-    char* p = timestamp(b, tick);
+    char* p = timestamp(w_.begin_small(), tick);
     *p++ = static_cast<char>((kTrackEvent << 3) | 2);
     *p++ = 2;
     *p++ = static_cast<char>(kEvType << 3);
     *p++ = static_cast<char>(kSliceEnd);
-    p = put_field(p, kSequenceId, seq_);
-    w_.packet(std::string_view(b, static_cast<size_t>(p - b)));
+    w_.end_small(put_field(p, kSequenceId, seq_));
   }
 
   void instant(uint64_t tick, Instant what, uint64_t arg) override {

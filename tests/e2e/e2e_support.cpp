@@ -99,6 +99,11 @@ std::string fixture(const std::string& variant, const std::string& name) {
   return std::string(FIXTURE_DIR) + "/" + variant + "/" + name;
 }
 
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
 std::string plain_fixture() { return std::string(FIXTURE_DIR) + "/plain"; }
 
 TempDir::TempDir() {

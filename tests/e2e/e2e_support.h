@@ -43,6 +43,8 @@ struct VariantName {
   }
 };
 std::string fixture(const std::string& variant, const std::string& name);
+// A file's bytes ("" if it cannot be read).
+std::string read_file(const std::string& path);
 std::string plain_fixture();
 
 // A fresh temporary directory, removed with its contents when destroyed.

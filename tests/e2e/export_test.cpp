@@ -47,11 +47,6 @@ Paths read_export(const std::string& format, const std::string& file) {
   return paths;
 }
 
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
-
 class ExportTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
@@ -82,9 +77,9 @@ TEST_P(ExportTest, EveryFormatHasTheExactCallPaths) {
 TEST_P(ExportTest, PerfettoUncompressedIsTheSame) {
   EXPECT_EQ(exported("perfetto", {"--no-compress"}), views_paths());
   // Compressed packets make the file smaller than the raw one.
-  const std::string raw = slurp(dir_.file("out.perfetto"));
+  const std::string raw = read_file(dir_.file("out.perfetto"));
   exported("perfetto");
-  EXPECT_LT(slurp(dir_.file("out.perfetto")).size(), raw.size());
+  EXPECT_LT(read_file(dir_.file("out.perfetto")).size(), raw.size());
 }
 
 TEST_P(ExportTest, FunctionFilterKeepsThePathsThroughIt) {
@@ -232,7 +227,7 @@ TEST_P(ExportTest, BadArgumentsGetClearErrors) {
 TEST_P(ExportTest, DamagedTracesExportWhatSurvivesAndSaySo) {
   // A trace cut short (its process records and end block gone): what can be
   // read is written, the damage is reported, the exit code is 1.
-  const std::string whole = slurp(trace_);
+  const std::string whole = read_file(trace_);
   const std::string cut = dir_.file("cut.trace");
   std::ofstream(cut, std::ios::binary) << whole.substr(0, whole.size() * 2 / 3);
   for (const char* f : kFormats) {

@@ -13,11 +13,6 @@
 namespace callscope::e2e {
 namespace {
 
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
-
 struct SvgFrame {
   uint64_t s, w;
   uint32_t d;
@@ -64,7 +59,7 @@ class FlameTest : public ::testing::TestWithParam<std::string> {
     RunResult r = callscope(args);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_TRUE(well_formed(out)) << out;
-    return slurp(out);
+    return read_file(out);
   }
   TempDir dir_;
   std::string trace_;
@@ -133,7 +128,7 @@ TEST_P(FlameTest, FiltersMergeAndIcicle) {
 TEST_P(FlameTest, SameTraceSameBytes) {
   EXPECT_EQ(flame({trace_}, "1.svg"), flame({trace_}, "2.svg"));
   // And a self-contained file: no external references.
-  const std::string svg = slurp(dir_.file("1.svg"));
+  const std::string svg = read_file(dir_.file("1.svg"));
   EXPECT_EQ(svg.find("http://", svg.find("xmlns=\"http://www.w3.org/2000/svg\"") + 40), std::string::npos);
   EXPECT_EQ(svg.find("href"), std::string::npos);
   EXPECT_NE(svg.find("<script"), std::string::npos);
@@ -179,7 +174,7 @@ TEST_P(FlameTest, DifferenceOfTwoSnapshots) {
   const SvgFrame& h = f.find("handle_request")->second;
   EXPECT_NE(h.title.find("own calls 800 → 880: +80 (+10.0%)"), std::string::npos) << h.title;
   EXPECT_EQ(h.fill.rfind("rgb(255,", 0), 0u) << h.fill;  // grew: red
-  const std::string svg = slurp(dir_.file("flame.svg"));
+  const std::string svg = read_file(dir_.file("flame.svg"));
   EXPECT_NE(svg.find("snapshot 1"), std::string::npos);
 }
 

@@ -18,11 +18,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
-
 // The JSON inside the page's <script id="callscope-data">.
 json page_data(const std::string& page) {
   const std::string open = "id=\"callscope-data\">";
@@ -51,7 +46,7 @@ class HtmlTest : public ::testing::TestWithParam<std::string> {
     args.insert(args.begin(), {"html", "-o", out});
     RunResult r = callscope(args);
     EXPECT_EQ(r.exit_code, 0) << r.err;
-    const std::string text = slurp(out);
+    const std::string text = read_file(out);
     if (page) *page = text;
     return page_data(text);
   }
@@ -184,7 +179,7 @@ TEST_P(HtmlTest, DefaultOutputAndErrors) {
   RunResult r = run({"sh", "-c", "cd '" + dir_.path() + "' && '" + CALLSCOPE_EXE + "' html views.trace"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("views.html"), std::string::npos) << r.err;
-  EXPECT_TRUE(page_data(slurp(dir_.file("views.html"))).is_object());
+  EXPECT_TRUE(page_data(read_file(dir_.file("views.html"))).is_object());
   struct Case {
     std::vector<std::string> args;
     std::string message;
