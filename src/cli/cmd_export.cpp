@@ -86,7 +86,12 @@ Result<int> run(const Opts& o) {
   if (o.format == "folded") {
     exporter::write_folded(*in.trace, stacks, weight, out->file());
   } else if (o.format == "pprof") {
-    CALLSCOPE_TRY(std::string bytes, exporter::pprof_profile(*in.trace, stacks));
+    // With record --memory: the allocation paths too (alloc_objects,
+    // alloc_space, inuse_space).
+    CALLSCOPE_TRY(std::optional<analysis::MemoryModel> m, memory_model(*in.trace));
+    std::vector<exporter::MemorySample> memory;
+    if (m) memory = exporter::memory_samples(*m, in.resolve, in.threads, in.window, o.merge, in.wanted);
+    CALLSCOPE_TRY(std::string bytes, exporter::pprof_profile(*in.trace, stacks, memory));
     std::fwrite(bytes.data(), 1, bytes.size(), out->file());
   } else {
     CALLSCOPE_CHECK(exporter::write_speedscope_sampled(*in.trace, stacks, out->file()));
@@ -123,7 +128,8 @@ Command export_command() {
                 "  speedscope  speedscope.app: an evented profile per thread; of a profile-mode trace, a\n"
                 "              sampled profile per thread weighted by self time\n"
                 "  folded      'a;b;c N' lines (flamegraph.pl, inferno), N per --by\n"
-                "  pprof       gzipped profile.proto (go tool pprof, Pyroscope, Grafana): calls, total, self\n"
+                "  pprof       gzipped profile.proto (go tool pprof, Pyroscope, Grafana): calls, total, self;\n"
+                "              with record --memory also alloc_objects, alloc_space, inuse_space\n"
                 "Profile-mode traces hold call trees, not calls in time: folded, pprof and speedscope\n"
                 "only. -F/-m keep the call paths through the functions matched, as 'report --tree'.\n"
                 "See docs/export.md.");

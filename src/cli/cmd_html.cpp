@@ -47,19 +47,11 @@ std::string describe_filters(const ViewFilters& f) {
   return s;
 }
 
-// Whether a thread's events hold more than its entries and exits: memory
-// events, perhaps (losses and stops count too; the model decides).
-bool may_hold_memory(const format::TraceReader& t) {
-  for (const format::ThreadInfo& th : t.threads())
-    if (th.record.events > 2 * th.record.calls + 8) return true;
-  return false;
-}
-
 // `callscope memory --format json` of the whole trace, or null.
 Result<nlohmann::json> memory_json(format::TraceReader& t, symbolize::Symbolizer& sym) {
-  if (t.is_profile() || !may_hold_memory(t)) return nlohmann::json();
-  CALLSCOPE_TRY(analysis::MemoryModel m, analysis::build_memory_model(t));
-  if (!m.has_memory_events) return nlohmann::json();
+  CALLSCOPE_TRY(std::optional<analysis::MemoryModel> model, memory_model(t));
+  if (!model) return nlohmann::json();
+  const analysis::MemoryModel& m = *model;
   char* buf = nullptr;
   size_t len = 0;
   FILE* mem = open_memstream(&buf, &len);

@@ -140,6 +140,15 @@ Result<DiffSide> open_diff_side(const std::string& spec, const std::string& trac
   return side;
 }
 
+Result<std::optional<analysis::MemoryModel>> memory_model(format::TraceReader& t) {
+  bool more = false;  // losses and stops count too: the model decides
+  for (const format::ThreadInfo& th : t.threads()) more = more || th.record.events > 2 * th.record.calls + 8;
+  if (t.is_profile() || !more) return std::optional<analysis::MemoryModel>();
+  CALLSCOPE_TRY(analysis::MemoryModel m, analysis::build_memory_model(t));
+  if (!m.has_memory_events) return std::optional<analysis::MemoryModel>();
+  return std::optional<analysis::MemoryModel>(std::move(m));
+}
+
 int finish_view(const char* command, const ViewInput& in) {
   for (const std::string& w : in.sym->warnings()) print_warning(command, w);
   if (const std::string w = views::loss_warning(*in.trace); !w.empty()) print_warning(command, w);

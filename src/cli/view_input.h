@@ -9,9 +9,11 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "analysis/memory.h"
 #include "analysis/report_model.h"
 #include "common/result.h"
 #include "format/trace_reader.h"
@@ -65,6 +67,11 @@ struct DiffSide {
   std::string label;  // "app.trace snapshot 2 (at 1.500000 s)", "new.trace"
 };
 Result<DiffSide> open_diff_side(const std::string& spec, const std::string& trace, ViewFilters f);
+
+// The allocations of a recording made with record --memory; nothing for a
+// trace without memory events (read only when its threads hold more events
+// than entries and exits).
+Result<std::optional<analysis::MemoryModel>> memory_model(format::TraceReader& t);
 
 // The error for -F/-m globs that matched nothing (as report says it).
 Error nothing_wanted(const ViewFilters& f);

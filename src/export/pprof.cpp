@@ -2,6 +2,7 @@
 // written by hand with ProtoWriter; field numbers in proto/pprof_profile.proto.
 #include <zlib.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -35,8 +36,48 @@ class Strings {
 
 }  // namespace
 
-Result<std::string> pprof_profile(const format::TraceReader& trace, const StackTree& t) {
+std::vector<MemorySample> memory_samples(const analysis::MemoryModel& m, const analysis::Resolver& resolve,
+                                         const std::vector<uint32_t>& threads, const analysis::TickWindow& window,
+                                         bool merge, const std::function<bool(const analysis::FunctionInfo&)>& wanted) {
+  std::vector<bool> chosen;
+  for (uint32_t t : threads) {
+    if (chosen.size() <= t) chosen.resize(t + 1, false);
+    chosen[t] = true;
+  }
+  // Per (path node, thread): allocs, bytes, bytes never freed.
+  std::map<std::pair<uint32_t, int64_t>, MemorySample> by_path;
+  for (uint64_t i = 0; i < m.blocks.size(); ++i) {
+    const analysis::MemoryBlock& b = m.blocks[i];
+    if (b.thread >= chosen.size() || !chosen[b.thread]) continue;
+    if (b.alloc_tick < window.from || b.alloc_tick > window.to) continue;
+    MemorySample& s = by_path[{b.path, merge ? -1 : static_cast<int64_t>(b.thread)}];
+    ++s.allocs;
+    s.bytes += b.size;
+    if (b.leaked()) s.leaked_bytes += b.size;
+  }
+  std::map<uint32_t, analysis::FunctionInfo> names;  // MemoryModel function -> its name
+  std::vector<MemorySample> out;
+  for (auto& [key, s] : by_path) {
+    for (uint32_t node : analysis::memory_path(m, key.first)) {
+      const uint32_t fi = m.paths[node].function;
+      const analysis::MemoryFunction& f = m.functions[fi];
+      if (f.fn == 0) continue;  // outside every instrumented function: the path's root
+      auto it = names.find(fi);
+      if (it == names.end()) it = names.emplace(fi, resolve(f.process, f.fn, f.tick)).first;
+      s.path.push_back(it->second);
+    }
+    if (s.path.empty()) s.path.push_back({"[outside traced functions]", "", "", 0});
+    if (wanted && std::none_of(s.path.begin(), s.path.end(), wanted)) continue;
+    s.thread = key.second;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+Result<std::string> pprof_profile(const format::TraceReader& trace, const StackTree& t,
+                                  const std::vector<MemorySample>& memory) {
   const analysis::Profile& p = *t.profile;
+  const bool with_memory = !memory.empty();
   Strings str;
   std::string out;
   ProtoWriter w(out);
@@ -50,25 +91,23 @@ Result<std::string> pprof_profile(const format::TraceReader& trace, const StackT
   value_type(kSampleType, "calls", "count");
   value_type(kSampleType, "total", "nanoseconds");
   value_type(kSampleType, "self", "nanoseconds");
+  if (with_memory) {
+    value_type(kSampleType, "alloc_objects", "count");
+    value_type(kSampleType, "alloc_space", "bytes");
+    value_type(kSampleType, "inuse_space", "bytes");
+  }
 
-  // Functions used, each with a location of its own (ids from 1, in order of
-  // first use on the walk: deterministic).
-  std::map<int64_t, uint64_t> loc_of;
-  std::vector<int64_t> used;
+  // Functions used by (name, module), each with a location of its own (ids
+  // from 1, in order of first use: deterministic).
+  std::map<std::pair<std::string, std::string>, uint64_t> loc_of;
+  std::vector<const analysis::FunctionInfo*> used;
+  auto location = [&](const analysis::FunctionInfo& f) {
+    auto [it, fresh] = loc_of.try_emplace({f.name, f.module}, loc_of.size() + 1);
+    if (fresh) used.push_back(&f);
+    return it->second;
+  };
   const uint64_t thread_key = str.id("thread");
-  walk_stacks(t, [&](uint32_t id, const std::vector<uint32_t>& path) {
-    const StackNode& n = t.nodes[id];
-    if (n.function < 0) return;
-    if (loc_of.try_emplace(n.function, loc_of.size() + 1).second) used.push_back(n.function);
-    if (!n.counted || (n.stats.calls == 0 && n.own_ticks == 0 && n.stats.total == 0)) return;
-    std::vector<uint64_t> locs;
-    for (size_t i = path.size(); i-- > 0;) {
-      const StackNode& f = t.nodes[path[i]];
-      if (f.function >= 0) locs.push_back(loc_of.at(f.function));
-    }
-    const uint64_t values[3] = {n.stats.calls, ns_of(trace, n.stats.total), ns_of(trace, n.own_ticks)};
-    int64_t thread = -1;
-    if (t.per_thread) thread = t.nodes[path.front()].thread;
+  auto sample = [&](const std::vector<uint64_t>& locs, const std::vector<uint64_t>& values, int64_t thread) {
     const uint64_t thread_str = thread >= 0 ? str.id(thread_frame_label(trace, static_cast<uint32_t>(thread))) : 0;
     w.message(kSample, [&](ProtoWriter& m) {
       m.packed(1, locs);
@@ -79,12 +118,31 @@ Result<std::string> pprof_profile(const format::TraceReader& trace, const StackT
           l.varint(2, thread_str);
         });
     });
+  };
+  walk_stacks(t, [&](uint32_t id, const std::vector<uint32_t>& path) {
+    const StackNode& n = t.nodes[id];
+    if (n.function < 0) return;
+    location(p.functions[static_cast<size_t>(n.function)]);
+    if (!n.counted || (n.stats.calls == 0 && n.own_ticks == 0 && n.stats.total == 0)) return;
+    std::vector<uint64_t> locs;
+    for (size_t i = path.size(); i-- > 0;) {
+      const StackNode& f = t.nodes[path[i]];
+      if (f.function >= 0) locs.push_back(location(p.functions[static_cast<size_t>(f.function)]));
+    }
+    std::vector<uint64_t> values = {n.stats.calls, ns_of(trace, n.stats.total), ns_of(trace, n.own_ticks)};
+    if (with_memory) values.insert(values.end(), {0, 0, 0});
+    sample(locs, values, t.per_thread ? static_cast<int64_t>(t.nodes[path.front()].thread) : -1);
   });
+  for (const MemorySample& s : memory) {
+    std::vector<uint64_t> locs;
+    for (size_t i = s.path.size(); i-- > 0;) locs.push_back(location(s.path[i]));
+    sample(locs, {0, 0, 0, s.allocs, s.bytes, s.leaked_bytes}, s.thread);
+  }
 
   // Mappings, one per module (pprof groups by them), then locations and
   // functions.
   std::map<std::string, uint64_t> mapping_of;
-  for (int64_t fn : used) mapping_of.try_emplace(p.functions[static_cast<size_t>(fn)].module, 0);
+  for (const analysis::FunctionInfo* f : used) mapping_of.try_emplace(f->module, 0);
   uint64_t next_mapping = 1;
   for (auto& [module, id] : mapping_of) {
     id = next_mapping++;
@@ -97,30 +155,29 @@ Result<std::string> pprof_profile(const format::TraceReader& trace, const StackT
       m.boolean(9, true);   // has_line_numbers
     });
   }
-  for (int64_t fn : used) {
-    const analysis::FunctionInfo& f = p.functions[static_cast<size_t>(fn)];
-    const uint64_t id = loc_of.at(fn);
+  for (const analysis::FunctionInfo* f : used) {
+    const uint64_t id = loc_of.at({f->name, f->module});
     w.message(kLocation, [&](ProtoWriter& m) {
       m.varint(1, id);
-      m.varint(2, mapping_of.at(f.module));
+      m.varint(2, mapping_of.at(f->module));
       m.message(4, [&](ProtoWriter& l) {
         l.varint(1, id);  // the function of the same id
-        if (f.line) l.varint(2, f.line);
+        if (f->line) l.varint(2, f->line);
       });
     });
   }
-  for (int64_t fn : used) {
-    const analysis::FunctionInfo& f = p.functions[static_cast<size_t>(fn)];
-    const uint64_t name = str.id(f.name), file = str.id(f.file);
+  for (const analysis::FunctionInfo* f : used) {
+    const uint64_t name = str.id(f->name), file = str.id(f->file);
     w.message(kFunction, [&](ProtoWriter& m) {
-      m.varint(1, loc_of.at(fn));
+      m.varint(1, loc_of.at({f->name, f->module}));
       m.varint(2, name);
       m.varint(3, name);
       if (file) m.varint(4, file);
-      if (f.line) m.varint(5, f.line);
+      if (f->line) m.varint(5, f->line);
     });
   }
-  const uint64_t comment = str.id("callscope export of " + trace.path());
+  const uint64_t comment = str.id("callscope export of " + trace.path() +
+                                  (with_memory ? "; inuse_space: allocated and never freed by the end of the trace" : ""));
   const uint64_t self_type = str.id("self");
   const uint64_t calls_type = str.id("calls"), count = str.id("count");
   for (const std::string& s : str.list()) w.bytes(kStringTable, s);

@@ -14,7 +14,9 @@ never going back, frames in range), and prints one line per call path:
 THREAD is the thread's # in `callscope info` (taken from the thread names
 the exports write: "[thread N...]", "name (N)", "thread N"), or "all" for a
 merged tree. Lines are sorted. A failed check exits 1 with the reason.
---located: perfetto must give some slice a source location (file:line)."""
+--located: perfetto must give some slice a source location (file:line).
+FORMAT pprof:TYPE sums the values of sample type TYPE (alloc_space, ...)
+instead of calls."""
 
 import gzip
 import json
@@ -321,15 +323,15 @@ def read_folded(path, _):
     return counts
 
 
-def read_pprof(path, proto_dir):
+def read_pprof(path, proto_dir, value="calls"):
     data = gzip.decompress(open(path, "rb").read())
     p = protoc(proto_dir, "pprof_profile.proto", "perftools.profiles.Profile", data)
     strings = all_of(p, "string_table")
     if not strings or strings[0] != "":
         fail("the string table does not begin with \"\"")
     types = [strings[get(v, "type")] for v in all_of(p, "sample_type")]
-    if "calls" not in types:
-        fail("no 'calls' sample type: %s" % types)
+    if value not in types:
+        fail("no %r sample type: %s" % (value, types))
     fn = {get(f, "id"): strings[get(f, "name")] for f in all_of(p, "function")}
     loc = {}
     for l in all_of(p, "location"):
@@ -347,9 +349,9 @@ def read_pprof(path, proto_dir):
         for lab in all_of(s, "label"):
             if strings[get(lab, "key")] == "thread":
                 t = thread_key(strings[get(lab, "str")])
-        calls = values[types.index("calls")]
-        if calls:
-            counts[";".join([t] + [loc[i] for i in reversed(ids)])] += calls
+        v = values[types.index(value)]
+        if v:
+            counts[";".join([t] + [loc[i] for i in reversed(ids)])] += v
     return counts
 
 
@@ -363,9 +365,12 @@ def main():
     fmt, path, proto_dir = sys.argv[1:4]
     EXPECT_LOCATIONS = len(sys.argv) == 5
     reader = {"perfetto": read_perfetto, "chrome": read_chrome, "speedscope": read_speedscope,
-              "folded": read_folded, "pprof": read_pprof}.get(fmt)
+              "folded": read_folded, "pprof": read_pprof}.get(fmt.split(":")[0])
     if not reader:
         fail("unknown format " + fmt)
+    if ":" in fmt:  # pprof:TYPE: that sample type's values instead of calls
+        value = fmt.split(":", 1)[1]
+        reader = lambda path, proto_dir: read_pprof(path, proto_dir, value)
     for k, v in sorted(reader(path, proto_dir).items()):
         print("%s %d" % (k, v))
 

@@ -170,6 +170,28 @@ TEST_P(ExportTest, CppNamesAndExceptionsAgreeAcrossFormats) {
   for (const char* f : {"perfetto", "chrome", "speedscope", "pprof"}) EXPECT_EQ(exported(f, {}, trace), folded) << f;
 }
 
+TEST_P(ExportTest, PprofCarriesAllocationsOfMemoryTraces) {
+  // record --memory: the allocation paths as three more sample types, the
+  // numbers of `callscope memory` (tests/fixtures/record/memory.c).
+  const std::string trace = dir_.file("memory.trace");
+  ASSERT_EQ(callscope({"record", "--memory", "-o", trace, "--", fixture(GetParam(), "memory")}).exit_code, 0);
+  const std::string out = dir_.file("memory.pb.gz");
+  RunResult r = callscope({"export", "-f", "pprof", "-o", out, trace});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(read_export("pprof:alloc_objects", out),
+            (Paths{{"0;main", 8}, {"0;main;make", 1}, {"1;worker;churn", 1000}, {"2;worker;churn", 1000}}));
+  const Paths bytes = read_export("pprof:alloc_space", out);
+  EXPECT_EQ(bytes.at("1;worker;churn"), 32000u);
+  EXPECT_EQ(bytes.at("0;main;make"), 100u);
+  EXPECT_EQ(read_export("pprof:inuse_space", out), (Paths{{"0;main", 4864}}));  // as `callscope memory` counts the leaks
+  // The calls are still there; a trace without allocations has no such types.
+  EXPECT_EQ(read_export("pprof", out).at("1;worker;churn;use"), 1000u);
+  exported("pprof");
+  RunResult none = run({EXPORT_PYTHON, EXPORT_READER, "pprof:alloc_space", dir_.file("out.pprof"), EXPORT_PROTO_DIR});
+  EXPECT_NE(none.exit_code, 0);
+  EXPECT_NE(none.err.find("no 'alloc_space' sample type"), std::string::npos) << none.err;
+}
+
 TEST_P(ExportTest, FoldedWeights) {
   for (const char* by : {"self", "total"}) {
     RunResult r = callscope({"export", "-f", "folded", "--by", by, trace_});
