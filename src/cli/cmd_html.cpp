@@ -1,5 +1,6 @@
 // `callscope html`: the whole trace in one self-contained page to open in
 // any browser (export/html.h).
+#include <algorithm>
 #include <cstdio>
 
 #include "analysis/diff.h"
@@ -64,7 +65,9 @@ Result<nlohmann::json> memory_json(format::TraceReader& t, symbolize::Symbolizer
   std::string text(buf, len);
   std::free(buf);
   CALLSCOPE_CHECK(st);
-  return nlohmann::json::parse(text, nullptr, false);
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded()) return Error("the memory view wrote JSON that does not parse (a bug: please report it)");
+  return j;
 }
 
 Result<int> run(const Opts& o) {
@@ -91,8 +94,12 @@ Result<int> run(const Opts& o) {
     const size_t n = t.dumps().size(), first = n > 100 ? n - 100 : 0;
     for (size_t k = first; k < n; ++k) {
       CALLSCOPE_TRY(analysis::Profile sp, analysis::build_profile_from_dumps(t, {static_cast<uint32_t>(k)}, in.threads, in.resolve));
+      // Each snapshot's heaviest functions: all of them fit in the page.
+      std::vector<analysis::NamedFlat> rows = analysis::flat_ns(sp, 1.0 / t.header().ticks_per_ns);
+      std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.v.total_ns > b.v.total_ns; });
+      rows.resize(std::min(rows.size(), std::max<size_t>(200, 200000 / (n - first))));
       nlohmann::json flat = nlohmann::json::array();
-      for (const analysis::NamedFlat& f : analysis::flat_ns(sp, 1.0 / t.header().ticks_per_ns))
+      for (const analysis::NamedFlat& f : rows)
         flat.push_back({f.name, f.module, f.v.calls, std::llround(f.v.total_ns), std::llround(f.v.self_ns)});
       const auto& d = t.dumps()[k];
       char when[64];
@@ -115,6 +122,10 @@ Result<int> run(const Opts& o) {
     std::fprintf(stderr, "callscope html: %s: %s%s\n", terminal_safe(out->path()).c_str(),
                  views::format_bytes(counts.bytes).c_str(), detail.c_str());
   }
+  if (counts.bytes > (10u << 20))
+    print_warning("html", "the page is " + views::format_bytes(counts.bytes) +
+                              ", more than the 10 MB it is meant to stay under: browsers may be slow to open it "
+                              "(narrow it with -t, -F, --from/--to; and please report the trace's shape)");
   return finish_view("html", in);
 }
 

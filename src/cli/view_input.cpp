@@ -81,8 +81,13 @@ Result<ViewInput> open_view(const std::string& path, const ViewFilters& f) {
   if (f.dump && !t.is_profile()) CALLSCOPE_CHECK(pick_dumps(t, f.dump));
   if (windowed) {
     const double per_ns = t.header().ticks_per_ns;
-    if (!f.from.empty()) in.window.from = static_cast<uint64_t>(static_cast<double>(*views::parse_duration_ns(f.from)) * per_ns);
-    if (!f.to.empty()) in.window.to = static_cast<uint64_t>(static_cast<double>(*views::parse_duration_ns(f.to)) * per_ns);
+    // In ticks, no further than the largest tick (a huge --to is "the end").
+    auto ticks = [&](const std::string& text) {
+      const double v = static_cast<double>(*views::parse_duration_ns(text)) * per_ns;
+      return v >= 1.8e19 ? analysis::TickWindow{}.to : static_cast<uint64_t>(v);
+    };
+    if (!f.from.empty()) in.window.from = ticks(f.from);
+    if (!f.to.empty()) in.window.to = ticks(f.to);
     if (in.window.from > in.window.to) return Error("--from " + f.from + " is after --to " + f.to);
   }
   CALLSCOPE_TRY(in.threads, analysis::select_threads(t, f.threads));
@@ -170,6 +175,14 @@ Result<std::unique_ptr<OutputFile>> OutputFile::open(const std::string& path, bo
   struct stat st;
   if (::stat(path.c_str(), &st) == 0) {
     if (S_ISDIR(st.st_mode)) return Error("'" + path + "' is a directory: -o takes a file name");
+    if (!S_ISREG(st.st_mode)) {
+      // A device or a pipe (-o /dev/null, a FIFO): written in place; a
+      // temporary file renamed over it would replace the device.
+      o->f_ = std::fopen(path.c_str(), "wb");
+      if (!o->f_) return Error("cannot write '" + path + "': " + views::describe_errno(errno));
+      o->in_place_ = true;
+      return o;
+    }
     if (S_ISREG(st.st_mode)) {
       char magic[8] = {};
       const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -204,13 +217,15 @@ OutputFile::~OutputFile() {
 
 Status OutputFile::commit() {
   if (f_ == stdout) {
-    if (std::fflush(stdout) != 0) return Error("cannot write to standard output: " + views::describe_errno(errno));
+    if (std::fflush(stdout) != 0 || std::ferror(stdout))
+      return Error("cannot write to standard output: " + views::describe_errno(errno ? errno : EIO));
     return ok_status();
   }
   const bool failed = std::ferror(f_) != 0;
   const int rc = std::fclose(f_);
   f_ = nullptr;
   if (failed || rc != 0) return Error("cannot write '" + path_ + "': " + views::describe_errno(errno ? errno : EIO));
+  if (in_place_) return ok_status();
   if (::rename(tmp_.c_str(), path_.c_str()) != 0)
     return Error("cannot write '" + path_ + "': " + views::describe_errno(errno));
   committed_ = true;

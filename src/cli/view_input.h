@@ -82,7 +82,7 @@ int finish_view(const char* command, const ViewInput& in);
 
 // A file written whole or not at all: into a temporary file beside `path`,
 // renamed over it by commit(); removed if never committed. `path` "-" (or
-// empty) is stdout. Refused: a path that holds a callscope trace (an -o
+// empty) is stdout; a device or a FIFO (-o /dev/null) is written in place. Refused: a path that holds a callscope trace (an -o
 // given the input by mistake would destroy a recording).
 class OutputFile {
  public:
@@ -91,13 +91,14 @@ class OutputFile {
   FILE* file() const { return f_; }
   Status commit();
   const std::string& path() const { return path_; }
-  bool is_stdout() const { return tmp_.empty(); }
+  bool is_stdout() const { return f_ == stdout; }
 
  private:
   OutputFile() = default;
   std::string path_, tmp_;
   FILE* f_ = nullptr;
   bool committed_ = false;
+  bool in_place_ = false;  // a device or a pipe, written directly
 };
 
 }  // namespace callscope::cli

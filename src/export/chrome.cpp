@@ -99,6 +99,7 @@ class ChromeSink final : public SliceSink {
     if (what == Instant::kLost) b += ",\"args\":{\"events\":" + std::to_string(arg) + "}";
     if (what == Instant::kMark) b += ",\"args\":{\"id\":" + std::to_string(arg) + "}";
     b += "}";
+    out_.maybe_flush();
   }
   void end_thread(uint64_t) override {}
 

@@ -4,6 +4,8 @@
 #include <cinttypes>
 #include <cmath>
 #include <map>
+#include <string_view>
+#include <tuple>
 
 #include "export/ns.h"
 #include "views/format_util.h"
@@ -16,10 +18,9 @@ namespace {
 
 constexpr uint32_t kPad = 10, kFrameHeight = 16, kTop = 56, kBottom = 30;
 
-// Text for XML: escaped, control characters and bytes that are not UTF-8
-// replaced (a thread name can hold anything; one bad byte would make the
-// whole file unreadable).
-std::string xml(std::string_view s) {
+}  // namespace
+
+std::string xml_text(std::string_view s) {
   std::string out;
   out.reserve(s.size());
   for (size_t i = 0; i < s.size();) {
@@ -36,9 +37,18 @@ std::string xml(std::string_view s) {
       ++i;
       continue;
     }
-    const size_t n = c >= 0xf0 && c < 0xf5 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
+    // A well-formed sequence (RFC 3629's table), not U+FFFE or U+FFFF:
+    // anything else is not allowed in XML.
+    const size_t n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
     bool ok = n != 0 && i + n <= s.size();
-    for (size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
+    if (ok) {
+      const auto c1 = static_cast<unsigned char>(s[i + 1]);
+      const unsigned char lo = c == 0xe0 ? 0xa0 : c == 0xf0 ? 0x90 : 0x80;
+      const unsigned char hi = c == 0xed ? 0x9f : c == 0xf4 ? 0x8f : 0xbf;
+      ok = c1 >= lo && c1 <= hi;
+      for (size_t k = 2; ok && k < n; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
+      if (ok && c == 0xef && c1 == 0xbf) ok = static_cast<unsigned char>(s[i + 2]) < 0xbe;  // U+FFFE, U+FFFF
+    }
     if (ok) {
       out.append(s.substr(i, n));
       i += n;
@@ -49,6 +59,10 @@ std::string xml(std::string_view s) {
   }
   return out;
 }
+
+namespace {
+
+std::string xml(std::string_view s) { return xml_text(s); }
 
 uint64_t fnv(std::string_view s) {
   uint64_t h = 1469598103934665603ull;
@@ -300,23 +314,31 @@ Result<FlameCounts> write_flame_diff(const format::TraceReader& base_trace, cons
   auto text = [&](double v) {
     return o.by == Weight::kCalls ? std::to_string(static_cast<uint64_t>(v)) : views::format_duration_ns(v);
   };
-  // Paths of the base by their frames' names.
-  std::map<std::string, uint32_t> base_paths;
-  std::vector<std::string> base_key(base.nodes.size());
-  walk_stacks(base, [&](uint32_t id, const std::vector<uint32_t>&) {
-    base_key[id] = base_key[base.nodes[id].parent] + '\x1f' + base.labels[id];
-    base_paths.emplace(base_key[id], id);
-  });
-  std::vector<std::string> key(t.nodes.size());
+  // B's frames matched to A's along the paths: the same name and module
+  // under the matched parent.
+  auto module_of = [](const StackTree& tree, uint32_t id) -> const std::string& {
+    static const std::string none;
+    const StackNode& n = tree.nodes[id];
+    return n.function >= 0 ? tree.profile->functions[static_cast<size_t>(n.function)].module : none;
+  };
+  std::map<std::tuple<uint32_t, std::string_view, std::string_view>, uint32_t> base_child;
+  for (uint32_t i = 1; i < base.nodes.size(); ++i)
+    base_child.emplace(std::tuple{base.nodes[i].parent, std::string_view(base.labels[i]), std::string_view(module_of(base, i))}, i);
+  constexpr uint32_t kNone = ~0u;
+  std::vector<uint32_t> match(t.nodes.size(), kNone);
+  match[0] = 0;
   std::vector<double> delta(t.nodes.size(), 0), before(t.nodes.size(), 0);
   std::vector<bool> matched(base.nodes.size(), false);
   double max_delta = 0;
   walk_stacks(t, [&](uint32_t id, const std::vector<uint32_t>&) {
-    key[id] = key[t.nodes[id].parent] + '\x1f' + t.labels[id];
-    auto it = base_paths.find(key[id]);
-    if (it != base_paths.end()) {
-      matched[it->second] = true;
-      before[id] = own(base_trace, base, it->second);
+    const uint32_t parent = match[t.nodes[id].parent];
+    if (parent != kNone) {
+      auto it = base_child.find({parent, std::string_view(t.labels[id]), std::string_view(module_of(t, id))});
+      if (it != base_child.end()) {
+        match[id] = it->second;
+        matched[it->second] = true;
+        before[id] = own(base_trace, base, it->second);
+      }
     }
     delta[id] = own(trace, t, id) - before[id];
     max_delta = std::max(max_delta, std::fabs(delta[id]));

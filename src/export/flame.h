@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <string_view>
 
 #include "common/result.h"
 #include "export/aggregate_exports.h"
@@ -41,6 +42,11 @@ Result<FlameCounts> write_flame(const format::TraceReader& trace, const StackTre
 Result<FlameCounts> write_flame_diff(const format::TraceReader& base_trace, const StackTree& base,
                                      const format::TraceReader& trace, const StackTree& t, const FlameOptions& o,
                                      FILE* out);
+
+// Text for XML (and HTML): escaped; control characters and bytes that are
+// not well-formed UTF-8 (or U+FFFE, U+FFFF) become '?', so that no name can
+// make the file unreadable.
+std::string xml_text(std::string_view s);
 
 // The SVG as a string, for the HTML report (no XML prolog, script
 // included once by the page).

@@ -189,7 +189,8 @@ class TimelineSink final : public SliceSink {
 // the least total time are left out (a parent has at least its children's).
 json tree_json(const format::TraceReader& trace, const StackTree& t, uint32_t limit, uint64_t& left_out) {
   uint64_t threshold = 0;
-  if (t.nodes.size() > limit + 1) {
+  const bool limited = t.nodes.size() > limit + 1;
+  if (limited) {
     std::vector<uint64_t> totals;
     totals.reserve(t.nodes.size());
     for (size_t i = 1; i < t.nodes.size(); ++i) totals.push_back(t.nodes[i].stats.total);
@@ -202,7 +203,7 @@ json tree_json(const format::TraceReader& trace, const StackTree& t, uint32_t li
   nodes.push_back({-1, -1, 0, 0, 0, 0});
   walk_stacks(t, [&](uint32_t id, const std::vector<uint32_t>&) {
     const StackNode& n = t.nodes[id];
-    if (out_id[n.parent] < 0 || (threshold && n.stats.total <= threshold)) {
+    if (out_id[n.parent] < 0 || (limited && n.stats.total <= threshold)) {
       ++left_out;
       return;
     }
@@ -218,10 +219,19 @@ std::string thread_label(const format::TraceReader& t, uint32_t i) {
   return "#" + std::to_string(i) + " " + (th.name.empty() ? "thread" : th.name) + " (tid " + std::to_string(th.record.tid) + ")";
 }
 
-// JSON inside <script>: "</" would end the element.
-std::string script_safe(std::string s) {
-  for (size_t p = 0; (p = s.find("</", p)) != std::string::npos; p += 3) s.replace(p, 2, "<\\/");
-  return s;
+// JSON inside <script>: no '<' at all ("</script", "<!--" would change how
+// the HTML parser reads the element); '<' only occurs inside JSON strings,
+// where \u003c is the same character.
+std::string script_safe(const std::string& s) {
+  std::string out;
+  out.reserve(s.size() + 64);
+  for (char c : s) {
+    if (c == '<')
+      out += "\\u003c";
+    else
+      out += c;
+  }
+  return out;
 }
 
 std::string html_text(const std::string& s) {
@@ -236,6 +246,37 @@ std::string html_text(const std::string& s) {
     }
   }
   return out;
+}
+
+// Only the functions something refers to, renumbered in order of first use
+// (a program's functions can outnumber what the bounded views show).
+void keep_referenced_functions(json& d) {
+  const json all = std::move(d["functions"]);
+  std::vector<int64_t> to(all.size(), -1);
+  json kept = json::array();
+  auto use = [&](json& v) {
+    const int64_t i = v.get<int64_t>();
+    if (i < 0) return;
+    if (to[static_cast<size_t>(i)] < 0) {
+      to[static_cast<size_t>(i)] = static_cast<int64_t>(kept.size());
+      kept.push_back(all[static_cast<size_t>(i)]);
+    }
+    v = to[static_cast<size_t>(i)];
+  };
+  for (json& r : d["flat"]) use(r[0]);
+  for (json& e : d["edges"]) {
+    use(e[0]);
+    use(e[1]);
+  }
+  for (const char* tree : {"tree", "merged_tree"})
+    for (json& n : d[tree]) use(n[1]);
+  if (d.contains("timeline")) {
+    for (json& th : d["timeline"]["threads"])
+      for (json& lane : th["lanes"])
+        for (size_t i = 0; i < lane["fn"].size(); i += 2) use(lane["fn"][i]);
+    for (json& c : d["timeline"]["detail"]) use(c[4]);
+  }
+  d["functions"] = std::move(kept);
 }
 
 }  // namespace
@@ -280,9 +321,16 @@ Result<HtmlCounts> write_html(HtmlInput& in, FILE* out) {
     e.first += n.stats.calls;
     e.second += n.stats.total;
   }
+  std::vector<std::pair<std::pair<int64_t, int64_t>, std::pair<uint64_t, uint64_t>>> edge_list(edges.begin(), edges.end());
+  std::stable_sort(edge_list.begin(), edge_list.end(),
+                   [](const auto& a, const auto& b) { return a.second.second > b.second.second; });
   json ej = json::array();
-  for (const auto& [k, v] : edges) ej.push_back({k.first, k.second, v.first, ns_of(t, v.second)});
+  for (size_t i = 0; i < edge_list.size() && i < in.limits.table_rows; ++i) {
+    const auto& [k, v] = edge_list[i];
+    ej.push_back({k.first, k.second, v.first, ns_of(t, v.second)});
+  }
   d["edges"] = ej;
+  d["edges_left_out"] = edge_list.size() > in.limits.table_rows ? edge_list.size() - in.limits.table_rows : 0;
 
   // Trees, per thread and merged, and the flame graph.
   StackOptions so;
@@ -303,12 +351,21 @@ Result<HtmlCounts> write_html(HtmlInput& in, FILE* out) {
 
   // The timeline (recordings only: snapshots have no time).
   if (!t.is_profile()) {
-    const uint64_t duration = t.info().record.duration_ticks;
+    // The run's end: its recorded duration, or (a trace that was never
+    // finished) the last tick any thread reached.
+    uint64_t duration = t.info().record.duration_ticks;
+    if (duration == 0)
+      for (const format::ThreadInfo& th : t.threads()) duration = std::max(duration, th.record.end_tick);
     const uint64_t from = in.timeline.window.from;
     uint64_t to = std::min(in.timeline.window.to, duration ? duration : in.timeline.window.to);
-    if (to == analysis::TickWindow{}.to) to = from + 1;
-    const uint32_t nthreads = std::max<size_t>(1, in.threads.size());
-    const uint32_t buckets = std::clamp<uint32_t>(in.limits.raster_cells / (nthreads * 12), 50, 2000);
+    if (to == analysis::TickWindow{}.to || to <= from) to = from + 1;
+    // At most kTimelineThreads threads, each with up to max_depth lanes of
+    // `buckets` cells: the raster stays within raster_cells for threads that
+    // use half their lanes, and within a few MB at worst.
+    std::vector<uint32_t> shown = in.threads;
+    if (shown.size() > in.limits.timeline_threads) shown.resize(in.limits.timeline_threads);
+    const uint32_t nthreads = std::max<uint32_t>(1, static_cast<uint32_t>(shown.size()));
+    const uint32_t buckets = std::clamp<uint32_t>(in.limits.raster_cells / (nthreads * (in.limits.max_depth / 2)), 16, 2000);
     std::map<std::pair<std::string, std::string>, int64_t> by_name;
     for (size_t i = 0; i < p.functions.size(); ++i) by_name.emplace(std::pair{p.functions[i].name, p.functions[i].module}, i);
     std::vector<int64_t> index_of;  // FunctionIds id -> index in "functions"
@@ -325,21 +382,28 @@ Result<HtmlCounts> write_html(HtmlInput& in, FILE* out) {
       return index_of[id];
     };
     TimelineSink sink(t, from, to, buckets, in.limits, fn_index);
-    CALLSCOPE_TRY(TimelineCounts tc, stream_timeline(t, in.threads, in.functions, in.timeline, sink));
+    CALLSCOPE_TRY(TimelineCounts tc, stream_timeline(t, shown, in.functions, in.timeline, sink));
     (void)tc;
     std::vector<std::string> labels;
-    for (uint32_t ti : in.threads) labels.push_back(thread_label(t, ti));
+    for (uint32_t ti : shown) labels.push_back(thread_label(t, ti));
     counts.detail_calls = sink.detail_calls();
     counts.calls = sink.calls();
     d["timeline"] = sink.to_json(labels);
+    d["timeline"]["threads_left_out"] = in.threads.size() - shown.size();
   }
 
   if (in.stack) {
     json st;
     json peaks = json::array();
     for (const analysis::ThreadStackPeak& pk : in.stack->threads) {
-      json path = json::array();
-      for (uint64_t a : pk.path) path.push_back(in.resolve ? (*in.resolve)(pk.process, a, analysis::kNoTick).name : "?");
+      json path = json::array();  // the outermost 100 frames and the innermost 100
+      for (size_t i = 0; i < pk.path.size(); ++i) {
+        if (pk.path.size() > 200 && i == 100) {
+          path.push_back("... " + std::to_string(pk.path.size() - 200) + " frames ...");
+          i = pk.path.size() - 100;
+        }
+        path.push_back(in.resolve ? (*in.resolve)(pk.process, pk.path[i], analysis::kNoTick).name : "?");
+      }
       peaks.push_back({{"thread", pk.thread}, {"label", thread_label(t, pk.thread)}, {"peak_bytes", pk.peak_bytes},
                        {"path", path}});
     }
@@ -364,6 +428,7 @@ Result<HtmlCounts> write_html(HtmlInput& in, FILE* out) {
     d["snapshots"] = snaps;
   }
   if (!in.memory.is_null()) d["memory"] = in.memory;
+  keep_referenced_functions(d);
 
   std::string page;
   page.reserve(1 << 20);

@@ -35,7 +35,8 @@ struct HtmlLimits {
   uint32_t detail_calls = 60000;   // timeline: the longest calls, drawn one by one
   uint32_t raster_cells = 300000;  // timeline: buckets x depths x threads
   uint32_t max_depth = 64;         // timeline lanes per thread
-  uint32_t table_rows = 20000;     // flat profile, callers/callees edges
+  uint32_t timeline_threads = 256; // threads with a timeline (the first ones chosen)
+  uint32_t table_rows = 20000;     // flat profile, callers/callees edges, rows per snapshot (shared)
 };
 
 struct HtmlInput {

@@ -13,9 +13,9 @@
 //    them as the slice's category and its source.* arguments. An end
 //    carries nothing but its type: the reader closes the innermost open
 //    slice of the track.
-// Packets are gathered into chunks of about 1 MiB, each written as one
-// TracePacket whose compressed_packets is the chunk, zlib-compressed by a
-// second thread while the next chunk is encoded.
+// Packets are gathered into chunks of about 4 MiB, each written as one
+// TracePacket whose compressed_packets is the chunk, zlib-compressed by two
+// other threads while the next chunks are encoded, and written in order.
 #include <zlib.h>
 
 #include <atomic>
@@ -130,7 +130,10 @@ class Writer {
   }
   void compress_chunks() {
     z_stream z{};
-    deflateInit(&z, 3);
+    // Without zlib's state the chunks are dropped (finish() says the write
+    // failed), still in turn: the other compressor waits for it.
+    const bool usable = deflateInit(&z, 3) == Z_OK;
+    if (!usable) ok_ = false;
     std::string zbuf;
     for (;;) {
       std::unique_lock lock(mu_);
@@ -140,35 +143,38 @@ class Writer {
       queue_.pop_front();
       room_.notify_one();
       lock.unlock();
-      deflateReset(&z);
-      zbuf.resize(deflateBound(&z, chunk.size()) + 16);
       // Room in front for the packet's head, written when the size is known.
       constexpr size_t kHead = 16;
-      z.next_in = reinterpret_cast<Bytef*>(chunk.data());
-      z.avail_in = static_cast<uInt>(chunk.size());
-      z.next_out = reinterpret_cast<Bytef*>(zbuf.data() + kHead);
-      z.avail_out = static_cast<uInt>(zbuf.size() - kHead);
-      if (deflate(&z, Z_FINISH) != Z_STREAM_END) ok_ = false;
-      const size_t n = zbuf.size() - kHead - z.avail_out;
-      // The packet holds compressed_packets (field 50: a 2-byte tag) only.
-      char head[kHead];
-      char* p = head;
-      *p++ = static_cast<char>((kPacket << 3) | 2);
-      p = put_varint(p, n + 2 + varint_size(n));
-      p = put_varint(p, (uint64_t{kCompressedPackets} << 3) | 2);
-      p = put_varint(p, n);
-      const size_t hn = static_cast<size_t>(p - head);
-      std::memcpy(zbuf.data() + kHead - hn, head, hn);
+      size_t n = 0, hn = 0;
+      if (usable) {
+        deflateReset(&z);
+        zbuf.resize(deflateBound(&z, chunk.size()) + 16);
+        z.next_in = reinterpret_cast<Bytef*>(chunk.data());
+        z.avail_in = static_cast<uInt>(chunk.size());
+        z.next_out = reinterpret_cast<Bytef*>(zbuf.data() + kHead);
+        z.avail_out = static_cast<uInt>(zbuf.size() - kHead);
+        if (deflate(&z, Z_FINISH) != Z_STREAM_END) ok_ = false;
+        n = zbuf.size() - kHead - z.avail_out;
+        // The packet holds compressed_packets (field 50: a 2-byte tag) only.
+        char head[kHead];
+        char* p = head;
+        *p++ = static_cast<char>((kPacket << 3) | 2);
+        p = put_varint(p, n + 2 + varint_size(n));
+        p = put_varint(p, (uint64_t{kCompressedPackets} << 3) | 2);
+        p = put_varint(p, n);
+        hn = static_cast<size_t>(p - head);
+        std::memcpy(zbuf.data() + kHead - hn, head, hn);
+      }
       // Chunks are written in the order they were filled.
       lock.lock();
       written_.wait(lock, [&, seq = seq] { return next_write_ == seq; });
       lock.unlock();
-      write(std::string_view(zbuf.data() + kHead - hn, hn + n));
+      if (usable) write(std::string_view(zbuf.data() + kHead - hn, hn + n));
       lock.lock();
       ++next_write_;
       written_.notify_all();
     }
-    deflateEnd(&z);
+    if (usable) deflateEnd(&z);
   }
   void write(std::string_view s) {
     if (std::fwrite(s.data(), 1, s.size(), out_) != s.size()) ok_ = false;
@@ -192,7 +198,7 @@ class Writer {
   std::atomic<uint64_t> bytes_ = 0;
 };
 
-uint64_t process_uuid(uint32_t pid) { return (uint64_t{1} << 40) | pid; }
+uint64_t process_uuid(uint32_t process_index) { return (uint64_t{1} << 40) | process_index; }
 uint64_t thread_uuid(uint32_t thread) { return uint64_t{thread} + 1; }
 
 class PerfettoSink final : public SliceSink {
@@ -334,18 +340,21 @@ class PerfettoSink final : public SliceSink {
 };
 
 void describe_tracks(TimelineInput& in, Writer& w) {
+  // Processes by their index in the trace, not their pid: an exec keeps
+  // the pid and starts another process of the trace.
   std::map<uint32_t, bool> described;
   for (uint32_t ti : in.threads) {
     const auto& tr = in.trace.threads()[ti];
-    const auto& pr = in.trace.process(tr.record.process_index);
+    const uint32_t proc = tr.record.process_index;
+    const auto& pr = in.trace.process(proc);
     const uint32_t pid = pr.record.pid;
-    if (!described[pid]) {
-      described[pid] = true;
+    if (!described[proc]) {
+      described[proc] = true;
       std::string b;
       ProtoWriter p(b);
       p.varint(kSequenceId, 1);
       p.message(kTrackDescriptor, [&](ProtoWriter& d) {
-        d.varint(1, process_uuid(pid));
+        d.varint(1, process_uuid(proc));
         d.message(3, [&](ProtoWriter& pd) {
           pd.varint(1, pid);
           for (const std::string& a : pr.argv) pd.bytes(2, a);
@@ -361,7 +370,7 @@ void describe_tracks(TimelineInput& in, Writer& w) {
     p.varint(kSequenceId, 1);
     p.message(kTrackDescriptor, [&](ProtoWriter& d) {
       d.varint(1, thread_uuid(ti));
-      d.varint(5, process_uuid(pid));
+      d.varint(5, process_uuid(proc));
       d.message(4, [&](ProtoWriter& td) {
         td.varint(1, pid);
         td.varint(2, tr.record.tid);

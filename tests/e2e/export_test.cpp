@@ -246,6 +246,23 @@ TEST_P(ExportTest, BadArgumentsGetClearErrors) {
   EXPECT_EQ(callscope({"info", trace_}).exit_code, 0);
 }
 
+TEST_P(ExportTest, DevicesAndPipesAreWrittenInPlace) {
+  // -o to a FIFO (as to /dev/null): written through, not replaced by a
+  // regular file renamed over it.
+  const std::string fifo = dir_.file("pipe");
+  RunResult r = run({"sh", "-c",
+                     "mkfifo '" + fifo + "' && { cat '" + fifo + "' > '" + dir_.file("got") + "' & } && '" +
+                         CALLSCOPE_EXE + "' export -f folded --by calls -o '" + fifo + "' '" + trace_ +
+                         "' && wait && test -p '" + fifo + "'"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(read_file(dir_.file("got")).find("[thread 1: views];worker;work;leaf 200"), std::string::npos);
+  RunResult null = callscope({"export", "-f", "perfetto", "-o", "/dev/null", trace_});
+  EXPECT_EQ(null.exit_code, 0) << null.err;
+  struct stat st;
+  ASSERT_EQ(::stat("/dev/null", &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode)) << "/dev/null is no longer a device";
+}
+
 TEST_P(ExportTest, DamagedTracesExportWhatSurvivesAndSaySo) {
   // A trace cut short (its process records and end block gone): what can be
   // read is written, the damage is reported, the exit code is 1.

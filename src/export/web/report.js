@@ -366,6 +366,8 @@
       }
       out.appendChild(side("Callers", callers, 0));
       out.appendChild(side("Callees", callees, 1));
+      if (D.edges_left_out)
+        out.appendChild(el("div", {cls: "note", text: fmtCount(D.edges_left_out) + " caller\u2013callee pairs with the least time are left out of the page."}));
       if (callers.some(function (e) { return e[0] === fn; }))
         out.appendChild(el("div", {cls: "note", text: F[fn][0] + " is recursive: each of its calls from itself counts on its own, so the times of nested calls overlap (the Functions tab counts each outermost call once)."}));
     }
@@ -398,6 +400,7 @@
         "); shorter calls are drawn per time bucket: the function running at its middle, shaded by how busy the depth was (hover for it). 'callscope html --from T --to T' shows every call of a window."
       : "Every call is drawn.";
     node.appendChild(el("div", {cls: "note", text: note}));
+    if (T.threads_left_out) node.appendChild(el("div", {cls: "note", text: fmtCount(T.threads_left_out) + " more threads have no timeline here: choose them with -t."}));
     if (T.too_deep) node.appendChild(el("div", {cls: "note", text: fmtCount(T.too_deep) + " calls deeper than " + T.max_depth + " levels are not drawn."}));
     var range = el("span", {cls: "note"});
     var canvas = el("canvas", {id: "timeline-canvas"});
