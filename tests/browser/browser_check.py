@@ -10,7 +10,9 @@ Exits 1 with the reasons on the first failed check; prints what it saw
 (one "key: value" per line) on success."""
 
 import argparse
+import shutil
 import sys
+import tempfile
 
 from selenium import webdriver
 from selenium.common.exceptions import TimeoutException
@@ -30,13 +32,16 @@ def check(cond, why):
         raise Failed(why)
 
 
-def browser():
+def browser(profile_dir):
     o = webdriver.ChromeOptions()
     o.binary_location = "/usr/bin/chromium"
     for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
               "--window-size=1300,1000", "--hide-scrollbars", "--no-first-run",
               # No network: the pages must need none.
-              "--proxy-server=127.0.0.1:9", "--proxy-bypass-list=<-loopback>"):
+              "--proxy-server=127.0.0.1:9", "--proxy-bypass-list=<-loopback>",
+              # A profile of its own, removed afterwards (not one more
+              # /tmp/org.chromium.Chromium.* per run).
+              "--user-data-dir=" + profile_dir):
         o.add_argument(a)
     o.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=o)
@@ -123,7 +128,8 @@ def main():
     p.add_argument("--min-rows", type=int, default=1)
     args = p.parse_args()
     seen = []
-    d = browser()
+    profile_dir = tempfile.mkdtemp(prefix="callscope-chromium-")
+    d = browser(profile_dir)
     try:
         {"flame": flame, "html": html}[args.kind](d, args, seen)
     except Failed as e:
@@ -135,6 +141,7 @@ def main():
         sys.exit(1)
     finally:
         d.quit()
+        shutil.rmtree(profile_dir, ignore_errors=True)
     for k, v in seen:
         print("%s: %s" % (k, v))
 

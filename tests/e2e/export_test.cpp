@@ -112,9 +112,14 @@ TEST_P(ExportTest, WindowKeepsTheCallsInIt) {
                         chrome.out.substr(dur, chrome.out.find(',', dur) - dur));
   }
   ASSERT_EQ(parses.size(), 3u) << chrome.out;
-  const double from = std::stod(parses[1].first), to = std::stod(parses[2].first) + std::stod(parses[2].second);
+  // From halfway between the first parse's end and the second's start (a
+  // time printed to the ns, converted back to ticks, may fall a tick after
+  // the entry it was taken from), to the third's end.
+  const double first_end = std::stod(parses[0].first) + std::stod(parses[0].second);
+  const double from = (first_end + std::stod(parses[1].first)) / 2;
+  const double to = std::stod(parses[2].first) + std::stod(parses[2].second);
   char from_arg[64], to_arg[64];
-  std::snprintf(from_arg, sizeof from_arg, "%.3fus", from);
+  std::snprintf(from_arg, sizeof from_arg, "%.4fus", from);
   std::snprintf(to_arg, sizeof to_arg, "%.3fus", to);
   const Paths want = {{"0;main", 1}, {"0;main;parse", 2}, {"0;main;parse;token", 20}};
   for (const char* f : {"perfetto", "chrome", "speedscope"})
