@@ -41,5 +41,8 @@ build/bin/callscope record --force -o build/examples/demo.trace -- build/example
 build/bin/callscope info build/examples/demo.trace
 build/bin/callscope report build/examples/demo.trace
 build/bin/callscope report --tree --depth 3 build/examples/demo.trace
+build/bin/callscope html -o build/examples/demo.html build/examples/demo.trace
+build/bin/callscope flame -o build/examples/demo.svg build/examples/demo.trace
 echo
 echo "setup: done. callscope is build/bin/callscope; try: build/bin/callscope --help"
+echo "setup: open build/examples/demo.html (every view) or build/examples/demo.svg (a flame graph) in a browser"

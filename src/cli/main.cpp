@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
       "Quick start:\n"
       "  gcc -g -finstrument-functions app.c -o app\n"
       "  callscope record -o app.trace -- ./app\n"
-      "  callscope info app.trace\n"
+      "  callscope report app.trace              (or: html app.trace -> app.html, every view)\n"
       "Traces, binaries and config files are read from regular files only (a FIFO or a\n"
       "device is refused at once). Text output shows control characters in names from\n"
       "a trace or a binary as escapes (\\x1b); CSV and JSON keep them in their own quoting.\n"
