@@ -69,7 +69,7 @@ Result<int> run(const Opts& o) {
   if (o.by != "self" && o.format != "folded")
     return Error("--by weighs the lines of --format folded; " + o.format + " carries calls, total and self together");
   if (o.no_compress && o.format != "perfetto") return Error("--no-compress is for --format perfetto");
-  if (o.merge && timeline && !(o.format == "speedscope"))
+  if (o.merge && timeline && o.format != "speedscope")
     return Error("--merge is for the aggregated formats (folded, pprof, speedscope of a profile-mode trace): "
                  "a timeline keeps each thread on its own track");
   CALLSCOPE_TRY(ViewInput in, open_view(o.trace, o.filters));
@@ -80,7 +80,7 @@ Result<int> run(const Opts& o) {
   CALLSCOPE_TRY(analysis::Profile p, load_view_profile(in, o.filters));
   exporter::StackOptions so;
   so.merge = o.merge;
-  if (in.wanted) so.wanted = [&](uint64_t fn) { return in.wanted(p.functions[fn]); };
+  so.wanted = wanted_functions(in, p);
   const exporter::StackTree stacks = exporter::build_stacks(*in.trace, p, so);
   CALLSCOPE_TRY(std::unique_ptr<OutputFile> out, OutputFile::open(o.output, o.format == "pprof"));
   if (o.format == "folded") {

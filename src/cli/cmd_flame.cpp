@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "cli/command.h"
+#include "common/files.h"
 #include "cli/view_input.h"
 #include "export/flame.h"
 #include "views/format_util.h"
@@ -22,11 +23,6 @@ struct Opts {
   ViewFilters filters;
 };
 
-std::string base_name(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 // "app arg1 arg2 · app.trace": what the graph is of.
 std::string describe_trace(const format::TraceReader& t, const std::string& label) {
   std::string program;
@@ -41,7 +37,7 @@ std::string describe_trace(const format::TraceReader& t, const std::string& labe
 exporter::StackOptions stack_options(const ViewInput& in, const analysis::Profile& p, bool merge) {
   exporter::StackOptions so;
   so.merge = merge;
-  if (in.wanted) so.wanted = [&in, &p](uint64_t fn) { return in.wanted(p.functions[fn]); };
+  so.wanted = wanted_functions(in, p);
   return so;
 }
 

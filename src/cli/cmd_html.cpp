@@ -7,6 +7,7 @@
 #include "analysis/memory.h"
 #include "analysis/stack_depth.h"
 #include "cli/command.h"
+#include "common/files.h"
 #include "cli/view_input.h"
 #include "export/html.h"
 #include "views/format_util.h"
@@ -25,8 +26,7 @@ struct Opts {
 
 // "app.trace" -> "app.html"; anything else -> "NAME.html".
 std::string default_output(const std::string& trace) {
-  const size_t slash = trace.rfind('/');
-  std::string base = trace.substr(slash == std::string::npos ? 0 : slash + 1);
+  std::string base = base_name(trace);
   if (base.size() > 6 && base.compare(base.size() - 6, 6, ".trace") == 0) base.resize(base.size() - 6);
   return base + ".html";
 }
@@ -76,12 +76,8 @@ Result<int> run(const Opts& o) {
   format::TraceReader& t = *in.trace;
   exporter::FunctionIds fns(in.resolve);
   exporter::HtmlInput hi{t, p, in.threads, fns, {in.window, in.wanted}};
-  if (in.wanted) hi.wanted = [&](uint64_t fn) { return in.wanted(p.functions[fn]); };
-  std::string program;
-  if (!t.processes().empty()) {
-    const std::string& exe = t.processes().front().exe;
-    program = exe.substr(exe.rfind('/') == std::string::npos ? 0 : exe.rfind('/') + 1);
-  }
+  hi.wanted = wanted_functions(in, p);
+  const std::string program = t.processes().empty() ? "" : base_name(t.processes().front().exe);
   hi.title = o.title.empty() ? "callscope: " + (program.empty() ? o.trace : program) : o.title;
   hi.filters = describe_filters(o.filters);
   hi.info = views::info_json(t, {});

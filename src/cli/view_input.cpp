@@ -101,6 +101,11 @@ Result<ViewInput> open_view(const std::string& path, const ViewFilters& f) {
   return in;
 }
 
+std::function<bool(uint64_t)> wanted_functions(const ViewInput& in, const analysis::Profile& p) {
+  if (!in.wanted) return nullptr;
+  return [&in, &p](uint64_t fn) { return in.wanted(p.functions[fn]); };
+}
+
 Result<analysis::Profile> load_view_profile(ViewInput& in, const ViewFilters& f) {
   format::TraceReader& t = *in.trace;
   analysis::Profile p;

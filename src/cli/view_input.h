@@ -49,6 +49,10 @@ struct ViewInput {
   std::function<bool(const analysis::FunctionInfo&)> wanted;
 };
 
+// -F/-m as a test on the indexes of `p.functions` (what the call trees are
+// keyed by); null when neither was given.
+std::function<bool(uint64_t)> wanted_functions(const ViewInput& in, const analysis::Profile& p);
+
 // Opens `path` and reads the filters; refuses --from/--to on a profile-mode
 // trace (snapshots have no time) and --dump on a recording.
 Result<ViewInput> open_view(const std::string& path, const ViewFilters& f);

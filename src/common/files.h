@@ -23,6 +23,12 @@ struct OpenedFile {
 // here. `directory_hint` is added to the message for a directory.
 Result<OpenedFile> open_regular_file(const std::string& path, std::string_view directory_hint = {});
 
+// The last component of a path: "/usr/bin/app" -> "app".
+inline std::string base_name(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
 Result<std::vector<uint8_t>> read_file_bytes(const std::string& path);
 Status write_file_bytes(const std::string& path, const void* data, size_t size);
 

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/files.h"
 #include "export/ns.h"
 #include "export/timeline_exports.h"
 
@@ -139,9 +140,8 @@ Result<ExportCounts> write_chrome(TimelineInput& in, FILE* f) {
     const auto& pr = in.trace.process(tr.record.process_index);
     const std::string pid = std::to_string(pr.record.pid);
     if (named.insert(tr.record.process_index).second) {
-      std::string exe = pr.exe;
-      if (const size_t slash = exe.rfind('/'); slash != std::string::npos) exe = exe.substr(slash + 1);
-      out.next() += "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" + pid + ",\"args\":{\"name\":" + json_string(exe) + "}}";
+      out.next() += "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" + pid + ",\"args\":{\"name\":" +
+                    json_string(base_name(pr.exe)) + "}}";
     }
     const std::string label = tr.name.empty() ? "thread " + std::to_string(ti) : tr.name + " (" + std::to_string(ti) + ")";
     out.next() += "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + pid + ",\"tid\":" + std::to_string(tid_of(in.trace, ti)) +

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <tuple>
 
+#include "common/files.h"
 #include "export/ns.h"
 #include "views/format_util.h"
 
@@ -178,8 +179,7 @@ std::string describe(const format::TraceReader& trace, const StackTree& t, uint3
     const analysis::FunctionInfo& f = t.profile->functions[static_cast<size_t>(n.function)];
     std::string where = f.module;
     if (!f.file.empty()) {
-      const size_t slash = f.file.rfind('/');
-      where += (where.empty() ? "" : ", ") + f.file.substr(slash == std::string::npos ? 0 : slash + 1) +
+      where += (where.empty() ? "" : ", ") + base_name(f.file) +
                (f.line ? ":" + std::to_string(f.line) : "");
     }
     if (!where.empty()) s += " (" + where + ")";
@@ -194,7 +194,9 @@ std::string describe(const format::TraceReader& trace, const StackTree& t, uint3
   return s;
 }
 
-std::string render(const StackTree& t, const Layout& l, const FlameOptions& o, bool standalone, bool with_script,
+// `standalone`: a file of its own (the XML prolog and the script), or the
+// SVG alone for a page that brings the script once.
+std::string render(const StackTree& t, const Layout& l, const FlameOptions& o, bool standalone,
                    const std::string& heading_extra) {
   const uint32_t W = o.width;
   const uint32_t height = kTop + (l.depth + 1) * kFrameHeight + kBottom;
@@ -255,7 +257,7 @@ std::string render(const StackTree& t, const Layout& l, const FlameOptions& o, b
     b += "</text></g>\n";
   }
   b += "</g>\n";
-  if (with_script) {
+  if (standalone) {
     b += "<script type=\"text/ecmascript\"><![CDATA[\n";
     b += kFlameJs;
     b += "]]></script>\n";
@@ -289,7 +291,7 @@ std::string flame_svg(const format::TraceReader& trace, const StackTree& t, cons
     counts->frames = l.frames.size();
     counts->elided = l.elided;
   }
-  return render(t, l, o, with_script, with_script, " · " + std::string(weight_words(o.by)) + elided_note(l));
+  return render(t, l, o, with_script, " · " + std::string(weight_words(o.by)) + elided_note(l));
 }
 
 Result<FlameCounts> write_flame(const format::TraceReader& trace, const StackTree& t, const FlameOptions& o, FILE* out) {
@@ -374,7 +376,7 @@ Result<FlameCounts> write_flame_diff(const format::TraceReader& base_trace, cons
   if (gone) extra += " · " + views::count_of(gone, "call path", "call paths") + " of the first gone (" + text(gone_weight) + ")";
   extra += elided_note(l);
   FlameCounts counts{l.frames.size(), l.elided, 0};
-  return write_all(render(t, l, o, true, true, extra), counts, out);
+  return write_all(render(t, l, o, true, extra), counts, out);
 }
 
 }  // namespace callscope::exporter

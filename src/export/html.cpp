@@ -234,20 +234,6 @@ std::string script_safe(const std::string& s) {
   return out;
 }
 
-std::string html_text(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
 // Only the functions something refers to, renumbered in order of first use
 // (a program's functions can outnumber what the bounded views show).
 void keep_referenced_functions(json& d) {
@@ -436,7 +422,7 @@ Result<HtmlCounts> write_html(HtmlInput& in, FILE* out) {
           "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
           "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src 'unsafe-inline'; "
           "style-src 'unsafe-inline'; img-src data:\">\n<title>";
-  page += html_text(in.title);
+  page += xml_text(in.title);
   page += "</title>\n<style>\n";
   page += kReportCss;
   page += "</style>\n</head>\n<body>\n<noscript>This report draws its views with JavaScript: allow scripts for this "

@@ -26,6 +26,7 @@
 #include <mutex>
 #include <thread>
 
+#include "common/files.h"
 #include "export/ns.h"
 #include "export/protobuf.h"
 #include "export/timeline_exports.h"
@@ -57,9 +58,6 @@ inline char* put_field(char* p, uint32_t field, uint64_t v) {
 // bounded number waiting), written in order.
 class Writer {
  public:
-  // The most a small packet's body takes (begin and end stay far below).
-  static constexpr size_t kSmall = 120;
-
   Writer(FILE* out, bool compress) : out_(out), compress_(compress) {
     fresh_chunk();
     if (compress_)
@@ -79,8 +77,10 @@ class Writer {
     used_ = static_cast<size_t>(p + body.size() - chunk_.data());
     if (used_ >= kChunk) flush_chunk();
   }
-  // The hot path: a packet of at most kSmall bytes encoded in place. The
-  // body goes at the pointer returned; end_small(its end) closes it.
+  // The hot path: a packet of under 128 bytes (a begin or an end: under 64
+  // even with 10-byte varints) encoded in place, in the room past kChunk a
+  // chunk always has. The body goes at the pointer returned; end_small(its
+  // end) closes it.
   char* begin_small() { return chunk_.data() + used_ + 2; }
   void end_small(char* end) {
     char* head = chunk_.data() + used_;
@@ -358,9 +358,7 @@ void describe_tracks(TimelineInput& in, Writer& w) {
         d.message(3, [&](ProtoWriter& pd) {
           pd.varint(1, pid);
           for (const std::string& a : pr.argv) pd.bytes(2, a);
-          std::string exe = pr.exe;
-          if (const size_t slash = exe.rfind('/'); slash != std::string::npos) exe = exe.substr(slash + 1);
-          pd.bytes(6, exe);
+          pd.bytes(6, base_name(pr.exe));
         });
       });
       w.packet(b);

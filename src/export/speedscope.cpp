@@ -97,50 +97,51 @@ Result<ExportCounts> write_speedscope_evented(TimelineInput& in, FILE* out) {
 Status write_speedscope_sampled(const format::TraceReader& trace, const StackTree& t, FILE* out) {
   const analysis::Profile& p = *t.profile;
   std::string b = std::string(kHead) + "\"name\":" + json_string(trace.path()) + ",\"activeProfileIndex\":0,\"profiles\":[";
-  // One profile per thread frame, or one for the merged tree.
-  std::vector<std::pair<uint32_t, std::string>> tops;
-  if (t.per_thread)
-    for (uint32_t c : t.children[0]) tops.push_back({c, t.labels[c]});
-  else
-    tops.push_back({0, "all threads"});
+  // One profile per thread frame, or one for the merged tree; a sample per
+  // call path with self time, its frames outermost first.
+  struct Sampled {
+    std::string name, samples, weights;
+    uint64_t sum = 0;
+  };
+  std::vector<Sampled> profiles;
+  std::vector<size_t> profile_of(t.nodes.size(), 0);  // per thread frame
+  if (t.per_thread) {
+    for (uint32_t c : t.children[0]) {
+      profile_of[c] = profiles.size();
+      profiles.push_back({t.labels[c], "", "", 0});
+    }
+  } else {
+    profiles.push_back({"all threads", "", "", 0});
+  }
   std::vector<int64_t> frame_of(p.functions.size(), -1);
   std::vector<size_t> frames;  // function indexes, in frame order
-  bool first_profile = true;
-  for (const auto& [top, name] : tops) {
-    std::string samples, weights;
-    uint64_t sum = 0;
-    std::vector<uint32_t> path;
-    std::vector<std::pair<uint32_t, size_t>> todo{{top, 0}};
-    // Depth first below `top`, the path of function frames kept as we go.
-    while (!todo.empty()) {
-      auto& [node, next] = todo.back();
-      if (next == t.children[node].size()) {
-        todo.pop_back();
-        if (!path.empty() && node != top) path.pop_back();
-        continue;
-      }
-      const uint32_t c = t.children[node][next++];
-      const StackNode& n = t.nodes[c];
-      const size_t fn = static_cast<size_t>(n.function);
-      if (frame_of[fn] < 0) {
-        frame_of[fn] = static_cast<int64_t>(frames.size());
-        frames.push_back(fn);
-      }
-      path.push_back(static_cast<uint32_t>(frame_of[fn]));
-      const uint64_t w = ns_of(trace, n.own_ticks);
-      if (w) {
-        samples += samples.empty() ? "[" : ",[";
-        for (size_t i = 0; i < path.size(); ++i) samples += (i ? "," : "") + std::to_string(path[i]);
-        samples += "]";
-        weights += (weights.empty() ? "" : ",") + std::to_string(w);
-        sum += w;
-      }
-      todo.push_back({c, 0});
+  walk_stacks(t, [&](uint32_t id, const std::vector<uint32_t>& path) {
+    const StackNode& n = t.nodes[id];
+    if (n.function < 0) return;  // a thread's frame
+    const size_t fn = static_cast<size_t>(n.function);
+    if (frame_of[fn] < 0) {
+      frame_of[fn] = static_cast<int64_t>(frames.size());
+      frames.push_back(fn);
     }
-    b += first_profile ? "\n" : ",\n";
-    first_profile = false;
-    b += "{\"type\":\"sampled\",\"name\":" + json_string(name) + ",\"unit\":\"nanoseconds\",\"startValue\":0,\"endValue\":" +
-         std::to_string(sum) + ",\"samples\":[" + samples + "],\"weights\":[" + weights + "]}";
+    const uint64_t w = ns_of(trace, n.own_ticks);
+    if (!w) return;
+    Sampled& s = profiles[t.per_thread ? profile_of[path.front()] : 0];
+    s.samples += s.samples.empty() ? "[" : ",[";
+    bool first = true;
+    for (uint32_t node : path) {
+      if (t.nodes[node].function < 0) continue;
+      s.samples += (first ? "" : ",") + std::to_string(frame_of[static_cast<size_t>(t.nodes[node].function)]);
+      first = false;
+    }
+    s.samples += "]";
+    s.weights += (s.weights.empty() ? "" : ",") + std::to_string(w);
+    s.sum += w;
+  });
+  for (size_t i = 0; i < profiles.size(); ++i) {
+    const Sampled& s = profiles[i];
+    b += i ? ",\n" : "\n";
+    b += "{\"type\":\"sampled\",\"name\":" + json_string(s.name) + ",\"unit\":\"nanoseconds\",\"startValue\":0,\"endValue\":" +
+         std::to_string(s.sum) + ",\"samples\":[" + s.samples + "],\"weights\":[" + s.weights + "]}";
   }
   b += "\n],\"shared\":{\"frames\":[";
   for (size_t i = 0; i < frames.size(); ++i) b += (i ? ",\n" : "\n") + frame_json(p.functions[frames[i]]);

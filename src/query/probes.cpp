@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <set>
 
+#include "common/files.h"
 #include "common/glob.h"
 #include "format/trace_reader.h"
 #include "symbolize/elf_symbols.h"
@@ -44,11 +45,6 @@ std::string pid_pattern(const std::string& provider) {
 
 bool all_hex(const std::string& s) {
   return !s.empty() && s.find_first_not_of("0123456789abcdefABCDEF") == std::string::npos;
-}
-
-std::string base_name(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
 // The function symbols of one ELF file: .symtab, else .dynsym (a stripped

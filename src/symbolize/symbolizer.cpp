@@ -22,11 +22,6 @@ const Dwfl_Callbacks kCallbacks = {
     nullptr,
 };
 
-std::string base_name(const std::string& path) {
-  auto slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 }  // namespace
 
 std::string demangle(const std::string& name) {
