@@ -38,6 +38,9 @@ json json_value(const cfg::Config& c, cfg::Key key) {
     case cfg::Key::kMinDuration: return c.min_duration.value ? json(c.min_duration.value->ns) : json(nullptr);
     case cfg::Key::kStartOff: return c.start_off.value ? json(*c.start_off.value) : json(nullptr);
     case cfg::Key::kChrono: return c.chrono.value ? json(*c.chrono.value) : json(nullptr);
+    case cfg::Key::kLibcalls: return c.libcalls.value ? json(*c.libcalls.value) : json(nullptr);
+    case cfg::Key::kPatchImports: return c.patch_imports.value ? json(*c.patch_imports.value) : json(nullptr);
+    case cfg::Key::kPatchCallers: return c.patch_callers.value ? json(*c.patch_callers.value) : json(nullptr);
     case cfg::Key::kOutput: return c.output.value ? json(*c.output.value) : json(nullptr);
     case cfg::Key::kNameWidth: return c.name_width.value ? json(*c.name_width.value) : json(nullptr);
   }

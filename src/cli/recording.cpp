@@ -176,7 +176,22 @@ Result<std::unique_ptr<Recording>> Recording::start(const RecordOptions& o, cons
   // script's interpreter, a program exec'd later.
   const std::string unwind = o.memory ? o.unwind : "off";
   const bool hooked = instrumentation_of(program) != Instrumentation::kNone;
-  if (!hooked && unwind == "off")
+  // GOT hooks (patch/got.cpp): bound at load, every slot (LD_BIND_NOW), so
+  // that no lazy binding writes a slot over our stub.
+  std::string got_hooks;
+  for (const auto& [name, value] : o.runtime_env) {
+    if (name == "CALLSCOPE_LIBCALLS" && value == "1") got_hooks += std::string(got_hooks.empty() ? "" : ", ") + "--libcalls";
+    if (name == "CALLSCOPE_PATCH_IMPORTS" && !value.empty())
+      got_hooks += std::string(got_hooks.empty() ? "" : ", ") + "--patch-imports " + value;
+    if (name == "CALLSCOPE_PATCH_CALLERS" && !value.empty())
+      got_hooks += std::string(got_hooks.empty() ? "" : ", ") + "--patch-callers " + value;
+  }
+  if (!got_hooks.empty())
+    std::fprintf(stderr, "callscope %s: sources: %slibrary calls through the GOT (%s)\n", who,
+                 hooked ? "-finstrument-functions hooks, " : "", got_hooks.c_str());
+  if (!hooked && !got_hooks.empty() && unwind == "off") {
+    // The library calls are what is recorded: nothing to warn about.
+  } else if (!hooked && unwind == "off")
     std::fprintf(stderr,
                  "callscope %s: warning: '%s' has no -finstrument-functions hooks; running it anyway "
                  "(only instrumented libraries it loads will be recorded)\n",
@@ -223,6 +238,7 @@ Result<std::unique_ptr<Recording>> Recording::start(const RecordOptions& o, cons
   // The memory API (callscope_alloc, callscope_tag_push) records then only.
   env.emplace_back("CALLSCOPE_MEMORY", o.memory ? "1" : "0");
   env.emplace_back("CALLSCOPE_UNWIND", unwind);
+  if (!got_hooks.empty()) env.emplace_back("LD_BIND_NOW", "1");
   const fmt::ClockPair origin = fmt::sample_clocks();
   auto live = fmt::LiveStream::create(session, r->o_.output, monotonic ? fmt::ClockKind::kMonotonic : fmt::ClockKind::kTsc,
                                       monotonic ? origin.mono_ns : origin.tsc, o.level, s.log->fd(), s.claim.get());

@@ -53,6 +53,16 @@ constexpr KeyInfo kKeys[] = {
      true},
     {Key::kChrono, KeyType::kGlobs, "chrono", "CALLSCOPE_CHRONO", "--chrono", "GLOB",
      "Keep a full chronological listing only inside the subtrees of functions matching GLOB", "none", true},
+    {Key::kLibcalls, KeyType::kBool, "libcalls", "CALLSCOPE_LIBCALLS", "--libcalls", "",
+     "Record every call from the executable into shared libraries (its GOT slots are hooked; no recompiling)",
+     "false", true},
+    {Key::kPatchImports, KeyType::kGlobs, "patch_imports", "CALLSCOPE_PATCH_IMPORTS", "--patch-imports", "GLOB",
+     "Record every call that modules matching GLOB make into other modules (their imports), as CAP's "
+     "[PATCH IMPORTS]; 'app' or the executable's name is the executable",
+     "none", true},
+    {Key::kPatchCallers, KeyType::kGlobs, "patch_callers", "CALLSCOPE_PATCH_CALLERS", "--patch-callers", "GLOB",
+     "Record every call into the functions of modules matching GLOB, from any module, as CAP's [PATCH CALLERS]",
+     "none", true},
     {Key::kOutput, KeyType::kPath, "output", "CALLSCOPE_OUTPUT", "-o,--output", "FILE",
      "Trace file to write (default: callscope.trace)", "callscope.trace", false},
     {Key::kNameWidth, KeyType::kCount, "name_width", "CALLSCOPE_NAME_WIDTH", "--name-width", "N",
@@ -194,6 +204,9 @@ void setting_of(C& c, Key key, F&& f) {
     case Key::kMinDuration: f(c.min_duration); return;
     case Key::kStartOff: f(c.start_off); return;
     case Key::kChrono: f(c.chrono); return;
+    case Key::kLibcalls: f(c.libcalls); return;
+    case Key::kPatchImports: f(c.patch_imports); return;
+    case Key::kPatchCallers: f(c.patch_callers); return;
     case Key::kOutput: f(c.output); return;
     case Key::kNameWidth: f(c.name_width); return;
   }
@@ -527,7 +540,7 @@ Result<Config> parse_toml(std::string_view text, const std::string& path) {
       ValueOf<decltype(s)> v{};
       st = from_toml(node, it->type, v);
       if (!st) return;
-      s.value = std::move(v);
+      s.value.emplace(std::move(v));
       s.origin = Origin{Source::kFile, path, line};
     });
     if (!st) return st.error().context(place + "'" + it->toml + "'");
@@ -572,7 +585,7 @@ Result<Config> parse_environment(const std::vector<std::string>& entries, std::s
       ValueOf<decltype(s)> v{};
       st = parse_text(value, v);
       if (!st) return;
-      s.value = std::move(v);
+      s.value.emplace(std::move(v));
       s.origin = Origin{Source::kEnv, it->env, 0};
     });
     if (!st) return st.error().context(it->env);
@@ -629,11 +642,13 @@ namespace {
 
 constexpr Key kRecordKeys[] = {Key::kMode,       Key::kInterval,    Key::kInclude,  Key::kExclude,
                                Key::kIncludeModules, Key::kExcludeModules, Key::kMaxDepth, Key::kMinDuration,
-                               Key::kStartOff,   Key::kChrono,      Key::kOutput};
+                               Key::kStartOff,   Key::kChrono,      Key::kLibcalls, Key::kPatchImports,
+                               Key::kPatchCallers, Key::kOutput};
 constexpr Key kReportKeys[] = {Key::kNameWidth};
 constexpr Key kEveryKey[] = {Key::kMode,       Key::kInterval,    Key::kInclude,  Key::kExclude,
                              Key::kIncludeModules, Key::kExcludeModules, Key::kMaxDepth, Key::kMinDuration,
-                             Key::kStartOff,   Key::kChrono,      Key::kOutput,   Key::kNameWidth};
+                             Key::kStartOff,   Key::kChrono,      Key::kLibcalls, Key::kPatchImports,
+                             Key::kPatchCallers, Key::kOutput,  Key::kNameWidth};
 static_assert(std::size(kEveryKey) == kKeyCount);
 
 // "--output" of "-o,--output": the name an origin shows.
@@ -705,7 +720,7 @@ Result<Config> Flags::layer() const {
         st = parse_text(slot->text, v);
         if (!st) return;
       }
-      s.value = std::move(v);
+      s.value.emplace(std::move(v));
       s.origin = Origin{Source::kFlag, long_name(info.flag), 0};
     });
     if (!st) return st.error().context(long_name(info.flag));

@@ -42,10 +42,13 @@ enum class Key : uint8_t {
   kMinDuration,
   kStartOff,
   kChrono,
+  kLibcalls,
+  kPatchImports,
+  kPatchCallers,
   kOutput,
   kNameWidth,
 };
-inline constexpr size_t kKeyCount = 12;
+inline constexpr size_t kKeyCount = 15;
 
 enum class KeyType { kMode, kDuration, kGlobs, kCount, kBool, kPath };
 
@@ -115,6 +118,9 @@ struct Config {
   Setting<Duration> min_duration;
   Setting<bool> start_off;
   Setting<std::vector<std::string>> chrono;          // function globs
+  Setting<bool> libcalls;                            // hook the executable's GOT slots
+  Setting<std::vector<std::string>> patch_imports;   // module globs: hook all their GOT slots
+  Setting<std::vector<std::string>> patch_callers;   // module globs: hook every slot bound to them
   Setting<std::string> output;                       // default: callscope.trace
   Setting<uint32_t> name_width;                      // 0 = automatic
   std::string file;  // the TOML file these came from ("" when none was read)

@@ -323,6 +323,9 @@ CALLSCOPE_NOINSTR int ms_until(uint64_t deadline_ns, uint64_t now_ns) {
 }
 
 CALLSCOPE_NOINSTR void* control_main(void*) {
+  // The runtime's own thread: the library calls it makes (and libc makes
+  // for it, up to its end) are never the program's.
+  current_thread()->in_hook = 1;
   int listen_fd = g_listen_fd;
   uint64_t next_dump = 0;  // mono ns; 0: no interval
   while (__atomic_load_n(&g_stopping, __ATOMIC_SEQ_CST) == 0) {

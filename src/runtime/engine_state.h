@@ -21,6 +21,8 @@ extern uint64_t g_interval_ns;  // CALLSCOPE_INTERVAL, 0: none
 
 // Whether this thread writes events for a frame that is not excluded.
 bool engine_emitting(const ThreadState* t);
+// Whether variable `name` says yes (1, true, yes, on).
+bool env_true(const char* name);
 // Anonymous, unreserved memory; nullptr on failure.
 void* map_anon(uint64_t bytes);
 

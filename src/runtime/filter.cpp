@@ -18,42 +18,9 @@
 namespace callscope::rt {
 namespace {
 
-constexpr int kMaxGlobs = 256;  // per list; more are ignored (docs/configuration.md)
-// Plain zero-initialized globals only: a dynamic initializer could run after
-// our constructor has already read the environment, and undo it.
-struct GlobList {
-  const char* globs[kMaxGlobs];
-  int n;
-};
 char g_storage[65536];
 size_t g_used = 0;
 GlobList g_include, g_exclude, g_include_mod, g_exclude_mod, g_chrono;
-
-// Splits a comma-separated variable into `list` (copied into g_storage).
-CALLSCOPE_NOINSTR void read_list(const char* var, GlobList& list) {
-  const char* v = ::getenv(var);
-  if (!v) return;
-  while (*v) {
-    const char* end = strchr(v, ',');
-    size_t len = end ? static_cast<size_t>(end - v) : strlen(v);
-    while (len && *v == ' ') ++v, --len;
-    while (len && v[len - 1] == ' ') --len;
-    if (len && list.n < kMaxGlobs && g_used + len + 1 <= sizeof g_storage) {
-      memcpy(g_storage + g_used, v, len);
-      g_storage[g_used + len] = '\0';
-      list.globs[list.n++] = g_storage + g_used;
-      g_used += len + 1;
-    }
-    if (!end) break;
-    v = end + 1;
-  }
-}
-
-CALLSCOPE_NOINSTR bool any_match(const GlobList& l, const char* name) {
-  for (int i = 0; i < l.n; ++i)
-    if (name && ::fnmatch(l.globs[i], name, 0) == 0) return true;
-  return false;
-}
 
 // ---- symbol tables ------------------------------------------------------------
 
@@ -201,11 +168,9 @@ CALLSCOPE_NOINSTR uint32_t decide(uint64_t fn) {
   ::pthread_mutex_lock(&g_lock);
   Module* m = module_of(fn);
   const char* path = m ? m->path : "";
-  const char* base = strrchr(path, '/');
-  base = base ? base + 1 : path;
   bool excluded = false;
-  if (g_include_mod.n && !any_match(g_include_mod, base) && !any_match(g_include_mod, path)) excluded = true;
-  if (any_match(g_exclude_mod, base) || any_match(g_exclude_mod, path)) excluded = true;
+  if (g_include_mod.n && !module_matches(g_include_mod, path)) excluded = true;
+  if (module_matches(g_exclude_mod, path)) excluded = true;
   const char* mangled = m && m->syms ? symbol_name(*m, fn - m->bias) : nullptr;
   ::pthread_mutex_unlock(&g_lock);
   char* demangled = nullptr;
@@ -215,7 +180,7 @@ CALLSCOPE_NOINSTR uint32_t decide(uint64_t fn) {
     if (demangle) demangled = demangle(mangled, nullptr, nullptr, &status);
   }
   const char* name = demangled ? demangled : mangled;
-  auto matches = [&](const GlobList& l) { return any_match(l, name) || (demangled && any_match(l, mangled)); };
+  auto matches = [&](const GlobList& l) { return any_glob_matches(l, name) || (demangled && any_glob_matches(l, mangled)); };
   if (g_include.n && !matches(g_include)) excluded = true;
   if (matches(g_exclude)) excluded = true;
   uint32_t flags = excluded ? fmt::kProfNodeExcluded : 0;
@@ -226,12 +191,42 @@ CALLSCOPE_NOINSTR uint32_t decide(uint64_t fn) {
 
 }  // namespace
 
+void read_glob_list(const char* var, GlobList& list) {
+  const char* v = ::getenv(var);
+  if (!v) return;
+  while (*v) {
+    const char* end = strchr(v, ',');
+    size_t len = end ? static_cast<size_t>(end - v) : strlen(v);
+    while (len && *v == ' ') ++v, --len;
+    while (len && v[len - 1] == ' ') --len;
+    if (len && list.n < kMaxGlobs && g_used + len + 1 <= sizeof g_storage) {
+      memcpy(g_storage + g_used, v, len);
+      g_storage[g_used + len] = '\0';
+      list.globs[list.n++] = g_storage + g_used;
+      g_used += len + 1;
+    }
+    if (!end) break;
+    v = end + 1;
+  }
+}
+
+bool any_glob_matches(const GlobList& l, const char* name) {
+  for (int i = 0; i < l.n; ++i)
+    if (name && ::fnmatch(l.globs[i], name, 0) == 0) return true;
+  return false;
+}
+
+bool module_matches(const GlobList& l, const char* path) {
+  const char* base = strrchr(path, '/');
+  return any_glob_matches(l, base ? base + 1 : path) || any_glob_matches(l, path);
+}
+
 void filter_configure() {
-  read_list("CALLSCOPE_INCLUDE", g_include);
-  read_list("CALLSCOPE_EXCLUDE", g_exclude);
-  read_list("CALLSCOPE_INCLUDE_MODULES", g_include_mod);
-  read_list("CALLSCOPE_EXCLUDE_MODULES", g_exclude_mod);
-  read_list("CALLSCOPE_CHRONO", g_chrono);
+  read_glob_list("CALLSCOPE_INCLUDE", g_include);
+  read_glob_list("CALLSCOPE_EXCLUDE", g_exclude);
+  read_glob_list("CALLSCOPE_INCLUDE_MODULES", g_include_mod);
+  read_glob_list("CALLSCOPE_EXCLUDE_MODULES", g_exclude_mod);
+  read_glob_list("CALLSCOPE_CHRONO", g_chrono);
   g_active = g_include.n || g_exclude.n || g_include_mod.n || g_exclude_mod.n || g_chrono.n;
   if (g_active) {
     void* c = ::mmap(nullptr, kCacheSize * sizeof(uint64_t), PROT_READ | PROT_WRITE,

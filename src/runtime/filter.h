@@ -10,9 +10,25 @@
 // and the engine keeps the decision in the call-tree node).
 #pragma once
 
+#include <stddef.h>
 #include <stdint.h>
 
 namespace callscope::rt {
+
+// A comma-separated list of globs from a CALLSCOPE_* variable. Plain
+// zero-initialized globals only: a dynamic initializer could run after our
+// constructor has already read the environment, and undo it.
+inline constexpr int kMaxGlobs = 256;  // per list; more are ignored (docs/configuration.md)
+struct GlobList {
+  const char* globs[kMaxGlobs];
+  int n;
+};
+// Splits variable `var` into `list`, the text copied into the runtime's
+// storage for such lists (64 KiB in all; what does not fit is ignored).
+void read_glob_list(const char* var, GlobList& list);
+bool any_glob_matches(const GlobList& l, const char* name);
+// A module matches by its file name or its whole path.
+bool module_matches(const GlobList& l, const char* path);
 
 void filter_configure();      // reads the environment; once, at process init
 bool filter_active();         // any include/exclude glob is set

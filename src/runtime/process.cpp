@@ -25,6 +25,7 @@
 
 #include "format/ctl_dir.h"
 #include "runtime/control.h"
+#include "runtime/patch/patch.h"
 #include "runtime/path_buf.h"
 #include "runtime/runtime.h"
 
@@ -470,6 +471,7 @@ CALLSCOPE_NOINSTR bool do_init() {
     if (!make_default_session_dir()) return false;
   }
   engine_configure();
+  const bool libcalls = libcalls_configure();
   // Now, not in the wrapper: a vfork child must not resolve symbols (dlsym
   // may allocate, in memory it shares with its parent).
   g_real_exit = reinterpret_cast<ExitFn>(::dlsym(RTLD_NEXT, "_exit"));
@@ -477,6 +479,7 @@ CALLSCOPE_NOINSTR bool do_init() {
   if (::pthread_key_create(&key, thread_exit) != 0) return false;
   g_thread_key = key;
   if (!start_process_record(~0u, 0)) return false;
+  if (libcalls) libcalls_patch_new_modules();
   ::pthread_atfork(nullptr, nullptr, on_fork_child);
   ::on_exit(on_process_exit, nullptr);
   control_start();
@@ -624,6 +627,7 @@ CALLSCOPE_EXPORT void* dlopen(const char* file, int mode) {
   void* handle = real(file, mode);
   if (handle) {
     rescan_modules();
+    if (__atomic_load_n(&g_init_state, __ATOMIC_ACQUIRE) == kReady) libcalls_patch_new_modules();
     if (__atomic_load_n(&g_init_state, __ATOMIC_ACQUIRE) == kReady) snapshot_smaps("dlopen");
   }
   return handle;
@@ -635,7 +639,10 @@ CALLSCOPE_EXPORT int dlclose(void* handle) {
   if (!real) real = reinterpret_cast<Fn>(::dlsym(RTLD_NEXT, "dlclose"));
   if (!real) return -1;
   const int rc = real(handle);
-  if (rc == 0) rescan_modules();
+  if (rc == 0) {
+    rescan_modules();
+    if (__atomic_load_n(&g_init_state, __ATOMIC_ACQUIRE) == kReady) libcalls_patch_new_modules();
+  }
   return rc;
 }
 

@@ -107,12 +107,6 @@ CALLSCOPE_NOINSTR uint64_t parse_duration_ns(const char* s) {
   return static_cast<uint64_t>(v * unit);
 }
 
-CALLSCOPE_NOINSTR bool env_true(const char* name) {
-  const char* v = ::getenv(name);
-  if (!v) return false;
-  return strcmp(v, "1") == 0 || strcmp(v, "true") == 0 || strcmp(v, "yes") == 0 || strcmp(v, "on") == 0;
-}
-
 // Ticks per ns, measured over ~2 ms (only when a minimum duration is set).
 CALLSCOPE_NOINSTR double measure_ticks_per_ns() {
   if (!g_use_tsc) return 1.0;
@@ -194,6 +188,12 @@ uint32_t engine_find_child(ThreadState* t, uint32_t parent, uint64_t fn) {
 }
 
 bool engine_emitting(const ThreadState* t) { return g_have_chrono ? t->chrono_depth != 0 : !g_profile_mode; }
+
+bool env_true(const char* name) {
+  const char* v = ::getenv(name);
+  if (!v) return false;
+  return strcmp(v, "1") == 0 || strcmp(v, "true") == 0 || strcmp(v, "yes") == 0 || strcmp(v, "on") == 0;
+}
 
 void* map_anon(uint64_t bytes) {
   void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);

@@ -25,6 +25,7 @@
 namespace callscope::rt {
 
 namespace fmt = callscope::format;
+struct RetFrame;
 
 // One frame of the shadow stack: what later capabilities (profile mode,
 // stack depth) build on.
@@ -100,6 +101,11 @@ struct ThreadState {
   uint8_t eslow;            // every call takes the engine's slow path (events, minimum duration)
   uint8_t pause_written;    // the engine wrote a kPause for the current pause
   uint64_t* pbank;          // the engine, while stopped: what each open frame added to its node (profile.cpp)
+  // Library calls (patch/libcall.cpp): the calls whose return address is
+  // replaced, innermost last; mapped at the thread's first hooked call.
+  RetFrame* rstack;
+  uint32_t rdepth;
+  uint32_t lib_serial;      // counts hooked entries: the call site given to the hooks
 };
 
 inline constexpr uint32_t kStackCapacity = 1u << 20;  // frames (32 MiB reserved)

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "runtime/path_buf.h"
+#include "runtime/patch/patch.h"
 #include "runtime/runtime.h"
 
 __thread callscope::rt::ThreadState callscope::rt::tls_thread;
@@ -343,6 +344,7 @@ void thread_exit(void* arg) {
   close_thread_file(t);
   ::munmap(t->stack, uint64_t{kStackCapacity} * sizeof(Frame));
   t->stack = nullptr;
+  libcalls_thread_exit(t);
   signal_fence();
   t->in_hook = 0;
   errno = saved_errno;

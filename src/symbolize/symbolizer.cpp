@@ -189,11 +189,37 @@ Symbolizer::Process& Symbolizer::process(uint32_t index) {
 
 namespace {
 
-// Reads a module's function symbols once, sorted, with ends filled in.
+// How a name is preferred among the aliases of one address (lower first):
+// libc has qsort beside __GI_qsort, strlen (the exported IFUNC) beside
+// strlen_ifunc, snprintf (weak) beside __snprintf@@GLIBC_PRIVATE, puts
+// beside _IO_puts, pthread_join@@GLIBC_2.34 beside ___pthread_join. The
+// name a program calls wins: default visibility; no private version; fewer
+// leading underscores; global, then weak, then local; unversioned, then
+// the default version; then the shorter name (longjmp, not siglongjmp),
+// then the first in byte order.
+int alias_rank(const GElf_Sym& sym, const char* name) {
+  const char* at = std::strchr(name, '@');
+  int rank = GELF_ST_VISIBILITY(sym.st_other) == STV_DEFAULT ? 0 : 1;
+  rank = rank * 2 + (at && std::strstr(at, "PRIVATE") ? 1 : 0);
+  int underscores = 0;
+  while (name[underscores] == '_' && underscores < 7) ++underscores;
+  rank = rank * 8 + underscores;
+  const int bind = GELF_ST_BIND(sym.st_info);
+  rank = rank * 3 + (bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2);
+  return rank * 3 + (at == nullptr ? 0 : at[1] == '@' ? 1 : 2);
+}
+
+// Reads a module's function symbols once, sorted, one name per address (the
+// best alias: alias_rank), with ends filled in.
 void load_symbols(Symbolizer::Process::Mod& m) {
   m.loaded = true;
   Dwarf_Addr dwarf_bias = 0;
   m.has_dwarf = dwfl_module_getdwarf(m.dm, &dwarf_bias) != nullptr;
+  struct Candidate {
+    Symbolizer::Process::Sym sym;
+    int rank;
+  };
+  std::vector<Candidate> all;
   const int n = dwfl_module_getsymtab(m.dm);
   for (int i = 1; i < n; ++i) {
     GElf_Sym sym;
@@ -201,9 +227,22 @@ void load_symbols(Symbolizer::Process::Mod& m) {
     const char* name = dwfl_module_getsym_info(m.dm, i, &sym, &addr, nullptr, nullptr, nullptr);
     const int type = GELF_ST_TYPE(sym.st_info);
     if (!name || !*name || (type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF) continue;
-    m.syms.push_back({addr, sym.st_size ? addr + sym.st_size : 0, name});
+    all.push_back({{addr, sym.st_size ? addr + sym.st_size : 0, name}, alias_rank(sym, name)});
   }
-  std::sort(m.syms.begin(), m.syms.end(), [](const auto& a, const auto& b) { return a.start < b.start; });
+  std::sort(all.begin(), all.end(), [](const Candidate& a, const Candidate& b) {
+    if (a.sym.start != b.sym.start) return a.sym.start < b.sym.start;
+    if (a.rank != b.rank) return a.rank < b.rank;
+    const size_t la = std::strlen(a.sym.name), lb = std::strlen(b.sym.name);
+    return la != lb ? la < lb : std::strcmp(a.sym.name, b.sym.name) < 0;
+  });
+  m.syms.clear();
+  for (const Candidate& c : all) {
+    if (!m.syms.empty() && m.syms.back().start == c.sym.start) {
+      m.syms.back().end = std::max(m.syms.back().end, c.sym.end);  // an alias with a size
+      continue;
+    }
+    m.syms.push_back(c.sym);
+  }
   for (size_t i = 0; i < m.syms.size(); ++i)
     if (m.syms[i].end == 0) m.syms[i].end = i + 1 < m.syms.size() ? m.syms[i + 1].start : m.high;
 }
@@ -249,7 +288,9 @@ Symbol Symbolizer::resolve(Process& p, int64_t mod_index, uint64_t addr) {
       auto after = std::upper_bound(mod->syms.begin(), mod->syms.end(), addr,
                                     [](uint64_t a, const Process::Sym& sym) { return a < sym.start; });
       if (after != mod->syms.begin() && addr < std::prev(after)->end) {
-        const char* name = std::prev(after)->name;
+        // A versioned name of a library's symbol table (pthread_join@@GLIBC_2.34)
+        // is shown without its version.
+        const std::string name(std::string_view(std::prev(after)->name).substr(0, std::strcspn(std::prev(after)->name, "@")));
         s.function = options_.demangle ? demangle(name) : name;
       }
       if (mod->has_dwarf) {

@@ -72,7 +72,7 @@ TEST(Config, DefaultsWithoutAnyFile) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "config file: none")) << r.out;
   auto rows = table(r.out);
-  ASSERT_EQ(rows.size(), 12u) << r.out;
+  ASSERT_EQ(rows.size(), 15u) << r.out;
   for (const auto& [key, row] : rows) EXPECT_EQ(row.source, "default") << key;
   EXPECT_EQ(rows["mode"].value, "record");
   EXPECT_EQ(rows["output"].value, "callscope.trace");

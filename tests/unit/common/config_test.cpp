@@ -78,7 +78,10 @@ TEST(Toml, ReadsEveryKeyWithItsLine) {
       "start_off = true\n"
       "chrono = [\"parse\"]\n"
       "output = \"out.trace\"\n"
-      "name_width = 40\n";
+      "name_width = 40\n"
+      "libcalls = true\n"
+      "patch_imports = [\"app\", \"libfoo.so\"]\n"
+      "patch_callers = \"libssl.so*\"\n";
   auto r = parse_toml(text, "cs.toml");
   ASSERT_TRUE(r) << r.error().message();
   const Config& c = *r;
@@ -99,6 +102,19 @@ TEST(Toml, ReadsEveryKeyWithItsLine) {
   EXPECT_EQ(c.mode.origin.line, 2u);
   EXPECT_EQ(c.name_width.origin.line, 13u);
   EXPECT_EQ(describe(c.interval.origin), "file cs.toml:3");
+  EXPECT_EQ(c.libcalls.value, true);
+  EXPECT_EQ(*c.patch_imports.value, (Globs{"app", "libfoo.so"}));
+  EXPECT_EQ(*c.patch_callers.value, (Globs{"libssl.so*"}));
+  // As the runtime reads them.
+  const auto env = runtime_environment(c);
+  auto value = [&](const std::string& name) {
+    for (const auto& [k, v] : env)
+      if (k == name) return v;
+    return std::string("(unset)");
+  };
+  EXPECT_EQ(value("CALLSCOPE_LIBCALLS"), "1");
+  EXPECT_EQ(value("CALLSCOPE_PATCH_IMPORTS"), "app,libfoo.so");
+  EXPECT_EQ(value("CALLSCOPE_PATCH_CALLERS"), "libssl.so*");
 }
 
 TEST(Toml, AnEmptyFileSetsNothing) {
@@ -153,7 +169,7 @@ TEST(Toml, UnknownKeyIsNamedWithTheValidOnes) {
   EXPECT_TRUE(m.starts_with("cs.toml:2: unknown key 'exclud'")) << m;
   EXPECT_TRUE(contains(m, "did you mean 'exclude'?")) << m;
   EXPECT_TRUE(contains(m, "valid keys: mode, interval, include, exclude, include_modules, exclude_modules, "
-                          "max_depth, min_duration, start_off, chrono, output, name_width"))
+                          "max_depth, min_duration, start_off, chrono, libcalls, patch_imports, patch_callers, output, name_width"))
       << m;
 
   // A table is not a key either.

@@ -1,0 +1,398 @@
+// Which GOT slots are hooked, and how (patch.h).
+//
+// A module's calls into other modules go through its GOT: JUMP_SLOT
+// relocations (calls through the PLT, lazily bound or not) and GLOB_DAT ones
+// of function symbols (-fno-plt calls, and the addresses of functions taken
+// across modules). Each slot chosen gets a stub of its own, and the slot the
+// stub's address. Chosen, per CALLSCOPE_* variable:
+//   CALLSCOPE_LIBCALLS=1          the executable's slots (its calls into libraries)
+//   CALLSCOPE_PATCH_IMPORTS=GLOBS every slot of the modules named
+//   CALLSCOPE_PATCH_CALLERS=GLOBS every slot, in any module, bound to a function of the modules named
+// Never hooked: the slots of the runtime, the dynamic linker and the vDSO;
+// calls into those; and functions that return twice or read their own
+// return address (kNeverHooked).
+//
+// The target is what the slot holds: `record --libcalls` runs the program
+// with LD_BIND_NOW=1, so every slot is bound at load (with lazy binding, the
+// first call would bind the slot again, over our stub); a slot still lazy is
+// bound here with dlsym. What the trace records for a call is the address of
+// the function's symbol in the module that defines it: for an IFUNC
+// (strlen), the symbol, not the implementation picked (__strlen_avx2, a name
+// that stripped libraries do not have).
+//
+// Slots in RELRO (all of them with -z now) are made writable for the moment
+// of the write. A slot is written with one 8-byte store: threads calling
+// through it meanwhile go either way.
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "runtime/engine_state.h"
+#include "runtime/filter.h"
+#include "runtime/patch/patch.h"
+#include "runtime/runtime.h"
+
+namespace callscope::rt {
+namespace {
+
+bool g_libcalls = false;
+GlobList g_imports, g_callers;
+bool g_enabled = false;
+bool g_bind_now_env = false;
+pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+
+// Functions that return twice (setjmp would save our trampoline as where to
+// come back, vfork's child would return through the parent's frame), that
+// use their caller's address (dlsym(RTLD_NEXT), dlopen's $ORIGIN and
+// namespace), or that switch stacks.
+constexpr const char* kNeverHooked[] = {
+    "setjmp",   "_setjmp",   "__sigsetjmp", "sigsetjmp",   "savectx",   "getcontext",  "swapcontext",
+    "setcontext", "makecontext", "vfork",  "__vfork",     "clone",      "clone3",      "__clone",
+    "dlsym",    "dlvsym",    "dlopen",      "dlmopen",     "__libc_dlopen_mode", "__libc_dlsym",
+    "__tls_get_addr", "__libc_start_main", "_dl_find_object", "__libc_single_threaded",
+};
+
+CALLSCOPE_NOINSTR bool never_hooked(const char* name) {
+  if (strncmp(name, "_Unwind_", 8) == 0 || strncmp(name, "_dl_", 4) == 0) return true;
+  for (const char* n : kNeverHooked)
+    if (strcmp(n, name) == 0) return true;
+  return false;
+}
+
+// ---- modules -------------------------------------------------------------------
+
+struct Module {
+  uint64_t bias, low, high;
+  const char* path;  // dlpi_name, or the executable's path
+  const ElfW(Dyn)* dynamic;
+  const ElfW(Sym)* symtab;
+  const char* strtab;
+  const uint32_t* gnu_hash;
+  const uint32_t* sysv_hash;
+  const ElfW(Rela)* jmprel;
+  uint64_t jmprel_size;
+  const ElfW(Rela)* rela;
+  uint64_t rela_size;
+  uint64_t relro_lo, relro_hi;
+  bool bind_now;
+  bool ours;  // the runtime, libcallscope-mem, the dynamic linker, the vDSO: never patched or hooked
+  bool main;
+};
+
+constexpr int kMaxModules = 4096;
+Module g_mods[kMaxModules];
+int g_mod_count = 0;
+// Modules whose slots were looked at, by (bias, low): not again.
+struct Seen {
+  uint64_t bias, low;
+};
+Seen g_seen[kMaxModules];
+int g_seen_count = 0;
+char g_exe[4096];
+
+CALLSCOPE_NOINSTR uint64_t dyn_addr(const dl_phdr_info* info, uint64_t v) {
+  // glibc relocates the dynamic section's addresses in place on x86-64;
+  // where it did not (the vDSO), they are still relative.
+  return v < info->dlpi_addr ? v + info->dlpi_addr : v;
+}
+
+CALLSCOPE_NOINSTR int collect(dl_phdr_info* info, size_t, void*) {
+  if (g_mod_count == kMaxModules) return 1;
+  Module m{};
+  m.bias = info->dlpi_addr;
+  m.low = ~uint64_t{0};
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type == PT_LOAD) {
+      const uint64_t lo = info->dlpi_addr + ph.p_vaddr;
+      if (lo < m.low) m.low = lo;
+      if (lo + ph.p_memsz > m.high) m.high = lo + ph.p_memsz;
+    } else if (ph.p_type == PT_DYNAMIC) {
+      m.dynamic = reinterpret_cast<const ElfW(Dyn)*>(info->dlpi_addr + ph.p_vaddr);
+    } else if (ph.p_type == PT_GNU_RELRO) {
+      m.relro_lo = info->dlpi_addr + ph.p_vaddr;
+      m.relro_hi = m.relro_lo + ph.p_memsz;
+    }
+  }
+  if (m.high == 0) return 0;
+  m.main = g_mod_count == 0;
+  m.path = info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name : (m.main ? g_exe : "");
+  const uint64_t vdso = ::getauxval(AT_SYSINFO_EHDR);
+  const uint64_t self = reinterpret_cast<uint64_t>(&libcalls_configure);
+  const char* base = strrchr(m.path, '/');
+  base = base ? base + 1 : m.path;
+  m.ours = (vdso >= m.low && vdso < m.high) || (self >= m.low && self < m.high) ||
+           m.bias == ::getauxval(AT_BASE) || strncmp(base, "libcallscope-", 13) == 0 || m.dynamic == nullptr;
+  for (const ElfW(Dyn)* d = m.dynamic; d && d->d_tag != DT_NULL; ++d) {
+    switch (d->d_tag) {
+      case DT_SYMTAB: m.symtab = reinterpret_cast<const ElfW(Sym)*>(dyn_addr(info, d->d_un.d_ptr)); break;
+      case DT_STRTAB: m.strtab = reinterpret_cast<const char*>(dyn_addr(info, d->d_un.d_ptr)); break;
+      case DT_GNU_HASH: m.gnu_hash = reinterpret_cast<const uint32_t*>(dyn_addr(info, d->d_un.d_ptr)); break;
+      case DT_HASH: m.sysv_hash = reinterpret_cast<const uint32_t*>(dyn_addr(info, d->d_un.d_ptr)); break;
+      case DT_JMPREL: m.jmprel = reinterpret_cast<const ElfW(Rela)*>(dyn_addr(info, d->d_un.d_ptr)); break;
+      case DT_PLTRELSZ: m.jmprel_size = d->d_un.d_val; break;
+      case DT_RELA: m.rela = reinterpret_cast<const ElfW(Rela)*>(dyn_addr(info, d->d_un.d_ptr)); break;
+      case DT_RELASZ: m.rela_size = d->d_un.d_val; break;
+      case DT_BIND_NOW: m.bind_now = true; break;
+      case DT_FLAGS: m.bind_now |= (d->d_un.d_val & DF_BIND_NOW) != 0; break;
+      case DT_FLAGS_1: m.bind_now |= (d->d_un.d_val & DF_1_NOW) != 0; break;
+      default: break;
+    }
+  }
+  g_mods[g_mod_count++] = m;
+  return 0;
+}
+
+CALLSCOPE_NOINSTR const Module* module_at(uint64_t addr) {
+  for (int i = 0; i < g_mod_count; ++i)
+    if (addr >= g_mods[i].low && addr < g_mods[i].high) return &g_mods[i];
+  return nullptr;
+}
+
+CALLSCOPE_NOINSTR uint32_t gnu_hash_of(const char* s) {
+  uint32_t h = 5381;
+  for (; *s; ++s) h = h * 33 + static_cast<uint8_t>(*s);
+  return h;
+}
+
+// The address the trace records for a call of `name` bound to `target` in
+// module m: the definition at target if there is one, else (an IFUNC) the
+// default version's symbol; target when the name is not found.
+CALLSCOPE_NOINSTR uint64_t symbol_address(const Module& m, const char* name, uint64_t target) {
+  if (!m.symtab || !m.strtab) return target;
+  uint64_t found = 0;
+  auto consider = [&](const ElfW(Sym)& s) {
+    if (s.st_shndx == SHN_UNDEF || strcmp(m.strtab + s.st_name, name) != 0) return false;
+    const uint64_t a = m.bias + s.st_value;
+    if (a == target) {
+      found = a;
+      return true;
+    }
+    if (ELF64_ST_TYPE(s.st_info) == STT_GNU_IFUNC && found == 0) found = a;
+    return false;
+  };
+  if (m.gnu_hash) {
+    const uint32_t nbuckets = m.gnu_hash[0], symoffset = m.gnu_hash[1], bloom_size = m.gnu_hash[2];
+    const auto* bloom = reinterpret_cast<const uint64_t*>(m.gnu_hash + 4);
+    const auto* buckets = reinterpret_cast<const uint32_t*>(bloom + bloom_size);
+    const uint32_t* chain = buckets + nbuckets;
+    const uint32_t h = gnu_hash_of(name);
+    if (nbuckets == 0) return target;
+    for (uint32_t i = buckets[h % nbuckets]; i >= symoffset && i != 0; ++i) {
+      const uint32_t ch = chain[i - symoffset];
+      if ((ch | 1) == (h | 1) && consider(m.symtab[i])) break;
+      if (ch & 1) break;
+    }
+  } else if (m.sysv_hash) {
+    const uint32_t nchain = m.sysv_hash[1];
+    for (uint32_t i = 0; i < nchain; ++i)
+      if (consider(m.symtab[i])) break;
+  }
+  return found ? found : target;
+}
+
+// ---- hooks and their stubs ------------------------------------------------------
+
+// Stubs, 16 bytes each, in chunks of 64 KiB; each chunk begins with a jump
+// to callscope_rt_lib_entry (stubs reach it with a 32-bit displacement).
+//   endbr64; mov $index, %r11d; jmp chunk_start; nop
+constexpr uint64_t kChunkBytes = 64 << 10;
+constexpr uint32_t kStubsPerChunk = kChunkBytes / 16 - 1;
+constexpr uint32_t kMaxHooks = 1u << 20;
+constexpr uint32_t kMaxChunks = kMaxHooks / kStubsPerChunk + 1;
+Hook* g_hooks = nullptr;  // kMaxHooks, reserved
+uint32_t g_hook_count = 0;
+uint8_t* g_chunks[kMaxChunks];
+// (slot, target) -> index + 1, open addressing: a library loaded again at
+// the same place gets its stubs back.
+constexpr uint32_t kIndexSize = 1u << 16;
+struct IndexEntry {
+  uint64_t slot, target;
+  uint32_t index_plus_1;
+};
+IndexEntry* g_index = nullptr;
+
+CALLSCOPE_NOINSTR uint8_t* new_chunk() {
+  void* m = ::mmap(nullptr, kChunkBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return nullptr;
+  auto* c = static_cast<uint8_t*>(m);
+  const uint64_t entry = reinterpret_cast<uint64_t>(&callscope_rt_lib_entry);
+  c[0] = 0xff;  // jmp *0(%rip), then the address
+  c[1] = 0x25;
+  memset(c + 2, 0, 4);
+  memcpy(c + 6, &entry, 8);
+  for (uint32_t j = 0; j < kStubsPerChunk; ++j) {
+    uint8_t* s = c + 16 + 16 * j;
+    static const uint8_t kEndbr[4] = {0xf3, 0x0f, 0x1e, 0xfa};
+    memcpy(s, kEndbr, 4);
+    const uint32_t index = (g_hook_count / kStubsPerChunk) * kStubsPerChunk + j;
+    s[4] = 0x41;  // mov $index, %r11d
+    s[5] = 0xbb;
+    memcpy(s + 6, &index, 4);
+    s[10] = 0xe9;  // jmp rel32 to the chunk's start
+    const int32_t rel = -static_cast<int32_t>(16 + 16 * j + 15);
+    memcpy(s + 11, &rel, 4);
+    s[15] = 0x90;
+  }
+  if (::mprotect(m, kChunkBytes, PROT_READ | PROT_EXEC) != 0) {
+    ::munmap(m, kChunkBytes);
+    return nullptr;
+  }
+  return c;
+}
+
+// The stub for (slot, target, fn), made if need be; 0 when none can be.
+CALLSCOPE_NOINSTR uint64_t stub_for(uint64_t slot, uint64_t target, uint64_t fn) {
+  uint32_t i = static_cast<uint32_t>(((slot ^ (target << 7)) * 0x9E3779B97F4A7C15ull) >> 48) & (kIndexSize - 1);
+  for (uint32_t probe = 0; probe < 64; ++probe, i = (i + 1) & (kIndexSize - 1)) {
+    IndexEntry& e = g_index[i];
+    if (e.index_plus_1 == 0) break;
+    if (e.slot == slot && e.target == target && g_hooks[e.index_plus_1 - 1].fn == fn) {
+      const uint32_t k = e.index_plus_1 - 1;
+      return reinterpret_cast<uint64_t>(g_chunks[k / kStubsPerChunk]) + 16 + 16 * (k % kStubsPerChunk);
+    }
+  }
+  if (g_hook_count == kMaxHooks) return 0;
+  const uint32_t k = g_hook_count;
+  if (k % kStubsPerChunk == 0 && !(g_chunks[k / kStubsPerChunk] = new_chunk())) return 0;
+  g_hooks[k] = Hook{target, fn};
+  // Published before any slot points to the stub.
+  __atomic_store_n(&g_hook_count, k + 1, __ATOMIC_RELEASE);
+  if (g_index[i].index_plus_1 == 0) g_index[i] = IndexEntry{slot, target, k + 1};
+  return reinterpret_cast<uint64_t>(g_chunks[k / kStubsPerChunk]) + 16 + 16 * (k % kStubsPerChunk);
+}
+
+CALLSCOPE_NOINSTR bool is_stub(uint64_t addr) {
+  for (uint32_t c = 0; c < kMaxChunks && g_chunks[c]; ++c)
+    if (addr >= reinterpret_cast<uint64_t>(g_chunks[c]) && addr < reinterpret_cast<uint64_t>(g_chunks[c]) + kChunkBytes)
+      return true;
+  return false;
+}
+
+CALLSCOPE_NOINSTR void say(const char* a, const char* b) {
+  ssize_t ignored = ::write(2, a, strlen(a));
+  ignored = ::write(2, b, strlen(b));
+  ignored = ::write(2, "\n", 1);
+  (void)ignored;
+}
+
+// ---- patching one module ---------------------------------------------------------
+
+struct Pending {
+  uint64_t* slot;
+  uint64_t stub;
+};
+constexpr int kMaxPending = 1 << 16;
+Pending g_pending[kMaxPending];
+
+CALLSCOPE_NOINSTR void consider_relocs(const Module& m, const ElfW(Rela)* rel, uint64_t bytes, bool all_slots,
+                                       int* pending) {
+  if (!rel || !m.symtab || !m.strtab) return;
+  const uint64_t n = bytes / sizeof(ElfW(Rela));
+  for (uint64_t i = 0; i < n && *pending < kMaxPending; ++i) {
+    const uint32_t type = ELF64_R_TYPE(rel[i].r_info);
+    if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) continue;
+    const ElfW(Sym)& sym = m.symtab[ELF64_R_SYM(rel[i].r_info)];
+    const uint32_t st = ELF64_ST_TYPE(sym.st_info);
+    if (type == R_X86_64_GLOB_DAT && st != STT_FUNC && st != STT_GNU_IFUNC) continue;  // data
+    const char* name = m.strtab + sym.st_name;
+    if (!name[0] || never_hooked(name)) continue;
+    auto* slot = reinterpret_cast<uint64_t*>(m.bias + rel[i].r_offset);
+    uint64_t target = *slot;
+    if (target == 0 || is_stub(target)) continue;
+    const Module* def = module_at(target);
+    if (def == &m && type == R_X86_64_JUMP_SLOT && !m.bind_now && !g_bind_now_env) {
+      // Not bound yet: its PLT entry. Bind it as the dynamic linker would
+      // for the global scope.
+      target = reinterpret_cast<uint64_t>(::dlsym(RTLD_DEFAULT, name));
+      if (target == 0) continue;
+      def = module_at(target);
+    }
+    if (!def || def->ours) continue;
+    if (!all_slots && !module_matches(g_callers, def->path)) continue;
+    const uint64_t stub = stub_for(reinterpret_cast<uint64_t>(slot), target, symbol_address(*def, name, target));
+    if (stub == 0) return;
+    g_pending[(*pending)++] = Pending{slot, stub};
+  }
+}
+
+CALLSCOPE_NOINSTR void patch_module(const Module& m) {
+  const bool all_slots = (g_libcalls && m.main) || module_matches(g_imports, m.path);
+  if (!all_slots && g_callers.n == 0) return;
+  int pending = 0;
+  consider_relocs(m, m.jmprel, m.jmprel_size, all_slots, &pending);
+  consider_relocs(m, m.rela, m.rela_size, all_slots, &pending);
+  if (pending == 0) return;
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  const uint64_t lo = m.relro_lo & ~(page - 1), hi = (m.relro_hi + page - 1) & ~(page - 1);
+  const bool relro = hi > lo;
+  if (relro && ::mprotect(reinterpret_cast<void*>(lo), hi - lo, PROT_READ | PROT_WRITE) != 0) {
+    say("callscope: cannot hook the library calls of ", m.path[0] ? m.path : "the program");
+    return;
+  }
+  for (int i = 0; i < pending; ++i) __atomic_store_n(g_pending[i].slot, g_pending[i].stub, __ATOMIC_RELEASE);
+  if (relro) ::mprotect(reinterpret_cast<void*>(lo), hi - lo, PROT_READ);
+}
+
+}  // namespace
+
+bool libcalls_configure() {
+  g_libcalls = env_true("CALLSCOPE_LIBCALLS");
+  read_glob_list("CALLSCOPE_PATCH_IMPORTS", g_imports);
+  read_glob_list("CALLSCOPE_PATCH_CALLERS", g_callers);
+  if (!g_libcalls && g_imports.n == 0 && g_callers.n == 0) return false;
+  const char* bn = ::getenv("LD_BIND_NOW");
+  g_bind_now_env = bn && bn[0];
+  g_hooks = static_cast<Hook*>(map_anon(uint64_t{kMaxHooks} * sizeof(Hook)));
+  g_index = static_cast<IndexEntry*>(map_anon(uint64_t{kIndexSize} * sizeof(IndexEntry)));
+  if (!g_hooks || !g_index) return false;
+  const ssize_t n = ::readlink("/proc/self/exe", g_exe, sizeof g_exe - 1);
+  g_exe[n > 0 ? n : 0] = '\0';
+  g_enabled = true;
+  return true;
+}
+
+bool libcalls_enabled() { return g_enabled; }
+
+void libcalls_patch_new_modules() {
+  if (!g_enabled) return;
+  const int saved_errno = errno;
+  ThreadState* t = current_thread();
+  const uint8_t was_in_hook = t->in_hook;
+  t->in_hook = 1;  // our own calls (dlsym, mmap) are not the program's
+  signal_fence();
+  ::pthread_mutex_lock(&g_lock);
+  g_mod_count = 0;
+  ::dl_iterate_phdr(collect, nullptr);
+  for (int i = 0; i < g_mod_count; ++i) {
+    const Module& m = g_mods[i];
+    bool seen = false;
+    for (int k = 0; k < g_seen_count && !seen; ++k) seen = g_seen[k].bias == m.bias && g_seen[k].low == m.low;
+    if (seen) continue;
+    if (g_seen_count < kMaxModules) g_seen[g_seen_count++] = Seen{m.bias, m.low};
+    if (!m.ours) patch_module(m);
+  }
+  // Modules gone (dlclose) are forgotten: one loaded there later is new.
+  int kept = 0;
+  for (int k = 0; k < g_seen_count; ++k) {
+    bool loaded = false;
+    for (int i = 0; i < g_mod_count && !loaded; ++i) loaded = g_seen[k].bias == g_mods[i].bias && g_seen[k].low == g_mods[i].low;
+    if (loaded) g_seen[kept++] = g_seen[k];
+  }
+  g_seen_count = kept;
+  ::pthread_mutex_unlock(&g_lock);
+  signal_fence();
+  t->in_hook = was_in_hook;
+  errno = saved_errno;
+}
+
+const Hook& libcalls_hook(uint32_t index) { return g_hooks[index]; }
+
+}  // namespace callscope::rt

@@ -1,0 +1,332 @@
+// The calls GOT hooks catch: their entries, and their returns by replacing
+// the return address (patch.h).
+//
+// Each thread keeps the calls whose return address it replaced on a return
+// stack of its own (ThreadState::rstack), innermost last. What ends a call
+// other than its return:
+//  - longjmp, and anything else that abandons frames: an entry or a return
+//    at a higher slot finds the entries below it dead and drops them (the
+//    shadow stack closes their frames by its own rules, hooks.cpp);
+//  - a tail call through a hooked slot: the new call finds our trampoline
+//    as its return address, so the call that jumped ends there and the new
+//    one returns where it would have;
+//  - exceptions: the unwinder reads return addresses to find each frame's
+//    rules, and ours has none. _Unwind_RaiseException (a throw) and
+//    _Unwind_Resume_or_Rethrow (a rethrow) put every original return address
+//    back first; __cxa_begin_catch (the handler is running) drops the calls
+//    the throw ended and replaces the addresses of those still running
+//    again. pthread_exit, whose unwinding cannot be intercepted (glibc calls
+//    libgcc_s through pointers of its own), puts them back for good.
+// Not handled (docs/recording.md, Limits): threads that switch stacks
+// (makecontext/swapcontext, fibers) across a hooked call, and unwinding that
+// starts elsewhere (thread cancellation at a cancellation point; backtrace()
+// stops at the first hooked call).
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "runtime/engine_state.h"
+#include "runtime/patch/patch.h"
+#include "runtime/runtime.h"
+
+extern "C" {
+// The hooks of hooks.cpp, as the trampolines call them.
+extern void* callscope_rt_enter_target;
+extern void* callscope_rt_exit_target;
+__attribute__((visibility("hidden"), used)) uint64_t callscope_rt_lib_enter(uint32_t index, uint64_t* slot);
+__attribute__((visibility("hidden"), used)) uint64_t callscope_rt_lib_exit(uint64_t cfa);
+}
+
+namespace callscope::rt {
+namespace {
+
+using HookFn = void (*)(void*, void*, uint64_t);
+
+CALLSCOPE_NOINSTR inline void call_hook(void* const* target, uint64_t fn, uint64_t site, uint64_t sp) {
+  reinterpret_cast<HookFn>(__atomic_load_n(target, __ATOMIC_ACQUIRE))(reinterpret_cast<void*>(fn),
+                                                                       reinterpret_cast<void*>(site), sp);
+}
+
+// An exit at `slot`: the call site given makes exit_is_tail() false (the
+// word below the slot is not it), so the frame closed is the topmost frame
+// of fn not deeper than the slot: this call's.
+CALLSCOPE_NOINSTR void hook_exit(uint64_t fn, uint64_t slot) {
+  const uint64_t below = *reinterpret_cast<const uint64_t*>(slot - 8);
+  call_hook(&callscope_rt_exit_target, fn, ~below, slot);
+}
+
+CALLSCOPE_NOINSTR bool ensure_rstack(ThreadState* t) {
+  if (t->rstack) return true;
+  t->in_hook = 1;
+  signal_fence();
+  t->rstack = static_cast<RetFrame*>(map_anon(uint64_t{kRetCapacity} * sizeof(RetFrame)));
+  signal_fence();
+  t->in_hook = 0;
+  return t->rstack != nullptr;
+}
+
+}  // namespace
+
+void libcalls_thread_exit(ThreadState* t) {
+  if (t->rstack && t->rdepth == 0) {
+    ::munmap(t->rstack, uint64_t{kRetCapacity} * sizeof(RetFrame));
+    t->rstack = nullptr;
+  }
+}
+
+namespace {
+
+// Puts back every original return address of the thread (an exception or a
+// thread's end is unwinding the stack).
+CALLSCOPE_NOINSTR void libcalls_restore_all(ThreadState* t) {
+  const uint64_t tramp = reinterpret_cast<uint64_t>(&callscope_rt_lib_return);
+  for (uint32_t i = 0; i < t->rdepth; ++i) {
+    RetFrame& r = t->rstack[i];
+    if (!r.restored && *reinterpret_cast<uint64_t*>(r.slot) == tramp) *reinterpret_cast<uint64_t*>(r.slot) = r.orig;
+    r.restored = 1;
+  }
+}
+
+// A handler whose frame is at `cfa` caught an exception: the calls below it
+// ended, the others go on.
+CALLSCOPE_NOINSTR void libcalls_caught(ThreadState* t, uint64_t cfa) {
+  while (t->rdepth && t->rstack[t->rdepth - 1].slot < cfa) --t->rdepth;
+  const uint64_t tramp = reinterpret_cast<uint64_t>(&callscope_rt_lib_return);
+  for (uint32_t i = 0; i < t->rdepth; ++i) {
+    RetFrame& r = t->rstack[i];
+    if (r.restored && *reinterpret_cast<uint64_t*>(r.slot) == r.orig) {
+      *reinterpret_cast<uint64_t*>(r.slot) = tramp;
+      r.restored = 0;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace callscope::rt
+
+using namespace callscope::rt;
+
+// The entry of stub `index`, whose return address is at `slot`: returns
+// where the call goes on.
+uint64_t callscope_rt_lib_enter(uint32_t index, uint64_t* slot) {
+  const Hook& h = libcalls_hook(index);
+  ThreadState* t = current_thread();
+  // Inside a hook (the runtime's own calls, a signal handler interrupting a
+  // hook), or no room: the call goes through unrecorded.
+  if (t->in_hook || !ensure_rstack(t) || t->rdepth >= kRetCapacity) return h.target;
+  const uint64_t s = reinterpret_cast<uint64_t>(slot);
+  const uint64_t tramp = reinterpret_cast<uint64_t>(&callscope_rt_lib_return);
+  uint64_t orig = *slot;
+  const int saved_errno = errno;
+  if (orig == tramp) {
+    // A hooked call jumped here (a tail call through a hooked slot): it ends,
+    // and this call returns where it would have.
+    while (t->rdepth && t->rstack[t->rdepth - 1].slot < s) --t->rdepth;
+    if (t->rdepth == 0 || t->rstack[t->rdepth - 1].slot != s) {
+      errno = saved_errno;
+      return h.target;  // cannot happen: the slot holds our address only for a call on the stack
+    }
+    const RetFrame jumped = t->rstack[--t->rdepth];
+    orig = jumped.orig;
+    hook_exit(jumped.fn, s);
+  } else {
+    // Calls at or below this slot were abandoned (longjmp): theirs is gone.
+    while (t->rdepth && t->rstack[t->rdepth - 1].slot <= s) --t->rdepth;
+  }
+  call_hook(&callscope_rt_enter_target, h.fn, ++t->lib_serial, s);
+  // Replace the return address only if the entry was taken: a thread whose
+  // recording failed or ended keeps no frames.
+  if (t->status == kActive || t->status == kEngine || t->status == kStopped) {
+    t->in_hook = 1;
+    signal_fence();
+    t->rstack[t->rdepth] = RetFrame{s, orig, h.fn, 0};
+    ++t->rdepth;
+    *slot = tramp;
+    signal_fence();
+    t->in_hook = 0;
+  } else if (orig != *slot) {
+    *slot = orig;  // the tail call's: put the caller's address back
+  }
+  errno = saved_errno;
+  return h.target;
+}
+
+// The return of a hooked call, with the stack pointer it returned with:
+// returns where the call would have returned.
+uint64_t callscope_rt_lib_exit(uint64_t cfa) {
+  ThreadState* t = current_thread();
+  const uint64_t s = cfa - 8;
+  const int saved_errno = errno;
+  // Calls below this one were abandoned (longjmp).
+  while (t->rdepth && t->rstack[t->rdepth - 1].slot < s) --t->rdepth;
+  if (CALLSCOPE_UNLIKELY(t->rdepth == 0 || t->rstack[t->rdepth - 1].slot != s)) {
+    static const char kMsg[] =
+        "callscope: a hooked library call returned to a stack we do not know (a stack switch: "
+        "makecontext, fibers?); its return address is lost. Record without --libcalls/--patch-*.\n";
+    ssize_t ignored = ::write(2, kMsg, sizeof kMsg - 1);
+    (void)ignored;
+    ::abort();
+  }
+  const RetFrame r = t->rstack[t->rdepth - 1];
+  --t->rdepth;
+  hook_exit(r.fn, s);
+  errno = saved_errno;
+  return r.orig;
+}
+
+// The stub's common entry and the return trampoline. The entry keeps every
+// register a call may pass arguments in (rdi, rsi, rdx, rcx, r8, r9, xmm0-7,
+// al for variadic calls, r10 for a static chain) and the stack as it was, so
+// arguments on the stack are where the callee expects them; the return keeps
+// rax, rdx, xmm0 and xmm1 (and st0/st1: the C++ above uses no x87). The byte
+// before the return trampoline belongs to no function: an unwinder that
+// finds our address as a return address looks up the address before it, and
+// finds no rules there (a backtrace ends instead of reading garbage).
+__asm__(R"(
+  .text
+  .p2align 4
+  .globl callscope_rt_lib_entry
+  .hidden callscope_rt_lib_entry
+  .type callscope_rt_lib_entry, @function
+callscope_rt_lib_entry:
+  .cfi_startproc
+  pushq %rbp
+  .cfi_def_cfa_offset 16
+  .cfi_offset %rbp, -16
+  movq %rsp, %rbp
+  .cfi_def_cfa_register %rbp
+  andq $-16, %rsp
+  subq $192, %rsp
+  movq %rdi, 0(%rsp)
+  movq %rsi, 8(%rsp)
+  movq %rdx, 16(%rsp)
+  movq %rcx, 24(%rsp)
+  movq %r8, 32(%rsp)
+  movq %r9, 40(%rsp)
+  movq %rax, 48(%rsp)
+  movq %r10, 56(%rsp)
+  movdqa %xmm0, 64(%rsp)
+  movdqa %xmm1, 80(%rsp)
+  movdqa %xmm2, 96(%rsp)
+  movdqa %xmm3, 112(%rsp)
+  movdqa %xmm4, 128(%rsp)
+  movdqa %xmm5, 144(%rsp)
+  movdqa %xmm6, 160(%rsp)
+  movdqa %xmm7, 176(%rsp)
+  movl %r11d, %edi
+  leaq 8(%rbp), %rsi
+  call callscope_rt_lib_enter
+  movq %rax, %r11
+  movq 0(%rsp), %rdi
+  movq 8(%rsp), %rsi
+  movq 16(%rsp), %rdx
+  movq 24(%rsp), %rcx
+  movq 32(%rsp), %r8
+  movq 40(%rsp), %r9
+  movq 48(%rsp), %rax
+  movq 56(%rsp), %r10
+  movdqa 64(%rsp), %xmm0
+  movdqa 80(%rsp), %xmm1
+  movdqa 96(%rsp), %xmm2
+  movdqa 112(%rsp), %xmm3
+  movdqa 128(%rsp), %xmm4
+  movdqa 144(%rsp), %xmm5
+  movdqa 160(%rsp), %xmm6
+  movdqa 176(%rsp), %xmm7
+  movq %rbp, %rsp
+  popq %rbp
+  .cfi_def_cfa %rsp, 8
+  jmp *%r11
+  .cfi_endproc
+  .size callscope_rt_lib_entry, .-callscope_rt_lib_entry
+
+  .p2align 4
+  nop
+  .globl callscope_rt_lib_return
+  .hidden callscope_rt_lib_return
+  .type callscope_rt_lib_return, @function
+callscope_rt_lib_return:
+  pushq %rax
+  pushq %rbp
+  movq %rsp, %rbp
+  andq $-16, %rsp
+  subq $48, %rsp
+  movq %rax, 0(%rsp)
+  movq %rdx, 8(%rsp)
+  movdqa %xmm0, 16(%rsp)
+  movdqa %xmm1, 32(%rsp)
+  leaq 16(%rbp), %rdi
+  call callscope_rt_lib_exit
+  movq %rax, 8(%rbp)
+  movq 0(%rsp), %rax
+  movq 8(%rsp), %rdx
+  movdqa 16(%rsp), %xmm0
+  movdqa 32(%rsp), %xmm1
+  movq %rbp, %rsp
+  popq %rbp
+  ret
+  .size callscope_rt_lib_return, .-callscope_rt_lib_return
+)");
+
+// ---- unwinding through hooked calls --------------------------------------------
+
+namespace {
+
+template <class Fn>
+CALLSCOPE_NOINSTR Fn next_symbol(Fn* cache, const char* name) {
+  Fn f = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
+  if (!f) {
+    f = reinterpret_cast<Fn>(::dlsym(RTLD_NEXT, name));
+    __atomic_store_n(cache, f, __ATOMIC_RELEASE);
+  }
+  return f;
+}
+
+CALLSCOPE_NOINSTR void restore_current() {
+  ThreadState* t = current_thread();
+  if (t->rdepth) libcalls_restore_all(t);
+}
+
+}  // namespace
+
+// int, not the enum: the runtime does not include unwind.h. The return
+// only comes when no handler was found (or on an error): the addresses stay
+// put back; the program then ends (std::terminate).
+CALLSCOPE_EXPORT int _Unwind_RaiseException(void* exception) {
+  using Fn = int (*)(void*);
+  static Fn real = nullptr;
+  restore_current();
+  Fn f = next_symbol(&real, "_Unwind_RaiseException");
+  return f ? f(exception) : 9;  // _URC_FAILURE
+}
+
+CALLSCOPE_EXPORT int _Unwind_Resume_or_Rethrow(void* exception) {
+  using Fn = int (*)(void*);
+  static Fn real = nullptr;
+  restore_current();
+  Fn f = next_symbol(&real, "_Unwind_Resume_or_Rethrow");
+  return f ? f(exception) : 9;
+}
+
+CALLSCOPE_EXPORT void* __cxa_begin_catch(void* exception) {
+  using Fn = void* (*)(void*);
+  static Fn real = nullptr;
+  ThreadState* t = current_thread();
+  // Our CFA: the handler's stack pointer at the call.
+  if (t->rdepth) libcalls_caught(t, reinterpret_cast<uint64_t>(__builtin_frame_address(0)) + 16);
+  Fn f = next_symbol(&real, "__cxa_begin_catch");
+  return f ? f(exception) : exception;
+}
+
+CALLSCOPE_EXPORT __attribute__((noreturn)) void pthread_exit(void* value) {
+  using Fn = void (*)(void*);
+  static Fn real = nullptr;
+  restore_current();
+  Fn f = next_symbol(&real, "pthread_exit");
+  if (f) f(value);
+  __builtin_trap();
+}

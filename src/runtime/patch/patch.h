@@ -1,0 +1,60 @@
+// Library calls without recompiling: GOT slots rewritten to trampolines of
+// ours (got.cpp), and the returns of the calls they hook caught by replacing
+// the return address (libcall.cpp). One mechanism for record, profile mode
+// and, later, attach; -pg and patchable entries will return through the same
+// trampoline.
+//
+// A hooked call goes
+//   caller -> PLT/GOT -> stub i (16 bytes: hook index in r11) -> lib_entry
+//   (saves the argument registers, records the entry, replaces the return
+//   address) -> the library function -> lib_return (records the exit,
+//   returns to the original address).
+// Entries and exits go through the same hooks as -finstrument-functions'
+// (callscope_rt_enter_target / _exit_target): the same per-thread streams,
+// shadow stack, engine and crash safety. The frame's stack pointer is the
+// slot of the return address (8 mod 16, never a compiler hook's, which is a
+// multiple of 16), and the call site passed with it a per-thread serial: an
+// entry at the slot of a frame that is still open (abandoned by longjmp)
+// finds it dead (runtime.h, frame_key).
+#pragma once
+
+#include <stdint.h>
+
+#include "runtime/runtime.h"
+
+namespace callscope::rt {
+
+// One entry of a thread's return stack: a call whose return address we
+// replaced.
+struct RetFrame {
+  uint64_t slot;  // where the return address is (the callee's CFA - 8)
+  uint64_t orig;  // the return address we replaced
+  uint64_t fn;    // the function recorded for the call
+  uint64_t restored;  // 1: the original is back in the slot (an exception is unwinding)
+};
+inline constexpr uint32_t kRetCapacity = 1u << 16;  // calls deep (2 MiB reserved per thread that makes one)
+
+// What got.cpp hands each stub's index to.
+struct Hook {
+  uint64_t target;  // where the call goes on
+  uint64_t fn;      // what is recorded: the symbol's address in its module (an IFUNC's resolver)
+};
+
+// got.cpp: reads CALLSCOPE_LIBCALLS, CALLSCOPE_PATCH_IMPORTS and
+// CALLSCOPE_PATCH_CALLERS; true when any is set. Once, at process init.
+bool libcalls_configure();
+// Hooks the chosen slots of modules not seen before (at init and after every
+// dlopen). Takes its own lock.
+void libcalls_patch_new_modules();
+// The hook of stub `index` (stable for the life of the process).
+const Hook& libcalls_hook(uint32_t index);
+
+// libcall.cpp
+bool libcalls_enabled();
+void libcalls_thread_exit(ThreadState* t);
+// The return trampoline: a replaced return address points here.
+extern "C" void callscope_rt_lib_return();
+// The common entry every stub jumps to, with the hook index in r11d.
+extern "C" void callscope_rt_lib_entry();
+
+}  // namespace callscope::rt
