@@ -40,6 +40,9 @@
 #include "runtime/runtime.h"
 
 namespace callscope::rt {
+
+Hook* g_hooks = nullptr;  // kMaxHooks, reserved
+
 namespace {
 
 bool g_libcalls = false;
@@ -207,7 +210,6 @@ constexpr uint64_t kChunkBytes = 64 << 10;
 constexpr uint32_t kStubsPerChunk = kChunkBytes / 16 - 1;
 constexpr uint32_t kMaxHooks = 1u << 20;
 constexpr uint32_t kMaxChunks = kMaxHooks / kStubsPerChunk + 1;
-Hook* g_hooks = nullptr;  // kMaxHooks, reserved
 uint32_t g_hook_count = 0;
 uint8_t* g_chunks[kMaxChunks];
 // (slot, target) -> index + 1, open addressing: a library loaded again at
@@ -392,7 +394,5 @@ void libcalls_patch_new_modules() {
   t->in_hook = was_in_hook;
   errno = saved_errno;
 }
-
-const Hook& libcalls_hook(uint32_t index) { return g_hooks[index]; }
 
 }  // namespace callscope::rt

@@ -59,15 +59,18 @@ CALLSCOPE_NOINSTR void hook_exit(uint64_t fn, uint64_t slot) {
   call_hook(&callscope_rt_exit_target, fn, ~below, slot);
 }
 
-CALLSCOPE_NOINSTR bool ensure_rstack(ThreadState* t) {
-  if (t->rstack) return true;
+CALLSCOPE_NOINSTR __attribute__((noinline)) bool map_rstack(ThreadState* t) {
+  const int saved_errno = errno;
   t->in_hook = 1;
   signal_fence();
   t->rstack = static_cast<RetFrame*>(map_anon(uint64_t{kRetCapacity} * sizeof(RetFrame)));
   signal_fence();
   t->in_hook = 0;
+  errno = saved_errno;
   return t->rstack != nullptr;
 }
+
+CALLSCOPE_NOINSTR inline bool ensure_rstack(ThreadState* t) { return CALLSCOPE_LIKELY(t->rstack != nullptr) || map_rstack(t); }
 
 }  // namespace
 
@@ -111,9 +114,10 @@ CALLSCOPE_NOINSTR void libcalls_caught(ThreadState* t, uint64_t cfa) {
 using namespace callscope::rt;
 
 // The entry of stub `index`, whose return address is at `slot`: returns
-// where the call goes on.
+// where the call goes on. errno is the hooks' to keep: their fast paths
+// leave it alone, their slow paths put it back.
 uint64_t callscope_rt_lib_enter(uint32_t index, uint64_t* slot) {
-  const Hook& h = libcalls_hook(index);
+  const Hook& h = g_hooks[index];
   ThreadState* t = current_thread();
   // Inside a hook (the runtime's own calls, a signal handler interrupting a
   // hook), or no room: the call goes through unrecorded.
@@ -121,15 +125,12 @@ uint64_t callscope_rt_lib_enter(uint32_t index, uint64_t* slot) {
   const uint64_t s = reinterpret_cast<uint64_t>(slot);
   const uint64_t tramp = reinterpret_cast<uint64_t>(&callscope_rt_lib_return);
   uint64_t orig = *slot;
-  const int saved_errno = errno;
   if (orig == tramp) {
     // A hooked call jumped here (a tail call through a hooked slot): it ends,
     // and this call returns where it would have.
     while (t->rdepth && t->rstack[t->rdepth - 1].slot < s) --t->rdepth;
-    if (t->rdepth == 0 || t->rstack[t->rdepth - 1].slot != s) {
-      errno = saved_errno;
+    if (t->rdepth == 0 || t->rstack[t->rdepth - 1].slot != s)
       return h.target;  // cannot happen: the slot holds our address only for a call on the stack
-    }
     const RetFrame jumped = t->rstack[--t->rdepth];
     orig = jumped.orig;
     hook_exit(jumped.fn, s);
@@ -151,7 +152,6 @@ uint64_t callscope_rt_lib_enter(uint32_t index, uint64_t* slot) {
   } else if (orig != *slot) {
     *slot = orig;  // the tail call's: put the caller's address back
   }
-  errno = saved_errno;
   return h.target;
 }
 
@@ -160,7 +160,6 @@ uint64_t callscope_rt_lib_enter(uint32_t index, uint64_t* slot) {
 uint64_t callscope_rt_lib_exit(uint64_t cfa) {
   ThreadState* t = current_thread();
   const uint64_t s = cfa - 8;
-  const int saved_errno = errno;
   // Calls below this one were abandoned (longjmp).
   while (t->rdepth && t->rstack[t->rdepth - 1].slot < s) --t->rdepth;
   if (CALLSCOPE_UNLIKELY(t->rdepth == 0 || t->rstack[t->rdepth - 1].slot != s)) {
@@ -174,7 +173,6 @@ uint64_t callscope_rt_lib_exit(uint64_t cfa) {
   const RetFrame r = t->rstack[t->rdepth - 1];
   --t->rdepth;
   hook_exit(r.fn, s);
-  errno = saved_errno;
   return r.orig;
 }
 

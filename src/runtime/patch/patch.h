@@ -46,8 +46,8 @@ bool libcalls_configure();
 // Hooks the chosen slots of modules not seen before (at init and after every
 // dlopen). Takes its own lock.
 void libcalls_patch_new_modules();
-// The hook of stub `index` (stable for the life of the process).
-const Hook& libcalls_hook(uint32_t index);
+// The hook of each stub, by index (kept for the life of the process).
+extern Hook* g_hooks;
 
 // libcall.cpp
 bool libcalls_enabled();
