@@ -39,7 +39,8 @@ Result<int> run_record(const RecordOptions& o) {
 }  // namespace
 
 Command record_command() {
-  return {"record", "Run a program compiled with -finstrument-functions; record every call, or keep call trees (--mode=profile)",
+  return {"record", "Run a program compiled with -finstrument-functions, -pg or -fpatchable-function-entry (or any, with "
+          "--libcalls); record every call, or keep call trees (--mode=profile)",
           [](CLI::App& app) -> Runner {
             auto o = std::make_shared<RecordOptions>();
             // -o,--output and the runtime's settings, with --config FILE.
@@ -92,8 +93,13 @@ Command record_command() {
                 "output is refused. Once the program has ended, a signal finishes the trace;\n"
                 "a second one stops record, which says how to finish it (callscope finish).\n"
                 "Usage: callscope record [OPTIONS] [--] PROGRAM [ARGS...]\n"
+                "Entries come from -finstrument-functions, -pg (mcount), -pg -mfentry (__fentry__),\n"
+                "-fpatchable-function-entry=5 (nops made calls while tracing is on) and, with\n"
+                "--libcalls/--patch-imports/--patch-callers, calls into shared libraries; record\n"
+                "names the sources it found.\n"
                 "Example: callscope record -o app.trace -- ./app arg1 arg2\n"
-                "         callscope record --mode profile --exclude 'std::*' -- ./app\n" +
+                "         callscope record --mode profile --exclude 'std::*' -- ./app\n"
+                "         callscope record --libcalls -- ./app    (no recompiling)\n" +
                 config::Flags::help_footer());
             return [o, settings, &app, rss_interval]() -> Result<int> {
               o->rss_interval_ns = *views::parse_duration_ns(*rss_interval);  // checked above

@@ -83,6 +83,11 @@ struct HookSymbol {
   bool shared_object = false;  // ET_DYN
   bool referenced = false;     // named in a symbol table (called, or defined)
   bool defined = false;        // defined here (the runtime), not just called
+  // The other sources of entries (patch/fentry.cpp, patch/code.cpp).
+  bool mcount = false;             // -pg: mcount or _mcount referenced
+  bool fentry = false;             // -pg -mfentry: __fentry__
+  uint64_t patchable = 0;          // entries in __patchable_function_entries
+  uint64_t nop_mcount = 0;         // entries in __mcount_loc (-mnop-mcount -mrecord-mcount)
 };
 
 HookSymbol hook_symbol(const std::string& path) {
@@ -101,9 +106,24 @@ HookSymbol hook_symbol(const std::string& path) {
           h.referenced = true;
           h.defined = h.defined || sym.st_shndx != SHN_UNDEF;
         }
+        if (name && (std::strcmp(name, "mcount") == 0 || std::strcmp(name, "_mcount") == 0) &&
+            sym.st_shndx == SHN_UNDEF)
+          h.mcount = true;
+        if (name && std::strcmp(name, "__fentry__") == 0 && sym.st_shndx == SHN_UNDEF) h.fentry = true;
         return !h.defined;
       });
       if (h.defined) break;
+    }
+    size_t names = 0;
+    if (elf_getshdrstrndx(elf, &names) == 0) {
+      for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf, scn)) != nullptr;) {
+        GElf_Shdr sh;
+        if (!gelf_getshdr(scn, &sh)) continue;
+        const char* name = elf_strptr(elf, names, sh.sh_name);
+        if (!name) continue;
+        if (std::strcmp(name, "__patchable_function_entries") == 0) h.patchable += sh.sh_size / 8;
+        if (std::strcmp(name, "__mcount_loc") == 0) h.nop_mcount += sh.sh_size / 8;
+      }
     }
   }
   if (elf) elf_end(elf);
@@ -151,7 +171,22 @@ Result<std::string> find_runtime() {
 Instrumentation instrumentation_of(const std::string& path) {
   const HookSymbol h = hook_symbol(path);
   if (!h.elf) return Instrumentation::kUnknown;
-  return h.referenced ? Instrumentation::kCygProfile : Instrumentation::kNone;
+  return h.referenced || h.mcount || h.fentry || h.patchable || h.nop_mcount ? Instrumentation::kCygProfile
+                                                                             : Instrumentation::kNone;
+}
+
+std::string instrumentation_sources(const std::string& path) {
+  const HookSymbol h = hook_symbol(path);
+  std::string out;
+  auto add = [&](const std::string& s) { out += (out.empty() ? "" : ", ") + s; };
+  if (h.referenced) add("-finstrument-functions hooks");
+  if (h.fentry) add("-pg -mfentry (__fentry__)");
+  if (h.mcount) add("-pg (mcount)");
+  if (h.nop_mcount) add("-mnop-mcount entries (" + std::to_string(h.nop_mcount) + ", patched at start)");
+  if (h.patchable)
+    add("patchable entries (" + std::to_string(h.patchable) +
+        ", patched into calls while tracing is on; those of fewer than 5 bytes are not recorded)");
+  return out;
 }
 
 std::string default_raw_dir(const std::string& output) {
@@ -361,7 +396,8 @@ void print_summary(const char* command, const fmt::FinalizeSummary& sum, const s
   if (sum.calls == 0 && sum.untraced_threads.empty())  // else the warning below says why
     std::fprintf(stderr,
                  "callscope %s: no instrumented function was called: compile the program with "
-                 "-finstrument-functions (the trace holds no calls)\n",
+                 "-finstrument-functions, -pg, or -fpatchable-function-entry=5, or record its library calls "
+                 "with --libcalls (the trace holds no calls)\n",
                  command);
   std::fprintf(stderr, "callscope %s: %llu %s in %u thread%s of %u process%s -> %s (%llu bytes",
                command, static_cast<unsigned long long>(sum.calls), sum.unwound ? "unwound frames" : "calls", sum.threads, sum.threads == 1 ? "" : "s",

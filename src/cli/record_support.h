@@ -22,9 +22,13 @@ Result<std::string> find_program(const std::string& name);
 Result<std::string> find_runtime();
 
 enum class Instrumentation { kUnknown, kNone, kCygProfile };
-// Whether an ELF file references __cyg_profile_func_enter (kUnknown when it
-// is not ELF, e.g. a script).
+// Whether an ELF file has entries the runtime records: it references
+// __cyg_profile_func_enter, mcount or __fentry__, or lists patchable entries
+// (kUnknown when it is not ELF, e.g. a script).
 Instrumentation instrumentation_of(const std::string& path);
+// Which of those an ELF file has, for people: "-finstrument-functions hooks,
+// patchable entries (12)", "" when none (or not ELF).
+std::string instrumentation_sources(const std::string& path);
 
 // Where raw sessions go by default: /dev/shm when usable, else next to the output.
 std::string default_raw_dir(const std::string& output);

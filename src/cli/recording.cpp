@@ -186,15 +186,18 @@ Result<std::unique_ptr<Recording>> Recording::start(const RecordOptions& o, cons
     if (name == "CALLSCOPE_PATCH_CALLERS" && !value.empty())
       got_hooks += std::string(got_hooks.empty() ? "" : ", ") + "--patch-callers " + value;
   }
-  if (!got_hooks.empty())
-    std::fprintf(stderr, "callscope %s: sources: %slibrary calls through the GOT (%s)\n", who,
-                 hooked ? "-finstrument-functions hooks, " : "", got_hooks.c_str());
+  // What will be recorded: say it when it is more than the usual hooks.
+  std::string sources = instrumentation_sources(program);
+  if (!got_hooks.empty()) sources += (sources.empty() ? "" : ", ") + std::string("library calls through the GOT (") + got_hooks + ")";
+  if (!sources.empty() && sources != "-finstrument-functions hooks")
+    std::fprintf(stderr, "callscope %s: sources: %s\n", who, sources.c_str());
   if (!hooked && !got_hooks.empty() && unwind == "off") {
     // The library calls are what is recorded: nothing to warn about.
   } else if (!hooked && unwind == "off")
     std::fprintf(stderr,
-                 "callscope %s: warning: '%s' has no -finstrument-functions hooks; running it anyway "
-                 "(only instrumented libraries it loads will be recorded)\n",
+                 "callscope %s: warning: '%s' has no -finstrument-functions hooks (nor -pg or patchable "
+                 "entries); running it anyway (only instrumented libraries it loads will be recorded; "
+                 "--libcalls records its calls into libraries)\n",
                  who, program.c_str());
   else if (!hooked)
     std::fprintf(stderr,

@@ -58,7 +58,7 @@ constexpr KeyInfo kKeys[] = {
      "false", true},
     {Key::kPatchImports, KeyType::kGlobs, "patch_imports", "CALLSCOPE_PATCH_IMPORTS", "--patch-imports", "GLOB",
      "Record every call that modules matching GLOB make into other modules (their imports), as CAP's "
-     "[PATCH IMPORTS]; 'app' or the executable's name is the executable",
+     "[PATCH IMPORTS]; 'a.out' (as in D probes) or its file name names the executable",
      "none", true},
     {Key::kPatchCallers, KeyType::kGlobs, "patch_callers", "CALLSCOPE_PATCH_CALLERS", "--patch-callers", "GLOB",
      "Record every call into the functions of modules matching GLOB, from any module, as CAP's [PATCH CALLERS]",

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "runtime/heap_sort.h"
 #include "runtime/runtime.h"
 
 namespace callscope::rt {
@@ -43,30 +44,6 @@ constexpr int kMaxModules = 512;
 Module g_modules[kMaxModules];
 int g_module_count = 0;
 pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
-
-CALLSCOPE_NOINSTR void sift(Sym* a, uint64_t i, uint64_t n) {
-  for (;;) {
-    uint64_t c = 2 * i + 1;
-    if (c >= n) return;
-    if (c + 1 < n && a[c + 1].addr > a[c].addr) ++c;
-    if (a[c].addr <= a[i].addr) return;
-    const Sym t = a[i];
-    a[i] = a[c];
-    a[c] = t;
-    i = c;
-  }
-}
-
-// Heap sort: libc's qsort may allocate.
-CALLSCOPE_NOINSTR void sort_syms(Sym* a, uint64_t n) {
-  for (uint64_t i = n / 2; i-- > 0;) sift(a, i, n);
-  for (uint64_t end = n; end-- > 1;) {
-    const Sym t = a[0];
-    a[0] = a[end];
-    a[end] = t;
-    sift(a, 0, end);
-  }
-}
 
 // Reads the function symbols of m.path (mapped for the life of the process).
 CALLSCOPE_NOINSTR void load_module(Module& m) {
@@ -111,7 +88,7 @@ CALLSCOPE_NOINSTR void load_module(Module& m) {
     if ((ELF64_ST_TYPE(syms[i].st_info) == STT_FUNC || ELF64_ST_TYPE(syms[i].st_info) == STT_GNU_IFUNC) &&
         syms[i].st_shndx != SHN_UNDEF && syms[i].st_name < strsec.sh_size)
       out[k++] = Sym{syms[i].st_value, syms[i].st_size, syms[i].st_name, 0};
-  sort_syms(out, k);
+  heap_sort(out, k, [](const Sym& x, const Sym& y) { return x.addr < y.addr; });
   m.strtab = base + strsec.sh_offset;
   m.syms = out;
   m.n = k;

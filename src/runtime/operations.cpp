@@ -15,6 +15,7 @@
 #include "format/profile_math.h"
 #include "runtime/control.h"
 #include "runtime/engine_state.h"
+#include "runtime/patch/patch.h"
 #include "runtime/runtime.h"
 
 namespace callscope::rt {
@@ -171,6 +172,7 @@ CALLSCOPE_NOINSTR void switch_to(bool on) {
   }
   ::pthread_mutex_unlock(&g_op_lock);
   poke_threads();
+  code_patch_set(on);  // patchable entries: calls while on, nops while off
 }
 
 // Where a snapshot ends the open calls of a thread that has seen `seen` of

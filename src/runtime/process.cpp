@@ -25,6 +25,7 @@
 
 #include "format/ctl_dir.h"
 #include "runtime/control.h"
+#include "runtime/module_bounds.h"
 #include "runtime/patch/patch.h"
 #include "runtime/path_buf.h"
 #include "runtime/runtime.h"
@@ -128,14 +129,8 @@ CALLSCOPE_NOINSTR int on_module(dl_phdr_info* info, size_t, void* arg) {
   fmt::RawModule m{};
   m.tick = scan->tick;
   m.load_bias = info->dlpi_addr;
-  uint64_t low = ~uint64_t{0}, high = 0;
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-    if (ph.p_type != PT_LOAD) continue;
-    const uint64_t lo = info->dlpi_addr + ph.p_vaddr;
-    if (lo < low) low = lo;
-    if (lo + ph.p_memsz > high) high = lo + ph.p_memsz;
-  }
+  const ModuleBounds bounds = module_bounds(info);
+  const uint64_t low = bounds.low, high = bounds.high;
   if (high == 0) return 0;
   m.low = low;
   m.high = high;
@@ -438,6 +433,8 @@ CALLSCOPE_NOINSTR void on_fork_child() {
   // The lock may have been held by a thread that does not exist here.
   pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
   g_module_lock = fresh;
+  code_patch_after_fork();
+  libcalls_after_fork();
   if (g_meta_fd >= 0) ::close(g_meta_fd);
   g_meta_fd = -1;
   if (start_process_record(g_incarnation, fmt::kRawProcessForked)) {
@@ -480,6 +477,7 @@ CALLSCOPE_NOINSTR bool do_init() {
   g_thread_key = key;
   if (!start_process_record(~0u, 0)) return false;
   if (libcalls) libcalls_patch_new_modules();
+  code_patch_init((control_word() & 1) != 0);
   ::pthread_atfork(nullptr, nullptr, on_fork_child);
   ::on_exit(on_process_exit, nullptr);
   control_start();
@@ -627,8 +625,11 @@ CALLSCOPE_EXPORT void* dlopen(const char* file, int mode) {
   void* handle = real(file, mode);
   if (handle) {
     rescan_modules();
-    if (__atomic_load_n(&g_init_state, __ATOMIC_ACQUIRE) == kReady) libcalls_patch_new_modules();
-    if (__atomic_load_n(&g_init_state, __ATOMIC_ACQUIRE) == kReady) snapshot_smaps("dlopen");
+    if (__atomic_load_n(&g_init_state, __ATOMIC_ACQUIRE) == kReady) {
+      libcalls_patch_new_modules();
+      code_patch_new_modules();
+      snapshot_smaps("dlopen");
+    }
   }
   return handle;
 }
@@ -641,7 +642,10 @@ CALLSCOPE_EXPORT int dlclose(void* handle) {
   const int rc = real(handle);
   if (rc == 0) {
     rescan_modules();
-    if (__atomic_load_n(&g_init_state, __ATOMIC_ACQUIRE) == kReady) libcalls_patch_new_modules();
+    if (__atomic_load_n(&g_init_state, __ATOMIC_ACQUIRE) == kReady) {
+      libcalls_patch_new_modules();
+      code_patch_new_modules();
+    }
   }
   return rc;
 }

@@ -352,3 +352,16 @@ uint64_t num(const std::map<std::string, std::string>& row, const std::string& c
 }
 
 }  // namespace callscope::e2e
+
+namespace callscope::e2e {
+
+void expect_balanced(const TraceSummary& s) {
+  for (size_t i = 0; i < s.threads.size(); ++i)
+    EXPECT_TRUE(s.threads[i].balanced()) << "thread " << i << ": entries " << s.threads[i].entries << " inherited "
+                                         << s.threads[i].inherited << " exits " << s.threads[i].exits << " unwound "
+                                         << s.threads[i].unwound << " truncated " << s.threads[i].truncated
+                                         << " stray " << s.threads[i].stray << " final depth "
+                                         << s.threads[i].final_depth;
+}
+
+}  // namespace callscope::e2e

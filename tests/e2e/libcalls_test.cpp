@@ -5,47 +5,20 @@
 // handler, threads, a fork child, a library loaded and unloaded 30 times,
 // C++ exceptions thrown through qsort, the -fno-plt/-z now/CET shape, and
 // the -finstrument-functions hooks in the same trace.
-#include <gtest/gtest.h>
 
-#include "e2e_support.h"
+#include "variant_recording.h"
 
 namespace callscope::e2e {
 namespace {
 
-class LibcallsTest : public ::testing::TestWithParam<std::string> {
+class LibcallsTest : public VariantRecording {
  protected:
-  TraceSummary record(const std::string& program, const std::vector<std::string>& flags,
-                      const std::vector<std::string>& args = {}) {
-    const std::string trace = dir_.file(program + std::to_string(++n_) + ".trace");
-    std::vector<std::string> cmd{"record", "-o", trace};
-    cmd.insert(cmd.end(), flags.begin(), flags.end());
-    cmd.push_back("--");
-    cmd.push_back(fixture(GetParam(), program));
-    cmd.insert(cmd.end(), args.begin(), args.end());
-    last_ = callscope(cmd);
-    EXPECT_EQ(last_.exit_code, 0) << last_.err;
-    counts_ = parse_counts(last_.out);
-    trace_ = trace;
-    return summarize(trace);
-  }
-  static void expect_balanced(const TraceSummary& s) {
-    for (size_t i = 0; i < s.threads.size(); ++i)
-      EXPECT_TRUE(s.threads[i].balanced()) << "thread " << i << ": entries " << s.threads[i].entries << " exits "
-                                           << s.threads[i].exits << " unwound " << s.threads[i].unwound
-                                           << " stray " << s.threads[i].stray << " final depth "
-                                           << s.threads[i].final_depth;
-  }
   // Calls of `name` made by the first process (the fork child's are its own).
   static uint64_t in_main_process(const TraceSummary& s, const std::string& name) {
     auto it = s.calls_in_process.find({0, name});
     return it == s.calls_in_process.end() ? 0 : it->second;
   }
   std::string plugin() const { return fixture(GetParam(), "libcalls_plugin.so"); }
-  TempDir dir_;
-  RunResult last_;
-  std::map<std::string, long> counts_;
-  std::string trace_;
-  int n_ = 0;
 };
 
 TEST_P(LibcallsTest, ExactCountsOfTheExecutablesCalls) {
@@ -123,6 +96,13 @@ TEST_P(LibcallsTest, PatchImportsOfALibraryLoadedThirtyTimes) {
   EXPECT_EQ(s.calls_of("strlen"), 60u);
   EXPECT_EQ(s.calls_of("strnlen"), 60u);
   EXPECT_EQ(s.calls_of("qsort"), 0u);
+}
+
+TEST_P(LibcallsTest, PatchImportsOfAOutIsLibcalls) {
+  TraceSummary s = record("libcalls_plain", {"--patch-imports", "a.out"}, {"100"});
+  expect_balanced(s);
+  EXPECT_EQ(in_main_process(s, "strlen"), static_cast<uint64_t>(counts_["strlen"]));
+  EXPECT_EQ(s.calls_of("qsort"), 30u);
 }
 
 TEST_P(LibcallsTest, PatchCallersOfLibc) {

@@ -425,7 +425,7 @@ TEST_P(MemoryTest, UnwindChosenByHand) {
   const std::string off = dir_.file("off.trace");
   r = callscope({"record", "--memory", "--unwind", "off", "-o", off, "--", fixture(GetParam(), "memory_unhooked")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.err.find("has no -finstrument-functions hooks; running it anyway"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("has no -finstrument-functions hooks (nor -pg or patchable entries); running it anyway"), std::string::npos) << r.err;
   rows = memory_rows(off, {"--by", "function"});
   EXPECT_EQ(rows.count("churn"), 0u);
 }

@@ -4,7 +4,7 @@
 // that per-function call counts are exact.
 #include <gtest/gtest.h>
 
-#include "e2e_support.h"
+#include "variant_recording.h"
 
 namespace callscope::e2e {
 namespace {
@@ -21,13 +21,6 @@ class RecordTest : public ::testing::TestWithParam<std::string> {
     EXPECT_EQ(last_.exit_code, expected_exit) << last_.err;
     return summarize(dir_.file(name + ".trace"));
   }
-  static void expect_all_balanced(const TraceSummary& s) {
-    for (size_t i = 0; i < s.threads.size(); ++i)
-      EXPECT_TRUE(s.threads[i].balanced()) << "thread " << i << ": entries " << s.threads[i].entries << " inherited "
-                                           << s.threads[i].inherited << " exits " << s.threads[i].exits << " unwound "
-                                           << s.threads[i].unwound << " truncated " << s.threads[i].truncated
-                                           << " stray " << s.threads[i].stray;
-  }
   TempDir dir_;
   RunResult last_;
 };
@@ -36,7 +29,7 @@ TEST_P(RecordTest, SixteenThreadsOfAMillionCalls) {
   TraceSummary s = record("threads", {"16", "1000000"});
   EXPECT_NE(last_.out.find("threads=16 calls=16000000"), std::string::npos) << last_.out;
   ASSERT_EQ(s.threads.size(), 17u);
-  expect_all_balanced(s);
+  expect_balanced(s);
   EXPECT_EQ(s.calls_of("leaf"), 16000000u);
   EXPECT_EQ(s.calls_of("worker"), 16u);
   EXPECT_EQ(s.calls_of("main"), 1u);
@@ -46,7 +39,7 @@ TEST_P(RecordTest, SixteenThreadsOfAMillionCalls) {
 TEST_P(RecordTest, TwoThousandShortLivedThreads) {
   TraceSummary s = record("short_threads", {"2000"});
   ASSERT_EQ(s.threads.size(), 2001u);
-  expect_all_balanced(s);
+  expect_balanced(s);
   EXPECT_EQ(s.calls_of("body"), 2000u);
   EXPECT_EQ(s.calls_of("work"), 20000u);
   // Every thread is known to have ended cleanly (main through exit()).
@@ -58,14 +51,14 @@ TEST_P(RecordTest, TwoThousandShortLivedThreads) {
 TEST_P(RecordTest, RecursionTenThousandDeep) {
   TraceSummary s = record("recursion", {"10000"});
   ASSERT_EQ(s.threads.size(), 1u);
-  expect_all_balanced(s);
+  expect_balanced(s);
   EXPECT_EQ(s.calls_of("recurse"), 10001u);
   EXPECT_EQ(s.threads[0].max_depth, 10002u);
 }
 
 TEST_P(RecordTest, ExceptionsThroughInstrumentedFrames) {
   TraceSummary s = record("exceptions", {});
-  expect_all_balanced(s);
+  expect_balanced(s);
   EXPECT_EQ(s.calls_of("thrower(int, int)"), 5000u);
   EXPECT_EQ(s.calls_of("catcher(int)"), 1000u);
   EXPECT_EQ(s.calls_of("after()"), 1000u);
@@ -80,7 +73,7 @@ TEST_P(RecordTest, ExceptionsThroughInstrumentedFrames) {
 
 TEST_P(RecordTest, LongjmpAcrossInstrumentedFrames) {
   TraceSummary s = record("longjmp", {});
-  expect_all_balanced(s);
+  expect_balanced(s);
   EXPECT_EQ(s.calls_of("deep"), 51000u);
   EXPECT_EQ(s.calls_of("runner"), 1000u);
   EXPECT_EQ(s.calls_of("after"), 1000u);
@@ -94,7 +87,7 @@ TEST_P(RecordTest, LongjmpAcrossInstrumentedFrames) {
 
 TEST_P(RecordTest, InstrumentedSignalHandlers) {
   TraceSummary s = record("signals", {"3000"});
-  expect_all_balanced(s);
+  expect_balanced(s);
   auto counts = parse_counts(last_.out);
   ASSERT_EQ(counts["on_signal"], 3000) << last_.out;
   EXPECT_EQ(s.calls_of("on_signal"), 3000u);
@@ -107,7 +100,7 @@ TEST_P(RecordTest, ForkGivesTheChildItsOwnStreams) {
   TraceSummary s = record("fork", {});
   ASSERT_EQ(s.reader->processes().size(), 2u);
   ASSERT_EQ(s.threads.size(), 2u);
-  expect_all_balanced(s);
+  expect_balanced(s);
   const auto& parent = s.reader->processes()[0];
   const auto& child = s.reader->processes()[1];
   EXPECT_EQ(child.record.parent_index, 0);
@@ -130,7 +123,7 @@ TEST_P(RecordTest, ForkGivesTheChildItsOwnStreams) {
 TEST_P(RecordTest, ForkThenExecTracesTheNewImage) {
   TraceSummary s = record("fork_exec", {});
   ASSERT_EQ(s.reader->processes().size(), 3u);
-  expect_all_balanced(s);
+  expect_balanced(s);
   const auto& before_exec = s.reader->processes()[1];
   const auto& after_exec = s.reader->processes()[2];
   EXPECT_EQ(before_exec.record.pid, after_exec.record.pid);
@@ -148,7 +141,7 @@ TEST_P(RecordTest, ForkThenExecTracesTheNewImage) {
 TEST_P(RecordTest, DlopenedLibraryIsMappedAndNamed) {
   const std::string lib = fixture(GetParam(), "libplugin.so");
   TraceSummary s = record("dlopen_main", {lib});
-  expect_all_balanced(s);
+  expect_balanced(s);
   EXPECT_EQ(s.calls_of("plugin_square"), 30u);
   EXPECT_EQ(s.calls_of("plugin_entry"), 3u);
   EXPECT_EQ(s.calls_of("local_fn"), 1u);
@@ -176,7 +169,7 @@ TEST_P(RecordTest, EventsWithoutSpaceAreCountedAsLost) {
   ASSERT_EQ(last_.exit_code, 0) << last_.err;
   TraceSummary s = summarize(dir_.file("lost.trace"));
   ASSERT_EQ(s.threads.size(), 1u);
-  expect_all_balanced(s);
+  expect_balanced(s);
   const ThreadSummary& t = s.threads[0];
   EXPECT_NE(last_.err.find("events were lost"), std::string::npos) << last_.err;
   EXPECT_GT(t.lost, 100000u);

@@ -36,6 +36,7 @@
 
 #include "runtime/engine_state.h"
 #include "runtime/filter.h"
+#include "runtime/module_bounds.h"
 #include "runtime/patch/patch.h"
 #include "runtime/runtime.h"
 
@@ -110,14 +111,12 @@ CALLSCOPE_NOINSTR int collect(dl_phdr_info* info, size_t, void*) {
   if (g_mod_count == kMaxModules) return 1;
   Module m{};
   m.bias = info->dlpi_addr;
-  m.low = ~uint64_t{0};
+  const ModuleBounds bounds = module_bounds(info);
+  m.low = bounds.low;
+  m.high = bounds.high;
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-    if (ph.p_type == PT_LOAD) {
-      const uint64_t lo = info->dlpi_addr + ph.p_vaddr;
-      if (lo < m.low) m.low = lo;
-      if (lo + ph.p_memsz > m.high) m.high = lo + ph.p_memsz;
-    } else if (ph.p_type == PT_DYNAMIC) {
+    if (ph.p_type == PT_DYNAMIC) {
       m.dynamic = reinterpret_cast<const ElfW(Dyn)*>(info->dlpi_addr + ph.p_vaddr);
     } else if (ph.p_type == PT_GNU_RELRO) {
       m.relro_lo = info->dlpi_addr + ph.p_vaddr;
@@ -326,7 +325,9 @@ CALLSCOPE_NOINSTR void consider_relocs(const Module& m, const ElfW(Rela)* rel, u
 }
 
 CALLSCOPE_NOINSTR void patch_module(const Module& m) {
-  const bool all_slots = (g_libcalls && m.main) || module_matches(g_imports, m.path);
+  // The executable: its file name, or a.out as in D probes.
+  const bool all_slots =
+      (g_libcalls && m.main) || module_matches(g_imports, m.path) || (m.main && any_glob_matches(g_imports, "a.out"));
   if (!all_slots && g_callers.n == 0) return;
   int pending = 0;
   consider_relocs(m, m.jmprel, m.jmprel_size, all_slots, &pending);
@@ -362,6 +363,11 @@ bool libcalls_configure() {
 }
 
 bool libcalls_enabled() { return g_enabled; }
+
+void libcalls_after_fork() {
+  pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+  g_lock = fresh;
+}
 
 void libcalls_patch_new_modules() {
   if (!g_enabled) return;

@@ -113,24 +113,25 @@ CALLSCOPE_NOINSTR void libcalls_caught(ThreadState* t, uint64_t cfa) {
 
 using namespace callscope::rt;
 
-// The entry of stub `index`, whose return address is at `slot`: returns
-// where the call goes on. errno is the hooks' to keep: their fast paths
-// leave it alone, their slow paths put it back.
-uint64_t callscope_rt_lib_enter(uint32_t index, uint64_t* slot) {
-  const Hook& h = g_hooks[index];
+namespace callscope::rt {
+
+// Records an entry of `fn` whose return address is at `slot`, and replaces
+// that address with the return trampoline's. errno is the hooks' to keep:
+// their fast paths leave it alone, their slow paths put it back.
+void hijack_enter(uint64_t fn, uint64_t* slot) {
   ThreadState* t = current_thread();
   // Inside a hook (the runtime's own calls, a signal handler interrupting a
   // hook), or no room: the call goes through unrecorded.
-  if (t->in_hook || !ensure_rstack(t) || t->rdepth >= kRetCapacity) return h.target;
+  if (t->in_hook || !ensure_rstack(t) || t->rdepth >= kRetCapacity) return;
   const uint64_t s = reinterpret_cast<uint64_t>(slot);
   const uint64_t tramp = reinterpret_cast<uint64_t>(&callscope_rt_lib_return);
   uint64_t orig = *slot;
   if (orig == tramp) {
-    // A hooked call jumped here (a tail call through a hooked slot): it ends,
-    // and this call returns where it would have.
+    // A hooked call jumped here (a tail call): it ends, and this call
+    // returns where it would have.
     while (t->rdepth && t->rstack[t->rdepth - 1].slot < s) --t->rdepth;
     if (t->rdepth == 0 || t->rstack[t->rdepth - 1].slot != s)
-      return h.target;  // cannot happen: the slot holds our address only for a call on the stack
+      return;  // cannot happen: the slot holds our address only for a call on the stack
     const RetFrame jumped = t->rstack[--t->rdepth];
     orig = jumped.orig;
     hook_exit(jumped.fn, s);
@@ -138,13 +139,13 @@ uint64_t callscope_rt_lib_enter(uint32_t index, uint64_t* slot) {
     // Calls at or below this slot were abandoned (longjmp): theirs is gone.
     while (t->rdepth && t->rstack[t->rdepth - 1].slot <= s) --t->rdepth;
   }
-  call_hook(&callscope_rt_enter_target, h.fn, ++t->lib_serial, s);
+  call_hook(&callscope_rt_enter_target, fn, ++t->lib_serial, s);
   // Replace the return address only if the entry was taken: a thread whose
   // recording failed or ended keeps no frames.
   if (t->status == kActive || t->status == kEngine || t->status == kStopped) {
     t->in_hook = 1;
     signal_fence();
-    t->rstack[t->rdepth] = RetFrame{s, orig, h.fn, 0};
+    t->rstack[t->rdepth] = RetFrame{s, orig, fn, 0};
     ++t->rdepth;
     *slot = tramp;
     signal_fence();
@@ -152,6 +153,15 @@ uint64_t callscope_rt_lib_enter(uint32_t index, uint64_t* slot) {
   } else if (orig != *slot) {
     *slot = orig;  // the tail call's: put the caller's address back
   }
+}
+
+}  // namespace callscope::rt
+
+// The entry of stub `index`, whose return address is at `slot`: returns
+// where the call goes on.
+uint64_t callscope_rt_lib_enter(uint32_t index, uint64_t* slot) {
+  const Hook& h = g_hooks[index];
+  hijack_enter(h.fn, slot);
   return h.target;
 }
 
@@ -175,100 +185,6 @@ uint64_t callscope_rt_lib_exit(uint64_t cfa) {
   hook_exit(r.fn, s);
   return r.orig;
 }
-
-// The stub's common entry and the return trampoline. The entry keeps every
-// register a call may pass arguments in (rdi, rsi, rdx, rcx, r8, r9, xmm0-7,
-// al for variadic calls, r10 for a static chain) and the stack as it was, so
-// arguments on the stack are where the callee expects them; the return keeps
-// rax, rdx, xmm0 and xmm1 (and st0/st1: the C++ above uses no x87). The byte
-// before the return trampoline belongs to no function: an unwinder that
-// finds our address as a return address looks up the address before it, and
-// finds no rules there (a backtrace ends instead of reading garbage).
-__asm__(R"(
-  .text
-  .p2align 4
-  .globl callscope_rt_lib_entry
-  .hidden callscope_rt_lib_entry
-  .type callscope_rt_lib_entry, @function
-callscope_rt_lib_entry:
-  .cfi_startproc
-  pushq %rbp
-  .cfi_def_cfa_offset 16
-  .cfi_offset %rbp, -16
-  movq %rsp, %rbp
-  .cfi_def_cfa_register %rbp
-  andq $-16, %rsp
-  subq $192, %rsp
-  movq %rdi, 0(%rsp)
-  movq %rsi, 8(%rsp)
-  movq %rdx, 16(%rsp)
-  movq %rcx, 24(%rsp)
-  movq %r8, 32(%rsp)
-  movq %r9, 40(%rsp)
-  movq %rax, 48(%rsp)
-  movq %r10, 56(%rsp)
-  movdqa %xmm0, 64(%rsp)
-  movdqa %xmm1, 80(%rsp)
-  movdqa %xmm2, 96(%rsp)
-  movdqa %xmm3, 112(%rsp)
-  movdqa %xmm4, 128(%rsp)
-  movdqa %xmm5, 144(%rsp)
-  movdqa %xmm6, 160(%rsp)
-  movdqa %xmm7, 176(%rsp)
-  movl %r11d, %edi
-  leaq 8(%rbp), %rsi
-  call callscope_rt_lib_enter
-  movq %rax, %r11
-  movq 0(%rsp), %rdi
-  movq 8(%rsp), %rsi
-  movq 16(%rsp), %rdx
-  movq 24(%rsp), %rcx
-  movq 32(%rsp), %r8
-  movq 40(%rsp), %r9
-  movq 48(%rsp), %rax
-  movq 56(%rsp), %r10
-  movdqa 64(%rsp), %xmm0
-  movdqa 80(%rsp), %xmm1
-  movdqa 96(%rsp), %xmm2
-  movdqa 112(%rsp), %xmm3
-  movdqa 128(%rsp), %xmm4
-  movdqa 144(%rsp), %xmm5
-  movdqa 160(%rsp), %xmm6
-  movdqa 176(%rsp), %xmm7
-  movq %rbp, %rsp
-  popq %rbp
-  .cfi_def_cfa %rsp, 8
-  jmp *%r11
-  .cfi_endproc
-  .size callscope_rt_lib_entry, .-callscope_rt_lib_entry
-
-  .p2align 4
-  nop
-  .globl callscope_rt_lib_return
-  .hidden callscope_rt_lib_return
-  .type callscope_rt_lib_return, @function
-callscope_rt_lib_return:
-  pushq %rax
-  pushq %rbp
-  movq %rsp, %rbp
-  andq $-16, %rsp
-  subq $48, %rsp
-  movq %rax, 0(%rsp)
-  movq %rdx, 8(%rsp)
-  movdqa %xmm0, 16(%rsp)
-  movdqa %xmm1, 32(%rsp)
-  leaq 16(%rbp), %rdi
-  call callscope_rt_lib_exit
-  movq %rax, 8(%rbp)
-  movq 0(%rsp), %rax
-  movq 8(%rsp), %rdx
-  movdqa 16(%rsp), %xmm0
-  movdqa 32(%rsp), %xmm1
-  movq %rbp, %rsp
-  popq %rbp
-  ret
-  .size callscope_rt_lib_return, .-callscope_rt_lib_return
-)");
 
 // ---- unwinding through hooked calls --------------------------------------------
 

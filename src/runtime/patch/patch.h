@@ -49,7 +49,23 @@ void libcalls_patch_new_modules();
 // The hook of each stub, by index (kept for the life of the process).
 extern Hook* g_hooks;
 
+// code.cpp: the nops of -fpatchable-function-entry and -mnop-mcount.
+// Finds the sites of the modules loaded (made calls when `on`); once, at
+// process init.
+void code_patch_init(bool on);
+// The same for modules loaded since (the dlopen and dlclose wrappers).
+void code_patch_new_modules();
+// Calls (tracing on) or nops (off), while the program runs.
+void code_patch_set(bool on);
+// In a fork child: locks start afresh (code.cpp and got.cpp).
+void code_patch_after_fork();
+void libcalls_after_fork();
+
 // libcall.cpp
+// Records an entry of `fn` whose return address is at `slot` (the callee's
+// CFA - 8), and replaces that address to catch the return. For the stubs,
+// __fentry__ and mcount alike.
+void hijack_enter(uint64_t fn, uint64_t* slot);
 bool libcalls_enabled();
 void libcalls_thread_exit(ThreadState* t);
 // The return trampoline: a replaced return address points here.

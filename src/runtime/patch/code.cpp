@@ -1,0 +1,500 @@
+// Entries that cost nothing while tracing is off: the nops of
+// -fpatchable-function-entry (listed in __patchable_function_entries) and of
+// gcc's -pg -mnop-mcount -mrecord-mcount (listed in __mcount_loc) become
+// calls of __fentry__ or mcount (trampolines.S) while tracing is on, and nops
+// again while it is off (--start-off, ctl stop).
+//
+// Each site gets 5 bytes: gcc's N one-byte nops (N >= 5), clang's one
+// five-byte nop, after endbr64 under -fcf-protection. When a module is found
+// (at start, and in the dlopen wrapper, before the program can call into it)
+// its sites are made one five-byte nop each, so that from then on every
+// change swaps one instruction for another, while the program's threads
+// run. That is the safe way to modify code other threads may be executing
+// on x86-64: a breakpoint byte first, then the last four bytes, then the
+// first byte, with a core-serializing membarrier after each step; a thread
+// that reaches a site in between traps, and our SIGTRAP handler completes
+// what the site is becoming (the call, or the nop). Text pages are writable
+// only for the moment of a change; a system that forbids it is named.
+//
+// The calls reach the trampolines through a page of our own within 2 GiB of
+// the module (a call's displacement is 32 bits): `jmp *0(%rip)` and the
+// address, for __fentry__ and for mcount.
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <linux/membarrier.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "runtime/engine_state.h"
+#include "runtime/heap_sort.h"
+#include "runtime/module_bounds.h"
+#include "runtime/patch/patch.h"
+#include "runtime/runtime.h"
+
+extern "C" void __fentry__();
+extern "C" void mcount();
+
+namespace callscope::rt {
+namespace {
+
+enum SiteKind : uint8_t { kFentry = 0, kMcount = 1 };
+
+struct Site {
+  uint64_t addr;  // the 5 bytes
+  uint64_t pad;   // where its call goes (the module's near page)
+  uint32_t sled;  // bytes of nops found there (5 or more)
+};
+
+struct CodeModule {
+  uint64_t bias, low, high;
+  uint64_t text_lo, text_hi;  // the executable segment, page-aligned
+  uint32_t first, count;      // its sites in g_sites, sorted by address
+  bool seen;                  // found by the current scan
+};
+
+constexpr uint32_t kMaxSites = 1u << 22;
+constexpr int kMaxCodeModules = 1024;
+Site* g_sites = nullptr;
+uint32_t g_site_count = 0;
+CodeModule g_cmods[kMaxCodeModules];
+int g_cmod_count = 0;
+pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+// What the sites are becoming: calls (1) or nops (0). Read by the trap
+// handler for a site caught halfway.
+volatile int g_on = 0;
+bool g_membarrier = false;
+bool g_handler = false;
+struct sigaction g_old_trap;
+
+constexpr uint8_t kNop5[5] = {0x0f, 0x1f, 0x44, 0x00, 0x00};
+constexpr uint8_t kEndbr64[4] = {0xf3, 0x0f, 0x1e, 0xfa};
+
+CALLSCOPE_NOINSTR void say(const char* a, const char* b, const char* c) {
+  const char* parts[3] = {a, b, c};
+  for (const char* s : parts) {
+    ssize_t ignored = ::write(2, s, strlen(s));
+    (void)ignored;
+  }
+}
+
+CALLSCOPE_NOINSTR void serialize_cores() {
+  if (g_membarrier) ::syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0);
+}
+
+// The site at `addr`, if it is one of ours.
+CALLSCOPE_NOINSTR const Site* find_site(uint64_t addr) {
+  for (int m = 0; m < g_cmod_count; ++m) {
+    const CodeModule& cm = g_cmods[m];
+    if (addr < cm.low || addr >= cm.high || cm.count == 0) continue;
+    uint32_t lo = cm.first, hi = cm.first + cm.count;
+    while (lo < hi) {
+      const uint32_t mid = (lo + hi) / 2;
+      if (g_sites[mid].addr < addr) lo = mid + 1;
+      else hi = mid;
+    }
+    if (lo < cm.first + cm.count && g_sites[lo].addr == addr) return &g_sites[lo];
+  }
+  return nullptr;
+}
+
+// A thread reached a site between the first and the last step of a change:
+// it runs what the site is becoming.
+CALLSCOPE_NOINSTR void on_trap(int sig, siginfo_t* info, void* ctx) {
+  auto* uc = static_cast<ucontext_t*>(ctx);
+  const uint64_t rip = static_cast<uint64_t>(uc->uc_mcontext.gregs[REG_RIP]);
+  const Site* s = find_site(rip - 1);
+  if (s) {
+    if (*reinterpret_cast<const volatile uint8_t*>(s->addr) != 0xcc) {
+      // The change was completed meanwhile: run the site's new instruction.
+      uc->uc_mcontext.gregs[REG_RIP] = static_cast<greg_t>(s->addr);
+    } else if (g_on) {  // the call: its return address pushed, on to the pad
+      const uint64_t sp = static_cast<uint64_t>(uc->uc_mcontext.gregs[REG_RSP]) - 8;
+      *reinterpret_cast<uint64_t*>(sp) = s->addr + 5;
+      uc->uc_mcontext.gregs[REG_RSP] = static_cast<greg_t>(sp);
+      uc->uc_mcontext.gregs[REG_RIP] = static_cast<greg_t>(s->pad);
+    } else {
+      uc->uc_mcontext.gregs[REG_RIP] = static_cast<greg_t>(s->addr + 5);
+    }
+    return;
+  }
+  // Not ours: the program's handler, or the default action.
+  if ((g_old_trap.sa_flags & SA_SIGINFO) && g_old_trap.sa_sigaction) {
+    g_old_trap.sa_sigaction(sig, info, ctx);
+  } else if (g_old_trap.sa_handler == SIG_IGN) {
+  } else if (g_old_trap.sa_handler != SIG_DFL && g_old_trap.sa_handler) {
+    g_old_trap.sa_handler(sig);
+  } else {
+    ::signal(SIGTRAP, SIG_DFL);
+    ::raise(SIGTRAP);
+  }
+}
+
+CALLSCOPE_NOINSTR void install_handler() {
+  if (g_handler) return;
+  struct sigaction sa {};
+  sa.sa_sigaction = on_trap;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER;
+  sigemptyset(&sa.sa_mask);
+  g_handler = ::sigaction(SIGTRAP, &sa, &g_old_trap) == 0;
+}
+
+// A page within 2 GiB of [low, high) with `jmp *0(%rip)` to __fentry__ at
+// its start and to mcount 16 bytes on; 0 if none could be mapped.
+CALLSCOPE_NOINSTR uint64_t near_pad(uint64_t low, uint64_t high) {
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  for (uint64_t d = uint64_t{1} << 20; d < (uint64_t{1} << 31) - (high - low); d += uint64_t{1} << 20) {
+    for (int side = 0; side < 2; ++side) {
+      const uint64_t want = side == 0 ? ((low - d) & ~(page - 1)) : ((high + d) & ~(page - 1));
+      if (side == 0 && low < d + page) continue;
+      void* m = ::mmap(reinterpret_cast<void*>(want), page, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+      if (m == MAP_FAILED) continue;
+      if (reinterpret_cast<uint64_t>(m) != want) {  // an old kernel took it as a hint only
+        ::munmap(m, page);
+        continue;
+      }
+      auto* p = static_cast<uint8_t*>(m);
+      const uint64_t targets[2] = {reinterpret_cast<uint64_t>(&__fentry__), reinterpret_cast<uint64_t>(&mcount)};
+      for (int k = 0; k < 2; ++k) {
+        uint8_t* j = p + 16 * k;
+        j[0] = 0xff;
+        j[1] = 0x25;
+        memset(j + 2, 0, 4);
+        memcpy(j + 6, &targets[k], 8);
+      }
+      if (::mprotect(m, page, PROT_READ | PROT_EXEC) != 0) {
+        ::munmap(m, page);
+        return 0;
+      }
+      return want;
+    }
+  }
+  return 0;
+}
+
+// An ELF file read for its sections and function symbols (mapped while
+// a module is scanned).
+struct ElfFile {
+  const char* base = nullptr;
+  uint64_t size = 0;
+  const Elf64_Shdr* sh = nullptr;
+  unsigned shnum = 0;
+  const char* names = nullptr;
+  uint64_t names_size = 0;
+};
+
+CALLSCOPE_NOINSTR bool open_elf(const char* path, ElfFile& f) {
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || st.st_size < static_cast<off_t>(sizeof(Elf64_Ehdr))) {
+    ::close(fd);
+    return false;
+  }
+  f.size = static_cast<uint64_t>(st.st_size);
+  void* map = ::mmap(nullptr, f.size, PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  if (map == MAP_FAILED) return false;
+  f.base = static_cast<const char*>(map);
+  const auto* eh = reinterpret_cast<const Elf64_Ehdr*>(f.base);
+  if (memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 && eh->e_ident[EI_CLASS] == ELFCLASS64 && eh->e_shoff != 0 &&
+      eh->e_shoff + uint64_t{eh->e_shnum} * sizeof(Elf64_Shdr) <= f.size && eh->e_shstrndx < eh->e_shnum) {
+    f.sh = reinterpret_cast<const Elf64_Shdr*>(f.base + eh->e_shoff);
+    f.shnum = eh->e_shnum;
+    const Elf64_Shdr& n = f.sh[eh->e_shstrndx];
+    if (n.sh_offset + n.sh_size <= f.size) {
+      f.names = f.base + n.sh_offset;
+      f.names_size = n.sh_size;
+      return true;
+    }
+  }
+  ::munmap(map, f.size);
+  return false;
+}
+
+CALLSCOPE_NOINSTR void close_elf(ElfFile& f) {
+  if (f.base) ::munmap(const_cast<char*>(f.base), f.size);
+  f.base = nullptr;
+}
+
+// The loaded section called `name`: its link-time address and size.
+CALLSCOPE_NOINSTR bool find_section(const ElfFile& f, const char* name, uint64_t* addr, uint64_t* size) {
+  for (unsigned i = 0; i < f.shnum; ++i)
+    if (f.sh[i].sh_name < f.names_size && (f.sh[i].sh_flags & SHF_ALLOC) && f.sh[i].sh_type != SHT_NOBITS &&
+        strcmp(f.names + f.sh[i].sh_name, name) == 0) {
+      *addr = f.sh[i].sh_addr;
+      *size = f.sh[i].sh_size;
+      return true;
+    }
+  return false;
+}
+
+// The first bytes of the functions of .symtab, link-time, sorted; nullptr
+// (and 0) when there are none: a stripped file (whose .dynsym names only
+// what it exports, not every function).
+CALLSCOPE_NOINSTR uint64_t* function_starts(const ElfFile& f, uint64_t* count) {
+  *count = 0;
+  const Elf64_Shdr* symtab = nullptr;
+  for (unsigned i = 0; i < f.shnum; ++i)
+    if (f.sh[i].sh_type == SHT_SYMTAB) symtab = &f.sh[i];
+  if (!symtab || symtab->sh_offset + symtab->sh_size > f.size) return nullptr;
+  const auto* syms = reinterpret_cast<const Elf64_Sym*>(f.base + symtab->sh_offset);
+  const uint64_t n = symtab->sh_size / sizeof(Elf64_Sym);
+  auto is_function = [](const Elf64_Sym& y) {
+    return (ELF64_ST_TYPE(y.st_info) == STT_FUNC || ELF64_ST_TYPE(y.st_info) == STT_GNU_IFUNC) &&
+           y.st_shndx != SHN_UNDEF;
+  };
+  uint64_t k = 0;
+  for (uint64_t i = 0; i < n; ++i) k += is_function(syms[i]) ? 1 : 0;
+  if (k == 0) return nullptr;
+  auto* out = static_cast<uint64_t*>(map_anon(k * 8));
+  if (!out) return nullptr;
+  k = 0;
+  for (uint64_t i = 0; i < n; ++i)
+    if (is_function(syms[i])) out[k++] = syms[i].st_value;
+  heap_sort(out, k, [](uint64_t x, uint64_t y) { return x < y; });
+  *count = k;
+  return out;
+}
+
+CALLSCOPE_NOINSTR bool contains(const uint64_t* a, uint64_t n, uint64_t v) {
+  uint64_t lo = 0, hi = n;
+  while (lo < hi) {
+    const uint64_t mid = (lo + hi) / 2;
+    if (a[mid] < v) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < n && a[lo] == v;
+}
+
+// The length of the nop instruction at p (the forms compilers emit for
+// padding: 90, 66 90, 0f 1f /0 with its addressing forms, with 66 and 2e
+// prefixes), 0 if it is none.
+CALLSCOPE_NOINSTR int nop_length(const uint8_t* p) {
+  int prefixes = 0;
+  while (prefixes < 3 && (p[prefixes] == 0x66 || p[prefixes] == 0x2e)) ++prefixes;
+  const uint8_t* q = p + prefixes;
+  if (q[0] == 0x90) return prefixes + 1;
+  if (q[0] != 0x0f || q[1] != 0x1f || ((q[2] >> 3) & 7) != 0) return 0;
+  const uint8_t mod = q[2] >> 6, rm = q[2] & 7;
+  if (mod == 3) return 0;
+  int len = 3;
+  if (rm == 4) ++len;  // SIB
+  if (mod == 1) len += 1;
+  else if (mod == 2) len += 4;
+  else if (rm == 5) len += 4;  // rip-relative
+  return prefixes + len;
+}
+
+// A site listed at `addr`. A patchable entry must begin its function (or
+// follow its endbr64): with -fpatchable-function-entry=N,M and M > 0 the
+// list gives nops before the function, which a call must not straddle. A
+// module without .symtab (stripped) is taken at its word.
+CALLSCOPE_NOINSTR void add_site(uint64_t addr, uint64_t bias, uint64_t lo, uint64_t hi, bool patchable,
+                                const uint64_t* starts, uint64_t nstarts) {
+  if (g_site_count == kMaxSites || addr < lo || addr + 20 > hi) return;
+  auto* p = reinterpret_cast<uint8_t*>(addr);
+  const bool after_endbr = memcmp(p - 4, kEndbr64, 4) == 0;
+  if (patchable && starts && !contains(starts, nstarts, addr - bias) &&
+      !(after_endbr && contains(starts, nstarts, addr - 4 - bias)))
+    return;
+  if (patchable && memcmp(p, kEndbr64, 4) == 0) p += 4;  // the nops come after endbr64
+  // The nops there: gcc's N one-byte ones, clang's one or two long ones.
+  int sled = 0;
+  for (int n; sled < 16 && (n = nop_length(p + sled)) > 0;) sled += n;
+  if (sled < 5) return;  // -fpatchable-function-entry=N with N < 5, or not a site
+  g_sites[g_site_count++] = Site{reinterpret_cast<uint64_t>(p), 0, static_cast<uint32_t>(sled)};
+}
+
+// Writes the 5 bytes of every site of `cm` that differs from what `want(s)`
+// gives, in the three steps (the first time, the rest of each site's nops
+// too).
+template <class Want>
+CALLSCOPE_NOINSTR bool rewrite(const CodeModule& cm, const char* path, bool first_time, Want&& want) {
+  if (cm.count == 0) return true;
+  if (::mprotect(reinterpret_cast<void*>(cm.text_lo), cm.text_hi - cm.text_lo, PROT_READ | PROT_WRITE | PROT_EXEC) !=
+      0) {
+    if (errno == ENOMEM) return false;  // unmapped: a library closed meanwhile
+    char why[64] = "";
+    const char* e = errno == EACCES ? "permission denied" : errno == EPERM ? "not permitted" : "failed";
+    strncpy(why, e, sizeof why - 1);
+    say("callscope: cannot patch the function entries of ", path[0] ? path : "the program", "");
+    say(": making its code writable was refused (", why,
+        "; a policy such as SELinux execmod forbids writable code): they stay unrecorded\n");
+    return false;
+  }
+  uint8_t bytes[5];
+  if (first_time) {
+    // Past the 5 bytes that change: one-byte nops, for good. Written before
+    // any thread runs this code (the header).
+    for (uint32_t i = cm.first; i < cm.first + cm.count; ++i)
+      for (uint32_t k = 5; k < g_sites[i].sled; ++k) reinterpret_cast<uint8_t*>(g_sites[i].addr)[k] = 0x90;
+  }
+  for (uint32_t i = cm.first; i < cm.first + cm.count; ++i) {
+    want(g_sites[i], bytes);
+    auto* p = reinterpret_cast<volatile uint8_t*>(g_sites[i].addr);
+    if (memcmp(const_cast<const uint8_t*>(p), bytes, 5) != 0) p[0] = 0xcc;
+  }
+  serialize_cores();
+  for (uint32_t i = cm.first; i < cm.first + cm.count; ++i) {
+    want(g_sites[i], bytes);
+    auto* p = reinterpret_cast<volatile uint8_t*>(g_sites[i].addr);
+    if (p[0] == 0xcc)
+      for (int k = 1; k < 5; ++k) p[k] = bytes[k];
+  }
+  serialize_cores();
+  for (uint32_t i = cm.first; i < cm.first + cm.count; ++i) {
+    want(g_sites[i], bytes);
+    auto* p = reinterpret_cast<volatile uint8_t*>(g_sites[i].addr);
+    if (p[0] == 0xcc) p[0] = bytes[0];
+  }
+  serialize_cores();
+  ::mprotect(reinterpret_cast<void*>(cm.text_lo), cm.text_hi - cm.text_lo, PROT_READ | PROT_EXEC);
+  return true;
+}
+
+CALLSCOPE_NOINSTR void site_bytes(const Site& s, bool on, uint8_t* out) {
+  if (!on) {
+    memcpy(out, kNop5, 5);
+    return;
+  }
+  out[0] = 0xe8;
+  const int32_t rel = static_cast<int32_t>(static_cast<int64_t>(s.pad) - static_cast<int64_t>(s.addr + 5));
+  memcpy(out + 1, &rel, 4);
+}
+
+char g_path[4096];
+
+struct Scan {
+  int added;
+};
+
+CALLSCOPE_NOINSTR int scan_module(dl_phdr_info* info, size_t, void* arg) {
+  auto* scan = static_cast<Scan*>(arg);
+  const ModuleBounds bounds = module_bounds(info);
+  const uint64_t low = bounds.low, high = bounds.high, text_lo = bounds.text_lo, text_hi = bounds.text_hi;
+  if (high == 0 || text_hi == 0) return 0;
+  for (int m = 0; m < g_cmod_count; ++m)
+    if (g_cmods[m].low == low && g_cmods[m].bias == info->dlpi_addr) {
+      g_cmods[m].seen = true;
+      return 0;
+    }
+  const uint64_t self = reinterpret_cast<uint64_t>(&serialize_cores);
+  const uint64_t vdso = ::getauxval(AT_SYSINFO_EHDR);
+  if ((self >= low && self < high) || (vdso >= low && vdso < high) || info->dlpi_addr == ::getauxval(AT_BASE))
+    return 0;
+  if (g_cmod_count == kMaxCodeModules) return 0;
+  const bool main = info->dlpi_name == nullptr || info->dlpi_name[0] == '\0';
+  if (main) {
+    const ssize_t n = ::readlink("/proc/self/exe", g_path, sizeof g_path - 1);
+    g_path[n > 0 ? n : 0] = '\0';
+  } else {
+    strncpy(g_path, info->dlpi_name, sizeof g_path - 1);
+  }
+  CodeModule cm{info->dlpi_addr, low, high, text_lo, text_hi, g_site_count, 0, true};
+  ElfFile file;
+  if (open_elf(g_path, file)) {
+    uint64_t nstarts = 0;
+    uint64_t* starts = nullptr;
+    for (int kind = 0; kind < 2; ++kind) {
+      const bool patchable = kind == 0;
+      uint64_t addr = 0, size = 0;
+      if (!find_section(file, patchable ? "__patchable_function_entries" : "__mcount_loc", &addr, &size)) continue;
+      if (patchable && !starts) starts = function_starts(file, &nstarts);
+      // The section is in memory, relocated: absolute addresses.
+      const auto* entries = reinterpret_cast<const uint64_t*>(info->dlpi_addr + addr);
+      for (uint64_t i = 0; i < size / 8; ++i)
+        add_site(entries[i], info->dlpi_addr, text_lo, text_hi, patchable, starts, nstarts);
+    }
+    if (starts) ::munmap(starts, nstarts * 8);
+    close_elf(file);
+  }
+  cm.count = g_site_count - cm.first;
+  g_cmods[g_cmod_count++] = cm;  // also without sites: not read again
+  if (cm.count == 0) return 0;
+  heap_sort(g_sites + cm.first, cm.count, [](const Site& x, const Site& y) { return x.addr < y.addr; });
+  const uint64_t pad = near_pad(low, high);
+  if (pad == 0) {
+    say("callscope: no memory near ", g_path, " for the calls of its patchable entries: they stay unrecorded\n");
+    g_site_count = cm.first;
+    g_cmods[g_cmod_count - 1].count = 0;
+    return 0;
+  }
+  install_handler();
+  static const uint8_t kPrologue[4] = {0x55, 0x48, 0x89, 0xe5};  // push %rbp; mov %rsp,%rbp: mcount's place
+  for (uint32_t i = cm.first; i < g_site_count; ++i) {
+    const bool after_frame = memcmp(reinterpret_cast<const void*>(g_sites[i].addr - 4), kPrologue, 4) == 0;
+    g_sites[i].pad = pad + (after_frame ? 16 * kMcount : 16 * kFentry);
+  }
+  // One five-byte nop each first (no thread runs this code yet), then calls
+  // if tracing is on.
+  if (rewrite(g_cmods[g_cmod_count - 1], g_path, true, [](const Site& s, uint8_t* b) { site_bytes(s, false, b); }) &&
+      g_on)
+    rewrite(g_cmods[g_cmod_count - 1], g_path, false, [](const Site& s, uint8_t* b) { site_bytes(s, true, b); });
+  scan->added += static_cast<int>(cm.count);
+  return 0;
+}
+
+}  // namespace
+
+void code_patch_init(bool on) {
+  g_on = on ? 1 : 0;
+  g_sites = static_cast<Site*>(map_anon(uint64_t{kMaxSites} * sizeof(Site)));
+  if (!g_sites) return;
+  if (::syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0) == 0) g_membarrier = true;
+  code_patch_new_modules();
+}
+
+void code_patch_new_modules() {
+  if (!g_sites) return;
+  const int saved_errno = errno;
+  ThreadState* t = current_thread();
+  const uint8_t was_in_hook = t->in_hook;
+  t->in_hook = 1;
+  signal_fence();
+  ::pthread_mutex_lock(&g_lock);
+  for (int m = 0; m < g_cmod_count; ++m) g_cmods[m].seen = false;
+  Scan scan{0};
+  ::dl_iterate_phdr(scan_module, &scan);
+  // Modules gone (dlclose) are never written again; one loaded at the same
+  // place later is new. (Their sites' slots are not reused.)
+  int kept = 0;
+  for (int m = 0; m < g_cmod_count; ++m)
+    if (g_cmods[m].seen) g_cmods[kept++] = g_cmods[m];
+  g_cmod_count = kept;
+  ::pthread_mutex_unlock(&g_lock);
+  signal_fence();
+  t->in_hook = was_in_hook;
+  errno = saved_errno;
+}
+
+void code_patch_set(bool on) {
+  if (!g_sites) return;
+  const int saved_errno = errno;
+  ::pthread_mutex_lock(&g_lock);
+  if ((g_on != 0) != on) {
+    g_on = on ? 1 : 0;
+    for (int m = 0; m < g_cmod_count; ++m)
+      rewrite(g_cmods[m], "", false, [on](const Site& s, uint8_t* b) { site_bytes(s, on, b); });
+  }
+  ::pthread_mutex_unlock(&g_lock);
+  errno = saved_errno;
+}
+
+void code_patch_after_fork() {
+  pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;  // a thread that held it does not exist here
+  g_lock = fresh;
+  if (g_membarrier) ::syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0);
+}
+
+}  // namespace callscope::rt

@@ -1,0 +1,150 @@
+/* The runtime's trampolines (patch.h): the common entry of the GOT stubs,
+   __fentry__ and mcount (-pg, -pg -mfentry, and the nops patched into calls),
+   and the return trampoline every replaced return address points to.
+
+   An entry keeps every register a call may pass arguments in (rdi, rsi, rdx,
+   rcx, r8, r9, xmm0-7, al for variadic calls, r10 for a static chain) and the
+   stack as it was, so that arguments on the stack are where the callee
+   expects them. The return keeps rax, rdx, xmm0 and xmm1 (and st0/st1: the
+   C++ it calls uses no x87). */
+
+  .macro SAVE_ARGS
+  pushq %rbp
+  .cfi_def_cfa_offset 16
+  .cfi_offset %rbp, -16
+  movq %rsp, %rbp
+  .cfi_def_cfa_register %rbp
+  andq $-16, %rsp
+  subq $192, %rsp
+  movq %rdi, 0(%rsp)
+  movq %rsi, 8(%rsp)
+  movq %rdx, 16(%rsp)
+  movq %rcx, 24(%rsp)
+  movq %r8, 32(%rsp)
+  movq %r9, 40(%rsp)
+  movq %rax, 48(%rsp)
+  movq %r10, 56(%rsp)
+  movdqa %xmm0, 64(%rsp)
+  movdqa %xmm1, 80(%rsp)
+  movdqa %xmm2, 96(%rsp)
+  movdqa %xmm3, 112(%rsp)
+  movdqa %xmm4, 128(%rsp)
+  movdqa %xmm5, 144(%rsp)
+  movdqa %xmm6, 160(%rsp)
+  movdqa %xmm7, 176(%rsp)
+  .endm
+
+  .macro RESTORE_ARGS
+  movq 0(%rsp), %rdi
+  movq 8(%rsp), %rsi
+  movq 16(%rsp), %rdx
+  movq 24(%rsp), %rcx
+  movq 32(%rsp), %r8
+  movq 40(%rsp), %r9
+  movq 48(%rsp), %rax
+  movq 56(%rsp), %r10
+  movdqa 64(%rsp), %xmm0
+  movdqa 80(%rsp), %xmm1
+  movdqa 96(%rsp), %xmm2
+  movdqa 112(%rsp), %xmm3
+  movdqa 128(%rsp), %xmm4
+  movdqa 144(%rsp), %xmm5
+  movdqa 160(%rsp), %xmm6
+  movdqa 176(%rsp), %xmm7
+  movq %rbp, %rsp
+  popq %rbp
+  .cfi_def_cfa %rsp, 8
+  .endm
+
+  .text
+
+/* A GOT stub jumped here with its hook's index in r11d; [rsp] is the
+   caller's return address. Goes on to the hook's target. */
+  .p2align 4
+  .globl callscope_rt_lib_entry
+  .hidden callscope_rt_lib_entry
+  .type callscope_rt_lib_entry, @function
+callscope_rt_lib_entry:
+  .cfi_startproc
+  SAVE_ARGS
+  movl %r11d, %edi
+  leaq 8(%rbp), %rsi
+  call callscope_rt_lib_enter
+  movq %rax, %r11
+  RESTORE_ARGS
+  jmp *%r11
+  .cfi_endproc
+  .size callscope_rt_lib_entry, .-callscope_rt_lib_entry
+
+/* -pg -mfentry: the first instruction of a function calls __fentry__ (after
+   endbr64 under -fcf-protection): [rsp] is the address after that call,
+   [rsp+8] the function's return address. */
+  .p2align 4
+  .globl __fentry__
+  .type __fentry__, @function
+__fentry__:
+  .cfi_startproc
+  SAVE_ARGS
+  movq 8(%rbp), %rdi
+  leaq 16(%rbp), %rsi
+  call callscope_rt_fentry_enter
+  RESTORE_ARGS
+  ret
+  .cfi_endproc
+  .size __fentry__, .-__fentry__
+
+/* -pg: a function calls mcount after its prologue has set up its frame
+   pointer: [rsp] is the address after the call, the function's return
+   address is at rbp + 8. */
+  .p2align 4
+  .globl mcount
+  .type mcount, @function
+  .globl _mcount
+  .type _mcount, @function
+mcount:
+_mcount:
+  .cfi_startproc
+  SAVE_ARGS
+  movq 8(%rbp), %rdi
+  movq 0(%rbp), %rsi
+  addq $8, %rsi
+  call callscope_rt_mcount_enter
+  RESTORE_ARGS
+  ret
+  .cfi_endproc
+  .size mcount, .-mcount
+  .size _mcount, .-_mcount
+
+/* A replaced return address points here: rsp is one word above the slot it
+   was in. The slot gets the original address back, and we return to it.
+   The byte before belongs to no function: an unwinder that finds our address
+   as a return address looks up the address before it and finds no rules
+   there (a backtrace ends, instead of reading garbage). */
+  .p2align 4
+  nop
+  .globl callscope_rt_lib_return
+  .hidden callscope_rt_lib_return
+  .type callscope_rt_lib_return, @function
+callscope_rt_lib_return:
+  pushq %rax
+  pushq %rbp
+  movq %rsp, %rbp
+  andq $-16, %rsp
+  subq $48, %rsp
+  movq %rax, 0(%rsp)
+  movq %rdx, 8(%rsp)
+  movdqa %xmm0, 16(%rsp)
+  movdqa %xmm1, 32(%rsp)
+  leaq 16(%rbp), %rdi
+  call callscope_rt_lib_exit
+  movq %rax, 8(%rbp)
+  movq 0(%rsp), %rax
+  movq 8(%rsp), %rdx
+  movdqa 16(%rsp), %xmm0
+  movdqa 32(%rsp), %xmm1
+  movq %rbp, %rsp
+  popq %rbp
+  ret
+  .size callscope_rt_lib_return, .-callscope_rt_lib_return
+
+  .section .note.GNU-stack,"",@progbits
