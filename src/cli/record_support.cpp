@@ -83,7 +83,7 @@ struct HookSymbol {
   bool shared_object = false;  // ET_DYN
   bool referenced = false;     // named in a symbol table (called, or defined)
   bool defined = false;        // defined here (the runtime), not just called
-  // The other sources of entries (patch/fentry.cpp, patch/code.cpp).
+  // The other sources of entries (patch/libcall.cpp, patch/code.cpp).
   bool mcount = false;             // -pg: mcount or _mcount referenced
   bool fentry = false;             // -pg -mfentry: __fentry__
   uint64_t patchable = 0;          // entries in __patchable_function_entries

@@ -62,10 +62,6 @@ void code_patch_after_fork();
 void libcalls_after_fork();
 
 // libcall.cpp
-// Records an entry of `fn` whose return address is at `slot` (the callee's
-// CFA - 8), and replaces that address to catch the return. For the stubs,
-// __fentry__ and mcount alike.
-void hijack_enter(uint64_t fn, uint64_t* slot);
 bool libcalls_enabled();
 void libcalls_thread_exit(ThreadState* t);
 // The return trampoline: a replaced return address points here.

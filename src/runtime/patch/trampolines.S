@@ -116,17 +116,20 @@ _mcount:
   .size _mcount, .-_mcount
 
 /* A replaced return address points here: rsp is one word above the slot it
-   was in. The slot gets the original address back, and we return to it.
-   The byte before belongs to no function: an unwinder that finds our address
-   as a return address looks up the address before it and finds no rules
-   there (a backtrace ends, instead of reading garbage). */
+   was in. We go on to the original address with an indirect jump, not a
+   return: the function's own return to us was mispredicted already (the
+   return-stack buffer held the original address), and a `ret` here would
+   pop the entry of the caller's caller, and mispredict every return above.
+   r11 is free at a return (no value is returned in it). The byte before
+   belongs to no function: an unwinder that finds our address as a return
+   address looks up the address before it and finds no rules there (a
+   backtrace ends, instead of reading garbage). */
   .p2align 4
   nop
   .globl callscope_rt_lib_return
   .hidden callscope_rt_lib_return
   .type callscope_rt_lib_return, @function
 callscope_rt_lib_return:
-  pushq %rax
   pushq %rbp
   movq %rsp, %rbp
   andq $-16, %rsp
@@ -135,16 +138,16 @@ callscope_rt_lib_return:
   movq %rdx, 8(%rsp)
   movdqa %xmm0, 16(%rsp)
   movdqa %xmm1, 32(%rsp)
-  leaq 16(%rbp), %rdi
+  leaq 8(%rbp), %rdi
   call callscope_rt_lib_exit
-  movq %rax, 8(%rbp)
+  movq %rax, %r11
   movq 0(%rsp), %rax
   movq 8(%rsp), %rdx
   movdqa 16(%rsp), %xmm0
   movdqa 32(%rsp), %xmm1
   movq %rbp, %rsp
   popq %rbp
-  ret
+  jmp *%r11
   .size callscope_rt_lib_return, .-callscope_rt_lib_return
 
   .section .note.GNU-stack,"",@progbits
