@@ -172,7 +172,7 @@ CALLSCOPE_NOINSTR void switch_to(bool on) {
   }
   ::pthread_mutex_unlock(&g_op_lock);
   poke_threads();
-  code_patch_set(on);  // patchable entries: calls while on, nops while off
+  code_patch_sync();  // patchable entries: calls while on, nops while off
 }
 
 // Where a snapshot ends the open calls of a thread that has seen `seen` of

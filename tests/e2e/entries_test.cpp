@@ -100,6 +100,13 @@ TEST_P(EntriesTest, ThousandSwitchesWhileFourThreadsCall) {
   EXPECT_LE(s.calls_of("work"), static_cast<uint64_t>(counts_["calls"]));
 }
 
+TEST_P(EntriesTest, SwitchesWhileThreadsBlockSignalsAndTheProgramHasItsOwnTrapHandler) {
+  TraceSummary s = record("patchable", {}, {"masked", "300"});
+  expect_balanced(s);
+  EXPECT_EQ(counts_["own_traps"], 1);  // the program's handler got its own trap
+  EXPECT_LE(s.calls_of("work"), static_cast<uint64_t>(counts_["calls"]));
+}
+
 TEST_P(EntriesTest, StartOffLeavesTheEntriesNops) {
   TraceSummary s = record("patchable", {"--start-off"}, {"plain", "100000"});
   EXPECT_EQ(counts_["calls"], 100000);

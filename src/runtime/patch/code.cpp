@@ -6,8 +6,10 @@
 //
 // Each site gets 5 bytes: gcc's N one-byte nops (N >= 5), clang's one
 // five-byte nop, after endbr64 under -fcf-protection. When a module is found
-// (at start, and in the dlopen wrapper, before the program can call into it)
-// its sites are made one five-byte nop each, so that from then on every
+// (at start; in the dlopen wrapper, after the library's constructors ran and
+// before dlopen returns: a thread a constructor started that sits between
+// two of gcc's nops then is the one case not covered) its sites are made one
+// five-byte nop each, so that from then on every
 // change swaps one instruction for another, while the program's threads
 // run. That is the safe way to modify code other threads may be executing
 // on x86-64: a breakpoint byte first, then the last four bytes, then the
@@ -19,6 +21,7 @@
 // The calls reach the trampolines through a page of our own within 2 GiB of
 // the module (a call's displacement is 32 bits): `jmp *0(%rip)` and the
 // address, for __fentry__ and for mcount.
+#include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -53,6 +56,7 @@ struct Site {
   uint64_t addr;  // the 5 bytes
   uint64_t pad;   // where its call goes (the module's near page)
   uint32_t sled;  // bytes of nops found there (5 or more)
+  uint32_t mcount;  // 1: after a -pg prologue (the mcount pad), 0: a function's first bytes (__fentry__'s)
 };
 
 struct CodeModule {
@@ -72,6 +76,12 @@ pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 // What the sites are becoming: calls (1) or nops (0). Read by the trap
 // handler for a site caught halfway.
 volatile int g_on = 0;
+// The program's own signal calls, past our wrappers (the end of this file).
+using SigmaskFn = int (*)(int, const sigset_t*, sigset_t*);
+using SigactionFn = int (*)(int, const struct sigaction*, struct sigaction*);
+SigmaskFn g_real_sigmask = nullptr;
+SigmaskFn g_real_procmask = nullptr;
+SigactionFn g_real_sigaction = nullptr;
 bool g_membarrier = false;
 bool g_handler = false;
 struct sigaction g_old_trap;
@@ -134,7 +144,9 @@ CALLSCOPE_NOINSTR void on_trap(int sig, siginfo_t* info, void* ctx) {
   } else if (g_old_trap.sa_handler != SIG_DFL && g_old_trap.sa_handler) {
     g_old_trap.sa_handler(sig);
   } else {
-    ::signal(SIGTRAP, SIG_DFL);
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    if (g_real_sigaction) g_real_sigaction(SIGTRAP, &dfl, nullptr);
     ::raise(SIGTRAP);
   }
 }
@@ -145,7 +157,7 @@ CALLSCOPE_NOINSTR void install_handler() {
   sa.sa_sigaction = on_trap;
   sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER;
   sigemptyset(&sa.sa_mask);
-  g_handler = ::sigaction(SIGTRAP, &sa, &g_old_trap) == 0;
+  g_handler = g_real_sigaction && g_real_sigaction(SIGTRAP, &sa, &g_old_trap) == 0;
 }
 
 // A page within 2 GiB of [low, high) with `jmp *0(%rip)` to __fentry__ at
@@ -305,15 +317,32 @@ CALLSCOPE_NOINSTR void add_site(uint64_t addr, uint64_t bias, uint64_t lo, uint6
   if (g_site_count == kMaxSites || addr < lo || addr + 20 > hi) return;
   auto* p = reinterpret_cast<uint8_t*>(addr);
   const bool after_endbr = memcmp(p - 4, kEndbr64, 4) == 0;
-  if (patchable && starts && !contains(starts, nstarts, addr - bias) &&
-      !(after_endbr && contains(starts, nstarts, addr - 4 - bias)))
-    return;
+  const bool at_start =
+      starts && (contains(starts, nstarts, addr - bias) || (after_endbr && contains(starts, nstarts, addr - 4 - bias)));
+  if (patchable && starts && !at_start) return;
+  // An __mcount_loc site: __fentry__'s at a function's first bytes (-mfentry),
+  // else mcount's (after the prologue, which set up %rbp); without symbols,
+  // told by the prologue before it.
+  static const uint8_t kFramePrologue[4] = {0x55, 0x48, 0x89, 0xe5};  // push %rbp; mov %rsp,%rbp
+  const uint32_t mcount =
+      !patchable && (starts ? !at_start : memcmp(p - 4, kFramePrologue, 4) == 0) ? 1 : 0;
   if (patchable && memcmp(p, kEndbr64, 4) == 0) p += 4;  // the nops come after endbr64
   // The nops there: gcc's N one-byte ones, clang's one or two long ones.
   int sled = 0;
   for (int n; sled < 16 && (n = nop_length(p + sled)) > 0;) sled += n;
   if (sled < 5) return;  // -fpatchable-function-entry=N with N < 5, or not a site
-  g_sites[g_site_count++] = Site{reinterpret_cast<uint64_t>(p), 0, static_cast<uint32_t>(sled)};
+  g_sites[g_site_count++] = Site{reinterpret_cast<uint64_t>(p), 0, static_cast<uint32_t>(sled), mcount};
+}
+
+CALLSCOPE_NOINSTR void site_bytes(const Site& s, bool on, uint8_t* out);
+
+// Whether a site holds what we put there: the nop, the call, or a breakpoint.
+CALLSCOPE_NOINSTR bool ours(const Site& s) {
+  const auto* p = reinterpret_cast<const uint8_t*>(s.addr);
+  if (p[0] == 0xcc || memcmp(p, kNop5, 4) == 0) return true;
+  uint8_t call[5];
+  site_bytes(s, true, call);
+  return memcmp(p, call, 5) == 0;
 }
 
 // Writes the 5 bytes of every site of `cm` that differs from what `want(s)`
@@ -343,7 +372,10 @@ CALLSCOPE_NOINSTR bool rewrite(const CodeModule& cm, const char* path, bool firs
   for (uint32_t i = cm.first; i < cm.first + cm.count; ++i) {
     want(g_sites[i], bytes);
     auto* p = reinterpret_cast<volatile uint8_t*>(g_sites[i].addr);
-    if (memcmp(const_cast<const uint8_t*>(p), bytes, 5) != 0) p[0] = 0xcc;
+    // Only bytes we know are changed (a library that replaced the module at
+    // the same place, between a dlclose and our next look, is left alone).
+    if (memcmp(const_cast<const uint8_t*>(p), bytes, 5) != 0 && (first_time || ours(g_sites[i])))
+      p[0] = 0xcc;
   }
   serialize_cores();
   for (uint32_t i = cm.first; i < cm.first + cm.count; ++i) {
@@ -375,25 +407,31 @@ CALLSCOPE_NOINSTR void site_bytes(const Site& s, bool on, uint8_t* out) {
 
 char g_path[4096];
 
-struct Scan {
-  int added;
-};
+// The modules dl_iterate_phdr lists, looked at after it returns (it holds a
+// lock of the dynamic linker while it runs).
+constexpr int kMaxListed = 4096;
+dl_phdr_info g_listed[kMaxListed];
+int g_listed_count = 0;
 
-CALLSCOPE_NOINSTR int scan_module(dl_phdr_info* info, size_t, void* arg) {
-  auto* scan = static_cast<Scan*>(arg);
+CALLSCOPE_NOINSTR int list_module(dl_phdr_info* info, size_t, void*) {
+  if (g_listed_count < kMaxListed) g_listed[g_listed_count++] = *info;
+  return 0;
+}
+
+CALLSCOPE_NOINSTR void scan_module(dl_phdr_info* info) {
   const ModuleBounds bounds = module_bounds(info);
   const uint64_t low = bounds.low, high = bounds.high, text_lo = bounds.text_lo, text_hi = bounds.text_hi;
-  if (high == 0 || text_hi == 0) return 0;
+  if (high == 0 || text_hi == 0) return;
   for (int m = 0; m < g_cmod_count; ++m)
     if (g_cmods[m].low == low && g_cmods[m].bias == info->dlpi_addr) {
       g_cmods[m].seen = true;
-      return 0;
+      return;
     }
   const uint64_t self = reinterpret_cast<uint64_t>(&serialize_cores);
   const uint64_t vdso = ::getauxval(AT_SYSINFO_EHDR);
   if ((self >= low && self < high) || (vdso >= low && vdso < high) || info->dlpi_addr == ::getauxval(AT_BASE))
-    return 0;
-  if (g_cmod_count == kMaxCodeModules) return 0;
+    return;
+  if (g_cmod_count == kMaxCodeModules) return;
   const bool main = info->dlpi_name == nullptr || info->dlpi_name[0] == '\0';
   if (main) {
     const ssize_t n = ::readlink("/proc/self/exe", g_path, sizeof g_path - 1);
@@ -410,7 +448,7 @@ CALLSCOPE_NOINSTR int scan_module(dl_phdr_info* info, size_t, void* arg) {
       const bool patchable = kind == 0;
       uint64_t addr = 0, size = 0;
       if (!find_section(file, patchable ? "__patchable_function_entries" : "__mcount_loc", &addr, &size)) continue;
-      if (patchable && !starts) starts = function_starts(file, &nstarts);
+      if (!starts) starts = function_starts(file, &nstarts);
       // The section is in memory, relocated: absolute addresses.
       const auto* entries = reinterpret_cast<const uint64_t*>(info->dlpi_addr + addr);
       for (uint64_t i = 0; i < size / 8; ++i)
@@ -421,34 +459,32 @@ CALLSCOPE_NOINSTR int scan_module(dl_phdr_info* info, size_t, void* arg) {
   }
   cm.count = g_site_count - cm.first;
   g_cmods[g_cmod_count++] = cm;  // also without sites: not read again
-  if (cm.count == 0) return 0;
+  if (cm.count == 0) return;
   heap_sort(g_sites + cm.first, cm.count, [](const Site& x, const Site& y) { return x.addr < y.addr; });
   const uint64_t pad = near_pad(low, high);
   if (pad == 0) {
     say("callscope: no memory near ", g_path, " for the calls of its patchable entries: they stay unrecorded\n");
     g_site_count = cm.first;
     g_cmods[g_cmod_count - 1].count = 0;
-    return 0;
+    return;
   }
   install_handler();
-  static const uint8_t kPrologue[4] = {0x55, 0x48, 0x89, 0xe5};  // push %rbp; mov %rsp,%rbp: mcount's place
-  for (uint32_t i = cm.first; i < g_site_count; ++i) {
-    const bool after_frame = memcmp(reinterpret_cast<const void*>(g_sites[i].addr - 4), kPrologue, 4) == 0;
-    g_sites[i].pad = pad + (after_frame ? 16 * kMcount : 16 * kFentry);
-  }
+  for (uint32_t i = cm.first; i < g_site_count; ++i) g_sites[i].pad = pad + 16 * (g_sites[i].mcount ? kMcount : kFentry);
   // One five-byte nop each first (no thread runs this code yet), then calls
   // if tracing is on.
   if (rewrite(g_cmods[g_cmod_count - 1], g_path, true, [](const Site& s, uint8_t* b) { site_bytes(s, false, b); }) &&
       g_on)
     rewrite(g_cmods[g_cmod_count - 1], g_path, false, [](const Site& s, uint8_t* b) { site_bytes(s, true, b); });
-  scan->added += static_cast<int>(cm.count);
-  return 0;
+  return;
 }
 
 }  // namespace
 
 void code_patch_init(bool on) {
   g_on = on ? 1 : 0;
+  g_real_sigmask = reinterpret_cast<SigmaskFn>(::dlsym(RTLD_NEXT, "pthread_sigmask"));
+  g_real_procmask = reinterpret_cast<SigmaskFn>(::dlsym(RTLD_NEXT, "sigprocmask"));
+  g_real_sigaction = reinterpret_cast<SigactionFn>(::dlsym(RTLD_NEXT, "sigaction"));
   g_sites = static_cast<Site*>(map_anon(uint64_t{kMaxSites} * sizeof(Site)));
   if (!g_sites) return;
   if (::syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0) == 0) g_membarrier = true;
@@ -464,8 +500,9 @@ void code_patch_new_modules() {
   signal_fence();
   ::pthread_mutex_lock(&g_lock);
   for (int m = 0; m < g_cmod_count; ++m) g_cmods[m].seen = false;
-  Scan scan{0};
-  ::dl_iterate_phdr(scan_module, &scan);
+  g_listed_count = 0;
+  ::dl_iterate_phdr(list_module, nullptr);
+  for (int i = 0; i < g_listed_count; ++i) scan_module(&g_listed[i]);
   // Modules gone (dlclose) are never written again; one loaded at the same
   // place later is new. (Their sites' slots are not reused.)
   int kept = 0;
@@ -478,11 +515,19 @@ void code_patch_new_modules() {
   errno = saved_errno;
 }
 
-void code_patch_set(bool on) {
-  if (!g_sites) return;
+void code_patch_sync() {
+  if (!g_sites || g_site_count == 0) return;
   const int saved_errno = errno;
   ::pthread_mutex_lock(&g_lock);
-  if ((g_on != 0) != on) {
+  const bool on = (control_word() & 1) != 0;
+  if ((g_on != 0) != on && !g_membarrier) {
+    // Without a core-serializing barrier other threads could run stale
+    // code: the sites stay as they are.
+    static bool said = false;
+    if (!said) say("callscope: this kernel has no membarrier SYNC_CORE: patchable entries stay as they were at "
+                   "start (calls, or nops with --start-off) when tracing is switched", "\n", "");
+    said = true;
+  } else if ((g_on != 0) != on) {
     g_on = on ? 1 : 0;
     for (int m = 0; m < g_cmod_count; ++m)
       rewrite(g_cmods[m], "", false, [on](const Site& s, uint8_t* b) { site_bytes(s, on, b); });
@@ -498,3 +543,57 @@ void code_patch_after_fork() {
 }
 
 }  // namespace callscope::rt
+
+// ---- keeping SIGTRAP ours while patchable entries are in use ---------------------
+
+// A breakpoint byte met with SIGTRAP blocked kills the process, so no thread
+// may block it while sites exist: masks lose it. And the program's own
+// SIGTRAP handler (a debugger-like tool of its own) goes behind ours: it
+// gets every trap that is not ours.
+using namespace callscope::rt;
+
+namespace {
+
+CALLSCOPE_NOINSTR const sigset_t* without_trap(const sigset_t* set, sigset_t* copy) {
+  if (!g_handler || !set || !sigismember(set, SIGTRAP)) return set;
+  *copy = *set;
+  sigdelset(copy, SIGTRAP);
+  return copy;
+}
+
+}  // namespace
+
+CALLSCOPE_EXPORT int pthread_sigmask(int how, const sigset_t* set, sigset_t* old) {
+  if (!g_real_sigmask) g_real_sigmask = reinterpret_cast<SigmaskFn>(::dlsym(RTLD_NEXT, "pthread_sigmask"));
+  sigset_t copy;
+  return g_real_sigmask ? g_real_sigmask(how, how == SIG_UNBLOCK ? set : without_trap(set, &copy), old) : EINVAL;
+}
+
+CALLSCOPE_EXPORT int sigprocmask(int how, const sigset_t* set, sigset_t* old) {
+  if (!g_real_procmask) g_real_procmask = reinterpret_cast<SigmaskFn>(::dlsym(RTLD_NEXT, "sigprocmask"));
+  sigset_t copy;
+  if (!g_real_procmask) {
+    errno = EINVAL;
+    return -1;
+  }
+  return g_real_procmask(how, how == SIG_UNBLOCK ? set : without_trap(set, &copy), old);
+}
+
+CALLSCOPE_EXPORT int sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
+  if (!g_real_sigaction) g_real_sigaction = reinterpret_cast<SigactionFn>(::dlsym(RTLD_NEXT, "sigaction"));
+  if (!g_real_sigaction) {
+    errno = EINVAL;
+    return -1;
+  }
+  if (g_handler && sig == SIGTRAP) {  // ours stays; theirs is called for traps not ours
+    if (old) *old = g_old_trap;
+    if (act) g_old_trap = *act;
+    return 0;
+  }
+  if (g_handler && act && sigismember(&act->sa_mask, SIGTRAP)) {
+    struct sigaction copy = *act;
+    sigdelset(&copy.sa_mask, SIGTRAP);
+    return g_real_sigaction(sig, &copy, old);
+  }
+  return g_real_sigaction(sig, act, old);
+}

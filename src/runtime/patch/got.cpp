@@ -55,7 +55,7 @@ pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 // Functions that return twice (setjmp would save our trampoline as where to
 // come back, vfork's child would return through the parent's frame), that
 // use their caller's address (dlsym(RTLD_NEXT), dlopen's $ORIGIN and
-// namespace), or that switch stacks.
+// namespace), or that switch stacks (ucontext, boost.context's *_fcontext).
 constexpr const char* kNeverHooked[] = {
     "setjmp",   "_setjmp",   "__sigsetjmp", "sigsetjmp",   "savectx",   "getcontext",  "swapcontext",
     "setcontext", "makecontext", "vfork",  "__vfork",     "clone",      "clone3",      "__clone",
@@ -65,6 +65,7 @@ constexpr const char* kNeverHooked[] = {
 
 CALLSCOPE_NOINSTR bool never_hooked(const char* name) {
   if (strncmp(name, "_Unwind_", 8) == 0 || strncmp(name, "_dl_", 4) == 0) return true;
+  if (strstr(name, "fcontext") != nullptr) return true;  // boost.context's stack switches (jump_fcontext, ...)
   for (const char* n : kNeverHooked)
     if (strcmp(n, name) == 0) return true;
   return false;
@@ -288,6 +289,7 @@ CALLSCOPE_NOINSTR void say(const char* a, const char* b) {
 
 struct Pending {
   uint64_t* slot;
+  uint64_t seen;  // what the slot held when we read it
   uint64_t stub;
 };
 constexpr int kMaxPending = 1 << 16;
@@ -320,7 +322,7 @@ CALLSCOPE_NOINSTR void consider_relocs(const Module& m, const ElfW(Rela)* rel, u
     if (!all_slots && !module_matches(g_callers, def->path)) continue;
     const uint64_t stub = stub_for(reinterpret_cast<uint64_t>(slot), target, symbol_address(*def, name, target));
     if (stub == 0) return;
-    g_pending[(*pending)++] = Pending{slot, stub};
+    g_pending[(*pending)++] = Pending{slot, *slot, stub};
   }
 }
 
@@ -334,13 +336,21 @@ CALLSCOPE_NOINSTR void patch_module(const Module& m) {
   consider_relocs(m, m.rela, m.rela_size, all_slots, &pending);
   if (pending == 0) return;
   const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-  const uint64_t lo = m.relro_lo & ~(page - 1), hi = (m.relro_hi + page - 1) & ~(page - 1);
+  // As the dynamic linker protects it: the last page, if partly RELRO, stays writable.
+  const uint64_t lo = m.relro_lo & ~(page - 1), hi = m.relro_hi & ~(page - 1);
   const bool relro = hi > lo;
   if (relro && ::mprotect(reinterpret_cast<void*>(lo), hi - lo, PROT_READ | PROT_WRITE) != 0) {
-    say("callscope: cannot hook the library calls of ", m.path[0] ? m.path : "the program");
+    if (errno != ENOMEM)  // ENOMEM: unloaded meanwhile
+      say("callscope: cannot hook the library calls of ", m.path[0] ? m.path : "the program");
     return;
   }
-  for (int i = 0; i < pending; ++i) __atomic_store_n(g_pending[i].slot, g_pending[i].stub, __ATOMIC_RELEASE);
+  // Each slot only if it still holds what we read (a slot written since, by
+  // the dynamic linker or the program, is left to them).
+  for (int i = 0; i < pending; ++i) {
+    uint64_t expected = g_pending[i].seen;
+    __atomic_compare_exchange_n(g_pending[i].slot, &expected, g_pending[i].stub, false, __ATOMIC_RELEASE,
+                                __ATOMIC_RELAXED);
+  }
   if (relro) ::mprotect(reinterpret_cast<void*>(lo), hi - lo, PROT_READ);
 }
 

@@ -11,9 +11,10 @@
 //    as its return address, so the call that jumped ends there and the new
 //    one returns where it would have;
 //  - exceptions: the unwinder reads return addresses to find each frame's
-//    rules, and ours has none. _Unwind_RaiseException (a throw) and
-//    _Unwind_Resume_or_Rethrow (a rethrow) put every original return address
-//    back first; __cxa_begin_catch (the handler is running) drops the calls
+//    rules, and ours has none. _Unwind_RaiseException (a throw),
+//    _Unwind_Resume_or_Rethrow (a rethrow) and _Unwind_Resume (unwinding
+//    going on after a cleanup, which may have caught an exception of its
+//    own meanwhile) put every original return address back first; __cxa_begin_catch (the handler is running) drops the calls
 //    the throw ended and replaces the addresses of those still running
 //    again. pthread_exit, whose unwinding cannot be intercepted (glibc calls
 //    libgcc_s through pointers of its own), puts them back for good.
@@ -260,6 +261,18 @@ CALLSCOPE_EXPORT int _Unwind_Resume_or_Rethrow(void* exception) {
   restore_current();
   Fn f = next_symbol(&real, "_Unwind_Resume_or_Rethrow");
   return f ? f(exception) : 9;
+}
+
+// A cleanup (a destructor) ran on the way and unwinding goes on: a handler
+// inside that cleanup (a try/catch of its own that caught another exception)
+// put addresses back on frames this exception has still to unwind.
+CALLSCOPE_EXPORT __attribute__((noreturn)) void _Unwind_Resume(void* exception) {
+  using Fn = void (*)(void*);
+  static Fn real = nullptr;
+  restore_current();
+  Fn f = next_symbol(&real, "_Unwind_Resume");
+  if (f) f(exception);
+  __builtin_trap();
 }
 
 CALLSCOPE_EXPORT void* __cxa_begin_catch(void* exception) {

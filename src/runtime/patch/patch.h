@@ -1,7 +1,7 @@
 // Library calls without recompiling: GOT slots rewritten to trampolines of
 // ours (got.cpp), and the returns of the calls they hook caught by replacing
 // the return address (libcall.cpp). One mechanism for record, profile mode
-// and, later, attach; -pg and patchable entries will return through the same
+// and, later, attach; -pg and patchable entries return through the same
 // trampoline.
 //
 // A hooked call goes
@@ -55,8 +55,10 @@ extern Hook* g_hooks;
 void code_patch_init(bool on);
 // The same for modules loaded since (the dlopen and dlclose wrappers).
 void code_patch_new_modules();
-// Calls (tracing on) or nops (off), while the program runs.
-void code_patch_set(bool on);
+// Calls while tracing is on, nops while off (g_control, read under the
+// patching's lock: a stop and a start racing leave the sites as the last
+// one left tracing), while the program runs.
+void code_patch_sync();
 // In a fork child: locks start afresh (code.cpp and got.cpp).
 void code_patch_after_fork();
 void libcalls_after_fork();
