@@ -6,6 +6,8 @@
 // C++ exceptions thrown through qsort, the -fno-plt/-z now/CET shape, and
 // the -finstrument-functions hooks in the same trace.
 
+#include <csignal>
+
 #include "variant_recording.h"
 
 namespace callscope::e2e {
@@ -133,6 +135,19 @@ TEST_P(LibcallsTest, ExceptionsThrownThroughAHookedCall) {
   EXPECT_EQ(s.calls_of("qsort"), 100u);
   EXPECT_EQ(s.calls_of("__cxa_throw"), 150u);  // 100 from the callback, 50 in rethrows()
   EXPECT_EQ(s.calls_of("__cxa_rethrow"), 17u);
+}
+
+TEST_P(LibcallsTest, AStackSwitchAcrossAHookedCallStopsTheProgramWithTheReason) {
+  // Documented in docs/recording.md, Limits: the runtime cannot follow it,
+  // and must not return to a wrong address.
+  const std::string trace = dir_.file("stacks.trace");
+  RunResult r = callscope({"record", "--libcalls", "-o", trace, "--", fixture(GetParam(), "libcalls_stacks")});
+  EXPECT_EQ(r.term_signal, SIGABRT) << r.exit_code << r.err;
+  EXPECT_NE(r.err.find("a hooked library call returned to a stack we do not know"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("done="), std::string::npos) << r.out;
+  // What was recorded before is in the trace.
+  TraceSummary s = summarize(trace);
+  EXPECT_EQ(s.calls_of("qsort"), 1u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, LibcallsTest, ::testing::ValuesIn(variants()), VariantName());

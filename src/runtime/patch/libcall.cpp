@@ -212,7 +212,9 @@ uint64_t callscope_rt_lib_exit(uint64_t cfa) {
   if (CALLSCOPE_UNLIKELY(t->rdepth == 0 || t->rstack[t->rdepth - 1].slot != s)) {
     static const char kMsg[] =
         "callscope: a hooked library call returned to a stack we do not know (a stack switch: "
-        "makecontext, fibers?); its return address is lost. Record without --libcalls/--patch-*.\n";
+        "makecontext, fibers?); its return address is lost. A program that switches stacks across calls "
+        "is recorded with -finstrument-functions, not by catching returns (--libcalls, --patch-*, -pg, "
+        "patchable entries).\n";
     ssize_t ignored = ::write(2, kMsg, sizeof kMsg - 1);
     (void)ignored;
     ::abort();
