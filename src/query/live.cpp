@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <cstdio>
 #include <cstring>
 
@@ -208,11 +209,31 @@ bool LiveTrace::read_session() {
   return grew;
 }
 
+bool LiveTrace::meta_grew() {
+  if (session_.empty()) return false;
+  uint64_t bytes = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(session_, ec)) {
+    std::error_code ec2;
+    const auto size = std::filesystem::file_size(e.path() / "meta", ec2);
+    if (!ec2) bytes += size;
+  }
+  if (bytes == meta_bytes_) return false;
+  meta_bytes_ = bytes;
+  return true;
+}
+
 bool LiveTrace::update(const std::vector<format::LiveDelivery>& deliveries, bool reread) {
   bool unknown = false;
   for (const format::LiveDelivery& d : deliveries)
     for (const format::LiveThreadStart& t : d.threads) unknown = unknown || !process_of_dir_.count(t.process);
-  bool grew = (reread || unknown) && read_session();
+  // A module's record is written before any of its code runs: events that
+  // came with the meta files grown may call into it, and are named only
+  // once it is read (without this, a library loaded since the last periodic
+  // reading was shown as raw addresses).
+  const bool events = std::any_of(deliveries.begin(), deliveries.end(),
+                                  [](const format::LiveDelivery& d) { return !d.threads.empty() || !d.events.empty(); });
+  bool grew = (reread || unknown || (events && meta_grew())) && read_session();
   auto& threads = trace_->mutable_threads();
   for (const format::LiveDelivery& d : deliveries) {
     for (const format::LiveThreadStart& t : d.threads) {

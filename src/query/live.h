@@ -69,7 +69,11 @@ class LiveTrace final : public format::LiveTap {
 
  private:
   bool read_session();
+  // Whether the processes' meta files grew since the last look (a module
+  // loaded, a process started or ended): cheap, a stat per process.
+  bool meta_grew();
   std::string session_;
+  uint64_t meta_bytes_ = 0;
   format::ClockKind clock_ = format::ClockKind::kMonotonic;
   uint64_t origin_ = 0;
   double ticks_per_ns_ = 1.0;
