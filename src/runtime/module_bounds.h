@@ -4,6 +4,8 @@
 
 #include <link.h>
 #include <stdint.h>
+#include <string.h>
+#include <sys/auxv.h>
 
 namespace callscope::rt {
 
@@ -27,6 +29,20 @@ __attribute__((no_instrument_function)) inline ModuleBounds module_bounds(const 
     }
   }
   return b;
+}
+
+// Whether a module is one that is never patched nor hooked: the runtime
+// itself (it holds `self`, an address of its code) and libcallscope-mem, the
+// dynamic linker, the vDSO.
+__attribute__((no_instrument_function)) inline bool runtime_or_system_module(const dl_phdr_info* info,
+                                                                             const ModuleBounds& b, const void* self) {
+  const uint64_t vdso = ::getauxval(AT_SYSINFO_EHDR);
+  const uint64_t own = reinterpret_cast<uint64_t>(self);
+  const char* path = info->dlpi_name ? info->dlpi_name : "";
+  const char* base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  return (vdso >= b.low && vdso < b.high) || (own >= b.low && own < b.high) ||
+         info->dlpi_addr == ::getauxval(AT_BASE) || strncmp(base, "libcallscope-", 13) == 0;
 }
 
 }  // namespace callscope::rt

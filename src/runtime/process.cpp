@@ -619,8 +619,8 @@ using namespace callscope::rt;
 
 CALLSCOPE_EXPORT void* dlopen(const char* file, int mode) {
   using Fn = void* (*)(const char*, int);
-  static Fn real = nullptr;
-  if (!real) real = reinterpret_cast<Fn>(::dlsym(RTLD_NEXT, "dlopen"));
+  static Fn cache = nullptr;
+  Fn real = next_symbol(&cache, "dlopen");
   if (!real) return nullptr;
   void* handle = real(file, mode);
   if (handle) {
@@ -636,8 +636,8 @@ CALLSCOPE_EXPORT void* dlopen(const char* file, int mode) {
 
 CALLSCOPE_EXPORT int dlclose(void* handle) {
   using Fn = int (*)(void*);
-  static Fn real = nullptr;
-  if (!real) real = reinterpret_cast<Fn>(::dlsym(RTLD_NEXT, "dlclose"));
+  static Fn cache = nullptr;
+  Fn real = next_symbol(&cache, "dlclose");
   if (!real) return -1;
   const int rc = real(handle);
   if (rc == 0) {

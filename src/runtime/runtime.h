@@ -13,6 +13,7 @@
 //    against a build that adds it anyway).
 #pragma once
 
+#include <dlfcn.h>
 #include <stdint.h>
 
 #include "format/trace_format.h"
@@ -247,6 +248,19 @@ CALLSCOPE_NOINSTR int64_t exit_frame_index(const F* stack, uint32_t depth, uint6
     if (stack[i].sp >= sp) return i;
   }
   return found;
+}
+
+// The next definition of `name` after ours (dlsym RTLD_NEXT), looked up
+// once into *cache: for the wrappers the runtime exports over libc's and
+// libgcc's functions.
+template <class Fn>
+CALLSCOPE_NOINSTR Fn next_symbol(Fn* cache, const char* name) {
+  Fn f = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
+  if (!f) {
+    f = reinterpret_cast<Fn>(::dlsym(RTLD_NEXT, name));
+    __atomic_store_n(cache, f, __ATOMIC_RELEASE);
+  }
+  return f;
 }
 
 // Clock: ticks relative to the process base.

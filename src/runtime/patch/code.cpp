@@ -76,12 +76,10 @@ pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 // What the sites are becoming: calls (1) or nops (0). Read by the trap
 // handler for a site caught halfway.
 volatile int g_on = 0;
-// The program's own signal calls, past our wrappers (the end of this file).
-using SigmaskFn = int (*)(int, const sigset_t*, sigset_t*);
+// libc's sigaction, past our wrapper (the end of this file).
 using SigactionFn = int (*)(int, const struct sigaction*, struct sigaction*);
-SigmaskFn g_real_sigmask = nullptr;
-SigmaskFn g_real_procmask = nullptr;
 SigactionFn g_real_sigaction = nullptr;
+CALLSCOPE_NOINSTR SigactionFn real_sigaction() { return next_symbol(&g_real_sigaction, "sigaction"); }
 bool g_membarrier = false;
 bool g_handler = false;
 struct sigaction g_old_trap;
@@ -146,7 +144,7 @@ CALLSCOPE_NOINSTR void on_trap(int sig, siginfo_t* info, void* ctx) {
   } else {
     struct sigaction dfl {};
     dfl.sa_handler = SIG_DFL;
-    if (g_real_sigaction) g_real_sigaction(SIGTRAP, &dfl, nullptr);
+    if (real_sigaction()) real_sigaction()(SIGTRAP, &dfl, nullptr);
     ::raise(SIGTRAP);
   }
 }
@@ -157,7 +155,7 @@ CALLSCOPE_NOINSTR void install_handler() {
   sa.sa_sigaction = on_trap;
   sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER;
   sigemptyset(&sa.sa_mask);
-  g_handler = g_real_sigaction && g_real_sigaction(SIGTRAP, &sa, &g_old_trap) == 0;
+  g_handler = real_sigaction() && real_sigaction()(SIGTRAP, &sa, &g_old_trap) == 0;
 }
 
 // A page within 2 GiB of [low, high) with `jmp *0(%rip)` to __fentry__ at
@@ -427,10 +425,7 @@ CALLSCOPE_NOINSTR void scan_module(dl_phdr_info* info) {
       g_cmods[m].seen = true;
       return;
     }
-  const uint64_t self = reinterpret_cast<uint64_t>(&serialize_cores);
-  const uint64_t vdso = ::getauxval(AT_SYSINFO_EHDR);
-  if ((self >= low && self < high) || (vdso >= low && vdso < high) || info->dlpi_addr == ::getauxval(AT_BASE))
-    return;
+  if (runtime_or_system_module(info, bounds, reinterpret_cast<const void*>(&serialize_cores))) return;
   if (g_cmod_count == kMaxCodeModules) return;
   const bool main = info->dlpi_name == nullptr || info->dlpi_name[0] == '\0';
   if (main) {
@@ -482,9 +477,7 @@ CALLSCOPE_NOINSTR void scan_module(dl_phdr_info* info) {
 
 void code_patch_init(bool on) {
   g_on = on ? 1 : 0;
-  g_real_sigmask = reinterpret_cast<SigmaskFn>(::dlsym(RTLD_NEXT, "pthread_sigmask"));
-  g_real_procmask = reinterpret_cast<SigmaskFn>(::dlsym(RTLD_NEXT, "sigprocmask"));
-  g_real_sigaction = reinterpret_cast<SigactionFn>(::dlsym(RTLD_NEXT, "sigaction"));
+  real_sigaction();  // looked up now, not in a wrapper a signal handler may call first
   g_sites = static_cast<Site*>(map_anon(uint64_t{kMaxSites} * sizeof(Site)));
   if (!g_sites) return;
   if (::syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0) == 0) g_membarrier = true;
@@ -554,34 +547,37 @@ using namespace callscope::rt;
 
 namespace {
 
-CALLSCOPE_NOINSTR const sigset_t* without_trap(const sigset_t* set, sigset_t* copy) {
-  if (!g_handler || !set || !sigismember(set, SIGTRAP)) return set;
-  *copy = *set;
-  sigdelset(copy, SIGTRAP);
-  return copy;
+using SigmaskFn = int (*)(int, const sigset_t*, sigset_t*);
+SigmaskFn g_real_sigmask = nullptr;
+SigmaskFn g_real_procmask = nullptr;
+
+// `real` with `set` less SIGTRAP while sites exist (SIG_UNBLOCK as it is).
+CALLSCOPE_NOINSTR int mask_keeping_trap(SigmaskFn real, int how, const sigset_t* set, sigset_t* old) {
+  if (!g_handler || !set || how == SIG_UNBLOCK || !sigismember(set, SIGTRAP)) return real(how, set, old);
+  sigset_t copy = *set;
+  sigdelset(&copy, SIGTRAP);
+  return real(how, &copy, old);
 }
 
 }  // namespace
 
 CALLSCOPE_EXPORT int pthread_sigmask(int how, const sigset_t* set, sigset_t* old) {
-  if (!g_real_sigmask) g_real_sigmask = reinterpret_cast<SigmaskFn>(::dlsym(RTLD_NEXT, "pthread_sigmask"));
-  sigset_t copy;
-  return g_real_sigmask ? g_real_sigmask(how, how == SIG_UNBLOCK ? set : without_trap(set, &copy), old) : EINVAL;
+  SigmaskFn real = next_symbol(&g_real_sigmask, "pthread_sigmask");
+  return real ? mask_keeping_trap(real, how, set, old) : EINVAL;
 }
 
 CALLSCOPE_EXPORT int sigprocmask(int how, const sigset_t* set, sigset_t* old) {
-  if (!g_real_procmask) g_real_procmask = reinterpret_cast<SigmaskFn>(::dlsym(RTLD_NEXT, "sigprocmask"));
-  sigset_t copy;
-  if (!g_real_procmask) {
+  SigmaskFn real = next_symbol(&g_real_procmask, "sigprocmask");
+  if (!real) {
     errno = EINVAL;
     return -1;
   }
-  return g_real_procmask(how, how == SIG_UNBLOCK ? set : without_trap(set, &copy), old);
+  return mask_keeping_trap(real, how, set, old);
 }
 
 CALLSCOPE_EXPORT int sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
-  if (!g_real_sigaction) g_real_sigaction = reinterpret_cast<SigactionFn>(::dlsym(RTLD_NEXT, "sigaction"));
-  if (!g_real_sigaction) {
+  SigactionFn real = real_sigaction();
+  if (!real) {
     errno = EINVAL;
     return -1;
   }
@@ -593,7 +589,7 @@ CALLSCOPE_EXPORT int sigaction(int sig, const struct sigaction* act, struct siga
   if (g_handler && act && sigismember(&act->sa_mask, SIGTRAP)) {
     struct sigaction copy = *act;
     sigdelset(&copy.sa_mask, SIGTRAP);
-    return g_real_sigaction(sig, &copy, old);
+    return real(sig, &copy, old);
   }
-  return g_real_sigaction(sig, act, old);
+  return real(sig, act, old);
 }

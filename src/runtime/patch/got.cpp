@@ -127,12 +127,8 @@ CALLSCOPE_NOINSTR int collect(dl_phdr_info* info, size_t, void*) {
   if (m.high == 0) return 0;
   m.main = g_mod_count == 0;
   m.path = info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name : (m.main ? g_exe : "");
-  const uint64_t vdso = ::getauxval(AT_SYSINFO_EHDR);
-  const uint64_t self = reinterpret_cast<uint64_t>(&libcalls_configure);
-  const char* base = strrchr(m.path, '/');
-  base = base ? base + 1 : m.path;
-  m.ours = (vdso >= m.low && vdso < m.high) || (self >= m.low && self < m.high) ||
-           m.bias == ::getauxval(AT_BASE) || strncmp(base, "libcallscope-", 13) == 0 || m.dynamic == nullptr;
+  m.ours = runtime_or_system_module(info, bounds, reinterpret_cast<const void*>(&libcalls_configure)) ||
+           m.dynamic == nullptr;
   for (const ElfW(Dyn)* d = m.dynamic; d && d->d_tag != DT_NULL; ++d) {
     switch (d->d_tag) {
       case DT_SYMTAB: m.symtab = reinterpret_cast<const ElfW(Sym)*>(dyn_addr(info, d->d_un.d_ptr)); break;
@@ -371,8 +367,6 @@ bool libcalls_configure() {
   g_enabled = true;
   return true;
 }
-
-bool libcalls_enabled() { return g_enabled; }
 
 void libcalls_after_fork() {
   pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;

@@ -62,6 +62,16 @@ CALLSCOPE_NOINSTR void hook_exit(uint64_t fn, uint64_t slot) {
   call_hook(&callscope_rt_exit_target, fn, ~below, slot);
 }
 
+CALLSCOPE_NOINSTR inline uint64_t return_trampoline() { return reinterpret_cast<uint64_t>(&callscope_rt_lib_return); }
+
+CALLSCOPE_NOINSTR inline uint64_t& slot_at(uint64_t slot) { return *reinterpret_cast<uint64_t*>(slot); }
+
+// Drops the calls whose return address lies below `limit` (deeper on the
+// stack): abandoned (longjmp), or ended by an exception.
+CALLSCOPE_NOINSTR inline void drop_calls_below(ThreadState* t, uint64_t limit) {
+  while (t->rdepth && t->rstack[t->rdepth - 1].slot < limit) --t->rdepth;
+}
+
 CALLSCOPE_NOINSTR __attribute__((noinline)) bool map_rstack(ThreadState* t) {
   const int saved_errno = errno;
   t->in_hook = 1;
@@ -75,49 +85,29 @@ CALLSCOPE_NOINSTR __attribute__((noinline)) bool map_rstack(ThreadState* t) {
 
 CALLSCOPE_NOINSTR inline bool ensure_rstack(ThreadState* t) { return CALLSCOPE_LIKELY(t->rstack != nullptr) || map_rstack(t); }
 
-}  // namespace
-
-void libcalls_thread_exit(ThreadState* t) {
-  if (t->rstack && t->rdepth == 0) {
-    ::munmap(t->rstack, uint64_t{kRetCapacity} * sizeof(RetFrame));
-    t->rstack = nullptr;
-  }
-}
-
-namespace {
-
-// Puts back every original return address of the thread (an exception or a
-// thread's end is unwinding the stack).
-CALLSCOPE_NOINSTR void libcalls_restore_all(ThreadState* t) {
-  const uint64_t tramp = reinterpret_cast<uint64_t>(&callscope_rt_lib_return);
+// Puts back every original return address of the calling thread (an
+// exception or the thread's end is unwinding the stack).
+CALLSCOPE_NOINSTR void restore_current() {
+  ThreadState* t = current_thread();
   for (uint32_t i = 0; i < t->rdepth; ++i) {
     RetFrame& r = t->rstack[i];
-    if (!r.restored && *reinterpret_cast<uint64_t*>(r.slot) == tramp) *reinterpret_cast<uint64_t*>(r.slot) = r.orig;
+    if (!r.restored && slot_at(r.slot) == return_trampoline()) slot_at(r.slot) = r.orig;
     r.restored = 1;
   }
 }
 
 // A handler whose frame is at `cfa` caught an exception: the calls below it
 // ended, the others go on.
-CALLSCOPE_NOINSTR void libcalls_caught(ThreadState* t, uint64_t cfa) {
-  while (t->rdepth && t->rstack[t->rdepth - 1].slot < cfa) --t->rdepth;
-  const uint64_t tramp = reinterpret_cast<uint64_t>(&callscope_rt_lib_return);
+CALLSCOPE_NOINSTR void caught_at(ThreadState* t, uint64_t cfa) {
+  drop_calls_below(t, cfa);
   for (uint32_t i = 0; i < t->rdepth; ++i) {
     RetFrame& r = t->rstack[i];
-    if (r.restored && *reinterpret_cast<uint64_t*>(r.slot) == r.orig) {
-      *reinterpret_cast<uint64_t*>(r.slot) = tramp;
+    if (r.restored && slot_at(r.slot) == r.orig) {
+      slot_at(r.slot) = return_trampoline();
       r.restored = 0;
     }
   }
 }
-
-}  // namespace
-}  // namespace callscope::rt
-
-using namespace callscope::rt;
-
-namespace callscope::rt {
-namespace {
 
 // Records an entry of `fn` whose return address is at `slot`, and replaces
 // that address with the return trampoline's: for the GOT stubs, __fentry__
@@ -129,12 +119,11 @@ __attribute__((always_inline)) inline void hijack_enter(uint64_t fn, uint64_t* s
   // hook), or no room: the call goes through unrecorded.
   if (t->in_hook || !ensure_rstack(t) || t->rdepth >= kRetCapacity) return;
   const uint64_t s = reinterpret_cast<uint64_t>(slot);
-  const uint64_t tramp = reinterpret_cast<uint64_t>(&callscope_rt_lib_return);
   uint64_t orig = *slot;
-  if (orig == tramp) {
+  if (orig == return_trampoline()) {
     // A hooked call jumped here (a tail call): it ends, and this call
     // returns where it would have.
-    while (t->rdepth && t->rstack[t->rdepth - 1].slot < s) --t->rdepth;
+    drop_calls_below(t, s);
     if (t->rdepth == 0 || t->rstack[t->rdepth - 1].slot != s)
       return;  // cannot happen: the slot holds our address only for a call on the stack
     const RetFrame jumped = t->rstack[--t->rdepth];
@@ -142,7 +131,7 @@ __attribute__((always_inline)) inline void hijack_enter(uint64_t fn, uint64_t* s
     hook_exit(jumped.fn, s);
   } else {
     // Calls at or below this slot were abandoned (longjmp): theirs is gone.
-    while (t->rdepth && t->rstack[t->rdepth - 1].slot <= s) --t->rdepth;
+    drop_calls_below(t, s + 1);
   }
   call_hook(&callscope_rt_enter_target, fn, ++t->lib_serial, s);
   // Replace the return address only if the entry was taken: a thread whose
@@ -152,7 +141,7 @@ __attribute__((always_inline)) inline void hijack_enter(uint64_t fn, uint64_t* s
     signal_fence();
     t->rstack[t->rdepth] = RetFrame{s, orig, fn, 0};
     ++t->rdepth;
-    *slot = tramp;
+    *slot = return_trampoline();
     signal_fence();
     t->in_hook = 0;
   } else if (orig != *slot) {
@@ -165,7 +154,7 @@ __attribute__((always_inline)) inline void hijack_enter(uint64_t fn, uint64_t* s
 // address, as for library calls. The trace records each function by its
 // first byte where the call's place tells it: __fentry__ is called by the
 // function's first instruction (after endbr64), mcount after gcc's
-// `push %rbp; mov %rsp,%rbp`; elsewhere (clang's -pg, which pushes more
+// `push %rbp; mov %rsp,%rbp`; elsewhere (a prologue that saves more
 // first) by the mcount call's own address, inside the function: one address
 // per function all the same, symbolized to its name.
 //
@@ -183,7 +172,17 @@ CALLSCOPE_NOINSTR inline uint64_t before_endbr(uint64_t a) {
 }
 
 }  // namespace
+
+void libcalls_thread_exit(ThreadState* t) {
+  if (t->rstack && t->rdepth == 0) {
+    ::munmap(t->rstack, uint64_t{kRetCapacity} * sizeof(RetFrame));
+    t->rstack = nullptr;
+  }
+}
+
 }  // namespace callscope::rt
+
+using namespace callscope::rt;
 
 // The entry of stub `index`, whose return address is at `slot`: returns
 // where the call goes on.
@@ -207,8 +206,7 @@ void callscope_rt_mcount_enter(uint64_t ret, uint64_t* slot) {
 uint64_t callscope_rt_lib_exit(uint64_t cfa) {
   ThreadState* t = current_thread();
   const uint64_t s = cfa - 8;
-  // Calls below this one were abandoned (longjmp).
-  while (t->rdepth && t->rstack[t->rdepth - 1].slot < s) --t->rdepth;
+  drop_calls_below(t, s);  // abandoned (longjmp)
   if (CALLSCOPE_UNLIKELY(t->rdepth == 0 || t->rstack[t->rdepth - 1].slot != s)) {
     static const char kMsg[] =
         "callscope: a hooked library call returned to a stack we do not know (a stack switch: "
@@ -226,25 +224,6 @@ uint64_t callscope_rt_lib_exit(uint64_t cfa) {
 }
 
 // ---- unwinding through hooked calls --------------------------------------------
-
-namespace {
-
-template <class Fn>
-CALLSCOPE_NOINSTR Fn next_symbol(Fn* cache, const char* name) {
-  Fn f = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
-  if (!f) {
-    f = reinterpret_cast<Fn>(::dlsym(RTLD_NEXT, name));
-    __atomic_store_n(cache, f, __ATOMIC_RELEASE);
-  }
-  return f;
-}
-
-CALLSCOPE_NOINSTR void restore_current() {
-  ThreadState* t = current_thread();
-  if (t->rdepth) libcalls_restore_all(t);
-}
-
-}  // namespace
 
 // int, not the enum: the runtime does not include unwind.h. The return
 // only comes when no handler was found (or on an error): the addresses stay
@@ -282,7 +261,7 @@ CALLSCOPE_EXPORT void* __cxa_begin_catch(void* exception) {
   static Fn real = nullptr;
   ThreadState* t = current_thread();
   // Our CFA: the handler's stack pointer at the call.
-  if (t->rdepth) libcalls_caught(t, reinterpret_cast<uint64_t>(__builtin_frame_address(0)) + 16);
+  if (t->rdepth) caught_at(t, reinterpret_cast<uint64_t>(__builtin_frame_address(0)) + 16);
   Fn f = next_symbol(&real, "__cxa_begin_catch");
   return f ? f(exception) : exception;
 }

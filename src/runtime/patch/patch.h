@@ -64,7 +64,6 @@ void code_patch_after_fork();
 void libcalls_after_fork();
 
 // libcall.cpp
-bool libcalls_enabled();
 void libcalls_thread_exit(ThreadState* t);
 // The return trampoline: a replaced return address points here.
 extern "C" void callscope_rt_lib_return();
