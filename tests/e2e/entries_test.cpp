@@ -3,9 +3,10 @@
 // and without CET's endbr64), gcc's -mnop-mcount -mrecord-mcount; exits by
 // return-address replacement. Exact counts and balance with recursion,
 // longjmp out of four frames and threads; C++ exceptions through -mfentry
-// frames; patchable entries switched into calls and back while four threads
-// call them, 1,000 times, and in phases with exact counts; --start-off
-// leaves them nops.
+// frames; tail calls (and exceptions thrown from a function tail-called);
+// patchable entries switched into calls and back while four threads call
+// them, 1,000 times, and in phases with exact counts; --start-off leaves them
+// nops.
 
 #include "variant_recording.h"
 
@@ -84,6 +85,46 @@ TEST_P(EntriesTest, ExceptionsThroughMfentryFrames) {
   // catcher is entered from main only: the frames of every throw were closed.
   EXPECT_EQ(s.entry_depths["catcher(int)"].size(), 1u);
   EXPECT_EQ(s.entry_depths["catcher(int)"].begin()->first, 2u);
+}
+
+// Tail calls between traced functions (patchable entries: stubs that call
+// the function; __fentry__: a replaced return address): the call that jumps
+// ends where the next begins, also 100 deep (past the calls the runtime keeps
+// apart at one return address), with stack arguments and doubles passed
+// intact and an exception thrown from a function tail-called.
+TEST_P(EntriesTest, TailCallsBetweenEntries) {
+  for (const char* program : {"tailcalls_patchable", "tailcalls_fentry"}) {
+    SCOPED_TRACE(program);
+    TraceSummary s = record(program, {}, {"200"});
+    EXPECT_EQ(counts_["ok"], 1) << last_.out;
+    expect_balanced(s);
+    EXPECT_EQ(s.calls_of("hop(long)"), 200u);
+    EXPECT_EQ(s.calls_of("leaf(long)"), 200u);
+    EXPECT_EQ(s.calls_of("is_even(unsigned int)") + s.calls_of("is_odd(unsigned int)"), 200u * 101);
+    EXPECT_EQ(s.calls_of("catcher(int)"), 200u);
+    EXPECT_EQ(s.calls_of("via(int)"), 200u);
+    EXPECT_EQ(s.calls_of("thrower(int)"), 200u);
+    EXPECT_EQ(s.calls_of("sum8(long, long, long, long, long, long, long, long)"), 200u);
+    // leaf, jumped to from hop, and the whole chain run right under main.
+    for (const char* f : {"leaf(long)", "is_even(unsigned int)", "is_odd(unsigned int)"}) {
+      ASSERT_EQ(s.entry_depths[f].size(), 1u) << f;
+      EXPECT_EQ(s.entry_depths[f].begin()->first, 2u) << f;
+    }
+    // thrower where via was, under catcher; then the next catcher under main.
+    EXPECT_EQ(s.entry_depths["thrower(int)"].begin()->first, 3u);
+    ASSERT_EQ(s.entry_depths["catcher(int)"].size(), 1u);
+    EXPECT_EQ(s.entry_depths["catcher(int)"].begin()->first, 2u);
+  }
+}
+
+// A library with patchable entries loaded and closed 30 times: each load's
+// entries are found in the dlopen wrapper (their stubs placed near that
+// load, and unmapped at its dlclose).
+TEST_P(EntriesTest, PatchableLibraryLoadedThirtyTimes) {
+  TraceSummary s = record("libcalls_plain", {}, {"10", fixture(GetParam(), "libcalls_plugin_patchable.so")});
+  EXPECT_EQ(counts_["loads"], 30);
+  expect_balanced(s);
+  EXPECT_EQ(s.calls_of("plugin_measure"), 30u);
 }
 
 TEST_P(EntriesTest, SwitchedInPhasesWithExactCounts) {

@@ -1,7 +1,7 @@
 // Entries that cost nothing while tracing is off: the nops of
 // -fpatchable-function-entry (listed in __patchable_function_entries) and of
 // gcc's -pg -mnop-mcount -mrecord-mcount (listed in __mcount_loc) become
-// calls of __fentry__ or mcount (trampolines.S) while tracing is on, and nops
+// jumps to stubs of ours (or calls of mcount) while tracing is on, and nops
 // again while it is off (--start-off, ctl stop).
 //
 // Each site gets 5 bytes: gcc's N one-byte nops (N >= 5), clang's one
@@ -15,12 +15,18 @@
 // on x86-64: a breakpoint byte first, then the last four bytes, then the
 // first byte, with a core-serializing membarrier after each step; a thread
 // that reaches a site in between traps, and our SIGTRAP handler completes
-// what the site is becoming (the call, or the nop). Text pages are writable
+// what the site is becoming (the jump or call, or the nop). Text pages are writable
 // only for the moment of a change; a system that forbids it is named.
 //
-// The calls reach the trampolines through a page of our own within 2 GiB of
-// the module (a call's displacement is 32 bits): `jmp *0(%rip)` and the
-// address, for __fentry__ and for mcount.
+// A site at a function's start becomes a jump to a stub of its own, which
+// calls the runtime, then the function, then the runtime again
+// (trampolines.S, callscope_rt_stub_pre): the function returns into the stub
+// and the stub to the caller, each return where the processor predicts it.
+// A site after a -pg prologue (mcount's) cannot call its function again: it
+// becomes a call of mcount, which replaces the return address (libcall.cpp).
+// The stubs, and `jmp *0(%rip)` and an address for each runtime entry they
+// use, are in a region of our own within 2 GiB of the module (a jump's
+// displacement is 32 bits).
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
@@ -44,24 +50,27 @@
 #include "runtime/patch/patch.h"
 #include "runtime/runtime.h"
 
-extern "C" void __fentry__();
 extern "C" void mcount();
 
 namespace callscope::rt {
 namespace {
 
-enum SiteKind : uint8_t { kFentry = 0, kMcount = 1 };
-
 struct Site {
-  uint64_t addr;  // the 5 bytes
-  uint64_t pad;   // where its call goes (the module's near page)
-  uint32_t sled;  // bytes of nops found there (5 or more)
-  uint32_t mcount;  // 1: after a -pg prologue (the mcount pad), 0: a function's first bytes (__fentry__'s)
+  uint64_t addr;    // the 5 bytes
+  uint64_t target;  // where they go while tracing is on: the site's stub, or the mcount entry
+  uint32_t sled;    // bytes of nops found there (5 or more)
+  uint32_t mcount;  // 1: after a -pg prologue (a call of mcount), 0: a function's first bytes (a jump to its stub)
 };
+
+// The near region of a module: the runtime's entries, then one stub per
+// site at a function's start.
+enum RegionEntry : uint32_t { kMcountEntry = 0, kStubPre = 1, kStubPost = 2, kFirstStub = 4 };
+constexpr uint64_t kStubBytes = 16;
 
 struct CodeModule {
   uint64_t bias, low, high;
   uint64_t text_lo, text_hi;  // the executable segment, page-aligned
+  uint64_t region, region_size;  // its near region (unmapped when the module is gone)
   uint32_t first, count;      // its sites in g_sites, sorted by address
   bool seen;                  // found by the current scan
 };
@@ -125,11 +134,13 @@ CALLSCOPE_NOINSTR void on_trap(int sig, siginfo_t* info, void* ctx) {
     if (*reinterpret_cast<const volatile uint8_t*>(s->addr) != 0xcc) {
       // The change was completed meanwhile: run the site's new instruction.
       uc->uc_mcontext.gregs[REG_RIP] = static_cast<greg_t>(s->addr);
-    } else if (g_on) {  // the call: its return address pushed, on to the pad
-      const uint64_t sp = static_cast<uint64_t>(uc->uc_mcontext.gregs[REG_RSP]) - 8;
-      *reinterpret_cast<uint64_t*>(sp) = s->addr + 5;
-      uc->uc_mcontext.gregs[REG_RSP] = static_cast<greg_t>(sp);
-      uc->uc_mcontext.gregs[REG_RIP] = static_cast<greg_t>(s->pad);
+    } else if (g_on) {  // the jump to the stub, or the call of mcount (its return address pushed)
+      if (s->mcount) {
+        const uint64_t sp = static_cast<uint64_t>(uc->uc_mcontext.gregs[REG_RSP]) - 8;
+        *reinterpret_cast<uint64_t*>(sp) = s->addr + 5;
+        uc->uc_mcontext.gregs[REG_RSP] = static_cast<greg_t>(sp);
+      }
+      uc->uc_mcontext.gregs[REG_RIP] = static_cast<greg_t>(s->target);
     } else {
       uc->uc_mcontext.gregs[REG_RIP] = static_cast<greg_t>(s->addr + 5);
     }
@@ -158,38 +169,63 @@ CALLSCOPE_NOINSTR void install_handler() {
   g_handler = real_sigaction() && real_sigaction()(SIGTRAP, &sa, &g_old_trap) == 0;
 }
 
-// A page within 2 GiB of [low, high) with `jmp *0(%rip)` to __fentry__ at
-// its start and to mcount 16 bytes on; 0 if none could be mapped.
-CALLSCOPE_NOINSTR uint64_t near_pad(uint64_t low, uint64_t high) {
+// `size` bytes of fresh memory within 2 GiB of every byte of [low, high),
+// readable and writable; 0 if none could be mapped.
+CALLSCOPE_NOINSTR uint64_t near_region(uint64_t low, uint64_t high, uint64_t size) {
   const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-  for (uint64_t d = uint64_t{1} << 20; d < (uint64_t{1} << 31) - (high - low); d += uint64_t{1} << 20) {
+  for (uint64_t d = uint64_t{1} << 20; d + size + (high - low) < (uint64_t{1} << 31); d += uint64_t{1} << 20) {
     for (int side = 0; side < 2; ++side) {
-      const uint64_t want = side == 0 ? ((low - d) & ~(page - 1)) : ((high + d) & ~(page - 1));
-      if (side == 0 && low < d + page) continue;
-      void* m = ::mmap(reinterpret_cast<void*>(want), page, PROT_READ | PROT_WRITE,
+      if (side == 0 && low < d + size + page) continue;
+      const uint64_t want = side == 0 ? ((low - d - size) & ~(page - 1)) : ((high + d) & ~(page - 1));
+      void* m = ::mmap(reinterpret_cast<void*>(want), size, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
       if (m == MAP_FAILED) continue;
       if (reinterpret_cast<uint64_t>(m) != want) {  // an old kernel took it as a hint only
-        ::munmap(m, page);
+        ::munmap(m, size);
         continue;
-      }
-      auto* p = static_cast<uint8_t*>(m);
-      const uint64_t targets[2] = {reinterpret_cast<uint64_t>(&__fentry__), reinterpret_cast<uint64_t>(&mcount)};
-      for (int k = 0; k < 2; ++k) {
-        uint8_t* j = p + 16 * k;
-        j[0] = 0xff;
-        j[1] = 0x25;
-        memset(j + 2, 0, 4);
-        memcpy(j + 6, &targets[k], 8);
-      }
-      if (::mprotect(m, page, PROT_READ | PROT_EXEC) != 0) {
-        ::munmap(m, page);
-        return 0;
       }
       return want;
     }
   }
   return 0;
+}
+
+CALLSCOPE_NOINSTR void put_rel32(uint8_t* at, uint8_t opcode, uint64_t to) {
+  at[0] = opcode;
+  const int32_t rel = static_cast<int32_t>(static_cast<int64_t>(to) - static_cast<int64_t>(reinterpret_cast<uint64_t>(at) + 5));
+  memcpy(at + 1, &rel, 4);
+}
+
+// Fills the near region of the sites [first, end) (all of one module) and
+// makes it executable; sets each site's target. False if it stays
+// writable (a policy forbids executable memory of ours).
+CALLSCOPE_NOINSTR bool fill_region(uint64_t region, uint64_t size, uint32_t first, uint32_t end) {
+  auto* p = reinterpret_cast<uint8_t*>(region);
+  const uint64_t entries[3] = {reinterpret_cast<uint64_t>(&mcount), reinterpret_cast<uint64_t>(&callscope_rt_stub_pre),
+                               reinterpret_cast<uint64_t>(&callscope_rt_stub_post)};
+  for (int k = 0; k < 3; ++k) {  // jmp *0(%rip), then the address
+    uint8_t* j = p + kStubBytes * k;
+    j[0] = 0xff;
+    j[1] = 0x25;
+    memset(j + 2, 0, 4);
+    memcpy(j + 6, &entries[k], 8);
+  }
+  uint64_t next = region + kStubBytes * kFirstStub;
+  for (uint32_t i = first; i < end; ++i) {
+    Site& s = g_sites[i];
+    if (s.mcount) {
+      s.target = region + kStubBytes * kMcountEntry;
+      continue;
+    }
+    auto* stub = reinterpret_cast<uint8_t*>(next);
+    put_rel32(stub, 0xe8, region + kStubBytes * kStubPre);    // call stub_pre
+    put_rel32(stub + 5, 0xe8, s.addr + 5);                    // call the body
+    put_rel32(stub + 10, 0xe9, region + kStubBytes * kStubPost);  // jmp stub_post
+    stub[15] = 0xcc;
+    s.target = next;
+    next += kStubBytes;
+  }
+  return ::mprotect(p, size, PROT_READ | PROT_EXEC) == 0;
 }
 
 // An ELF file read for its sections and function symbols (mapped while
@@ -398,8 +434,8 @@ CALLSCOPE_NOINSTR void site_bytes(const Site& s, bool on, uint8_t* out) {
     memcpy(out, kNop5, 5);
     return;
   }
-  out[0] = 0xe8;
-  const int32_t rel = static_cast<int32_t>(static_cast<int64_t>(s.pad) - static_cast<int64_t>(s.addr + 5));
+  out[0] = s.mcount ? 0xe8 : 0xe9;  // call mcount, or jmp to the stub
+  const int32_t rel = static_cast<int32_t>(static_cast<int64_t>(s.target) - static_cast<int64_t>(s.addr + 5));
   memcpy(out + 1, &rel, 4);
 }
 
@@ -434,7 +470,7 @@ CALLSCOPE_NOINSTR void scan_module(dl_phdr_info* info) {
   } else {
     strncpy(g_path, info->dlpi_name, sizeof g_path - 1);
   }
-  CodeModule cm{info->dlpi_addr, low, high, text_lo, text_hi, g_site_count, 0, true};
+  CodeModule cm{info->dlpi_addr, low, high, text_lo, text_hi, 0, 0, g_site_count, 0, true};
   ElfFile file;
   if (open_elf(g_path, file)) {
     uint64_t nstarts = 0;
@@ -456,15 +492,19 @@ CALLSCOPE_NOINSTR void scan_module(dl_phdr_info* info) {
   g_cmods[g_cmod_count++] = cm;  // also without sites: not read again
   if (cm.count == 0) return;
   heap_sort(g_sites + cm.first, cm.count, [](const Site& x, const Site& y) { return x.addr < y.addr; });
-  const uint64_t pad = near_pad(low, high);
-  if (pad == 0) {
-    say("callscope: no memory near ", g_path, " for the calls of its patchable entries: they stay unrecorded\n");
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  const uint64_t size = (kStubBytes * (kFirstStub + cm.count) + page - 1) & ~(page - 1);
+  const uint64_t region = near_region(low, high, size);
+  if (region == 0 || !fill_region(region, size, cm.first, g_site_count)) {
+    say("callscope: no executable memory near ", g_path, " for the stubs of its patchable entries: they stay unrecorded\n");
+    if (region) ::munmap(reinterpret_cast<void*>(region), size);
     g_site_count = cm.first;
     g_cmods[g_cmod_count - 1].count = 0;
     return;
   }
+  g_cmods[g_cmod_count - 1].region = region;
+  g_cmods[g_cmod_count - 1].region_size = size;
   install_handler();
-  for (uint32_t i = cm.first; i < g_site_count; ++i) g_sites[i].pad = pad + 16 * (g_sites[i].mcount ? kMcount : kFentry);
   // One five-byte nop each first (no thread runs this code yet), then calls
   // if tracing is on.
   if (rewrite(g_cmods[g_cmod_count - 1], g_path, true, [](const Site& s, uint8_t* b) { site_bytes(s, false, b); }) &&
@@ -497,10 +537,13 @@ void code_patch_new_modules() {
   ::dl_iterate_phdr(list_module, nullptr);
   for (int i = 0; i < g_listed_count; ++i) scan_module(&g_listed[i]);
   // Modules gone (dlclose) are never written again; one loaded at the same
-  // place later is new. (Their sites' slots are not reused.)
+  // place later is new. (Their sites' slots are not reused.) No thread can
+  // be in their stubs: a function of theirs would be running.
   int kept = 0;
-  for (int m = 0; m < g_cmod_count; ++m)
+  for (int m = 0; m < g_cmod_count; ++m) {
     if (g_cmods[m].seen) g_cmods[kept++] = g_cmods[m];
+    else if (g_cmods[m].region) ::munmap(reinterpret_cast<void*>(g_cmods[m].region), g_cmods[m].region_size);
+  }
   g_cmod_count = kept;
   ::pthread_mutex_unlock(&g_lock);
   signal_fence();

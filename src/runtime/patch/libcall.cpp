@@ -7,9 +7,13 @@
 //  - longjmp, and anything else that abandons frames: an entry or a return
 //    at a higher slot finds the entries below it dead and drops them (the
 //    shadow stack closes their frames by its own rules, hooks.cpp);
-//  - a tail call through a hooked slot: the new call finds our trampoline
-//    as its return address, so the call that jumped ends there and the new
-//    one returns where it would have;
+//  - a tail call through a hooked slot: the new call finds our return
+//    address, so the call that jumped ends there. Its frame stays, closed,
+//    and the new call returns through it: every return then goes where
+//    the return-stack buffer of the processor predicts (a patchable entry's
+//    stub returns with `ret`). Up to kTailChain calls deep at one slot; past
+//    that (tail-call dispatch loops) the new call takes the place of the
+//    last;
 //  - exceptions: the unwinder reads return addresses to find each frame's
 //    rules, and ours has none. _Unwind_RaiseException (a throw),
 //    _Unwind_Resume_or_Rethrow (a rethrow) and _Unwind_Resume (unwinding
@@ -42,6 +46,7 @@ __attribute__((visibility("hidden"), used)) uint64_t callscope_rt_lib_enter(uint
 __attribute__((visibility("hidden"), used)) uint64_t callscope_rt_lib_exit(uint64_t cfa);
 __attribute__((visibility("hidden"), used)) void callscope_rt_fentry_enter(uint64_t ret, uint64_t* slot);
 __attribute__((visibility("hidden"), used)) void callscope_rt_mcount_enter(uint64_t ret, uint64_t* slot);
+__attribute__((visibility("hidden"), used)) uint64_t callscope_rt_stub_enter(uint64_t call, uint64_t* slot);
 }
 
 namespace callscope::rt {
@@ -62,7 +67,9 @@ CALLSCOPE_NOINSTR void hook_exit(uint64_t fn, uint64_t slot) {
   call_hook(&callscope_rt_exit_target, fn, ~below, slot);
 }
 
-CALLSCOPE_NOINSTR inline uint64_t return_trampoline() { return reinterpret_cast<uint64_t>(&callscope_rt_lib_return); }
+// Tail calls kept at one slot (see the top of this file): about the depth
+// of a processor's return-stack buffer.
+constexpr uint32_t kTailChain = 16;
 
 CALLSCOPE_NOINSTR inline uint64_t& slot_at(uint64_t slot) { return *reinterpret_cast<uint64_t*>(slot); }
 
@@ -86,52 +93,58 @@ CALLSCOPE_NOINSTR __attribute__((noinline)) bool map_rstack(ThreadState* t) {
 CALLSCOPE_NOINSTR inline bool ensure_rstack(ThreadState* t) { return CALLSCOPE_LIKELY(t->rstack != nullptr) || map_rstack(t); }
 
 // Puts back every original return address of the calling thread (an
-// exception or the thread's end is unwinding the stack).
+// exception or the thread's end is unwinding the stack), innermost first:
+// calls at one slot (tail calls) each put back the one before.
 CALLSCOPE_NOINSTR void restore_current() {
   ThreadState* t = current_thread();
-  for (uint32_t i = 0; i < t->rdepth; ++i) {
+  for (uint32_t i = t->rdepth; i-- > 0;) {
     RetFrame& r = t->rstack[i];
-    if (!r.restored && slot_at(r.slot) == return_trampoline()) slot_at(r.slot) = r.orig;
+    if (!r.restored && slot_at(r.slot) == r.ours) slot_at(r.slot) = r.orig;
     r.restored = 1;
   }
 }
 
 // A handler whose frame is at `cfa` caught an exception: the calls below it
-// ended, the others go on.
+// ended, the others go on (outermost first).
 CALLSCOPE_NOINSTR void caught_at(ThreadState* t, uint64_t cfa) {
   drop_calls_below(t, cfa);
   for (uint32_t i = 0; i < t->rdepth; ++i) {
     RetFrame& r = t->rstack[i];
     if (r.restored && slot_at(r.slot) == r.orig) {
-      slot_at(r.slot) = return_trampoline();
+      slot_at(r.slot) = r.ours;
       r.restored = 0;
     }
   }
 }
 
 // Records an entry of `fn` whose return address is at `slot`, and replaces
-// that address with the return trampoline's: for the GOT stubs, __fentry__
-// and mcount alike. errno is the hooks' to keep: their fast paths leave it
-// alone, their slow paths put it back.
-__attribute__((always_inline)) inline void hijack_enter(uint64_t fn, uint64_t* slot) {
+// that address with `ours`: the return trampoline's for the GOT stubs,
+// __fentry__ and mcount; the return point of a patchable entry's stub, which
+// calls the function itself (code.cpp). False when the call goes through
+// unrecorded (its return address left as it was). errno is the hooks' to
+// keep: their fast paths leave it alone, their slow paths put it back.
+__attribute__((always_inline)) inline bool hijack_enter(uint64_t fn, uint64_t* slot, uint64_t ours) {
   ThreadState* t = current_thread();
   // Inside a hook (the runtime's own calls, a signal handler interrupting a
   // hook), or no room: the call goes through unrecorded.
-  if (t->in_hook || !ensure_rstack(t) || t->rdepth >= kRetCapacity) return;
+  if (t->in_hook || !ensure_rstack(t) || t->rdepth >= kRetCapacity) return false;
   const uint64_t s = reinterpret_cast<uint64_t>(slot);
   uint64_t orig = *slot;
-  if (orig == return_trampoline()) {
-    // A hooked call jumped here (a tail call): it ends, and this call
-    // returns where it would have.
-    drop_calls_below(t, s);
-    if (t->rdepth == 0 || t->rstack[t->rdepth - 1].slot != s)
-      return;  // cannot happen: the slot holds our address only for a call on the stack
-    const RetFrame jumped = t->rstack[--t->rdepth];
-    orig = jumped.orig;
-    hook_exit(jumped.fn, s);
-  } else {
-    // Calls at or below this slot were abandoned (longjmp): theirs is gone.
-    drop_calls_below(t, s + 1);
+  // Calls below this slot were abandoned (longjmp): theirs is gone.
+  drop_calls_below(t, s);
+  if (t->rdepth && t->rstack[t->rdepth - 1].slot == s) {
+    RetFrame& jumped = t->rstack[t->rdepth - 1];
+    if (orig == jumped.ours && jumped.fn) {
+      // A recorded call jumped here (a tail call): it ends. This call
+      // returns through its frame, or in its place past kTailChain.
+      hook_exit(jumped.fn, s);
+      jumped.fn = 0;
+      uint32_t chain = 1;
+      while (chain <= kTailChain && chain < t->rdepth && t->rstack[t->rdepth - 1 - chain].slot == s) ++chain;
+      if (chain > kTailChain) orig = t->rstack[--t->rdepth].orig;
+    } else {
+      drop_calls_below(t, s + 1);  // abandoned too, and the slot reused
+    }
   }
   call_hook(&callscope_rt_enter_target, fn, ++t->lib_serial, s);
   // Replace the return address only if the entry was taken: a thread whose
@@ -139,14 +152,15 @@ __attribute__((always_inline)) inline void hijack_enter(uint64_t fn, uint64_t* s
   if (t->status == kActive || t->status == kEngine || t->status == kStopped) {
     t->in_hook = 1;
     signal_fence();
-    t->rstack[t->rdepth] = RetFrame{s, orig, fn, 0};
+    t->rstack[t->rdepth] = RetFrame{s, orig, fn, ours, 0};
     ++t->rdepth;
-    *slot = return_trampoline();
+    *slot = ours;
     signal_fence();
     t->in_hook = 0;
-  } else if (orig != *slot) {
-    *slot = orig;  // the tail call's: put the caller's address back
+    return true;
   }
+  *slot = orig;  // unrecorded: returns where the call that jumped here returns
+  return false;
 }
 
 // -pg and -pg -mfentry (gcc and clang): the entries come from mcount and
@@ -188,17 +202,31 @@ using namespace callscope::rt;
 // where the call goes on.
 uint64_t callscope_rt_lib_enter(uint32_t index, uint64_t* slot) {
   const Hook& h = g_hooks[index];
-  hijack_enter(h.fn, slot);
+  hijack_enter(h.fn, slot, reinterpret_cast<uint64_t>(&callscope_rt_lib_return));
   return h.target;
 }
 
-void callscope_rt_fentry_enter(uint64_t ret, uint64_t* slot) { hijack_enter(before_endbr(call_site(ret)), slot); }
+void callscope_rt_fentry_enter(uint64_t ret, uint64_t* slot) {
+  hijack_enter(before_endbr(call_site(ret)), slot, reinterpret_cast<uint64_t>(&callscope_rt_lib_return));
+}
 
 void callscope_rt_mcount_enter(uint64_t ret, uint64_t* slot) {
   uint64_t fn = call_site(ret);
   static const uint8_t kFramePrologue[4] = {0x55, 0x48, 0x89, 0xe5};  // push %rbp; mov %rsp,%rbp
   if (memcmp(reinterpret_cast<const void*>(fn - 4), kFramePrologue, 4) == 0) fn = before_endbr(fn - 4);
-  hijack_enter(fn, slot);
+  hijack_enter(fn, slot, reinterpret_cast<uint64_t>(&callscope_rt_lib_return));
+}
+
+// A patchable entry's stub (code.cpp) called us from `call`, its `call` of
+// the function next: records the entry of the function whose caller's return
+// address is at `slot`. Returns 0 when the stub goes on (it calls the
+// function, which returns into the stub), else the function's body, for a
+// call that goes through unrecorded with its return address in place.
+uint64_t callscope_rt_stub_enter(uint64_t call, uint64_t* slot) {
+  int32_t rel;
+  memcpy(&rel, reinterpret_cast<const void*>(call + 1), 4);
+  const uint64_t body = call + 5 + static_cast<int64_t>(rel);
+  return hijack_enter(before_endbr(body - 5), slot, call + 5) ? 0 : body;
 }
 
 // The return of a hooked call, with the stack pointer it returned with:
@@ -219,7 +247,7 @@ uint64_t callscope_rt_lib_exit(uint64_t cfa) {
   }
   const RetFrame r = t->rstack[t->rdepth - 1];
   --t->rdepth;
-  hook_exit(r.fn, s);
+  if (r.fn) hook_exit(r.fn, s);  // else a tail call ended it
   return r.orig;
 }
 

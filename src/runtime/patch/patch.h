@@ -1,8 +1,8 @@
 // Library calls without recompiling: GOT slots rewritten to trampolines of
 // ours (got.cpp), and the returns of the calls they hook caught by replacing
 // the return address (libcall.cpp). One mechanism for record, profile mode
-// and, later, attach; -pg and patchable entries return through the same
-// trampoline.
+// and, later, attach; -pg and -mfentry return through the same trampoline,
+// patchable entries through stubs that call the function (code.cpp).
 //
 // A hooked call goes
 //   caller -> PLT/GOT -> stub i (16 bytes: hook index in r11) -> lib_entry
@@ -30,9 +30,10 @@ struct RetFrame {
   uint64_t slot;  // where the return address is (the callee's CFA - 8)
   uint64_t orig;  // the return address we replaced
   uint64_t fn;    // the function recorded for the call
+  uint64_t ours;  // what we put in the slot: where the call returns to us
   uint64_t restored;  // 1: the original is back in the slot (an exception is unwinding)
 };
-inline constexpr uint32_t kRetCapacity = 1u << 16;  // calls deep (2 MiB reserved per thread that makes one)
+inline constexpr uint32_t kRetCapacity = 1u << 16;  // calls deep (2.5 MiB reserved per thread that makes one)
 
 // What got.cpp hands each stub's index to.
 struct Hook {
@@ -69,5 +70,9 @@ void libcalls_thread_exit(ThreadState* t);
 extern "C" void callscope_rt_lib_return();
 // The common entry every stub jumps to, with the hook index in r11d.
 extern "C" void callscope_rt_lib_entry();
+// A patchable entry's stub calls these before and after the function
+// (code.cpp).
+extern "C" void callscope_rt_stub_pre();
+extern "C" void callscope_rt_stub_post();
 
 }  // namespace callscope::rt

@@ -56,6 +56,28 @@
   .cfi_def_cfa %rsp, 8
   .endm
 
+/* A return: records the exit of the call whose return address was in the
+   word below rsp; r11 is where it returns (no value is returned in r11). */
+  .macro RECORD_RETURN
+  pushq %rbp
+  movq %rsp, %rbp
+  andq $-16, %rsp
+  subq $48, %rsp
+  movq %rax, 0(%rsp)
+  movq %rdx, 8(%rsp)
+  movdqa %xmm0, 16(%rsp)
+  movdqa %xmm1, 32(%rsp)
+  leaq 8(%rbp), %rdi
+  call callscope_rt_lib_exit
+  movq %rax, %r11
+  movq 0(%rsp), %rax
+  movq 8(%rsp), %rdx
+  movdqa 16(%rsp), %xmm0
+  movdqa 32(%rsp), %xmm1
+  movq %rbp, %rsp
+  popq %rbp
+  .endm
+
   .text
 
 /* A GOT stub jumped here with its hook's index in r11d; [rsp] is the
@@ -115,6 +137,49 @@ _mcount:
   .size mcount, .-mcount
   .size _mcount, .-_mcount
 
+/* A patchable entry, while tracing is on, jumps to its stub (code.cpp):
+       call callscope_rt_stub_pre   (through the module's near page)
+       call <the function's body>   (the 5 bytes after the entry)
+       jmp  callscope_rt_stub_post
+   stub_pre records the entry, takes the caller's return address off the
+   stack (kept on the thread's return stack) and returns into the stub, which
+   calls the body: the body returns into the stub, and stub_post returns to
+   the caller with a `ret`. Every return goes where the processor's
+   return-stack buffer predicts, unlike a replaced return address. Entered
+   with [rsp] the stub's second call, [rsp+8] the caller's return address. */
+  .p2align 4
+  .globl callscope_rt_stub_pre
+  .hidden callscope_rt_stub_pre
+  .type callscope_rt_stub_pre, @function
+callscope_rt_stub_pre:
+  .cfi_startproc
+  SAVE_ARGS
+  movq 8(%rbp), %rdi
+  leaq 16(%rbp), %rsi
+  call callscope_rt_stub_enter
+  movq %rax, %r11
+  RESTORE_ARGS
+  testq %r11, %r11
+  jnz 1f
+  ret $8
+1: /* Unrecorded: on to the body, the caller's return address in place. */
+  addq $8, %rsp
+  jmp *%r11
+  .cfi_endproc
+  .size callscope_rt_stub_pre, .-callscope_rt_stub_pre
+
+/* The body returned into the stub, which jumped here: rsp is one word above
+   the slot the caller's return address was in. */
+  .p2align 4
+  .globl callscope_rt_stub_post
+  .hidden callscope_rt_stub_post
+  .type callscope_rt_stub_post, @function
+callscope_rt_stub_post:
+  RECORD_RETURN
+  pushq %r11
+  ret
+  .size callscope_rt_stub_post, .-callscope_rt_stub_post
+
 /* A replaced return address points here: rsp is one word above the slot it
    was in. We go on to the original address with an indirect jump, not a
    return: the function's own return to us was mispredicted already (the
@@ -130,23 +195,7 @@ _mcount:
   .hidden callscope_rt_lib_return
   .type callscope_rt_lib_return, @function
 callscope_rt_lib_return:
-  pushq %rbp
-  movq %rsp, %rbp
-  andq $-16, %rsp
-  subq $48, %rsp
-  movq %rax, 0(%rsp)
-  movq %rdx, 8(%rsp)
-  movdqa %xmm0, 16(%rsp)
-  movdqa %xmm1, 32(%rsp)
-  leaq 8(%rbp), %rdi
-  call callscope_rt_lib_exit
-  movq %rax, %r11
-  movq 0(%rsp), %rax
-  movq 8(%rsp), %rdx
-  movdqa 16(%rsp), %xmm0
-  movdqa 32(%rsp), %xmm1
-  movq %rbp, %rsp
-  popq %rbp
+  RECORD_RETURN
   jmp *%r11
   .size callscope_rt_lib_return, .-callscope_rt_lib_return
 
