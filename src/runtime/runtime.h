@@ -372,8 +372,10 @@ CALLSCOPE_NOINSTR inline uint64_t word0(fmt::RawKind kind, uint64_t tick) {
 // line from memory (a read for ownership) every few calls. The stores drain
 // from the write-combining buffers on their own, also when the process dies
 // (the buffers belong to the CPU, not to the process).
+// (movnti in asm, not the SSE2 builtin: the same store from a general
+// register, also where vector registers are off, patch/stub_fast.cpp.)
 CALLSCOPE_NOINSTR inline void store_word(uint64_t* p, uint64_t v) {
-  __builtin_ia32_movnti64(reinterpret_cast<long long*>(p), static_cast<long long>(v));
+  __asm__("movnti %1, %0" : "=m"(*p) : "r"(v));
 }
 
 CALLSCOPE_NOINSTR inline void emit1(ThreadState* t, fmt::RawKind kind, uint64_t tick) {

@@ -148,6 +148,21 @@ TEST_P(EntriesTest, SwitchesWhileThreadsBlockSignalsAndTheProgramHasItsOwnTrapHa
   EXPECT_LE(s.calls_of("work"), static_cast<uint64_t>(counts_["calls"]));
 }
 
+// Doubles in every argument register (and on the stack) come through the
+// entries intact, over many chunks of events (each chunk switch takes the
+// entry's slow side), while a profiling timer's handler makes calls of its
+// own, also interrupting the runtime's entries.
+TEST_P(EntriesTest, ArgumentsIntactWithSignalHandlersCalling) {
+  TraceSummary s = record("patchable", {}, {"floats", "1000000"});
+  EXPECT_EQ(counts_["ok"], 1) << last_.out;
+  expect_balanced(s);
+  EXPECT_EQ(s.calls_of("mix"), 1000000u);
+  // A handler's call is recorded unless the signal landed inside the
+  // runtime (docs/recording.md, Limits).
+  EXPECT_GT(counts_["handler"], 0);
+  EXPECT_LE(s.calls_of("work"), static_cast<uint64_t>(counts_["handler"]));
+}
+
 TEST_P(EntriesTest, StartOffLeavesTheEntriesNops) {
   TraceSummary s = record("patchable", {"--start-off"}, {"plain", "100000"});
   EXPECT_EQ(counts_["calls"], 100000);

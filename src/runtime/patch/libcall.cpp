@@ -225,8 +225,7 @@ void callscope_rt_mcount_enter(uint64_t ret, uint64_t* slot) {
 uint64_t callscope_rt_stub_enter(uint64_t call, uint64_t* slot) {
   int32_t rel;
   memcpy(&rel, reinterpret_cast<const void*>(call + 1), 4);
-  const uint64_t body = call + 5 + static_cast<int64_t>(rel);
-  return hijack_enter(before_endbr(body - 5), slot, call + 5) ? 0 : body;
+  return hijack_enter(stub_function(call), slot, call + 5) ? 0 : call + 5 + static_cast<int64_t>(rel);
 }
 
 // The return of a hooked call, with the stack pointer it returned with:

@@ -70,6 +70,15 @@ void libcalls_thread_exit(ThreadState* t);
 extern "C" void callscope_rt_lib_return();
 // The common entry every stub jumps to, with the hook index in r11d.
 extern "C" void callscope_rt_lib_entry();
+// The function whose body a patchable entry's stub calls with the `call` at
+// `call` (code.cpp): its first byte, before endbr64.
+CALLSCOPE_NOINSTR __attribute__((always_inline)) inline uint64_t stub_function(uint64_t call) {
+  int32_t rel;
+  __builtin_memcpy(&rel, reinterpret_cast<const void*>(call + 1), 4);
+  const uint64_t site = call + static_cast<int64_t>(rel);  // the body's address less 5
+  static const uint8_t kEndbr64[4] = {0xf3, 0x0f, 0x1e, 0xfa};
+  return __builtin_memcmp(reinterpret_cast<const void*>(site - 4), kEndbr64, 4) == 0 ? site - 4 : site;
+}
 // A patchable entry's stub calls these before and after the function
 // (code.cpp).
 extern "C" void callscope_rt_stub_pre();

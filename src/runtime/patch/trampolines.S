@@ -8,7 +8,7 @@
    expects them. The return keeps rax, rdx, xmm0 and xmm1 (and st0/st1: the
    C++ it calls uses no x87). */
 
-  .macro SAVE_ARGS
+  .macro SAVE_GPRS
   pushq %rbp
   .cfi_def_cfa_offset 16
   .cfi_offset %rbp, -16
@@ -24,6 +24,9 @@
   movq %r9, 40(%rsp)
   movq %rax, 48(%rsp)
   movq %r10, 56(%rsp)
+  .endm
+
+  .macro SAVE_XMMS
   movdqa %xmm0, 64(%rsp)
   movdqa %xmm1, 80(%rsp)
   movdqa %xmm2, 96(%rsp)
@@ -34,15 +37,12 @@
   movdqa %xmm7, 176(%rsp)
   .endm
 
-  .macro RESTORE_ARGS
-  movq 0(%rsp), %rdi
-  movq 8(%rsp), %rsi
-  movq 16(%rsp), %rdx
-  movq 24(%rsp), %rcx
-  movq 32(%rsp), %r8
-  movq 40(%rsp), %r9
-  movq 48(%rsp), %rax
-  movq 56(%rsp), %r10
+  .macro SAVE_ARGS
+  SAVE_GPRS
+  SAVE_XMMS
+  .endm
+
+  .macro RESTORE_XMMS
   movdqa 64(%rsp), %xmm0
   movdqa 80(%rsp), %xmm1
   movdqa 96(%rsp), %xmm2
@@ -51,9 +51,25 @@
   movdqa 144(%rsp), %xmm5
   movdqa 160(%rsp), %xmm6
   movdqa 176(%rsp), %xmm7
+  .endm
+
+  .macro RESTORE_GPRS
+  movq 0(%rsp), %rdi
+  movq 8(%rsp), %rsi
+  movq 16(%rsp), %rdx
+  movq 24(%rsp), %rcx
+  movq 32(%rsp), %r8
+  movq 40(%rsp), %r9
+  movq 48(%rsp), %rax
+  movq 56(%rsp), %r10
   movq %rbp, %rsp
   popq %rbp
   .cfi_def_cfa %rsp, 8
+  .endm
+
+  .macro RESTORE_ARGS
+  RESTORE_XMMS
+  RESTORE_GPRS
   .endm
 
 /* A return: records the exit of the call whose return address was in the
@@ -153,10 +169,28 @@ _mcount:
   .type callscope_rt_stub_pre, @function
 callscope_rt_stub_pre:
   .cfi_startproc
-  SAVE_ARGS
+  SAVE_GPRS
   movq 8(%rbp), %rdi
   leaq 16(%rbp), %rsi
+  call callscope_rt_stub_enter_fast  /* touches no vector register (stub_fast.cpp) */
+  testq %rax, %rax
+  jnz 2f
+  .cfi_remember_state
+  RESTORE_GPRS
+  ret $8
+2: /* The full entry, or the rest of the fast one: every register saved. */
+  .cfi_restore_state
+  SAVE_XMMS
+  movq 8(%rbp), %rdi
+  leaq 16(%rbp), %rsi
+  cmpq $1, %rax
+  jne 3f
   call callscope_rt_stub_enter
+  jmp 4f
+3:
+  call callscope_rt_stub_enter_resume
+  xorl %eax, %eax
+4:
   movq %rax, %r11
   RESTORE_ARGS
   testq %r11, %r11
