@@ -458,8 +458,8 @@ uint64_t* reserve_slow(ThreadState* t, unsigned words) {
   signal_fence();
   // Room for the event, and for a gap if one is due: kLost, a resync of the
   // whole stack (two words per frame, two more when a frame needs a new sp
-  // base) and kResume.
-  const uint64_t need = words * 8 + (t->dropping ? 24 + uint64_t{t->depth} * 32 : 0);
+  // base), kResume and the sp base back.
+  const uint64_t need = words * 8 + (t->dropping ? 40 + uint64_t{t->depth} * 32 : 0);
   if (next_space(t, need)) {
     t->no_space = 0;
     if (t->dropping) {
@@ -467,8 +467,16 @@ uint64_t* reserve_slow(ThreadState* t, unsigned words) {
       t->dropping = 0;
       emit2(t, fmt::RawKind::kLost, t->lost_since, t->lost_pending);
       t->lost_pending = 0;
+      const uint64_t base = t->sp_base;
       emit_stack(t);
-      emit1(t, fmt::RawKind::kResume, now_tick());
+      const uint64_t now = now_tick();
+      emit1(t, fmt::RawKind::kResume, now);
+      // The resync may have moved the sp base; the event we reserve for was
+      // made relative to the one before (emit_entry): that one again.
+      if (t->sp_base != base) {
+        emit2(t, fmt::RawKind::kSpBase, now, base);
+        t->sp_base = base;
+      }
     }
     slot = advance_pos(t, words);
   } else {

@@ -120,6 +120,18 @@ TEST_P(EntriesTest, TailCallsBetweenEntries) {
 // A library with patchable entries loaded and closed 30 times: each load's
 // entries are found in the dlopen wrapper (their stubs placed near that
 // load, and unmapped at its dlclose).
+// A patchable library's function that ends with a tail call of dlclose on
+// its own library: the call returns through its stub after the library is
+// gone (the stubs stay mapped).
+TEST_P(EntriesTest, PatchableLibraryUnloadedByItsOwnTailCall) {
+  TraceSummary s =
+      record("tailcalls_patchable", {}, {"10", fixture(GetParam(), "unload_self_patchable.so")});
+  EXPECT_EQ(counts_["unloads"], 30);
+  EXPECT_EQ(counts_["ok"], 1) << last_.out;
+  expect_balanced(s);
+  EXPECT_EQ(s.calls_of("plugin_unload"), 30u);
+}
+
 TEST_P(EntriesTest, PatchableLibraryLoadedThirtyTimes) {
   TraceSummary s = record("libcalls_plain", {}, {"10", fixture(GetParam(), "libcalls_plugin_patchable.so")});
   EXPECT_EQ(counts_["loads"], 30);

@@ -70,7 +70,6 @@ constexpr uint64_t kStubBytes = 16;
 struct CodeModule {
   uint64_t bias, low, high;
   uint64_t text_lo, text_hi;  // the executable segment, page-aligned
-  uint64_t region, region_size;  // its near region (unmapped when the module is gone)
   uint32_t first, count;      // its sites in g_sites, sorted by address
   bool seen;                  // found by the current scan
 };
@@ -470,7 +469,7 @@ CALLSCOPE_NOINSTR void scan_module(dl_phdr_info* info) {
   } else {
     strncpy(g_path, info->dlpi_name, sizeof g_path - 1);
   }
-  CodeModule cm{info->dlpi_addr, low, high, text_lo, text_hi, 0, 0, g_site_count, 0, true};
+  CodeModule cm{info->dlpi_addr, low, high, text_lo, text_hi, g_site_count, 0, true};
   ElfFile file;
   if (open_elf(g_path, file)) {
     uint64_t nstarts = 0;
@@ -502,8 +501,6 @@ CALLSCOPE_NOINSTR void scan_module(dl_phdr_info* info) {
     g_cmods[g_cmod_count - 1].count = 0;
     return;
   }
-  g_cmods[g_cmod_count - 1].region = region;
-  g_cmods[g_cmod_count - 1].region_size = size;
   install_handler();
   // One five-byte nop each first (no thread runs this code yet), then calls
   // if tracing is on.
@@ -537,14 +534,16 @@ void code_patch_new_modules() {
   ::dl_iterate_phdr(list_module, nullptr);
   for (int i = 0; i < g_listed_count; ++i) scan_module(&g_listed[i]);
   // Modules gone (dlclose) are never written again; one loaded at the same
-  // place later is new. (Their sites' slots are not reused.) No thread can
-  // be in their stubs: a function of theirs would be running.
-  int kept = 0;
-  for (int m = 0; m < g_cmod_count; ++m) {
-    if (g_cmods[m].seen) g_cmods[kept++] = g_cmods[m];
-    else if (g_cmods[m].region) ::munmap(reinterpret_cast<void*>(g_cmods[m].region), g_cmods[m].region_size);
+  // place later is new. (Their sites' slots are not reused.) Their stubs
+  // stay mapped: a function of theirs that ended with a tail call left its
+  // stub's return point on the stack, and the callee may be what unloaded
+  // it. Nothing is dropped when the list was cut short (kMaxListed).
+  if (g_listed_count < kMaxListed) {
+    int kept = 0;
+    for (int m = 0; m < g_cmod_count; ++m)
+      if (g_cmods[m].seen) g_cmods[kept++] = g_cmods[m];
+    g_cmod_count = kept;
   }
-  g_cmod_count = kept;
   ::pthread_mutex_unlock(&g_lock);
   signal_fence();
   t->in_hook = was_in_hook;

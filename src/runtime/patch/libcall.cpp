@@ -134,14 +134,16 @@ __attribute__((always_inline)) inline bool hijack_enter(uint64_t fn, uint64_t* s
   drop_calls_below(t, s);
   if (t->rdepth && t->rstack[t->rdepth - 1].slot == s) {
     RetFrame& jumped = t->rstack[t->rdepth - 1];
-    if (orig == jumped.ours && jumped.fn) {
-      // A recorded call jumped here (a tail call): it ends. This call
-      // returns through its frame, or in its place past kTailChain.
-      hook_exit(jumped.fn, s);
+    if (orig == jumped.ours) {
+      // A call of ours jumped here (a tail call): it ends (it may have ended
+      // already: a tail call that went through unrecorded left it there).
+      // This call returns through its frame, or in its place when
+      // kTailChain calls are at this slot already.
+      if (jumped.fn) hook_exit(jumped.fn, s);
       jumped.fn = 0;
       uint32_t chain = 1;
-      while (chain <= kTailChain && chain < t->rdepth && t->rstack[t->rdepth - 1 - chain].slot == s) ++chain;
-      if (chain > kTailChain) orig = t->rstack[--t->rdepth].orig;
+      while (chain < kTailChain && chain < t->rdepth && t->rstack[t->rdepth - 1 - chain].slot == s) ++chain;
+      if (chain >= kTailChain) orig = t->rstack[--t->rdepth].orig;
     } else {
       drop_calls_below(t, s + 1);  // abandoned too, and the slot reused
     }

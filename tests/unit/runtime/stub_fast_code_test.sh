@@ -15,7 +15,7 @@ violations() {
     $0 ~ "^[0-9a-f]+ <" fn ">:$" { inside = 1; next }
     inside && /^$/ { exit }
     inside {
-      if ($0 ~ /\tcall/ || $0 ~ /%[xyz]mm/ || $0 ~ /\tjmp +\*/) { print; next }
+      if ($0 ~ /\tcall/ || $0 ~ /%[xyz]?mm[0-9]/ || $0 ~ /%st/ || $0 ~ /\tjmp +\*/) { print; next }
       if ($0 ~ /\tj[a-z]+ +[0-9a-f]+ </ && $0 !~ ("<" fn "(\\+0x[0-9a-f]+)?>")) print
       seen = 1
     }
