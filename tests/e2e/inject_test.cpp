@@ -17,6 +17,7 @@
 #include <string>
 
 #include "e2e_support.h"
+#include "inject/load.h"
 #include "inject/remote.h"
 
 namespace callscope::e2e {
@@ -146,6 +147,49 @@ TEST(Inject, AThreadThatMakesNoSystemCallIsLetGoAfterTheTimeout) {
   ASSERT_TRUE(WIFEXITED(status)) << out;
   EXPECT_EQ(WEXITSTATUS(status), 0) << out;
   EXPECT_NE(out.find("spins_moved=1"), std::string::npos) << out;
+}
+
+TEST(Inject, LoadsALibraryFromAThreadOfItsOwnAndTheProgramRunsOn) {
+  Target target;
+  TempDir dir;
+  const std::string marker = dir.file("marker");
+  inject::LoadRequest request;
+  request.library = std::string(FIXTURE_DIR) + "/inject_probe.so";
+  request.entry = "probe_entry";
+  request.arg = marker;
+  const inject::LoadResult r = inject::load_library(target.pid(), request);
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.entry_result, 42);
+  // Its constructor ran before the entry, in the program.
+  EXPECT_EQ(read_file(marker), "pid=" + std::to_string(target.pid()) + " value=7\n");
+  EXPECT_GT(r.stopped_ms, 0.0);
+  std::printf("a thread of the program was held %.2f ms\n", r.stopped_ms);
+  EXPECT_NE(read_file("/proc/" + std::to_string(target.pid()) + "/maps").find("inject_probe.so"), std::string::npos);
+  ::usleep(20000);
+  int status = 0;
+  const std::string out = target.finish(&status);
+  ASSERT_TRUE(WIFEXITED(status)) << out;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << out;
+  EXPECT_NE(out.find("spins_moved=1"), std::string::npos) << out;
+}
+
+TEST(Inject, ALibraryThatCannotBeLoadedIsNamedAndTheProgramRunsOn) {
+  Target target;
+  inject::LoadRequest request;
+  request.library = "/nonexistent/libnothing.so";
+  inject::LoadResult r = inject::load_library(target.pid(), request);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("dlopen in the process failed"), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("libnothing.so"), std::string::npos) << r.error;
+  request.library = std::string(FIXTURE_DIR) + "/inject_probe.so";
+  request.entry = "no_such_entry";
+  r = inject::load_library(target.pid(), request);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("has no function no_such_entry"), std::string::npos) << r.error;
+  int status = 0;
+  const std::string out = target.finish(&status);
+  ASSERT_TRUE(WIFEXITED(status)) << out;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << out;
 }
 
 TEST(Inject, ANonexistentProcessIsNamed) {
