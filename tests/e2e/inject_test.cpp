@@ -17,6 +17,7 @@
 #include <string>
 
 #include "e2e_support.h"
+#include "inject/attachable.h"
 #include "inject/load.h"
 #include "inject/remote.h"
 
@@ -26,13 +27,13 @@ namespace {
 // inject_target, started with its stdout on a pipe; ready once it said so.
 class Target {
  public:
-  Target() {
+  explicit Target(const std::string& program = "inject_target") {
     int out[2];
     EXPECT_EQ(::pipe2(out, O_CLOEXEC), 0);
     pid_ = ::fork();
     if (pid_ == 0) {
       ::dup2(out[1], 1);
-      const std::string path = std::string(FIXTURE_DIR) + "/inject_target";
+      const std::string path = std::string(FIXTURE_DIR) + "/" + program;
       ::execl(path.c_str(), path.c_str(), static_cast<char*>(nullptr));
       ::_exit(127);
     }
@@ -190,6 +191,40 @@ TEST(Inject, ALibraryThatCannotBeLoadedIsNamedAndTheProgramRunsOn) {
   const std::string out = target.finish(&status);
   ASSERT_TRUE(WIFEXITED(status)) << out;
   EXPECT_EQ(WEXITSTATUS(status), 0) << out;
+}
+
+// The facts of real processes, and what attach says of them (each refusal's
+// words: tests/unit/inject/attachable_test.cpp).
+TEST(Inject, RefusalsOfRealProcesses) {
+  {
+    Target target;
+    EXPECT_FALSE(inject::refusal(inject::gather_facts(target.pid())));
+    // Held by us: traced.
+    std::string error;
+    auto thread = inject::BorrowedThread::take(target.pid(), target.pid(), 2000, &error);
+    ASSERT_TRUE(thread) << error;
+    auto why = inject::refusal(inject::gather_facts(target.pid()));
+    ASSERT_TRUE(why);
+    EXPECT_NE(why->find("already traced by process " + std::to_string(::getpid())), std::string::npos) << *why;
+    ASSERT_TRUE(thread->give_back(&error)) << error;
+    EXPECT_FALSE(inject::refusal(inject::gather_facts(target.pid())));
+    // Stopped.
+    ::kill(target.pid(), SIGSTOP);
+    ::usleep(20000);
+    why = inject::refusal(inject::gather_facts(target.pid()));
+    ASSERT_TRUE(why);
+    EXPECT_NE(why->find("is stopped"), std::string::npos) << *why;
+    ::kill(target.pid(), SIGCONT);
+  }
+  {
+    Target target("inject_target_static");
+    auto why = inject::refusal(inject::gather_facts(target.pid()));
+    ASSERT_TRUE(why);
+    EXPECT_NE(why->find("statically linked"), std::string::npos) << *why;
+  }
+  auto why = inject::refusal(inject::gather_facts(999999999));
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("no process 999999999"), std::string::npos) << *why;
 }
 
 TEST(Inject, ANonexistentProcessIsNamed) {
