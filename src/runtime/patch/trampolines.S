@@ -1,6 +1,7 @@
 /* The runtime's trampolines (patch.h): the common entry of the GOT stubs,
-   __fentry__ and mcount (-pg, -pg -mfentry, and the nops patched into calls),
-   and the return trampoline every replaced return address points to.
+   __fentry__ and mcount (-pg, -pg -mfentry, and -mnop-mcount nops after a
+   prologue), the return trampoline every replaced return address points to,
+   and the entry and return of the stubs patchable entries jump to.
 
    An entry keeps every register a call may pass arguments in (rdi, rsi, rdx,
    rcx, r8, r9, xmm0-7, al for variadic calls, r10 for a static chain) and the
