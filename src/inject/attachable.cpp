@@ -7,10 +7,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 
 #include "inject/remote.h"
 

@@ -3,10 +3,11 @@
 #include <dirent.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstddef>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 

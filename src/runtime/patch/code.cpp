@@ -93,7 +93,6 @@ bool g_handler = false;
 struct sigaction g_old_trap;
 
 constexpr uint8_t kNop5[5] = {0x0f, 0x1f, 0x44, 0x00, 0x00};
-constexpr uint8_t kEndbr64[4] = {0xf3, 0x0f, 0x1e, 0xfa};
 
 CALLSCOPE_NOINSTR void say(const char* a, const char* b, const char* c) {
   const char* parts[3] = {a, b, c};

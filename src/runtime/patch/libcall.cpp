@@ -67,6 +67,10 @@ CALLSCOPE_NOINSTR void hook_exit(uint64_t fn, uint64_t slot) {
   call_hook(&callscope_rt_exit_target, fn, ~below, slot);
 }
 
+// What a replaced return address becomes for the GOT stubs, __fentry__ and
+// mcount.
+CALLSCOPE_NOINSTR inline uint64_t return_trampoline() { return reinterpret_cast<uint64_t>(&callscope_rt_lib_return); }
+
 // Tail calls kept at one slot (see the top of this file): about the depth
 // of a processor's return-stack buffer.
 constexpr uint32_t kTailChain = 16;
@@ -182,11 +186,6 @@ CALLSCOPE_NOINSTR inline uint64_t call_site(uint64_t ret) {
   return ret - 5;
 }
 
-CALLSCOPE_NOINSTR inline uint64_t before_endbr(uint64_t a) {
-  static const uint8_t kEndbr64[4] = {0xf3, 0x0f, 0x1e, 0xfa};
-  return memcmp(reinterpret_cast<const void*>(a - 4), kEndbr64, 4) == 0 ? a - 4 : a;
-}
-
 }  // namespace
 
 void libcalls_thread_exit(ThreadState* t) {
@@ -204,19 +203,19 @@ using namespace callscope::rt;
 // where the call goes on.
 uint64_t callscope_rt_lib_enter(uint32_t index, uint64_t* slot) {
   const Hook& h = g_hooks[index];
-  hijack_enter(h.fn, slot, reinterpret_cast<uint64_t>(&callscope_rt_lib_return));
+  hijack_enter(h.fn, slot, return_trampoline());
   return h.target;
 }
 
 void callscope_rt_fentry_enter(uint64_t ret, uint64_t* slot) {
-  hijack_enter(before_endbr(call_site(ret)), slot, reinterpret_cast<uint64_t>(&callscope_rt_lib_return));
+  hijack_enter(before_endbr(call_site(ret)), slot, return_trampoline());
 }
 
 void callscope_rt_mcount_enter(uint64_t ret, uint64_t* slot) {
   uint64_t fn = call_site(ret);
   static const uint8_t kFramePrologue[4] = {0x55, 0x48, 0x89, 0xe5};  // push %rbp; mov %rsp,%rbp
   if (memcmp(reinterpret_cast<const void*>(fn - 4), kFramePrologue, 4) == 0) fn = before_endbr(fn - 4);
-  hijack_enter(fn, slot, reinterpret_cast<uint64_t>(&callscope_rt_lib_return));
+  hijack_enter(fn, slot, return_trampoline());
 }
 
 // A patchable entry's stub (code.cpp) called us from `call`, its `call` of
@@ -225,9 +224,7 @@ void callscope_rt_mcount_enter(uint64_t ret, uint64_t* slot) {
 // function, which returns into the stub), else the function's body, for a
 // call that goes through unrecorded with its return address in place.
 uint64_t callscope_rt_stub_enter(uint64_t call, uint64_t* slot) {
-  int32_t rel;
-  memcpy(&rel, reinterpret_cast<const void*>(call + 1), 4);
-  return hijack_enter(stub_function(call), slot, call + 5) ? 0 : call + 5 + static_cast<int64_t>(rel);
+  return hijack_enter(stub_function(call), slot, call + 5) ? 0 : stub_body(call);
 }
 
 // The return of a hooked call, with the stack pointer it returned with:

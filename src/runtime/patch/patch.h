@@ -70,14 +70,25 @@ void libcalls_thread_exit(ThreadState* t);
 extern "C" void callscope_rt_lib_return();
 // The common entry every stub jumps to, with the hook index in r11d.
 extern "C" void callscope_rt_lib_entry();
-// The function whose body a patchable entry's stub calls with the `call` at
-// `call` (code.cpp): its first byte, before endbr64.
-CALLSCOPE_NOINSTR __attribute__((always_inline)) inline uint64_t stub_function(uint64_t call) {
+// CET's endbr64, which may begin a function before its entry's nops or call.
+inline constexpr uint8_t kEndbr64[4] = {0xf3, 0x0f, 0x1e, 0xfa};
+
+// `a`, or the endbr64 right before it.
+CALLSCOPE_NOINSTR __attribute__((always_inline)) inline uint64_t before_endbr(uint64_t a) {
+  return __builtin_memcmp(reinterpret_cast<const void*>(a - 4), kEndbr64, 4) == 0 ? a - 4 : a;
+}
+
+// Where the `call rel32` at `call` goes: in a patchable entry's stub
+// (code.cpp), the function's body (its entry's 5 bytes on).
+CALLSCOPE_NOINSTR __attribute__((always_inline)) inline uint64_t stub_body(uint64_t call) {
   int32_t rel;
   __builtin_memcpy(&rel, reinterpret_cast<const void*>(call + 1), 4);
-  const uint64_t site = call + static_cast<int64_t>(rel);  // the body's address less 5
-  static const uint8_t kEndbr64[4] = {0xf3, 0x0f, 0x1e, 0xfa};
-  return __builtin_memcmp(reinterpret_cast<const void*>(site - 4), kEndbr64, 4) == 0 ? site - 4 : site;
+  return call + 5 + static_cast<int64_t>(rel);
+}
+
+// The function whose body that call enters: its first byte.
+CALLSCOPE_NOINSTR __attribute__((always_inline)) inline uint64_t stub_function(uint64_t call) {
+  return before_endbr(stub_body(call) - 5);
 }
 // A patchable entry's stub calls these before and after the function
 // (code.cpp).
