@@ -160,7 +160,7 @@ Status LiveStream::scan() {
     }
     ::closedir(d);
     if (files.empty()) continue;
-    std::sort(files.begin(), files.end());
+    sort_thread_files(files);
     uint64_t offset = 0;
     bool have_offset = false;
     for (const std::string& f : files) {

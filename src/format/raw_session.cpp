@@ -7,10 +7,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <tuple>
 
 #include "common/files.h"
 
@@ -142,12 +144,39 @@ Status read_process(RawProcess& p, std::vector<std::string>& warnings) {
     if (name == "dumps") p.dumps_file = p.dir + "/" + name;
   }
   ::closedir(d);
-  std::sort(p.thread_files.begin(), p.thread_files.end());
-  std::sort(p.prof_files.begin(), p.prof_files.end());
+  sort_thread_files(p.thread_files);
+  sort_thread_files(p.prof_files);
   return ok_status();
 }
 
 }  // namespace
+
+namespace {
+// (tid, reuse count, name) of a thread file's base name; names not of that
+// shape sort after, by text.
+std::tuple<bool, unsigned long long, unsigned long long, std::string> thread_file_key(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  unsigned long long tid = 0, n = 0;
+  size_t i = 1;
+  if (name.size() < 2 || name[0] != 't' || !std::isdigit(static_cast<unsigned char>(name[1])))
+    return {true, 0, 0, name};
+  while (i < name.size() && std::isdigit(static_cast<unsigned char>(name[i]))) tid = tid * 10 + (name[i++] - '0');
+  if (i + 1 < name.size() && name[i] == '.' && std::isdigit(static_cast<unsigned char>(name[i + 1]))) {
+    ++i;
+    while (i < name.size() && std::isdigit(static_cast<unsigned char>(name[i]))) n = n * 10 + (name[i++] - '0');
+  }
+  return {false, tid, n, name};
+}
+}  // namespace
+
+bool thread_file_before(const std::string& a, const std::string& b) {
+  return thread_file_key(a) < thread_file_key(b);
+}
+
+void sort_thread_files(std::vector<std::string>& files) {
+  std::sort(files.begin(), files.end(), thread_file_before);
+}
 
 Result<RawSession> read_raw_session(const std::string& dir) {
   RawSession s;

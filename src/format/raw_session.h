@@ -65,6 +65,13 @@ struct RawSession {
 
 Result<RawSession> read_raw_session(const std::string& dir);
 
+// Orders thread files (t<tid>[.<n>].ev, t<tid>.prof; full paths or names)
+// by tid as a number, then reuse count: the order thread indexes are given
+// in. As text, t100000.ev would sort before t99999.ev and a worker could
+// become thread 0 once tids pass a power of ten.
+bool thread_file_before(const std::string& a, const std::string& b);
+void sort_thread_files(std::vector<std::string>& files);
+
 // Appends one record (header, body, extra bytes, padding) to a meta file
 // opened with O_APPEND, in one write(2). Nothing when fd < 0.
 void append_meta_record(int fd, RawMetaType type, const void* body, size_t size, const std::string& extra = {});

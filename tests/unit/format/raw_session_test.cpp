@@ -382,6 +382,19 @@ TEST(format_raw_session, ReadRawSession) {
   for (const auto& w : s->warnings) EXPECT_NE(w.find("400.0/meta"), std::string::npos) << w;
 }
 
+TEST(format_raw_session, ThreadFilesInTidOrderNotTextOrder) {
+  // Thread indexes follow this order: the main thread (tid = pid) first
+  // even when its workers' tids have one more digit.
+  std::vector<std::string> files = {"/s/1.0/t100001.ev", "/s/1.0/t99998.ev", "/s/1.0/t99998.1.ev",
+                                    "/s/1.0/t100000.ev", "/s/1.0/t9.ev", "/s/1.0/tx.ev"};
+  sort_thread_files(files);
+  EXPECT_EQ(files, (std::vector<std::string>{"/s/1.0/t9.ev", "/s/1.0/t99998.ev", "/s/1.0/t99998.1.ev",
+                                             "/s/1.0/t100000.ev", "/s/1.0/t100001.ev", "/s/1.0/tx.ev"}));
+  std::vector<std::string> prof = {"t100000.prof", "t99999.prof"};
+  sort_thread_files(prof);
+  EXPECT_EQ(prof, (std::vector<std::string>{"t99999.prof", "t100000.prof"}));
+}
+
 TEST(format_raw_session, EmptyDirectoryIsNotASession) {
   test::TempDir dir;
   auto s = read_raw_session(dir.path());
