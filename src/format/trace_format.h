@@ -55,6 +55,12 @@
 //                      1.5 reader refuses kTag events as damaged and lists
 //                      tags among the marks. The kResident block (a 1.5
 //                      reader skips it): resident set samples by module.
+//   raw 2, final 1.7 — callscope attach: RawProcessStart's kRawProcessAttached
+//                      (the process's record began with an attach, at its
+//                      start tick and realtime), ExitHow kDetached (its
+//                      record ended with a detach; the process ran on), and
+//                      InfoRecord's kInfoAttached. A 1.6 reader shows such
+//                      an end as unknown.
 #pragma once
 
 #include <stddef.h>
@@ -232,6 +238,7 @@ struct RawProcessStart {
 };
 static_assert(sizeof(RawProcessStart) == 64);
 inline constexpr uint32_t kRawProcessForked = 1;
+inline constexpr uint32_t kRawProcessAttached = 2;  // callscope attach loaded the runtime (1.7)
 
 struct RawModule {
   uint64_t tick;        // when the map changed (relative to the process base)
@@ -251,6 +258,7 @@ enum class ExitHow : uint32_t {
   kExited = 1,    // code valid
   kSignaled = 2,  // signal valid
   kExec = 3,      // replaced by exec (an incarnation of the same pid follows)
+  kDetached = 4,  // callscope detached; the process ran on (1.7)
 };
 
 struct RawProcessExit {
@@ -480,7 +488,7 @@ static_assert(sizeof(RawRecorderInfo) == 16);
 
 inline constexpr char kTraceMagic[8] = {'C', 'A', 'L', 'L', 'S', 'C', 'P', '\x1a'};
 inline constexpr uint16_t kTraceVersionMajor = 1;
-inline constexpr uint16_t kTraceVersionMinor = 6;
+inline constexpr uint16_t kTraceVersionMinor = 7;
 // The first minor version whose header carries a check.
 inline constexpr uint16_t kTraceMinorHeaderCheck = 3;
 
@@ -592,6 +600,9 @@ inline constexpr uint32_t kInfoFiltered = 4;  // filters were set while recordin
 // at each allocation, not told by hooks: they say where allocations were
 // made, not how often functions were called or for how long.
 inline constexpr uint32_t kInfoUnwound = 8;
+// callscope attach (1.7): the recording began when callscope attached to a
+// running program (start_realtime_ns), not at its start.
+inline constexpr uint32_t kInfoAttached = 16;
 
 struct ProcessRecord {
   uint32_t pid;

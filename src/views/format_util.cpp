@@ -67,6 +67,8 @@ std::string describe_exit(format::ExitHow how, int code, int signal, bool core_d
       return "killed by " + signal_name(signal) + (core_dumped ? " (core dumped)" : "");
     case format::ExitHow::kExec:
       return "replaced by exec";
+    case format::ExitHow::kDetached:
+      return "running (detached)";
     case format::ExitHow::kUnknown:
       break;
   }

@@ -66,8 +66,9 @@ void print_info_text(const fmt::TraceReader& t, const std::vector<analysis::Stre
                h.version_major, h.version_minor, t.complete() ? "" : ", INCOMPLETE");
   std::fprintf(out, "program:    %s\n", join(info.argv).c_str());
   if (!info.cwd.empty()) std::fprintf(out, "directory:  %s\n", terminal_safe(info.cwd).c_str());
-  std::fprintf(out, "recorded:   %s by %s\n", format_realtime(h.origin_realtime_ns).c_str(),
-               info.tool_version.empty() ? "callscope" : terminal_safe(info.tool_version).c_str());
+  std::fprintf(out, "recorded:   %s by %s%s\n", format_realtime(h.origin_realtime_ns).c_str(),
+               info.tool_version.empty() ? "callscope" : terminal_safe(info.tool_version).c_str(),
+               (info.record.flags & fmt::kInfoAttached) ? ", attached to the running program" : "");
   std::fprintf(out, "duration:   %s\n", format_duration_ns(t.ticks_to_ns(info.record.duration_ticks)).c_str());
   if (h.clock == static_cast<uint32_t>(fmt::ClockKind::kTsc))
     std::fprintf(out, "clock:      TSC at %.4f GHz (calibrated against CLOCK_MONOTONIC)\n", h.ticks_per_ns);
@@ -219,6 +220,7 @@ nlohmann::json info_json(const fmt::TraceReader& t, const std::vector<analysis::
   j["cwd"] = info.cwd;
   j["tool_version"] = info.tool_version;
   j["start_realtime_ns"] = h.origin_realtime_ns;
+  j["attached"] = (info.record.flags & fmt::kInfoAttached) != 0;
   j["duration_ns"] = t.ticks_to_ns(info.record.duration_ticks);
   j["clock"] = h.clock == static_cast<uint32_t>(fmt::ClockKind::kTsc) ? "tsc" : "monotonic";
   j["ticks_per_ns"] = h.ticks_per_ns;
