@@ -30,7 +30,7 @@ struct LoaderData {
   uint64_t new_thread;              // 48: pthread_create's pthread_t
   uint64_t unused;                  // 56
   uint64_t path, entry, arg;        // 64, 72, 80: strings (entry 0: none)
-  uint64_t reserved;                // 88
+  uint64_t thread_name;             // 88: string, 0: none
   uint64_t pthread_self, pthread_detach;  // 96, 104
 };
 static_assert(sizeof(LoaderData) == 112);
@@ -70,7 +70,8 @@ std::string read_error(pid_t pid, uint64_t data) {
 LoadResult load_library(pid_t pid, const LoadRequest& request) {
   LoadResult result;
   const size_t loader_size = static_cast<size_t>(callscope_inject_loader_end - callscope_inject_loader);
-  if (request.library.size() + request.entry.size() + request.arg.size() + 3 > kErrorOffset - sizeof(LoaderData)) {
+  if (request.library.size() + request.entry.size() + request.arg.size() + request.thread_name.size() + 4 >
+      kErrorOffset - sizeof(LoaderData)) {
     result.error = "the library's path, entry and argument are too long";
     return result;
   }
@@ -138,6 +139,7 @@ LoadResult load_library(pid_t pid, const LoadRequest& request) {
   d.path = put(request.library);
   d.entry = request.entry.empty() ? 0 : put(request.entry);
   d.arg = put(request.arg);
+  d.thread_name = request.thread_name.empty() ? 0 : put(request.thread_name.substr(0, 15));
   std::memcpy(block.data(), &d, sizeof d);
   std::vector<unsigned char> text(kPage, 0xcc);  // the trap at 0
   std::memcpy(text.data() + kLoaderOffset, callscope_inject_loader, loader_size);

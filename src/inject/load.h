@@ -14,6 +14,9 @@ struct LoadRequest {
   std::string library;  // absolute path, as the process sees it
   std::string entry;    // a function of the library to call after loading, int f(const char*); "" for none
   std::string arg;      // its argument
+  // The loading thread's name (prctl PR_SET_NAME, up to 15 bytes), seen by
+  // the library's constructors; "" leaves the name it inherits.
+  std::string thread_name;
   int timeout_ms = 10000;  // for the load (the borrowed thread waits up to a second for a system call)
 };
 

@@ -2,7 +2,8 @@
    (inject/load.cpp copies these bytes into the target; position-independent:
    everything it uses is in the data block whose address it is given).
 
-   loader(data): pthread_detach(pthread_self()); h = dlopen(path, RTLD_NOW);
+   loader(data): pthread_detach(pthread_self()); names itself (prctl
+   PR_SET_NAME) when a name is given; h = dlopen(path, RTLD_NOW);
    then, if an entry is named, dlsym(h, entry)(arg). Writes the handle, the
    entry's result, dlerror()'s text on failure (copied), and last the state
    (1: done, 2: dlopen failed, 3: no such entry). The data block's layout is
@@ -19,6 +20,13 @@ callscope_inject_loader:
   call *96(%rbx)          /* pthread_self */
   movq %rax, %rdi
   call *104(%rbx)         /* pthread_detach */
+  movq 88(%rbx), %rsi     /* the thread's name, if any: prctl(PR_SET_NAME, name) */
+  testq %rsi, %rsi
+  jz 0f
+  movl $15, %edi
+  movl $157, %eax         /* SYS_prctl */
+  syscall
+0:
   movq 64(%rbx), %rdi     /* path */
   movl $2, %esi           /* RTLD_NOW */
   call *0(%rbx)           /* dlopen */
