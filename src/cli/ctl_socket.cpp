@@ -37,7 +37,7 @@ SocketSearch find_socket(pid_t pid) {
   s.name = std::to_string(pid) + ".sock";
   const uid_t euid = ::geteuid();
   auto cands = std::make_unique<ctldir::Candidates>();
-  ctldir::candidates(*cands, euid);
+  ctldir::candidates(*cands, euid, [](const char* name) -> const char* { return ::getenv(name); });
   s.explicit_dir = cands->explicit_dir;
   auto scratch = std::make_unique<ctldir::Scratch>();
   std::string why_buf(3 * ctldir::kPathMax, '\0');

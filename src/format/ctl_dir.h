@@ -131,7 +131,9 @@ struct Candidates {
   bool explicit_dir = false;  // CALLSCOPE_CTL_DIR: the only one
 };
 
-CALLSCOPE_CTLDIR_FN void candidates(Candidates& c, uid_t euid) {
+// `get` reads a variable: the environment's (::getenv), or the runtime's
+// settings under attach.
+CALLSCOPE_CTLDIR_FN void candidates(Candidates& c, uid_t euid, const char* (*get)(const char*)) {
   c.count = 0;
   c.explicit_dir = false;
   auto push = [&](const char* a, const char* b, uint64_t n, bool with_n) {
@@ -140,7 +142,7 @@ CALLSCOPE_CTLDIR_FN void candidates(Candidates& c, uid_t euid) {
     if (with_n) t.add_uint(n);
     if (!t.truncated()) ++c.count;
   };
-  if (const char* env = ::getenv("CALLSCOPE_CTL_DIR"); env && env[0]) {
+  if (const char* env = get("CALLSCOPE_CTL_DIR"); env && env[0]) {
     push(env, "", 0, false);
     c.explicit_dir = true;
     return;
@@ -148,8 +150,8 @@ CALLSCOPE_CTLDIR_FN void candidates(Candidates& c, uid_t euid) {
   push("/tmp/callscope-", "", euid, true);
   // Only absolute values: a relative one would name a different place in
   // every working directory.
-  if (const char* xdg = ::getenv("XDG_RUNTIME_DIR"); xdg && xdg[0] == '/') push(xdg, "/callscope", 0, false);
-  if (const char* home = ::getenv("HOME"); home && home[0] == '/') push(home, "/.callscope-ctl", 0, false);
+  if (const char* xdg = get("XDG_RUNTIME_DIR"); xdg && xdg[0] == '/') push(xdg, "/callscope", 0, false);
+  if (const char* home = get("HOME"); home && home[0] == '/') push(home, "/.callscope-ctl", 0, false);
 }
 
 // Buffers of open_private_dir, kept by the caller (the runtime keeps them

@@ -70,6 +70,7 @@ bool g_thread_running = false;
 // returns, no operation runs any more.
 int g_stopping = 0;
 int g_busy = 0;
+int g_detach_done = 0;  // detached: the thread removes the socket and ends after its reply
 
 CALLSCOPE_NOINSTR void close_dir() {
   if (g_dir_fd >= 0) ::close(g_dir_fd);
@@ -102,7 +103,7 @@ CALLSCOPE_NOINSTR void say_disabled(const char* why) { say("callscope: control s
 // made /tmp/callscope-UID first), says so.
 CALLSCOPE_NOINSTR bool prepare_dir() {
   const uid_t euid = ::geteuid();
-  ctldir::candidates(g_candidates, euid);
+  ctldir::candidates(g_candidates, euid, setting);
   ctldir::Text why(g_why, sizeof g_why);
   for (int i = 0; i < g_candidates.count; ++i) {
     const char* dir = g_candidates.path[i];
@@ -262,6 +263,22 @@ CALLSCOPE_NOINSTR void answer(int fd, const char* req) {
       end_op();
       reply.add("ok\n");
     }
+  } else if (strcmp(req, "detach") == 0) {
+    // callscope detach (and the end of callscope attach): the reply is
+    // sent once the program has nothing of ours left in its slots and code;
+    // then this thread ends.
+    if (!begin_op()) {
+      reply.add("error: the process is exiting\n");
+    } else {
+      const char* error = op_detach();
+      end_op();
+      if (error) {
+        reply.add(error);
+      } else {
+        reply.add("ok detached\n");
+        __atomic_store_n(&g_detach_done, 1, __ATOMIC_SEQ_CST);
+      }
+    }
   } else if (strcmp(req, "dump") == 0) {
     if (!begin_op()) {
       reply.add("error: the process is exiting\n");
@@ -279,7 +296,7 @@ CALLSCOPE_NOINSTR void answer(int fd, const char* req) {
     size_t i = 0;
     for (; req[i]; ++i) shown[i] = (req[i] >= 0x20 && req[i] < 0x7f) ? req[i] : '?';
     shown[i] = '\0';
-    reply.add("error: unknown command '").add(shown).add("' (valid: start, stop, clear, dump, status)\n");
+    reply.add("error: unknown command '").add(shown).add("' (valid: start, stop, clear, dump, status, detach)\n");
   }
   write_all(fd, reply.c_str(), reply.size());
 }
@@ -334,7 +351,7 @@ CALLSCOPE_NOINSTR void* control_main(void*) {
     const uint64_t now = mono_ns();
     if (interval == 0) {
       next_dump = 0;
-      if (listen_fd < 0) break;  // nothing left to do
+      if (listen_fd < 0 && !g_attached) break;  // nothing left to do
     } else if (next_dump == 0) {
       next_dump = now + interval;
     } else if (now >= next_dump) {
@@ -348,9 +365,25 @@ CALLSCOPE_NOINSTR void* control_main(void*) {
       continue;
     }
     pollfd p{listen_fd, POLLIN, 0};
-    const int n = ::poll(&p, listen_fd >= 0 ? 1 : 0, next_dump ? ms_until(next_dump, now) : -1);
+    int timeout = next_dump ? ms_until(next_dump, now) : -1;
+    // Attached: `callscope attach` is looked after every 100 ms. Killed, it
+    // can neither detach nor drain: we detach ourselves.
+    if (g_attached && (timeout < 0 || timeout > 100)) timeout = 100;
+    const int n = ::poll(&p, listen_fd >= 0 ? 1 : 0, timeout);
+    if (g_attached && !detached() && ::kill(g_recorder_pid, 0) != 0 && errno == ESRCH && begin_op()) {
+      if (!op_detach()) __atomic_store_n(&g_detach_done, 1, __ATOMIC_SEQ_CST);
+      end_op();
+    }
+    if (n > 0 && listen_fd >= 0 && (p.revents & POLLIN)) serve_one(listen_fd);
+    if (__atomic_load_n(&g_detach_done, __ATOMIC_SEQ_CST)) {
+      __atomic_store_n(&g_stopping, 1, __ATOMIC_SEQ_CST);
+      remove_socket();
+      if (listen_fd >= 0) ::close(listen_fd);
+      g_listen_fd = -1;
+      close_dir();
+      break;
+    }
     if (n <= 0 || listen_fd < 0) continue;
-    if (p.revents & POLLIN) serve_one(listen_fd);
     // Shut down (control_stop) or broken: stop listening, keep dumping.
     if (p.revents & (POLLERR | POLLHUP | POLLNVAL)) listen_fd = -1;
   }
@@ -379,7 +412,7 @@ void control_start() {
   g_owner_pid = pid;
 
   g_listen_fd = open_socket(pid);
-  if (g_listen_fd < 0 && dump_interval_ns() == 0) {
+  if (g_listen_fd < 0 && dump_interval_ns() == 0 && !g_attached) {
     errno = saved_errno;
     return;
   }

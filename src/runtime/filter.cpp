@@ -169,7 +169,7 @@ CALLSCOPE_NOINSTR uint32_t decide(uint64_t fn) {
 }  // namespace
 
 void read_glob_list(const char* var, GlobList& list) {
-  const char* v = ::getenv(var);
+  const char* v = setting(var);
   if (!v) return;
   while (*v) {
     const char* end = strchr(v, ',');

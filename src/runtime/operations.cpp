@@ -262,6 +262,23 @@ uint32_t op_dump(uint32_t reason) {
   return seq;
 }
 
+void release_files_at_detach() {
+  const int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (devnull < 0) return;
+  ::pthread_mutex_lock(&g_reg_lock);
+  for (uint32_t i = 0; g_reg && i < g_reg_count; ++i) {
+    if (g_reg[i].alive && g_reg[i].ts) thread_release_file(g_reg[i].ts, devnull);
+    if (g_reg[i].prof) engine_release_prof(g_reg[i].prof);  // the trees of threads that ended too
+  }
+  ::pthread_mutex_unlock(&g_reg_lock);
+  ::pthread_mutex_lock(&g_dump_lock);
+  if (g_dump_fd >= 0) ::close(g_dump_fd);  // used under this lock only
+  g_dump_fd = -1;
+  ::pthread_mutex_unlock(&g_dump_lock);
+  process_release_files(devnull);
+  ::close(devnull);
+}
+
 size_t op_status(char* buf, size_t cap) {
   ctldir::Text out(buf, cap);
   uint64_t calls = 0, nodes = 0, dropped = 0, bytes = 0, event_bytes = 0, lost = 0;

@@ -407,7 +407,30 @@ CALLSCOPE_NOINSTR void record_exit(int status) {
   if ((t->status == kActive || (t->status == kStopped && !g_engine)) && t->header) t->header->end_tick = e.tick;
 }
 
+}  // namespace
+
+// The process runs on; its record ends here. The meta file stays open (a
+// thread inside the runtime may still write a record; nothing reads them).
+void record_detach() {
+  fmt::RawProcessExit e{};
+  e.tick = now_tick();
+  e.how = static_cast<uint32_t>(fmt::ExitHow::kDetached);
+  write_meta(fmt::RawMetaType::kProcessExit, &e, sizeof e, nullptr, 0, nullptr, 0);
+  write_calibration();
+}
+
+// The meta file and the session's directories: /dev/null in their place
+// (a thread inside the runtime may still use them; see thread_release_file).
+void process_release_files(int devnull) {
+  const int fds[3] = {g_meta_fd, g_session.fd, g_process.fd};
+  for (int fd : fds)
+    if (fd >= 0) ::dup3(devnull, fd, O_CLOEXEC);
+}
+
+namespace {
+
 CALLSCOPE_NOINSTR void on_process_exit(int status, void*) {
+  if (detached()) return;
   const int saved_errno = errno;
   record_exit(status);
   snapshot_smaps("exit");
@@ -422,7 +445,7 @@ CALLSCOPE_NOINSTR void on_process_exit(int status, void*) {
 }
 
 CALLSCOPE_NOINSTR void on_fork_child() {
-  if (__atomic_load_n(&g_init_state, __ATOMIC_ACQUIRE) != kReady) return;
+  if (__atomic_load_n(&g_init_state, __ATOMIC_ACQUIRE) != kReady || detached()) return;
   // The runtime's own work, as in a hook: the mmap, munmap and malloc it
   // calls here are not the program's (under record --memory they would be
   // told into the parent's ring, unmapped halfway through).
@@ -448,19 +471,19 @@ CALLSCOPE_NOINSTR void on_fork_child() {
 }
 
 CALLSCOPE_NOINSTR bool do_init() {
-  const char* clock = ::getenv("CALLSCOPE_CLOCK");
+  const char* clock = setting("CALLSCOPE_CLOCK");
   if (clock && strcmp(clock, "monotonic") == 0)
     g_use_tsc = false;
   else
     g_use_tsc = tsc_is_invariant();
   g_base_tick = absolute_tick();
 
-  if (const char* rec = ::getenv("CALLSCOPE_RECORDER_PID"); rec && ::getenv("CALLSCOPE_DIR"))
+  if (const char* rec = setting("CALLSCOPE_RECORDER_PID"); rec && setting("CALLSCOPE_DIR"))
     g_recorder_pid = ::atoi(rec);
-  if (const char* drop = ::getenv("CALLSCOPE_DROP_WHEN_BEHIND"); drop && strcmp(drop, "1") == 0)
+  if (const char* drop = setting("CALLSCOPE_DROP_WHEN_BEHIND"); drop && strcmp(drop, "1") == 0)
     g_drop_when_behind = true;
-  if (const char* mem = ::getenv("CALLSCOPE_MEMORY"); mem && strcmp(mem, "1") == 0) g_memory = true;
-  const char* dir = ::getenv("CALLSCOPE_DIR");
+  if (const char* mem = setting("CALLSCOPE_MEMORY"); mem && strcmp(mem, "1") == 0) g_memory = true;
+  const char* dir = setting("CALLSCOPE_DIR");
   if (dir && dir[0]) {
     if (!open_given_session_dir(dir)) return false;
   } else {
@@ -475,7 +498,10 @@ CALLSCOPE_NOINSTR bool do_init() {
   pthread_key_t key;
   if (::pthread_key_create(&key, thread_exit) != 0) return false;
   g_thread_key = key;
-  if (!start_process_record(~0u, 0)) return false;
+  if (!start_process_record(~0u, g_attached ? fmt::kRawProcessAttached : 0)) return false;
+  // Attached: our hooks and wrappers bound into the program's slots first
+  // (the library-call hooks never take one of those for a library call).
+  if (g_attached) bind_exports();
   if (libcalls) libcalls_patch_new_modules();
   code_patch_init((control_word() & 1) != 0);
   ::pthread_atfork(nullptr, nullptr, on_fork_child);
@@ -485,7 +511,10 @@ CALLSCOPE_NOINSTR bool do_init() {
   return true;
 }
 
-__attribute__((constructor)) CALLSCOPE_NOINSTR void runtime_constructor() { process_ensure_init(); }
+__attribute__((constructor)) CALLSCOPE_NOINSTR void runtime_constructor() {
+  if (loaded_for_attach()) return;  // callscope_rt_attach initializes, with its settings
+  process_ensure_init();
+}
 
 }  // namespace
 
@@ -623,7 +652,7 @@ CALLSCOPE_EXPORT void* dlopen(const char* file, int mode) {
   Fn real = next_symbol(&cache, "dlopen");
   if (!real) return nullptr;
   void* handle = real(file, mode);
-  if (handle) {
+  if (handle && !detached()) {
     rescan_modules();
     if (__atomic_load_n(&g_init_state, __ATOMIC_ACQUIRE) == kReady) {
       libcalls_patch_new_modules();
@@ -640,7 +669,7 @@ CALLSCOPE_EXPORT int dlclose(void* handle) {
   Fn real = next_symbol(&cache, "dlclose");
   if (!real) return -1;
   const int rc = real(handle);
-  if (rc == 0) {
+  if (rc == 0 && !detached()) {
     rescan_modules();
     if (__atomic_load_n(&g_init_state, __ATOMIC_ACQUIRE) == kReady) {
       libcalls_patch_new_modules();
@@ -657,7 +686,7 @@ CALLSCOPE_EXPORT int dlclose(void* handle) {
 namespace {
 
 [[noreturn]] CALLSCOPE_NOINSTR void end_process(int status) {
-  if (__atomic_load_n(&g_init_state, __ATOMIC_ACQUIRE) == kReady && ::getpid() == g_meta_pid) {
+  if (__atomic_load_n(&g_init_state, __ATOMIC_ACQUIRE) == kReady && ::getpid() == g_meta_pid && !detached()) {
     record_exit(status);
     snapshot_smaps("exit");
   }

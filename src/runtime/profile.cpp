@@ -190,7 +190,7 @@ uint32_t engine_find_child(ThreadState* t, uint32_t parent, uint64_t fn) {
 bool engine_emitting(const ThreadState* t) { return g_have_chrono ? t->chrono_depth != 0 : !g_profile_mode; }
 
 bool env_true(const char* name) {
-  const char* v = ::getenv(name);
+  const char* v = setting(name);
   if (!v) return false;
   return strcmp(v, "1") == 0 || strcmp(v, "true") == 0 || strcmp(v, "yes") == 0 || strcmp(v, "on") == 0;
 }
@@ -532,14 +532,14 @@ extern "C" int callscope_mem_unwind_mode() __attribute__((weak));
 namespace callscope::rt {
 
 void engine_configure() {
-  const char* mode = ::getenv("CALLSCOPE_MODE");
+  const char* mode = setting("CALLSCOPE_MODE");
   g_profile_mode = mode && strcmp(mode, "profile") == 0;
   filter_configure();
   g_have_chrono = filter_has_chrono();
-  if (const char* d = ::getenv("CALLSCOPE_MAX_DEPTH")) g_max_depth = static_cast<uint32_t>(::atoi(d));
-  if (const uint64_t ns = parse_duration_ns(::getenv("CALLSCOPE_MIN_DURATION")))
+  if (const char* d = setting("CALLSCOPE_MAX_DEPTH")) g_max_depth = static_cast<uint32_t>(::atoi(d));
+  if (const uint64_t ns = parse_duration_ns(setting("CALLSCOPE_MIN_DURATION")))
     g_min_ticks = static_cast<uint64_t>(static_cast<double>(ns) * measure_ticks_per_ns());
-  g_interval_ns = parse_duration_ns(::getenv("CALLSCOPE_INTERVAL"));
+  g_interval_ns = parse_duration_ns(setting("CALLSCOPE_INTERVAL"));
   const bool filtered = filter_active() || g_max_depth || g_min_ticks;
   g_engine = g_profile_mode || filtered;
   if (g_engine) hooks_use_engine();
@@ -565,6 +565,11 @@ void engine_write_mode() {
     const fmt::RawSwitch rec{1, g_switch_ticks[1]};
     write_meta(fmt::RawMetaType::kSwitch, &rec, sizeof rec, nullptr, 0, nullptr, 0);
   }
+}
+
+void engine_release_prof(fmt::RawProfHeader* prof) {
+  ::mmap(prof, prof_bytes(kMaxNodes), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE,
+         -1, 0);
 }
 
 bool engine_thread_init(ThreadState* t) {

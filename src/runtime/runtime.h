@@ -250,14 +250,41 @@ CALLSCOPE_NOINSTR int64_t exit_frame_index(const F* stack, uint32_t depth, uint6
   return found;
 }
 
+// `callscope attach` (attach.cpp): the runtime was loaded into a running
+// process, with RTLD_LOCAL, and its settings come from the attach request,
+// not the environment. Set before initialization, never cleared.
+extern bool g_attached;
+// A setting of the runtime (CALLSCOPE_MODE, ...): the environment's, or
+// under attach the request's; nullptr when unset.
+const char* setting(const char* name);
+// Detached (attach.cpp): hooks, patches and wrappers are gone from the
+// program; what still reaches the runtime (a return through a replaced
+// return address, a thread's end) records nothing.
+bool detached();
+// Whether our constructor runs on the thread `callscope attach` started to
+// load us (which then calls callscope_rt_attach): initialization waits.
+bool loaded_for_attach();
+// The control request "detach": nullptr when done, else the error reply.
+const char* op_detach();
+// The end of the process's record at a detach (process.cpp).
+void record_detach();
+// At a detach, after record_detach: every file of the session let go of
+// (operations.cpp), each thread's (thread.cpp, profile.cpp) and the
+// process's (process.cpp); /dev/null takes the place of each.
+void release_files_at_detach();
+void thread_release_file(ThreadState* t, int devnull);
+void engine_release_prof(fmt::RawProfHeader* prof);
+void process_release_files(int devnull);
+
 // The next definition of `name` after ours (dlsym RTLD_NEXT), looked up
 // once into *cache: for the wrappers the runtime exports over libc's and
-// libgcc's functions.
+// libgcc's functions. Loaded by attach, the runtime is in no scope of the
+// program's: the program's own definition is the global scope's.
 template <class Fn>
 CALLSCOPE_NOINSTR Fn next_symbol(Fn* cache, const char* name) {
   Fn f = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
   if (!f) {
-    f = reinterpret_cast<Fn>(::dlsym(RTLD_NEXT, name));
+    f = reinterpret_cast<Fn>(::dlsym(g_attached ? RTLD_DEFAULT : RTLD_NEXT, name));
     __atomic_store_n(cache, f, __ATOMIC_RELEASE);
   }
   return f;

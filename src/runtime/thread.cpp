@@ -490,4 +490,21 @@ uint64_t* reserve_slow(ThreadState* t, unsigned words) {
   return slot;
 }
 
+// Detached (attach.cpp): the thread's file let go of while the thread may
+// be anywhere, even inside a hook of ours. Each step is one system call that
+// replaces a whole object at once -- anonymous memory over a mapping of the
+// file, /dev/null over its descriptor -- so whatever the thread still does
+// with them lands harmlessly, and the file's pages are freed with the
+// session. A late writer finds drain_failed set and never waits. The
+// descriptor's number stays taken, by /dev/null, until the thread ends.
+void thread_release_file(ThreadState* t, int devnull) {
+  constexpr int kAnon = MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE;
+  if (fmt::RawThreadHeader* h = t->header;
+      h && ::mmap(h, kPageBytes, PROT_READ | PROT_WRITE, kAnon, -1, 0) != MAP_FAILED)
+    __atomic_store_n(&h->drain_failed, 1, __ATOMIC_RELEASE);
+  if (t->chunk && t->chunk_bytes) ::mmap(t->chunk, t->chunk_bytes, PROT_READ | PROT_WRITE, kAnon, -1, 0);
+  if (t->header && t->fd >= 0) ::dup3(devnull, t->fd, O_CLOEXEC);
+  if (t->prof && t->prof_fd >= 0) ::dup3(devnull, t->prof_fd, O_CLOEXEC);
+}
+
 }  // namespace callscope::rt

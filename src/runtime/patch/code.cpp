@@ -50,7 +50,7 @@
 #include "runtime/patch/patch.h"
 #include "runtime/runtime.h"
 
-extern "C" void mcount();
+extern "C" void callscope_rt_mcount();  // trampolines.S: mcount, by a name nothing interposes
 
 namespace callscope::rt {
 namespace {
@@ -60,6 +60,12 @@ struct Site {
   uint64_t target;  // where they go while tracing is on: the site's stub, or the mcount entry
   uint32_t sled;    // bytes of nops found there (5 or more)
   uint32_t mcount;  // 1: after a -pg prologue (a call of mcount), 0: a function's first bytes (a jump to its stub)
+  // The site's first 5 bytes as the compiler left them, given back at a
+  // detach when that is safe: when the sled's bytes past them are one-byte
+  // nops we left as they were (gcc's N nops, clang's single one). Else the
+  // site stays one five-byte nop, which runs the same.
+  uint8_t orig[5];
+  uint8_t orig_exact;
 };
 
 // The near region of a module: the runtime's entries, then one stub per
@@ -84,6 +90,7 @@ pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 // What the sites are becoming: calls (1) or nops (0). Read by the trap
 // handler for a site caught halfway.
 volatile int g_on = 0;
+bool g_code_detached = false;  // code_patch_detach: no site is made a call again
 // libc's sigaction, past our wrapper (the end of this file).
 using SigactionFn = int (*)(int, const struct sigaction*, struct sigaction*);
 SigactionFn g_real_sigaction = nullptr;
@@ -199,7 +206,7 @@ CALLSCOPE_NOINSTR void put_rel32(uint8_t* at, uint8_t opcode, uint64_t to) {
 // writable (a policy forbids executable memory of ours).
 CALLSCOPE_NOINSTR bool fill_region(uint64_t region, uint64_t size, uint32_t first, uint32_t end) {
   auto* p = reinterpret_cast<uint8_t*>(region);
-  const uint64_t entries[3] = {reinterpret_cast<uint64_t>(&mcount), reinterpret_cast<uint64_t>(&callscope_rt_stub_pre),
+  const uint64_t entries[3] = {reinterpret_cast<uint64_t>(&callscope_rt_mcount), reinterpret_cast<uint64_t>(&callscope_rt_stub_pre),
                                reinterpret_cast<uint64_t>(&callscope_rt_stub_post)};
   for (int k = 0; k < 3; ++k) {  // jmp *0(%rip), then the address
     uint8_t* j = p + kStubBytes * k;
@@ -363,7 +370,11 @@ CALLSCOPE_NOINSTR void add_site(uint64_t addr, uint64_t bias, uint64_t lo, uint6
   int sled = 0;
   for (int n; sled < 16 && (n = nop_length(p + sled)) > 0;) sled += n;
   if (sled < 5) return;  // -fpatchable-function-entry=N with N < 5, or not a site
-  g_sites[g_site_count++] = Site{reinterpret_cast<uint64_t>(p), 0, static_cast<uint32_t>(sled), mcount};
+  Site s{reinterpret_cast<uint64_t>(p), 0, static_cast<uint32_t>(sled), mcount, {}, 1};
+  memcpy(s.orig, p, 5);
+  for (int k = 5; k < sled; ++k) s.orig_exact &= p[k] == 0x90;
+  if (sled > 5 && nop_length(p) != 1) s.orig_exact = 0;  // a long nop reaching past the 5 bytes
+  g_sites[g_site_count++] = s;
 }
 
 CALLSCOPE_NOINSTR void site_bytes(const Site& s, bool on, uint8_t* out);
@@ -521,7 +532,7 @@ void code_patch_init(bool on) {
 }
 
 void code_patch_new_modules() {
-  if (!g_sites) return;
+  if (!g_sites || g_code_detached) return;
   const int saved_errno = errno;
   ThreadState* t = current_thread();
   const uint8_t was_in_hook = t->in_hook;
@@ -553,7 +564,7 @@ void code_patch_sync() {
   if (!g_sites || g_site_count == 0) return;
   const int saved_errno = errno;
   ::pthread_mutex_lock(&g_lock);
-  const bool on = (control_word() & 1) != 0;
+  const bool on = (control_word() & 1) != 0 && !g_code_detached;
   if ((g_on != 0) != on && !g_membarrier) {
     // Without a core-serializing barrier other threads could run stale
     // code: the sites stay as they are.
@@ -568,6 +579,24 @@ void code_patch_sync() {
   }
   ::pthread_mutex_unlock(&g_lock);
   errno = saved_errno;
+}
+
+void code_patch_detach() {
+  if (!g_sites) return;
+  ::pthread_mutex_lock(&g_lock);
+  g_code_detached = true;
+  ::pthread_mutex_unlock(&g_lock);
+  // Without a core-serializing barrier the sites stay calls (code_patch_sync
+  // says so): they reach a runtime that records nothing any more.
+  code_patch_sync();
+  if (!g_membarrier) return;
+  ::pthread_mutex_lock(&g_lock);
+  for (int m = 0; m < g_cmod_count; ++m)
+    rewrite(g_cmods[m], "", false, [](const Site& s, uint8_t* b) {
+      if (s.orig_exact) memcpy(b, s.orig, 5);
+      else site_bytes(s, false, b);
+    });
+  ::pthread_mutex_unlock(&g_lock);
 }
 
 void code_patch_after_fork() {

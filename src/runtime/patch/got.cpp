@@ -28,10 +28,12 @@
 #include <errno.h>
 #include <link.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "runtime/engine_state.h"
@@ -322,6 +324,90 @@ CALLSCOPE_NOINSTR void consider_relocs(const Module& m, const ElfW(Rela)* rel, u
   }
 }
 
+// ---- attach: the program's slots bound to the runtime's exports -------------------
+
+CALLSCOPE_NOINSTR bool write_slots(const Module& m, int pending, bool* done);
+
+// Loaded by attach, the runtime is in no lookup scope of the program's:
+// nothing binds to its wrappers and hooks unless we write them into the
+// slots (linked -Bsymbolic, our references to these names are ours).
+struct Export {
+  const char* name;
+  uint64_t addr;
+};
+Export g_exports[24];
+int g_export_count = 0;
+bool g_binding = false;
+// Under attach, every slot written (bound to an export, or hooked): what
+// it held, to give it back at detach.
+struct Bound {
+  uint64_t* slot;
+  uint64_t was;
+  uint64_t ours;
+};
+constexpr int kMaxBound = 1 << 16;
+Bound* g_bound = nullptr;
+int g_bound_count = 0;
+bool g_done[kMaxPending];
+
+CALLSCOPE_NOINSTR void remember_written(int pending) {
+  if (!g_bound) return;
+  for (int i = 0; i < pending && g_bound_count < kMaxBound; ++i)
+    if (g_done[i]) g_bound[g_bound_count++] = Bound{g_pending[i].slot, g_pending[i].seen, g_pending[i].stub};
+}
+
+CALLSCOPE_NOINSTR uint64_t export_of(const char* name) {
+  for (int i = 0; i < g_export_count; ++i)
+    if (strcmp(g_exports[i].name, name) == 0) return g_exports[i].addr;
+  return 0;
+}
+
+CALLSCOPE_NOINSTR void bind_module(const Module& m) {
+  if (!m.symtab || !m.strtab) return;
+  int pending = 0;
+  for (int part = 0; part < 2; ++part) {
+    const ElfW(Rela)* rel = part ? m.rela : m.jmprel;
+    const uint64_t n = (part ? m.rela_size : m.jmprel_size) / sizeof(ElfW(Rela));
+    for (uint64_t i = 0; rel && i < n && pending < kMaxPending; ++i) {
+      const uint32_t type = ELF64_R_TYPE(rel[i].r_info);
+      if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) continue;
+      const ElfW(Sym)& sym = m.symtab[ELF64_R_SYM(rel[i].r_info)];
+      const uint64_t ours = sym.st_name ? export_of(m.strtab + sym.st_name) : 0;
+      if (!ours) continue;
+      auto* slot = reinterpret_cast<uint64_t*>(m.bias + rel[i].r_offset);
+      const uint64_t was = *slot;
+      if (was == ours) continue;
+      g_pending[pending++] = Pending{slot, was, ours};
+    }
+  }
+  if (pending == 0) return;
+  if (!write_slots(m, pending, g_done)) {
+    if (errno != ENOMEM) say("callscope: cannot bind the runtime's hooks in ", m.path[0] ? m.path : "the program");
+    return;
+  }
+  remember_written(pending);
+}
+
+// Writes g_pending[0, pending) into module m's slots, each only if it
+// still holds what we read (a slot written since, by the dynamic linker or
+// the program, is left to them); `done[i]` says which were written. RELRO
+// is made writable for the moment of the writes. False when it could not be.
+CALLSCOPE_NOINSTR bool write_slots(const Module& m, int pending, bool* done) {
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  // As the dynamic linker protects it: the last page, if partly RELRO, stays writable.
+  const uint64_t lo = m.relro_lo & ~(page - 1), hi = m.relro_hi & ~(page - 1);
+  const bool relro = hi > lo;
+  if (relro && ::mprotect(reinterpret_cast<void*>(lo), hi - lo, PROT_READ | PROT_WRITE) != 0) return false;
+  for (int i = 0; i < pending; ++i) {
+    uint64_t expected = g_pending[i].seen;
+    const bool w = __atomic_compare_exchange_n(g_pending[i].slot, &expected, g_pending[i].stub, false,
+                                               __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+    if (done) done[i] = w;
+  }
+  if (relro) ::mprotect(reinterpret_cast<void*>(lo), hi - lo, PROT_READ);
+  return true;
+}
+
 CALLSCOPE_NOINSTR void patch_module(const Module& m) {
   // The executable: its file name, or a.out as in D probes.
   const bool all_slots =
@@ -331,23 +417,21 @@ CALLSCOPE_NOINSTR void patch_module(const Module& m) {
   consider_relocs(m, m.jmprel, m.jmprel_size, all_slots, &pending);
   consider_relocs(m, m.rela, m.rela_size, all_slots, &pending);
   if (pending == 0) return;
-  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-  // As the dynamic linker protects it: the last page, if partly RELRO, stays writable.
-  const uint64_t lo = m.relro_lo & ~(page - 1), hi = m.relro_hi & ~(page - 1);
-  const bool relro = hi > lo;
-  if (relro && ::mprotect(reinterpret_cast<void*>(lo), hi - lo, PROT_READ | PROT_WRITE) != 0) {
+  if (!write_slots(m, pending, g_done)) {
     if (errno != ENOMEM)  // ENOMEM: unloaded meanwhile
       say("callscope: cannot hook the library calls of ", m.path[0] ? m.path : "the program");
     return;
   }
-  // Each slot only if it still holds what we read (a slot written since, by
-  // the dynamic linker or the program, is left to them).
-  for (int i = 0; i < pending; ++i) {
-    uint64_t expected = g_pending[i].seen;
-    __atomic_compare_exchange_n(g_pending[i].slot, &expected, g_pending[i].stub, false, __ATOMIC_RELEASE,
-                                __ATOMIC_RELAXED);
-  }
-  if (relro) ::mprotect(reinterpret_cast<void*>(lo), hi - lo, PROT_READ);
+  remember_written(pending);
+}
+
+// Puts `value` back into a slot that holds `expect`, if the slot is still
+// in a loaded module (g_mods, collected by the caller).
+CALLSCOPE_NOINSTR void give_back(uint64_t* slot, uint64_t expect, uint64_t value) {
+  const Module* m = module_at(reinterpret_cast<uint64_t>(slot));
+  if (!m) return;
+  g_pending[0] = Pending{slot, expect, value};
+  write_slots(*m, 1, nullptr);
 }
 
 }  // namespace
@@ -357,7 +441,7 @@ bool libcalls_configure() {
   read_glob_list("CALLSCOPE_PATCH_IMPORTS", g_imports);
   read_glob_list("CALLSCOPE_PATCH_CALLERS", g_callers);
   if (!g_libcalls && g_imports.n == 0 && g_callers.n == 0) return false;
-  const char* bn = ::getenv("LD_BIND_NOW");
+  const char* bn = setting("LD_BIND_NOW");
   g_bind_now_env = bn && bn[0];
   g_hooks = static_cast<Hook*>(map_anon(uint64_t{kMaxHooks} * sizeof(Hook)));
   g_index = static_cast<IndexEntry*>(map_anon(uint64_t{kIndexSize} * sizeof(IndexEntry)));
@@ -374,7 +458,7 @@ void libcalls_after_fork() {
 }
 
 void libcalls_patch_new_modules() {
-  if (!g_enabled) return;
+  if (!g_enabled && !g_binding) return;
   const int saved_errno = errno;
   ThreadState* t = current_thread();
   const uint8_t was_in_hook = t->in_hook;
@@ -389,7 +473,9 @@ void libcalls_patch_new_modules() {
     for (int k = 0; k < g_seen_count && !seen; ++k) seen = g_seen[k].bias == m.bias && g_seen[k].low == m.low;
     if (seen) continue;
     if (g_seen_count < kMaxModules) g_seen[g_seen_count++] = Seen{m.bias, m.low};
-    if (!m.ours) patch_module(m);
+    if (m.ours) continue;
+    if (g_binding) bind_module(m);  // first: hooks never take a slot of ours for a library call
+    if (g_enabled) patch_module(m);
   }
   // Modules gone (dlclose) are forgotten: one loaded there later is new.
   int kept = 0;
@@ -403,6 +489,46 @@ void libcalls_patch_new_modules() {
   signal_fence();
   t->in_hook = was_in_hook;
   errno = saved_errno;
+}
+
+void bind_exports() {
+  // Every export a module of the program may call or take the address of,
+  // as our own handle finds them: a reference of ours to the name would
+  // bind to the program's (libc's mcount, dlopen, ...), which come first.
+  static const char* const kNames[] = {
+      "__cyg_profile_func_enter", "__cyg_profile_func_exit", "__fentry__", "mcount", "_mcount", "dlopen", "dlclose",
+      "_exit", "_Exit", "pthread_setname_np", "prctl", "_Unwind_RaiseException", "_Unwind_Resume_or_Rethrow",
+      "_Unwind_Resume", "__cxa_begin_catch", "pthread_exit", "pthread_sigmask", "sigprocmask", "sigaction"};
+  static_assert(sizeof kNames / sizeof kNames[0] <= sizeof g_exports / sizeof g_exports[0]);
+  Dl_info info{};
+  if (!::dladdr(reinterpret_cast<const void*>(&bind_exports), &info) || !info.dli_fname) return;
+  void* self = ::dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+  if (!self) return;
+  g_export_count = 0;
+  for (const char* name : kNames)
+    if (void* f = ::dlsym(self, name)) g_exports[g_export_count++] = Export{name, reinterpret_cast<uint64_t>(f)};
+  ::dlclose(self);
+  g_bound = static_cast<Bound*>(map_anon(uint64_t{kMaxBound} * sizeof(Bound)));
+  if (!g_bound) return;
+  if (!g_hooks) {  // libcalls_configure found no --libcalls: the executable's path, for messages
+    const ssize_t n = ::readlink("/proc/self/exe", g_exe, sizeof g_exe - 1);
+    g_exe[n > 0 ? n : 0] = '\0';
+  }
+  g_binding = true;
+  libcalls_patch_new_modules();
+}
+
+void got_detach() {
+  ::pthread_mutex_lock(&g_lock);
+  g_binding = false;
+  g_enabled = false;
+  g_mod_count = 0;
+  ::dl_iterate_phdr(collect, nullptr);
+  // Last written, first given back: a slot written twice (bound, then its
+  // library reloaded) ends with what it held before the first.
+  for (int i = g_bound_count; i-- > 0;) give_back(g_bound[i].slot, g_bound[i].ours, g_bound[i].was);
+  g_bound_count = 0;
+  ::pthread_mutex_unlock(&g_lock);
 }
 
 }  // namespace callscope::rt

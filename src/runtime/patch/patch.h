@@ -60,6 +60,15 @@ void code_patch_new_modules();
 // patching's lock: a stop and a start racing leave the sites as the last
 // one left tracing), while the program runs.
 void code_patch_sync();
+// attach (got.cpp): binds the slots of every module of the program (now,
+// and in libraries loaded later) named after a function the runtime
+// exports to ours; from then on every slot written, hooks included, is
+// remembered. got_detach gives every one of them back what it held, and
+// neither binds nor hooks any more.
+void bind_exports();
+void got_detach();
+// detach (code.cpp): every site a nop, in libraries loaded later too.
+void code_patch_detach();
 // In a fork child: locks start afresh (code.cpp and got.cpp).
 void code_patch_after_fork();
 void libcalls_after_fork();

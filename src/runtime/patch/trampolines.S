@@ -140,8 +140,13 @@ __fentry__:
   .type mcount, @function
   .globl _mcount
   .type _mcount, @function
+  /* Our own name for it, which nothing interposes (under attach, libc's
+     mcount comes first in every scope): what code.cpp patches calls to. */
+  .globl callscope_rt_mcount
+  .hidden callscope_rt_mcount
 mcount:
 _mcount:
+callscope_rt_mcount:
   .cfi_startproc
   SAVE_ARGS
   movq 8(%rbp), %rdi

@@ -173,14 +173,14 @@ TEST(CtlDirCandidates, ExplicitDirectoryElseTmpThenPrivatePlaces) {
   const char* saved[3] = {std::getenv("CALLSCOPE_CTL_DIR"), std::getenv("XDG_RUNTIME_DIR"), std::getenv("HOME")};
   const std::string keep[3] = {saved[0] ? saved[0] : "", saved[1] ? saved[1] : "", saved[2] ? saved[2] : ""};
   ::setenv("CALLSCOPE_CTL_DIR", "/some/dir", 1);
-  candidates(*c, 1000);
+  candidates(*c, 1000, [](const char* n) -> const char* { return ::getenv(n); });
   ASSERT_EQ(c->count, 1);
   EXPECT_TRUE(c->explicit_dir);
   EXPECT_STREQ(c->path[0], "/some/dir");
   ::unsetenv("CALLSCOPE_CTL_DIR");
   ::setenv("XDG_RUNTIME_DIR", "/run/user/1000", 1);
   ::setenv("HOME", "/home/me", 1);
-  candidates(*c, 1000);
+  candidates(*c, 1000, [](const char* n) -> const char* { return ::getenv(n); });
   ASSERT_EQ(c->count, 3);
   EXPECT_FALSE(c->explicit_dir);
   EXPECT_STREQ(c->path[0], "/tmp/callscope-1000");
@@ -189,7 +189,7 @@ TEST(CtlDirCandidates, ExplicitDirectoryElseTmpThenPrivatePlaces) {
   // Relative values name a different place in every working directory.
   ::setenv("XDG_RUNTIME_DIR", "run", 1);
   ::unsetenv("HOME");
-  candidates(*c, 1000);
+  candidates(*c, 1000, [](const char* n) -> const char* { return ::getenv(n); });
   EXPECT_EQ(c->count, 1);
   const char* names[3] = {"CALLSCOPE_CTL_DIR", "XDG_RUNTIME_DIR", "HOME"};
   for (int i = 0; i < 3; ++i) {
