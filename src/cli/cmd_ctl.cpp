@@ -185,3 +185,27 @@ Command ctl_command() {
 }
 
 }  // namespace callscope::cli
+
+namespace callscope::cli {
+
+Command detach_command() {
+  return {"detach",
+          "End a 'callscope attach': the program gets back every GOT slot and code byte of ours and runs on; "
+          "attach writes the trace",
+          [](CLI::App& app) -> Runner {
+            auto o = std::make_shared<CtlOptions>();
+            o->command = "detach";
+            app.add_option("pid", o->pid, "Process id of the program attached to")->required()->check(check_pid);
+            app.add_option("--timeout", o->timeout_s, "Seconds to wait for the reply")
+                ->check(CLI::PositiveNumber)
+                ->default_str("10");
+            app.footer(
+                "Prints 'ok detached' once nothing of callscope's is left in the program's slots\n"
+                "and code (the runtime stays loaded, inert). A program started under callscope\n"
+                "record cannot be detached from.\n"
+                "Example: callscope detach 4242");
+            return [o]() -> Result<int> { return run_ctl(*o); };
+          }};
+}
+
+}  // namespace callscope::cli

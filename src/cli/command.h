@@ -33,6 +33,8 @@ inline void print_warning(const char* command, const std::string& text) {
 }
 
 Command record_command();
+Command attach_command();
+Command detach_command();
 Command finish_command();
 Command info_command();
 Command dump_command();

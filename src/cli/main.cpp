@@ -17,7 +17,7 @@ constexpr int kFailure = 1;
 int main(int argc, char** argv) {
   using namespace callscope::cli;
   const std::vector<Command> commands = {
-      record_command(), finish_command(), info_command(), dump_command(), memory_command(), stack_command(), report_command(),
+      record_command(), attach_command(), detach_command(), finish_command(), info_command(), dump_command(), memory_command(), stack_command(), report_command(),
       replay_command(), export_command(), flame_command(), html_command(), ctl_command(), config_command(), query_command(),
   };
 

@@ -17,9 +17,11 @@
 #include <cstdlib>
 #include <map>
 #include <cstring>
+#include <fstream>
 #include <optional>
 
 #include "cli/command.h"
+#include "cli/ctl_socket.h"
 #include "cli/drainer.h"
 #include "cli/query_attach.h"
 #include "cli/record_support.h"
@@ -28,6 +30,8 @@
 #include "format/live_stream.h"
 #include "format/resident.h"
 #include "format/trace_format.h"
+#include "inject/load.h"
+#include "inject/remote.h"
 
 namespace callscope::cli {
 namespace {
@@ -79,6 +83,57 @@ Result<pid_t> spawn(const std::string& program, const std::vector<std::string>& 
     return system_error("cannot execute '" + program + "'", child_errno);
   }
   return pid;
+}
+
+// callscope attach: loads the runtime into `pid` and starts it with the
+// settings `record` would give the program in its environment (written to
+// <session>/attach.settings, which the runtime reads). A process that
+// already has a runtime of ours (an earlier attach, detached since: it
+// stays loaded and inert) gets a copy of it from the session directory:
+// the dynamic linker would hand back the loaded one.
+Result<double> attach_runtime(pid_t pid, const std::string& runtime, const std::string& session,
+                              const std::vector<std::pair<std::string, std::string>>& env) {
+  std::string library = runtime;
+  std::string maps_error;
+  if (auto maps = inject::read_maps(pid, &maps_error); maps) {
+    bool loaded = false;
+    for (const inject::Mapping& m : *maps)
+      loaded |= m.path.find("/libcallscope-rt") != std::string::npos;
+    if (loaded) {
+      library = session + "/libcallscope-rt.attach.so";
+      std::ifstream in(runtime, std::ios::binary);
+      std::ofstream out(library, std::ios::binary);
+      out << in.rdbuf();
+      out.close();
+      if (!in || !out) return Error("cannot copy the runtime to '" + library + "'");
+    }
+  }
+  const std::string settings_path = session + "/attach.settings";
+  std::string text = "CALLSCOPE_DIR=" + session + "\nCALLSCOPE_RECORDER_PID=" + std::to_string(::getpid()) + "\n";
+  for (const auto& [name, value] : env) text += name + "=" + value + "\n";
+  // Where the control socket goes: where ctl and detach, run by us, look.
+  for (const char* name : {"CALLSCOPE_CTL_DIR", "XDG_RUNTIME_DIR", "HOME"})
+    if (const char* v = ::getenv(name)) text += std::string(name) + "=" + v + "\n";
+  {
+    std::ofstream f(settings_path, std::ios::trunc);
+    f << text;
+    if (!f) return Error("cannot write '" + settings_path + "'");
+  }
+  inject::LoadRequest req;
+  req.library = library;
+  req.entry = "callscope_rt_attach";
+  req.arg = settings_path;
+  req.thread_name = "callscope-load";
+  const inject::LoadResult r = inject::load_library(pid, req);
+  if (!r.ok) return Error("cannot attach to process " + std::to_string(pid) + ": " + r.error);
+  switch (r.entry_result) {
+    case 0: return r.stopped_ms;
+    case 1: return Error("the runtime in process " + std::to_string(pid) + " could not read '" + settings_path + "'");
+    case 2: return Error("process " + std::to_string(pid) + " is being traced by callscope already");
+    default:
+      return Error("the runtime could not start in process " + std::to_string(pid) + ": it could not use '" + session +
+                   "' (its own message went to the program's stderr)");
+  }
 }
 
 fmt::RawChildStatus status_of(pid_t pid, int status, bool is_main) {
@@ -141,13 +196,26 @@ struct Recording::State {
 
 Result<std::unique_ptr<Recording>> Recording::start(const RecordOptions& o, const char* who, fmt::LiveTap* tap,
                                                     double ticks_per_ns) {
-  if (o.command.empty()) return Error("no program given: callscope record [-o FILE] -- PROGRAM [ARGS...]");
+  if (o.command.empty() && !o.attach_pid) return Error("no program given: callscope record [-o FILE] -- PROGRAM [ARGS...]");
   std::unique_ptr<Recording> r(new Recording());
   r->o_ = o;
   r->who_ = who;
   r->s_ = std::make_unique<State>();
   State& s = *r->s_;
-  CALLSCOPE_TRY(std::string program, find_program(o.command.front()));
+  std::string program;
+  std::vector<std::string> argv = o.command;
+  if (o.attach_pid) {
+    // The program as the process runs it, for what it was built with and
+    // for the trace's command line.
+    program = "/proc/" + std::to_string(o.attach_pid) + "/exe";
+    char real[PATH_MAX];
+    const ssize_t n = ::readlink(program.c_str(), real, sizeof real - 1);
+    if (n > 0) program.assign(real, static_cast<size_t>(n));
+    argv = nul_separated(read_proc(o.attach_pid, "cmdline"));
+    if (argv.empty()) argv = {program};
+  } else {
+    CALLSCOPE_TRY(program, find_program(o.command.front()));
+  }
   if (!o.scratch_output) {
     CALLSCOPE_TRY(s.claim, OutputClaim::take(o.output, o.force));
   }
@@ -191,7 +259,11 @@ Result<std::unique_ptr<Recording>> Recording::start(const RecordOptions& o, cons
   if (!got_hooks.empty()) sources += (sources.empty() ? "" : ", ") + std::string("library calls through the GOT (") + got_hooks + ")";
   if (!sources.empty() && sources != "-finstrument-functions hooks")
     std::fprintf(stderr, "callscope %s: sources: %s\n", who, sources.c_str());
-  if (!hooked && !got_hooks.empty() && unwind == "off") {
+  if (o.attach_pid && !hooked && got_hooks.empty()) {
+    return Error("process " + std::to_string(o.attach_pid) + " runs '" + program +
+                 "', which has no -finstrument-functions hooks (nor -pg or patchable entries): nothing to record; "
+                 "--libcalls records its calls into libraries");
+  } else if (!hooked && !got_hooks.empty() && unwind == "off") {
     // The library calls are what is recorded: nothing to warn about.
   } else if (!hooked && unwind == "off")
     std::fprintf(stderr,
@@ -227,7 +299,7 @@ Result<std::unique_ptr<Recording>> Recording::start(const RecordOptions& o, cons
     remove_tree(session);
     return st.error();
   }
-  s.log->write_recorder_info(o.command);
+  s.log->write_recorder_info(argv);
   s.log->write_calibration();
 
   // The trace is written while the program runs (format/live_stream.h). Its
@@ -241,7 +313,7 @@ Result<std::unique_ptr<Recording>> Recording::start(const RecordOptions& o, cons
   // The memory API (callscope_alloc, callscope_tag_push) records then only.
   env.emplace_back("CALLSCOPE_MEMORY", o.memory ? "1" : "0");
   env.emplace_back("CALLSCOPE_UNWIND", unwind);
-  if (!got_hooks.empty()) env.emplace_back("LD_BIND_NOW", "1");
+  if (!got_hooks.empty() && !o.attach_pid) env.emplace_back("LD_BIND_NOW", "1");
   const fmt::ClockPair origin = fmt::sample_clocks();
   auto live = fmt::LiveStream::create(session, r->o_.output, monotonic ? fmt::ClockKind::kMonotonic : fmt::ClockKind::kTsc,
                                       monotonic ? origin.mono_ns : origin.tsc, o.level, s.log->fd(), s.claim.get());
@@ -265,7 +337,14 @@ Result<std::unique_ptr<Recording>> Recording::start(const RecordOptions& o, cons
   // The child must start with default dispositions for the signals we ignore.
   ::sigaction(SIGINT, &s.old_int, nullptr);
   ::sigaction(SIGQUIT, &s.old_quit, nullptr);
-  auto child = spawn(program, o.command, preload, session, env);
+  Result<pid_t> child = o.attach_pid;
+  if (o.attach_pid) {
+    auto stopped = attach_runtime(o.attach_pid, runtime, session, env);
+    if (stopped) r->attach_stopped_ms_ = *stopped;
+    else child = stopped.error();
+  } else {
+    child = spawn(program, o.command, preload, session, env);
+  }
   ::sigaction(SIGINT, &ignore, nullptr);
   ::sigaction(SIGQUIT, &ignore, nullptr);
   if (!child) {
@@ -275,7 +354,7 @@ Result<std::unique_ptr<Recording>> Recording::start(const RecordOptions& o, cons
     return child.error();
   }
   r->child_ = *child;
-  g_child = *child;
+  if (!o.attach_pid) g_child = *child;  // attached: the program's signals are its own
   // record: a query may attach (query -p); query -c has its own tap.
   if (!tap) {
     bool events = true;
@@ -401,7 +480,7 @@ int Recording::finish(bool quiet) {
     print_summary(who_, *sum, o_.output);
     const auto written = std::chrono::steady_clock::now();
     std::fprintf(stderr, "callscope %s: the program %s %.3f s; the trace took %.3f s to write\n", who_,
-                 main_reaped_ ? "ran" : "was traced for", std::chrono::duration<double>(s.run_end - s.run_start).count(),
+                 main_reaped_ && !o_.attach_pid ? "ran" : "was traced for", std::chrono::duration<double>(s.run_end - s.run_start).count(),
                  std::chrono::duration<double>(written - s.run_end).count());
   }
   remove_session();

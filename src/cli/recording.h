@@ -47,11 +47,16 @@ struct RecordOptions {
   // The session directory stays until the Recording is destroyed, not
   // only until finish() (query -c reads it after, for the last processes).
   bool keep_session_until_destroyed = false;
+  // callscope attach: the running process to load the runtime into, instead
+  // of a command to start (`command` is then unused).
+  pid_t attach_pid = 0;
 };
 
 class Recording {
  public:
-  // Starts the program. `who` names the command in messages ("record").
+  // Starts the program, or with o.attach_pid attaches to it (its signals
+  // are then its own: none is forwarded). `who` names the command in
+  // messages ("record").
   // With `tap`, the events go to it too, as they come.
   static Result<std::unique_ptr<Recording>> start(const RecordOptions& o, const char* who,
                                                   format::LiveTap* tap = nullptr, double ticks_per_ns = 1.0);
@@ -82,6 +87,8 @@ class Recording {
   int finish(bool quiet);
   // Exits as the program did: its exit code, or its signal raised at us.
   int exit_like_program() const;
+  // Attached: how long the program's thread was held to load the runtime.
+  double attach_stopped_ms() const { return attach_stopped_ms_; }
 
  private:
   Recording() = default;
@@ -96,6 +103,7 @@ class Recording {
   bool main_reaped_ = false;
   bool remove_later_ = false;
   bool drain_here_ = false;
+  double attach_stopped_ms_ = 0;
   void remove_session();
   std::vector<pid_t> reaped_;
 };

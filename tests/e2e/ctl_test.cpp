@@ -245,7 +245,7 @@ TEST_F(CtlTest, CommandsAndReplies) {
 
   // The protocol as the runtime speaks it, without ctl's checks.
   EXPECT_EQ(raw_request(sock, "frobnicate\n"),
-            "error: unknown command 'frobnicate' (valid: start, stop, clear, dump, status)\n");
+            "error: unknown command 'frobnicate' (valid: start, stop, clear, dump, status, detach)\n");
   EXPECT_EQ(raw_request(sock, "start\r\n"), "ok\n");
   EXPECT_EQ(raw_request(sock, std::string(100, 'x')), "error: request too long\n");
   EXPECT_TRUE(contains(raw_request(sock, "status"), "threads:")) << "a request ended by shutdown, not newline";

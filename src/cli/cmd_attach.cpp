@@ -1,0 +1,162 @@
+// `callscope attach PID`: load the runtime into a program that is already
+// running, record (or keep call trees) as `record` would, then detach and
+// leave the program running; `callscope detach PID` ends it from elsewhere.
+//
+// The recording ends at --duration, at Ctrl-C (or SIGTERM, SIGHUP) of
+// attach, at `callscope detach PID`, or when the program ends. Unless the
+// program ended or was detached already, attach asks it to detach (the
+// control request "detach": every slot and code byte of ours given back,
+// tracing stopped) and then writes the trace. The program's signals are
+// its own: attach forwards none.
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "cli/command.h"
+#include "cli/ctl_socket.h"
+#include "cli/options.h"
+#include "cli/record_support.h"
+#include "cli/recording.h"
+#include "common/config.h"
+#include "inject/attachable.h"
+#include "views/replay_view.h"
+
+namespace callscope::cli {
+namespace {
+
+volatile sig_atomic_t g_end_signal = 0;
+void on_end_signal(int sig) { g_end_signal = sig; }
+
+struct AttachOptions {
+  std::string pid;
+  std::string duration;  // "" or 0: until Ctrl-C or detach
+};
+
+// Whether `pid` still runs (a zombie has ended: its parent has not reaped it).
+bool running(pid_t pid) {
+  if (!process_exists(pid)) return false;
+  const std::string stat = read_proc(pid, "stat");
+  const size_t paren = stat.rfind(')');
+  return paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] != 'Z';
+}
+
+Result<int> run_attach(RecordOptions o, const AttachOptions& a) {
+  const pid_t pid = static_cast<pid_t>(std::stol(a.pid));  // checked by check_pid
+  const inject::ProcessFacts facts = inject::gather_facts(pid);
+  if (auto why = inject::refusal(facts)) return Error(*why);
+  if (facts.uid != ::geteuid())
+    return Error("process " + a.pid + " runs as user " + std::to_string(facts.uid) +
+                 ": callscope attach must run as that user (its control socket answers its own user only): "
+                 "sudo -u '#" + std::to_string(facts.uid) + "' callscope attach " + a.pid);
+  // Traced already: under record (the runtime preloaded, its settings in
+  // the environment), or attached (its control socket answers).
+  for (const std::string& var : nul_separated(read_proc(pid, "environ")))
+    if (var.rfind("CALLSCOPE_DIR=", 0) == 0 && read_proc(pid, "maps").find("/libcallscope-rt") != std::string::npos)
+      return Error("process " + a.pid + " runs under callscope record already: 'callscope ctl " + a.pid +
+                   " ...' controls it");
+  if (find_socket(pid).found && ctl_request(pid, "status", 2))
+    return Error("process " + a.pid + " is traced by callscope already (attached): 'callscope detach " + a.pid +
+                 "' ends that attach");
+  uint64_t duration_ns = 0;
+  if (!a.duration.empty()) duration_ns = *views::parse_duration_ns(a.duration);  // checked by duration_check
+  o.attach_pid = pid;
+
+  const auto t0 = std::chrono::steady_clock::now();
+  CALLSCOPE_TRY(std::unique_ptr<Recording> rec, Recording::start(o, "attach"));
+  const double attach_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  // Ours now: Ctrl-C of attach ends the recording, not the program.
+  struct sigaction end {};
+  end.sa_handler = on_end_signal;
+  sigemptyset(&end.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &end, nullptr);
+  std::fprintf(stderr,
+               "callscope attach: attached to process %d (%s) in %.1f ms; its thread was held %.2f ms. "
+               "Recording until %s\n",
+               pid, facts.name.c_str(), attach_ms, rec->attach_stopped_ms(),
+               duration_ns ? ("--duration " + a.duration + ", Ctrl-C or 'callscope detach " + a.pid + "'").c_str()
+                           : ("Ctrl-C or 'callscope detach " + a.pid + "'").c_str());
+
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(duration_ns);
+  const char* ended = nullptr;
+  while (!ended) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (g_end_signal) ended = "signal";
+    else if (duration_ns && std::chrono::steady_clock::now() >= deadline) ended = "duration";
+    else if (!running(pid)) ended = "exit";
+    else if (!find_socket(pid).found) ended = "detached";  // callscope detach: the runtime removed its socket
+  }
+  if (std::string(ended) != "exit" && std::string(ended) != "detached") {
+    auto reply = ctl_request(pid, "detach", 10);
+    if (!reply && running(pid))
+      print_warning("attach", "could not detach from process " + a.pid + ": " + reply.error().message() +
+                                  "; the trace is written from what was recorded");
+  }
+  if (std::string(ended) == "exit")
+    std::fprintf(stderr, "callscope attach: process %d ended\n", pid);
+  else
+    std::fprintf(stderr, "callscope attach: detached from process %d, which runs on\n", pid);
+  return rec->finish(false);
+}
+
+}  // namespace
+
+Command attach_command() {
+  return {"attach",
+          "Attach to a running program: record its calls (or keep call trees, --mode=profile) until --duration, "
+          "Ctrl-C or 'callscope detach PID', then detach and leave it running",
+          [](CLI::App& app) -> Runner {
+            auto o = std::make_shared<RecordOptions>();
+            auto a = std::make_shared<AttachOptions>();
+            app.add_option("pid", a->pid, "Process id of the running program")->required()->check(check_pid);
+            auto settings = std::make_shared<config::Flags>(app, config::record_keys());
+            app.add_option("--duration", a->duration,
+                           "Detach after this long (default: at Ctrl-C, or 'callscope detach PID')")
+                ->type_name("DURATION")
+                ->check(duration_check());
+            app.add_flag("-f,--force", o->force,
+                         "Overwrite the output file if it exists (a regular file, and not one another callscope "
+                         "is writing)");
+            app.add_flag("--keep-raw", o->keep_raw, "Keep the raw session directory after writing the trace");
+            app.add_flag("--drop-when-behind", o->drop_when_behind,
+                         "When the recorder cannot keep up, drop events (the trace marks where) instead of "
+                         "making the program wait (the default)");
+            app.add_option("--raw-dir", o->raw_dir,
+                           "Where the runtime writes raw events while attached "
+                           "(default: /dev/shm, else the output's directory)");
+            app.add_option("--level", o->level, "zstd compression level of the trace (1-19)")
+                ->check(CLI::Range(1, 19))
+                ->default_str("3");
+            app.footer(
+                "Usage: callscope attach PID [-o FILE] [--duration 30s] [--mode profile] [--libcalls]\n"
+                "The runtime is loaded into the process by a thread of its own (ptrace holds one\n"
+                "thread of the program for about a millisecond, and attach says how long); the\n"
+                "program runs on meanwhile. From then on it is recorded as under callscope\n"
+                "record: -finstrument-functions hooks, -pg, patchable entries and, with\n"
+                "--libcalls/--patch-imports/--patch-callers, its calls into libraries. Calls\n"
+                "already in progress at the attach end without their start. callscope ctl PID\n"
+                "works as usual while attached.\n"
+                "The end: --duration, Ctrl-C (or SIGTERM, SIGHUP) of attach, 'callscope detach\n"
+                "PID', or the program's exit. Detaching gives back every GOT slot and code byte\n"
+                "of ours; the runtime stays loaded and does nothing (unloading it is unsafe),\n"
+                "and a later attach works again. The program's signals are its own.\n"
+                "Needs: the same user as the program, ptrace allowed (Yama ptrace_scope 0, or 1\n"
+                "with CAP_SYS_PTRACE), x86-64, glibc 2.34 or later, a dynamically linked program.\n"
+                "Example: callscope attach 1234 -o srv.trace --duration 30s\n"
+                "         callscope attach 1234 --libcalls --duration 10s\n" +
+                config::Flags::help_footer());
+            return [o, a, settings]() -> Result<int> {
+              std::vector<std::string> warnings;
+              CALLSCOPE_TRY(config::Config cfg, settings->resolve(&warnings));
+              for (const std::string& w : warnings) print_warning("attach", w);
+              o->output = cfg.output.value_or(config::key_info(config::Key::kOutput).default_text);
+              o->runtime_env = config::runtime_environment(cfg);
+              return run_attach(*o, *a);
+            };
+          }};
+}
+
+}  // namespace callscope::cli
