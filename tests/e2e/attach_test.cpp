@@ -1,0 +1,347 @@
+// callscope attach and detach, end to end: attach_server (threads waiting
+// for work, a fork, a dlopen) is started without callscope; attach records
+// exactly the calls its commands ran between the attach and the detach, in
+// every build (-finstrument-functions, patchable entries, neither with
+// --libcalls) and mode; the program runs on and answers after the detach,
+// with its GOT slots and code as they were, and can be attached to again.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <future>
+#include <string>
+#include <thread>
+
+#include "e2e_support.h"
+
+namespace callscope::e2e {
+namespace {
+
+// attach_server started as any program is, its stdin and stdout ours.
+class Server {
+ public:
+  explicit Server(const std::string& path) {
+    int in[2], out[2];
+    EXPECT_EQ(::pipe2(in, O_CLOEXEC), 0);
+    EXPECT_EQ(::pipe2(out, O_CLOEXEC), 0);
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::dup2(in[0], 0);
+      ::dup2(out[1], 1);
+      ::execl(path.c_str(), path.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    ::close(in[0]);
+    ::close(out[1]);
+    in_ = in[1];
+    out_ = ::fdopen(out[0], "r");
+    EXPECT_NE(line().find("ready pid="), std::string::npos) << path;
+  }
+  ~Server() {
+    if (in_ >= 0) ::close(in_);
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    if (out_) ::fclose(out_);
+  }
+  pid_t pid() const { return pid_; }
+  std::string line() {
+    char buf[4096];
+    return std::fgets(buf, sizeof buf, out_) ? std::string(buf) : std::string();
+  }
+  std::string command(const std::string& c) {
+    const std::string l = c + "\n";
+    EXPECT_EQ(::write(in_, l.data(), l.size()), static_cast<ssize_t>(l.size()));
+    return line();
+  }
+  // quit, and how it ended.
+  int quit() {
+    command("quit");
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return status;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int in_ = -1;
+  FILE* out_ = nullptr;
+};
+
+class AttachTest : public ::testing::TestWithParam<std::string> {
+ public:
+  void SetUp() override {
+    // The control socket where attach, detach and the runtime all look.
+    ::mkdir(ctl_.file("ctl").c_str(), 0700);
+    ::setenv("CALLSCOPE_CTL_DIR", ctl_.file("ctl").c_str(), 1);
+  }
+  void TearDown() override { ::unsetenv("CALLSCOPE_CTL_DIR"); }
+
+  std::string program(const std::string& name) { return fixture(GetParam(), name); }
+
+  // `callscope attach PID ARGS...` running until detached; returns once the
+  // runtime serves its socket in the process.
+  std::future<RunResult> attach(pid_t pid, const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {"attach", std::to_string(pid)};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto f = std::async(std::launch::async, [argv] { return callscope(argv); });
+    const std::string sock = ctl_.file("ctl") + "/" + std::to_string(pid) + ".sock";
+    for (int i = 0; i < 1000 && ::access(sock.c_str(), F_OK) != 0; ++i) {
+      if (f.wait_for(std::chrono::milliseconds(10)) == std::future_status::ready) break;
+    }
+    return f;
+  }
+  RunResult detach(pid_t pid) { return callscope({"detach", std::to_string(pid)}); }
+
+  TempDir ctl_;
+  TempDir dir_;
+};
+
+// The whole cycle for a build: attach, exact counts in the window (threads,
+// a fork, a library loaded meanwhile), detach, the program as it was, and a
+// second attach.
+void attach_cycle(AttachTest& t, Server& s, const std::string& plugin, const std::vector<std::string>& extra,
+                  const std::string& counted, uint64_t per_step, const std::string& trace1, const std::string& trace2) {
+  s.command("run 3");  // every function has been called once before: no first-call effect
+  const std::string before = s.command("check");
+  ASSERT_NE(before.find("check got="), std::string::npos);
+
+  std::vector<std::string> args = {"-o", trace1};
+  args.insert(args.end(), extra.begin(), extra.end());
+  auto a = t.attach(s.pid(), args);
+  EXPECT_EQ(s.command("run 1000"), "ran 1000\n");
+  EXPECT_EQ(s.command("fork 100"), "forked 100 status=0\n");
+  EXPECT_EQ(s.command("dlopen " + plugin + " 50"), "plugin 50\n");
+  RunResult d = t.detach(s.pid());
+  EXPECT_EQ(d.exit_code, 0) << d.err;
+  EXPECT_EQ(d.out, "ok detached\n");
+  RunResult r = a.get();
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("detached from process " + std::to_string(s.pid()) + ", which runs on"), std::string::npos)
+      << r.err;
+
+  TraceSummary sum = summarize(trace1);
+  // 4 workers x 1000 steps in the program, 100 in the fork child.
+  EXPECT_EQ((sum.calls_in_process[{0, counted}]), 4000 * per_step);
+  EXPECT_EQ((sum.calls_in_process[{1, counted}]), 100 * per_step);
+  if (counted == "step") {
+    EXPECT_EQ(sum.calls_of("leaf"), 2 * 4100u);
+    EXPECT_EQ(sum.calls_of("plugin_leaf"), 50u);
+  }
+  ASSERT_EQ(sum.reader->processes().size(), 2u);
+  EXPECT_EQ(sum.reader->processes()[0].record.how, static_cast<uint32_t>(format::ExitHow::kDetached));
+  EXPECT_EQ(sum.reader->processes()[1].record.how, static_cast<uint32_t>(format::ExitHow::kExited));
+  RunResult info = callscope({"info", trace1});
+  EXPECT_NE(info.out.find("attached to the running program"), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find("running (detached)"), std::string::npos) << info.out;
+
+  // Left as it was found: the executable's slots and code; it runs on.
+  EXPECT_EQ(s.command("check"), before);
+  EXPECT_EQ(s.command("run 10"), "ran 10\n");
+
+  // Again: another copy of the runtime, the same exact counts.
+  std::vector<std::string> args2 = {"-o", trace2};
+  args2.insert(args2.end(), extra.begin(), extra.end());
+  auto a2 = t.attach(s.pid(), args2);
+  EXPECT_EQ(s.command("run 500"), "ran 500\n");
+  EXPECT_EQ(t.detach(s.pid()).exit_code, 0);
+  RunResult r2 = a2.get();
+  ASSERT_EQ(r2.exit_code, 0) << r2.err;
+  EXPECT_EQ(summarize(trace2).calls_of(counted), 2000 * per_step);
+  EXPECT_EQ(s.command("check"), before);
+  EXPECT_EQ(s.quit(), 0);
+}
+
+TEST_P(AttachTest, HooksOfAProgramStartedWithoutCallscope) {
+  Server s(program("attach_server"));
+  attach_cycle(*this, s, program("attach_plugin.so"), {}, "step", 1, dir_.file("a.trace"), dir_.file("b.trace"));
+}
+
+TEST_P(AttachTest, PatchableEntries) {
+  Server s(program("attach_server_patchable"));
+  attach_cycle(*this, s, program("attach_plugin_patchable.so"), {}, "step", 1, dir_.file("a.trace"),
+               dir_.file("b.trace"));
+}
+
+TEST_P(AttachTest, McountAndFentryCalls) {
+  {
+    Server s(program("attach_server_pg"));
+    attach_cycle(*this, s, program("attach_plugin.so"), {}, "step", 1, dir_.file("pg_a.trace"), dir_.file("pg_b.trace"));
+  }
+  Server s(program("attach_server_fentry"));
+  attach_cycle(*this, s, program("attach_plugin.so"), {}, "step", 1, dir_.file("fe_a.trace"), dir_.file("fe_b.trace"));
+}
+
+TEST_P(AttachTest, LibraryCallsOfAPlainProgram) {
+  Server s(program("attach_server_plain"));
+  attach_cycle(*this, s, program("attach_plugin.so"), {"--libcalls"}, "strtol", 1, dir_.file("a.trace"),
+               dir_.file("b.trace"));
+}
+
+TEST_P(AttachTest, ProfileModeKeepsTheTreesUntilTheDetach) {
+  Server s(program("attach_server"));
+  s.command("run 3");
+  const std::string trace = dir_.file("p.trace");
+  auto a = attach(s.pid(), {"-o", trace, "--mode", "profile"});
+  EXPECT_EQ(s.command("run 700"), "ran 700\n");
+  // ctl works as under record.
+  RunResult dump = callscope({"ctl", std::to_string(s.pid()), "dump"});
+  EXPECT_EQ(dump.exit_code, 0) << dump.err;
+  EXPECT_EQ(detach(s.pid()).exit_code, 0);
+  RunResult r = a.get();
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  RunResult rep = callscope({"report", trace, "--format", "csv"});
+  ASSERT_EQ(rep.exit_code, 0) << rep.err;
+  auto rows = csv_by(rep.out, "function");
+  EXPECT_EQ(num(rows["step"], "calls"), 2800u) << rep.out;
+  EXPECT_EQ(num(rows["leaf"], "calls"), 5600u) << rep.out;
+  EXPECT_EQ(s.command("run 5"), "ran 5\n");
+}
+
+TEST_P(AttachTest, DurationAndInterruptEndTheRecording) {
+  Server s(program("attach_server"));
+  // --duration: attach returns by itself.
+  RunResult r = callscope({"attach", std::to_string(s.pid()), "-o", dir_.file("d.trace"), "--duration", "200ms"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(s.command("run 5"), "ran 5\n");
+  // Ctrl-C of attach: it detaches and writes what it recorded.
+  auto a = attach(s.pid(), {"-o", dir_.file("i.trace")});
+  EXPECT_EQ(s.command("run 250"), "ran 250\n");
+  // The attach process is the child of the async's callscope(): find it by
+  // its socket's owner is not possible, so interrupt every attach of ours.
+  run({"pkill", "-INT", "-f", "callscope attach " + std::to_string(s.pid())});
+  RunResult ri = a.get();
+  ASSERT_EQ(ri.exit_code, 0) << ri.err;
+  EXPECT_EQ(summarize(dir_.file("i.trace")).calls_of("step"), 1000u);
+  EXPECT_EQ(s.command("run 5"), "ran 5\n");
+  EXPECT_EQ(s.quit(), 0);
+}
+
+TEST_P(AttachTest, AKilledAttachLeavesTheProgramAsItWas) {
+  Server s(program("attach_server"));
+  s.command("run 3");
+  const std::string before = s.command("check");
+  auto a = attach(s.pid(), {"-o", dir_.file("k.trace"), "--raw-dir", dir_.path()});
+  EXPECT_EQ(s.command("run 100"), "ran 100\n");
+  EXPECT_NE(s.command("check"), before);  // bound
+  run({"pkill", "-KILL", "-f", "callscope attach " + std::to_string(s.pid())});
+  a.get();
+  // The runtime sees its recorder gone and detaches by itself.
+  std::string now;
+  for (int i = 0; i < 200 && (now = s.command("check")) != before; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(now, before);
+  EXPECT_EQ(s.command("run 100"), "ran 100\n");
+  EXPECT_EQ(s.quit(), 0);
+}
+
+TEST_P(AttachTest, AttachedAgainAndAgain) {
+  // Each attach loads another copy of the runtime (the one before stays,
+  // inert), until glibc's static TLS space for late libraries runs out:
+  // then attach says so and the program runs on.
+  Server s(program("attach_server"));
+  int attached = 0;
+  for (int i = 0; i < 8; ++i) {
+    RunResult r = callscope({"attach", std::to_string(s.pid()), "-o", dir_.file("r.trace"), "-f", "--duration", "50ms"});
+    if (r.exit_code != 0) {
+      EXPECT_NE(r.err.find("static TLS"), std::string::npos) << r.err;
+      break;
+    }
+    ++attached;
+    EXPECT_EQ(s.command("run 5"), "ran 5\n");
+  }
+  EXPECT_GE(attached, 3);
+  EXPECT_EQ(s.command("run 5"), "ran 5\n");
+  EXPECT_EQ(s.quit(), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, AttachTest, ::testing::ValuesIn(variants()), VariantName());
+
+// ---- refusals: each with its reason, the target untouched -------------------
+
+TEST(AttachErrors, RefusalsNameTheReason) {
+  TempDir dir;
+  // No such process.
+  RunResult none = callscope({"attach", "999999999", "-o", dir.file("x.trace")});
+  EXPECT_NE(none.exit_code, 0);
+  EXPECT_NE(none.err.find("999999999"), std::string::npos) << none.err;
+  // Not a pid at all: a usage error.
+  EXPECT_EQ(callscope({"attach", "abc"}).exit_code, 2);
+  EXPECT_EQ(callscope({"attach", std::to_string(::getpid()), "--duration", "soon"}).exit_code, 2);
+  // A statically linked program.
+  const pid_t st = ::fork();
+  if (st == 0) {
+    const int null = ::open("/dev/null", O_WRONLY);
+    ::dup2(null, 1);
+    const std::string path = std::string(FIXTURE_DIR) + "/inject_target_static";
+    ::execl(path.c_str(), path.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  RunResult stat = callscope({"attach", std::to_string(st), "-o", dir.file("s.trace")});
+  EXPECT_NE(stat.exit_code, 0);
+  EXPECT_NE(stat.err.find("statically linked"), std::string::npos) << stat.err;
+  ::kill(st, SIGKILL);
+  ::waitpid(st, nullptr, 0);
+  // A program without hooks, attached to without --libcalls.
+  Server plain(fixture(variants().front(), "attach_server_plain"));
+  RunResult nohooks = callscope({"attach", std::to_string(plain.pid()), "-o", dir.file("p.trace")});
+  EXPECT_NE(nohooks.exit_code, 0);
+  EXPECT_NE(nohooks.err.find("--libcalls"), std::string::npos) << nohooks.err;
+  EXPECT_EQ(plain.command("run 2"), "ran 2\n");
+  EXPECT_FALSE(std::filesystem::exists(dir.file("p.trace")));
+  // detach of a process nobody attached to.
+  RunResult d = callscope({"detach", std::to_string(plain.pid())});
+  EXPECT_NE(d.exit_code, 0);
+  EXPECT_EQ(plain.quit(), 0);
+}
+
+TEST(AttachErrors, AProcessTracedAlreadyIsRefused) {
+  TempDir dir;
+  const std::string ctl_dir = dir.file("ctl");
+  ::mkdir(ctl_dir.c_str(), 0700);
+  ::setenv("CALLSCOPE_CTL_DIR", ctl_dir.c_str(), 1);
+  {
+    // Under record.
+    TracedProgram rec({fixture(variants().front(), "attach_server")}, ctl_dir);
+    const pid_t pid = rec.wait_for_socket();
+    ASSERT_GT(pid, 0);
+    RunResult r = callscope({"attach", std::to_string(pid), "-o", dir.file("r.trace")});
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.err.find("runs under callscope record already"), std::string::npos) << r.err;
+    // And detach is not for it.
+    RunResult d = callscope({"detach", std::to_string(pid)});
+    EXPECT_NE(d.exit_code, 0);
+    EXPECT_NE(d.err.find("not attached"), std::string::npos) << d.err;
+    EXPECT_NE(rec.command("run 2").find("ready pid="), std::string::npos);  // its first line
+    EXPECT_EQ(rec.command("run 2"), "ran 2");
+    EXPECT_EQ(rec.finish(), 0);
+  }
+  // Attached: a second attach meanwhile.
+  Server s(fixture(variants().front(), "attach_server"));
+  auto first = std::async(std::launch::async, [&] {
+    return callscope({"attach", std::to_string(s.pid()), "-o", dir.file("a.trace")});
+  });
+  const std::string sock = ctl_dir + "/" + std::to_string(s.pid()) + ".sock";
+  for (int i = 0; i < 1000 && ::access(sock.c_str(), F_OK) != 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  RunResult second = callscope({"attach", std::to_string(s.pid()), "-o", dir.file("b.trace")});
+  EXPECT_NE(second.exit_code, 0);
+  EXPECT_NE(second.err.find("traced by callscope already"), std::string::npos) << second.err;
+  EXPECT_EQ(callscope({"detach", std::to_string(s.pid())}).exit_code, 0);
+  EXPECT_EQ(first.get().exit_code, 0);
+  EXPECT_EQ(s.command("run 2"), "ran 2\n");
+  ::unsetenv("CALLSCOPE_CTL_DIR");
+}
+
+}  // namespace
+}  // namespace callscope::e2e
