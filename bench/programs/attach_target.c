@@ -15,7 +15,6 @@
 #include <unistd.h>
 
 static long g_max_late_ns;
-static volatile sig_atomic_t g_report;
 static volatile long g_sink;
 
 static long now_ns(void) {
@@ -42,11 +41,6 @@ static void* beat(void* arg) {
   return NULL;
 }
 
-static void on_usr1(int sig) {
-  (void)sig;
-  g_report = 1;
-}
-
 int main(int argc, char** argv) {
   const int threads = getenv("THREADS") ? atoi(getenv("THREADS")) : 50;
   for (int i = 1; i < argc; ++i)
@@ -54,7 +48,12 @@ int main(int argc, char** argv) {
       fprintf(stderr, "%s\n", dlerror());
       return 1;
     }
-  signal(SIGUSR1, on_usr1);
+  // SIGUSR1 blocked everywhere (the threads inherit the mask), taken by
+  // the main thread alone.
+  sigset_t usr1;
+  sigemptyset(&usr1);
+  sigaddset(&usr1, SIGUSR1);
+  pthread_sigmask(SIG_BLOCK, &usr1, NULL);
   for (int i = 0; i < threads; ++i) {
     pthread_t t;
     pthread_create(&t, NULL, beat, NULL);
@@ -62,11 +61,9 @@ int main(int argc, char** argv) {
   printf("ready\n");
   fflush(stdout);
   for (;;) {
-    pause();
-    if (g_report) {
-      g_report = 0;
-      printf("stall_us=%ld\n", __atomic_exchange_n(&g_max_late_ns, 0, __ATOMIC_RELAXED) / 1000);
-      fflush(stdout);
-    }
+    int sig = 0;
+    if (sigwait(&usr1, &sig) != 0) continue;
+    printf("stall_us=%ld\n", __atomic_exchange_n(&g_max_late_ns, 0, __ATOMIC_RELAXED) / 1000);
+    fflush(stdout);
   }
 }

@@ -111,5 +111,13 @@ CALLSCOPE_EXPORT int callscope_rt_attach(const char* settings_file) {
   }
   g_settings[used] = '\0';
   __atomic_store_n(&g_attached, true, __ATOMIC_RELEASE);
-  return process_ensure_init() ? 0 : 3;
+  if (!process_ensure_init()) return 3;
+  // Ready: now the ways in. Our hooks and wrappers bound into the program's
+  // slots first (the library-call hooks, installed in the same pass, never
+  // take one of those for a library call), then the patchable entries.
+  bind_exports();
+  code_patch_init((control_word() & 1) != 0);
+  // Last: its socket tells `ctl` and `detach` that the attach is complete.
+  control_start();
+  return 0;
 }

@@ -499,14 +499,16 @@ CALLSCOPE_NOINSTR bool do_init() {
   if (::pthread_key_create(&key, thread_exit) != 0) return false;
   g_thread_key = key;
   if (!start_process_record(~0u, g_attached ? fmt::kRawProcessAttached : 0)) return false;
-  // Attached: our hooks and wrappers bound into the program's slots first
-  // (the library-call hooks never take one of those for a library call).
-  if (g_attached) bind_exports();
-  if (libcalls) libcalls_patch_new_modules();
-  code_patch_init((control_word() & 1) != 0);
+  // Attached, the program's threads run meanwhile: the ways in are opened
+  // once we are ready (callscope_rt_attach), so that none of them waits
+  // here for the rest of initialization.
+  if (!g_attached) {
+    if (libcalls) libcalls_patch_new_modules();
+    code_patch_init((control_word() & 1) != 0);
+  }
   ::pthread_atfork(nullptr, nullptr, on_fork_child);
   ::on_exit(on_process_exit, nullptr);
-  control_start();
+  if (!g_attached) control_start();  // attached: once the ways in are open
   snapshot_smaps("start");
   return true;
 }
