@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -22,6 +23,7 @@
 #include "cli/record_support.h"
 #include "cli/recording.h"
 #include "common/config.h"
+#include "common/output_format.h"
 #include "inject/attachable.h"
 #include "views/replay_view.h"
 
@@ -65,14 +67,27 @@ Result<int> run_attach(RecordOptions o, const AttachOptions& a) {
   if (!a.duration.empty()) duration_ns = *views::parse_duration_ns(a.duration);  // checked by duration_check
   o.attach_pid = pid;
 
+  // No signal ends us while a thread of the program is borrowed: it would
+  // be left running our code (ptrace lets a tracee go when its tracer
+  // dies). Held back until our handlers are in place.
+  sigset_t ending, old_mask;
+  sigemptyset(&ending);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&ending, sig);
+  ::sigprocmask(SIG_BLOCK, &ending, &old_mask);
   const auto t0 = std::chrono::steady_clock::now();
-  CALLSCOPE_TRY(std::unique_ptr<Recording> rec, Recording::start(o, "attach"));
+  auto started = Recording::start(o, "attach");
+  if (!started) {
+    ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+    return started.error();
+  }
+  std::unique_ptr<Recording> rec = std::move(*started);
   const double attach_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   // Ours now: Ctrl-C of attach ends the recording, not the program.
   struct sigaction end {};
   end.sa_handler = on_end_signal;
   sigemptyset(&end.sa_mask);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &end, nullptr);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) ::sigaction(sig, &end, nullptr);
+  ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
   std::fprintf(stderr,
                "callscope attach: attached to process %d (%s) in %.1f ms; its thread was held %.2f ms. "
                "Recording until %s\n",
@@ -80,6 +95,12 @@ Result<int> run_attach(RecordOptions o, const AttachOptions& a) {
                duration_ns ? ("--duration " + a.duration + ", Ctrl-C or 'callscope detach " + a.pid + "'").c_str()
                            : ("Ctrl-C or 'callscope detach " + a.pid + "'").c_str());
 
+  // What the runtime had to say (the program's stderr is not ours).
+  {
+    std::ifstream notices(rec->session() + "/" + std::to_string(pid) + ".0/notices");
+    for (std::string line; std::getline(notices, line);)
+      std::fprintf(stderr, "callscope attach: %s\n", terminal_safe(line).c_str());
+  }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(duration_ns);
   const char* ended = nullptr;
   while (!ended) {
@@ -95,6 +116,10 @@ Result<int> run_attach(RecordOptions o, const AttachOptions& a) {
       print_warning("attach", "could not detach from process " + a.pid + ": " + reply.error().message() +
                                   "; the trace is written from what was recorded");
   }
+  // Its children forked meanwhile carry the runtime too: detached as well
+  // (each serves its own socket).
+  for (pid_t child : rec->running())
+    if (child != pid && find_socket(child).found) (void)ctl_request(child, "detach", 10);
   if (std::string(ended) == "exit")
     std::fprintf(stderr, "callscope attach: process %d ended\n", pid);
   else

@@ -109,7 +109,12 @@ Result<double> attach_runtime(pid_t pid, const std::string& runtime, const std::
     }
   }
   const std::string settings_path = session + "/attach.settings";
-  std::string text = "CALLSCOPE_DIR=" + session + "\nCALLSCOPE_RECORDER_PID=" + std::to_string(::getpid()) + "\n";
+  // (CALLSCOPE_TEST_INJECT_FAIL=init: a session directory the runtime
+  // cannot use, for the test of that failure.)
+  const char* test_failure = ::getenv("CALLSCOPE_TEST_INJECT_FAIL");
+  const bool fail_init = test_failure && std::strcmp(test_failure, "init") == 0;
+  std::string text = "CALLSCOPE_DIR=" + (fail_init ? std::string("/proc/callscope-test-failure") : session) +
+                     "\nCALLSCOPE_RECORDER_PID=" + std::to_string(::getpid()) + "\n";
   for (const auto& [name, value] : env) text += name + "=" + value + "\n";
   // Where the control socket goes: where ctl and detach, run by us, look.
   for (const char* name : {"CALLSCOPE_CTL_DIR", "XDG_RUNTIME_DIR", "HOME"})
@@ -125,11 +130,19 @@ Result<double> attach_runtime(pid_t pid, const std::string& runtime, const std::
   req.arg = settings_path;
   req.thread_name = "callscope-load";
   const inject::LoadResult r = inject::load_library(pid, req);
+  if (!r.ok && r.error.find("static TLS") != std::string::npos)
+    return Error("cannot attach to process " + std::to_string(pid) + ": " + r.error +
+                 " (each attach leaves a copy of the runtime loaded, and glibc's space for the thread-local "
+                 "storage of libraries loaded late is used up: restart the program to attach to it again)");
   if (!r.ok) return Error("cannot attach to process " + std::to_string(pid) + ": " + r.error);
   switch (r.entry_result) {
     case 0: return r.stopped_ms;
     case 1: return Error("the runtime in process " + std::to_string(pid) + " could not read '" + settings_path + "'");
     case 2: return Error("process " + std::to_string(pid) + " is being traced by callscope already");
+    case 4:
+      return Error("the runtime in process " + std::to_string(pid) +
+                   " could not serve its control socket, through which it is detached (its own message went to "
+                   "the program's stderr; CALLSCOPE_CTL_DIR names another directory): the attach was undone");
     default:
       return Error("the runtime could not start in process " + std::to_string(pid) + ": it could not use '" + session +
                    "' (its own message went to the program's stderr)");

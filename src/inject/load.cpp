@@ -5,6 +5,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstddef>
 #include <cstdlib>
@@ -65,6 +66,15 @@ std::string read_error(pid_t pid, uint64_t data) {
   return text;
 }
 
+// For the tests that make each step fail (tests/e2e/attach_test.cpp):
+// CALLSCOPE_TEST_INJECT_FAIL names the step taken as failed -- hold, mmap,
+// write, mprotect, thread, dlopen, entry -- after what the real failure
+// would have left was done.
+bool fails_here(const char* step) {
+  const char* v = std::getenv("CALLSCOPE_TEST_INJECT_FAIL");
+  return v && std::strcmp(v, step) == 0;
+}
+
 }  // namespace
 
 LoadResult load_library(pid_t pid, const LoadRequest& request) {
@@ -103,6 +113,10 @@ LoadResult load_library(pid_t pid, const LoadRequest& request) {
   std::optional<BorrowedThread> thread;
   std::string why;
   for (pid_t tid : threads_of(pid)) {
+    if (fails_here("hold")) {
+      why = "(a test's failure)";
+      break;
+    }
     auto taken = BorrowedThread::take(pid, tid, 1000, &why);
     if (taken) {
       thread.emplace(std::move(*taken));
@@ -116,17 +130,24 @@ LoadResult load_library(pid_t pid, const LoadRequest& request) {
   }
   const auto t0 = std::chrono::steady_clock::now();
   result.borrowed = thread->tid();
+  uint64_t mapped = 0;  // our pages in the process: unmapped again on failure
   auto fail = [&](const std::string& what) {
     result.error = what;
+    if (mapped) thread->syscall(SYS_munmap, {mapped, 2 * kPage});
     thread->give_back(nullptr);
     result.stopped_ms = ms_since(t0);
     return result;
   };
-  const auto page = thread->syscall(SYS_mmap, {0, 2 * kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                                              static_cast<uint64_t>(-1), 0});
+  auto page = thread->syscall(SYS_mmap, {0, 2 * kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                                        static_cast<uint64_t>(-1), 0});
+  if (page && *page > 0 && fails_here("mmap")) {
+    thread->syscall(SYS_munmap, {static_cast<uint64_t>(*page), 2 * kPage});
+    page = -ENOMEM;
+  }
   if (!page || *page < 0 || static_cast<uint64_t>(*page) % kPage != 0)
     return fail("cannot map memory in the process: " + std::string(page ? std::strerror(static_cast<int>(-*page)) : "the thread is gone"));
   const uint64_t data = static_cast<uint64_t>(*page), code = data + kPage;
+  mapped = data;
   // Strings after the block.
   std::vector<char> block(kPage, 0);
   uint64_t at = sizeof(LoaderData);
@@ -136,20 +157,26 @@ LoadResult load_library(pid_t pid, const LoadRequest& request) {
     at += s.size() + 1;
     return addr;
   };
-  d.path = put(request.library);
-  d.entry = request.entry.empty() ? 0 : put(request.entry);
+  d.path = put(fails_here("dlopen") ? "/nonexistent/callscope-test-failure.so" : request.library);
+  d.entry = request.entry.empty() ? 0 : put(fails_here("entry") ? "callscope_test_no_such_entry" : request.entry);
   d.arg = put(request.arg);
   d.thread_name = request.thread_name.empty() ? 0 : put(request.thread_name.substr(0, 15));
   std::memcpy(block.data(), &d, sizeof d);
   std::vector<unsigned char> text(kPage, 0xcc);  // the trap at 0
   std::memcpy(text.data() + kLoaderOffset, callscope_inject_loader, loader_size);
-  if (!write_remote(pid, data, block.data(), kPage) || !write_remote(pid, code, text.data(), kPage))
+  if (!write_remote(pid, data, block.data(), kPage) || !write_remote(pid, code, text.data(), kPage) ||
+      (fails_here("write") && (errno = EFAULT)))
     return fail("cannot write to the process's memory: " + std::string(std::strerror(errno)));
   const auto prot = thread->syscall(SYS_mprotect, {code, kPage, PROT_READ | PROT_EXEC});
-  if (!prot || *prot != 0) return fail("cannot make our code in the process executable (a policy forbids it?)");
+  if (!prot || *prot != 0 || fails_here("mprotect")) return fail("cannot make our code in the process executable (a policy forbids it?)");
   std::string call_error;
-  const auto created = thread->call(pthread_create, {data + offsetof(LoaderData, new_thread), 0, code + kLoaderOffset, data},
-                                    code + kTrapOffset, &call_error);
+  // (The test's failure: pthread_create told to start nothing, as when it
+  // cannot make a thread.)
+  const auto created = fails_here("thread") ? std::optional<uint64_t>(EAGAIN)
+                                            : thread->call(pthread_create,
+                                                           {data + offsetof(LoaderData, new_thread), 0,
+                                                            code + kLoaderOffset, data},
+                                                           code + kTrapOffset, &call_error);
   if (!created) return fail("pthread_create in the process failed: " + call_error);
   if (static_cast<int>(*created) != 0)
     return fail("pthread_create in the process failed: " + std::string(std::strerror(static_cast<int>(*created))));

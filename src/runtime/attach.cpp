@@ -80,7 +80,8 @@ using namespace callscope::rt;
 
 // 0: attached; 1: the settings file cannot be read or is too long;
 // 2: attached already (this copy); 3: initialization failed (the session
-// directory could not be used).
+// directory could not be used); 4: no control socket could be served (the
+// attach was undone).
 CALLSCOPE_EXPORT int callscope_rt_attach(const char* settings_file) {
   if (__atomic_load_n(&g_attached, __ATOMIC_ACQUIRE)) return 2;
   static char text[sizeof g_settings];
@@ -118,6 +119,11 @@ CALLSCOPE_EXPORT int callscope_rt_attach(const char* settings_file) {
   bind_exports();
   code_patch_init((control_word() & 1) != 0);
   // Last: its socket tells `ctl` and `detach` that the attach is complete.
+  // Without one nobody could detach: undone at once.
   control_start();
+  if (!control_serving()) {
+    op_detach();
+    return 4;
+  }
   return 0;
 }

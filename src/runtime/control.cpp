@@ -444,6 +444,10 @@ void control_start() {
   errno = saved_errno;
 }
 
+bool control_serving() {
+  return g_listen_fd >= 0 && __atomic_load_n(&g_thread_running, __ATOMIC_ACQUIRE);
+}
+
 void control_stop() {
   const int saved_errno = errno;
   // Only the process that made the socket removes it: a fork child that

@@ -37,6 +37,9 @@ uint64_t dump_interval_ns();
 // Starts the control thread: called once the process is initialized, and
 // again in a fork child (the parent's thread does not exist there).
 void control_start();
+// Whether the control thread runs and serves a socket (attach needs both:
+// detach comes through it).
+bool control_serving();
 // Removes the socket; called at process exit.
 void control_stop();
 

@@ -424,7 +424,24 @@ void record_detach() {
 void process_release_files(int devnull) {
   const int fds[3] = {g_meta_fd, g_session.fd, g_process.fd};
   for (int fd : fds)
-    if (fd >= 0) ::dup3(devnull, fd, O_CLOEXEC);
+    if (fd >= 0) replace_session_fd(fd, devnull);
+  // Nothing is made by path any more either (known_dir_fd).
+  g_session.path.clear();
+  g_process.path.clear();
+}
+
+// Only a descriptor that still names the session or a file in it: a
+// program may have closed ours and got the number back for a file of its own.
+void replace_session_fd(int fd, int devnull) {
+  static char target[4096];  // one detach at a time (the control thread's)
+  PathBuf name;
+  name.add("/proc/self/fd/").add_uint(static_cast<uint64_t>(fd));
+  const ssize_t n = ::readlink(name.c_str(), target, sizeof target - 1);
+  if (n <= 0 || g_session.path.size() == 0) return;
+  target[n] = '\0';
+  const size_t len = g_session.path.size();
+  if (strncmp(target, g_session.path.c_str(), len) == 0 && (target[len] == '\0' || target[len] == '/'))
+    ::dup3(devnull, fd, O_CLOEXEC);
 }
 
 namespace {
@@ -561,6 +578,22 @@ bool process_ensure_init() {
   }
   while ((s = __atomic_load_n(&g_init_state, __ATOMIC_ACQUIRE)) == kInProgress) ::sched_yield();
   return s == kReady;
+}
+
+void notice(const char* a, const char* b, const char* c, const char* d) {
+  const int saved_errno = errno;
+  int fd = 2;
+  if (g_attached) fd = process_dir_open("notices", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (fd >= 0) {
+    const char* prefix = g_attached ? "" : "callscope: ";
+    iovec iov[6] = {{const_cast<char*>(prefix), strlen(prefix)}, {const_cast<char*>(a), strlen(a)},
+                    {const_cast<char*>(b), strlen(b)},           {const_cast<char*>(c), strlen(c)},
+                    {const_cast<char*>(d), strlen(d)},           {const_cast<char*>("\n"), 1}};
+    ssize_t ignored = ::writev(fd, iov, 6);
+    (void)ignored;
+    if (fd != 2) ::close(fd);
+  }
+  errno = saved_errno;
 }
 
 int process_dir_open(const char* name, int flags, unsigned mode) {

@@ -592,6 +592,10 @@ void engine_thread_exit(ThreadState* t) {
   t->pkey = nullptr;
   if (t->pbank) ::munmap(t->pbank, kBankBytes);
   t->pbank = nullptr;
+  // The tree no longer grows: its file needs no descriptor (a server that
+  // starts a thread per request would run out of them).
+  if (t->prof_fd >= 0) ::close(t->prof_fd);
+  t->prof_fd = -1;
 }
 
 // In a fork child: a tree of its own, starting empty; the frames inherited

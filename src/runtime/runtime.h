@@ -275,6 +275,11 @@ void release_files_at_detach();
 void thread_release_file(ThreadState* t, int devnull);
 void engine_release_prof(fmt::RawProfHeader* prof);
 void process_release_files(int devnull);
+void replace_session_fd(int fd, int devnull);
+// Something the user should know: on stderr, as "callscope: ..."; attached,
+// in the process directory's `notices` file, which attach prints (the
+// program's stderr is not the user's).
+void notice(const char* a, const char* b = "", const char* c = "", const char* d = "");  // /dev/null over fd if it is still one of the session's
 
 // The next definition of `name` after ours (dlsym RTLD_NEXT), looked up
 // once into *cache: for the wrappers the runtime exports over libc's and

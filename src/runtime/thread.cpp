@@ -278,7 +278,9 @@ CALLSCOPE_NOINSTR void emit_stack(ThreadState* t) {
 }  // namespace
 
 bool thread_init(ThreadState* t) {
-  if (!process_ensure_init()) {
+  // Detached: a thread whose first hook comes now (a stub left in place, a
+  // hook's address the program copied) is never recorded.
+  if (!process_ensure_init() || detached()) {
     t->status = kDisabled;
     return false;
   }
@@ -503,8 +505,8 @@ void thread_release_file(ThreadState* t, int devnull) {
       h && ::mmap(h, kPageBytes, PROT_READ | PROT_WRITE, kAnon, -1, 0) != MAP_FAILED)
     __atomic_store_n(&h->drain_failed, 1, __ATOMIC_RELEASE);
   if (t->chunk && t->chunk_bytes) ::mmap(t->chunk, t->chunk_bytes, PROT_READ | PROT_WRITE, kAnon, -1, 0);
-  if (t->header && t->fd >= 0) ::dup3(devnull, t->fd, O_CLOEXEC);
-  if (t->prof && t->prof_fd >= 0) ::dup3(devnull, t->prof_fd, O_CLOEXEC);
+  if (t->header && t->fd >= 0) replace_session_fd(t->fd, devnull);
+  if (t->prof && t->prof_fd >= 0) replace_session_fd(t->prof_fd, devnull);
 }
 
 }  // namespace callscope::rt

@@ -168,8 +168,59 @@ TEST_P(AttachTest, HooksOfAProgramStartedWithoutCallscope) {
 
 TEST_P(AttachTest, PatchableEntries) {
   Server s(program("attach_server_patchable"));
+  if (GetParam().rfind("gcc", 0) == 0) {
+    // gcc's entries are five one-byte nops: a running thread may be between
+    // two of them, so attach leaves them alone, and says so.
+    s.command("run 3");
+    const std::string before = s.command("check");
+    auto a = attach(s.pid(), {"-o", dir_.file("g.trace")});
+    EXPECT_EQ(s.command("run 100"), "ran 100\n");
+    EXPECT_EQ(detach(s.pid()).exit_code, 0);
+    RunResult r = a.get();
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("patchable entries of " + program("attach_server_patchable") + " are not recorded: they are "
+                         "gcc's one-byte nops"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(summarize(dir_.file("g.trace")).calls_of("step"), 0u);
+    EXPECT_EQ(s.command("check"), before);
+    EXPECT_EQ(s.quit(), 0);
+    return;
+  }
   attach_cycle(*this, s, program("attach_plugin_patchable.so"), {}, "step", 1, dir_.file("a.trace"),
                dir_.file("b.trace"));
+}
+
+TEST_P(AttachTest, PatchingWaitsForSigtrapToReachEveryThread) {
+  if (GetParam().rfind("clang", 0) != 0) GTEST_SKIP() << "gcc's patchable entries are never patched by attach";
+  Server s(program("attach_server_patchable"));
+  s.command("run 3");
+  const std::string before = s.command("check");
+  // A thread that blocks SIGTRAP: the sites are left alone, and attach says why.
+  EXPECT_EQ(s.command("blocktrap 1"), "trap 1\n");
+  auto a = attach(s.pid(), {"-o", dir_.file("b.trace")});
+  EXPECT_EQ(s.command("run 100"), "ran 100\n");
+  const std::string attached = s.command("check");  // its slots are bound, its code untouched
+  EXPECT_EQ(attached.substr(attached.find(" text=")), before.substr(before.find(" text=")));
+  EXPECT_EQ(detach(s.pid()).exit_code, 0);
+  RunResult r = a.get();
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("a thread of the program blocks SIGTRAP"), std::string::npos) << r.err;
+  EXPECT_EQ(summarize(dir_.file("b.trace")).calls_of("step"), 0u);
+  // Unblocked, with a handler that blocks every signal: SIGTRAP is taken out
+  // of its mask while attached, and put back at the detach.
+  EXPECT_EQ(s.command("blocktrap 0"), "trap 0\n");
+  EXPECT_EQ(s.command("handler"), "handler\n");
+  EXPECT_EQ(s.command("handlermask"), "mask trap=1\n");
+  auto a2 = attach(s.pid(), {"-o", dir_.file("h.trace")});
+  EXPECT_EQ(s.command("handlermask"), "mask trap=0\n");
+  EXPECT_EQ(s.command("run 100"), "ran 100\n");
+  EXPECT_EQ(detach(s.pid()).exit_code, 0);
+  ASSERT_EQ(a2.get().exit_code, 0);
+  EXPECT_EQ(summarize(dir_.file("h.trace")).calls_of("step"), 400u);
+  EXPECT_EQ(s.command("handlermask"), "mask trap=1\n");
+  EXPECT_EQ(s.command("check"), before);
+  EXPECT_EQ(s.quit(), 0);
 }
 
 TEST_P(AttachTest, McountAndFentryCalls) {
@@ -303,6 +354,56 @@ TEST(AttachErrors, RefusalsNameTheReason) {
   RunResult d = callscope({"detach", std::to_string(plain.pid())});
   EXPECT_NE(d.exit_code, 0);
   EXPECT_EQ(plain.quit(), 0);
+}
+
+TEST(AttachErrors, EachStepFailingLeavesTheProgramAsItWas) {
+  // Each step of the attach made to fail (CALLSCOPE_TEST_INJECT_FAIL): a
+  // clear error, no trace, no session left, and the program runs on with
+  // its slots and code as they were. Then a real attach still works.
+  TempDir dir;
+  const std::string ctl_dir = dir.file("ctl"), raw = dir.file("raw");
+  ::mkdir(ctl_dir.c_str(), 0700);
+  ::mkdir(raw.c_str(), 0700);
+  ::setenv("CALLSCOPE_CTL_DIR", ctl_dir.c_str(), 1);
+  Server s(fixture(variants().front(), "attach_server"));
+  s.command("run 3");
+  const std::string before = s.command("check");
+  const std::pair<const char*, const char*> steps[] = {
+      {"hold", "cannot hold a thread"},
+      {"mmap", "cannot map memory in the process"},
+      {"write", "cannot write to the process's memory"},
+      {"mprotect", "cannot make our code in the process executable"},
+      {"thread", "pthread_create in the process failed"},
+      {"dlopen", "dlopen in the process failed"},
+      {"entry", "has no function callscope_rt_attach"},
+      {"init", "the runtime could not start in process"},
+  };
+  for (const auto& [step, message] : steps) {
+    ::setenv("CALLSCOPE_TEST_INJECT_FAIL", step, 1);
+    const std::string trace = dir.file(std::string(step) + ".trace");
+    RunResult r = callscope({"attach", std::to_string(s.pid()), "-o", trace, "--raw-dir", raw, "--duration", "2s"});
+    ::unsetenv("CALLSCOPE_TEST_INJECT_FAIL");
+    EXPECT_EQ(r.exit_code, 1) << step;
+    EXPECT_NE(r.err.find(message), std::string::npos) << step << ": " << r.err;
+    EXPECT_FALSE(std::filesystem::exists(trace)) << step;
+    EXPECT_TRUE(std::filesystem::is_empty(raw)) << step;
+    EXPECT_EQ(s.command("run 5"), "ran 5\n") << step;
+    EXPECT_EQ(s.command("check"), before) << step;
+  }
+  auto a = std::async(std::launch::async, [&] {
+    return callscope({"attach", std::to_string(s.pid()), "-o", dir.file("ok.trace"), "--raw-dir", raw});
+  });
+  const std::string sock = ctl_dir + "/" + std::to_string(s.pid()) + ".sock";
+  for (int i = 0; i < 1000 && ::access(sock.c_str(), F_OK) != 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(s.command("run 100"), "ran 100\n");
+  EXPECT_EQ(callscope({"detach", std::to_string(s.pid())}).exit_code, 0);
+  RunResult ok = a.get();
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_EQ(summarize(dir.file("ok.trace")).calls_of("step"), 400u);
+  EXPECT_EQ(s.command("check"), before);
+  EXPECT_EQ(s.quit(), 0);
+  ::unsetenv("CALLSCOPE_CTL_DIR");
 }
 
 TEST(AttachErrors, AProcessTracedAlreadyIsRefused) {

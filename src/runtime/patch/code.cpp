@@ -48,6 +48,7 @@
 #include "runtime/heap_sort.h"
 #include "runtime/module_bounds.h"
 #include "runtime/patch/patch.h"
+#include "runtime/path_buf.h"
 #include "runtime/runtime.h"
 
 extern "C" void callscope_rt_mcount();  // trampolines.S: mcount, by a name nothing interposes
@@ -90,6 +91,7 @@ pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 // What the sites are becoming: calls (1) or nops (0). Read by the trap
 // handler for a site caught halfway.
 volatile int g_on = 0;
+uint64_t g_unsafe_sites = 0;  // attached: sites left alone (add_site)
 bool g_code_detached = false;  // code_patch_detach: no site is made a call again
 // libc's sigaction, past our wrapper (the end of this file).
 using SigactionFn = int (*)(int, const struct sigaction*, struct sigaction*);
@@ -172,6 +174,92 @@ CALLSCOPE_NOINSTR void install_handler() {
   sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER;
   sigemptyset(&sa.sa_mask);
   g_handler = real_sigaction() && real_sigaction()(SIGTRAP, &sa, &g_old_trap) == 0;
+}
+
+// ---- attached: SIGTRAP must reach every thread -----------------------------------
+
+// A breakpoint byte met with SIGTRAP blocked kills the process. Under
+// record our wrappers keep it unblocked from the start; a program we attach
+// to set its masks without them. So before its first site is touched: no
+// thread may block SIGTRAP (read from /proc/self/task/*/status: else the
+// sites are left alone), and the handlers installed with SIGTRAP in their
+// mask get it taken out (given back at detach, if still theirs).
+struct Stripped {
+  int sig;
+  void* handler;
+};
+Stripped g_stripped[64];
+int g_stripped_count = 0;
+int g_trap_check = 0;  // 0: not done, 1: sites may be patched, 2: not
+
+CALLSCOPE_NOINSTR bool some_thread_blocks_trap() {
+  const int dir = ::open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) return true;  // cannot tell
+  static char entries[8192], status[4096];
+  bool blocked = false;
+  for (long n; !blocked && (n = ::syscall(SYS_getdents64, dir, entries, sizeof entries)) > 0;) {
+    for (long off = 0; off < n && !blocked;) {
+      const char* name = entries + off + 19;  // struct linux_dirent64: ino, off, reclen (u16), type, name
+      uint16_t reclen;
+      memcpy(&reclen, entries + off + 16, 2);
+      off += reclen;
+      if (name[0] < '0' || name[0] > '9') continue;
+      PathBuf path;
+      path.add("/proc/self/task/").add(name).add("/status");
+      const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) continue;  // ended meanwhile
+      const ssize_t got = ::read(fd, status, sizeof status - 1);
+      ::close(fd);
+      if (got <= 0) continue;
+      status[got] = '\0';
+      const char* line = strstr(status, "SigBlk:");
+      if (!line) continue;
+      const uint64_t mask = strtoull(line + 7, nullptr, 16);
+      blocked = (mask >> (SIGTRAP - 1)) & 1;
+    }
+  }
+  ::close(dir);
+  return blocked;
+}
+
+CALLSCOPE_NOINSTR void strip_trap_from_handlers() {
+  for (int sig = 1; sig < 65 && g_stripped_count < 64; ++sig) {
+    if (sig == SIGTRAP || sig == SIGKILL || sig == SIGSTOP) continue;
+    struct sigaction sa {};
+    if (real_sigaction()(sig, nullptr, &sa) != 0) continue;
+    if (sa.sa_handler == SIG_DFL || sa.sa_handler == SIG_IGN || !sigismember(&sa.sa_mask, SIGTRAP)) continue;
+    sigdelset(&sa.sa_mask, SIGTRAP);
+    if (real_sigaction()(sig, &sa, nullptr) == 0)
+      g_stripped[g_stripped_count++] = Stripped{sig, reinterpret_cast<void*>(sa.sa_handler)};
+  }
+}
+
+CALLSCOPE_NOINSTR void give_handlers_back() {
+  for (int i = 0; i < g_stripped_count; ++i) {
+    struct sigaction sa {};
+    if (real_sigaction()(g_stripped[i].sig, nullptr, &sa) != 0 ||
+        reinterpret_cast<void*>(sa.sa_handler) != g_stripped[i].handler || sigismember(&sa.sa_mask, SIGTRAP))
+      continue;  // changed since: the program's
+    sigaddset(&sa.sa_mask, SIGTRAP);
+    real_sigaction()(g_stripped[i].sig, &sa, nullptr);
+  }
+  g_stripped_count = 0;
+}
+
+// Whether sites may be patched now (attached: the checks above, once).
+CALLSCOPE_NOINSTR bool traps_reach_every_thread() {
+  if (!g_attached) return true;
+  if (g_trap_check == 0) {
+    if (some_thread_blocks_trap()) {
+      g_trap_check = 2;
+      notice("patchable entries are not recorded: a thread of the program blocks SIGTRAP, and would die at a site "
+             "being changed (under callscope record they are)");
+    } else {
+      g_trap_check = 1;
+      strip_trap_from_handlers();
+    }
+  }
+  return g_trap_check == 1;
 }
 
 // `size` bytes of fresh memory within 2 GiB of every byte of [low, high),
@@ -370,6 +458,19 @@ CALLSCOPE_NOINSTR void add_site(uint64_t addr, uint64_t bias, uint64_t lo, uint6
   int sled = 0;
   for (int n; sled < 16 && (n = nop_length(p + sled)) > 0;) sled += n;
   if (sled < 5) return;  // -fpatchable-function-entry=N with N < 5, or not a site
+  // Attached, the program's threads run this code while we change it: only
+  // a site whose first five bytes are one instruction (clang's nop, gcc's
+  // -mnop-mcount) can be, with nothing after them to rewrite. gcc's
+  // patchable entries are five one-byte nops: a thread may be between two
+  // of them, and would resume inside the jump.
+  if (g_attached) {
+    bool safe = nop_length(p) == 5;
+    for (int k = 5; k < sled && safe; ++k) safe = p[k] == 0x90;
+    if (!safe) {
+      ++g_unsafe_sites;
+      return;
+    }
+  }
   Site s{reinterpret_cast<uint64_t>(p), 0, static_cast<uint32_t>(sled), mcount, {}, 1};
   memcpy(s.orig, p, 5);
   for (int k = 5; k < sled; ++k) s.orig_exact &= p[k] == 0x90;
@@ -480,6 +581,7 @@ CALLSCOPE_NOINSTR void scan_module(dl_phdr_info* info) {
     strncpy(g_path, info->dlpi_name, sizeof g_path - 1);
   }
   CodeModule cm{info->dlpi_addr, low, high, text_lo, text_hi, g_site_count, 0, true};
+  const uint64_t unsafe_before = g_unsafe_sites;
   ElfFile file;
   if (open_elf(g_path, file)) {
     uint64_t nstarts = 0;
@@ -498,7 +600,21 @@ CALLSCOPE_NOINSTR void scan_module(dl_phdr_info* info) {
     close_elf(file);
   }
   cm.count = g_site_count - cm.first;
+  if (cm.count && !traps_reach_every_thread()) {
+    g_site_count = cm.first;
+    cm.count = 0;
+  }
   g_cmods[g_cmod_count++] = cm;  // also without sites: not read again
+  if (g_unsafe_sites != unsafe_before) {
+    char count[24];
+    PathBuf n;
+    n.add_uint(g_unsafe_sites - unsafe_before);
+    strncpy(count, n.c_str(), sizeof count - 1);
+    count[sizeof count - 1] = '\0';
+    notice(count, " patchable entries of ", g_path,
+           " are not recorded: they are gcc's one-byte nops, which cannot be made a jump while the program's threads "
+           "run them (clang's five-byte nops can; under callscope record both are)");
+  }
   if (cm.count == 0) return;
   heap_sort(g_sites + cm.first, cm.count, [](const Site& x, const Site& y) { return x.addr < y.addr; });
   const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
@@ -596,6 +712,7 @@ void code_patch_detach() {
       if (s.orig_exact) memcpy(b, s.orig, 5);
       else site_bytes(s, false, b);
     });
+  give_handlers_back();
   ::pthread_mutex_unlock(&g_lock);
 }
 

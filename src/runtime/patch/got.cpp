@@ -330,10 +330,12 @@ CALLSCOPE_NOINSTR bool write_slots(const Module& m, int pending, bool* done);
 
 // Loaded by attach, the runtime is in no lookup scope of the program's:
 // nothing binds to its wrappers and hooks unless we write them into the
-// slots (linked -Bsymbolic, our references to these names are ours).
+// slots. Their addresses come from our own handle (bind_exports): a
+// reference of ours by name would bind to the program's definition.
 struct Export {
   const char* name;
   uint64_t addr;
+  bool unwinding;  // _Unwind_*, __cxa_begin_catch, pthread_exit (got_detach)
 };
 Export g_exports[24];
 int g_export_count = 0;
@@ -344,6 +346,7 @@ struct Bound {
   uint64_t* slot;
   uint64_t was;
   uint64_t ours;
+  bool unwinding;  // an entry of the unwinder's (see got_detach)
 };
 constexpr int kMaxBound = 1 << 16;
 Bound* g_bound = nullptr;
@@ -353,7 +356,7 @@ bool g_done[kMaxPending];
 CALLSCOPE_NOINSTR void remember_written(int pending) {
   if (!g_bound) return;
   for (int i = 0; i < pending && g_bound_count < kMaxBound; ++i)
-    if (g_done[i]) g_bound[g_bound_count++] = Bound{g_pending[i].slot, g_pending[i].seen, g_pending[i].stub};
+    if (g_done[i]) g_bound[g_bound_count++] = Bound{g_pending[i].slot, g_pending[i].seen, g_pending[i].stub, false};
 }
 
 CALLSCOPE_NOINSTR uint64_t export_of(const char* name) {
@@ -381,6 +384,7 @@ CALLSCOPE_NOINSTR void bind_module(const Module& m) {
     }
   }
   if (pending == 0) return;
+  if (g_bound && g_bound_count + pending > kMaxBound) return;  // could not be given back: not written
   if (!write_slots(m, pending, g_done)) {
     if (errno != ENOMEM) say("callscope: cannot bind the runtime's hooks in ", m.path[0] ? m.path : "the program");
     return;
@@ -417,12 +421,17 @@ CALLSCOPE_NOINSTR void patch_module(const Module& m) {
   consider_relocs(m, m.jmprel, m.jmprel_size, all_slots, &pending);
   consider_relocs(m, m.rela, m.rela_size, all_slots, &pending);
   if (pending == 0) return;
+  if (g_bound && g_bound_count + pending > kMaxBound) return;  // could not be given back at a detach: not hooked
   if (!write_slots(m, pending, g_done)) {
     if (errno != ENOMEM)  // ENOMEM: unloaded meanwhile
       say("callscope: cannot hook the library calls of ", m.path[0] ? m.path : "the program");
     return;
   }
+  const int first = g_bound_count;
   remember_written(pending);
+  for (int i = first; i < g_bound_count; ++i)
+    for (int k = 0; k < g_export_count; ++k)
+      if (g_exports[k].addr == g_bound[i].ours) g_bound[i].unwinding = g_exports[k].unwinding;
 }
 
 // Puts `value` back into a slot that holds `expect`, if the slot is still
@@ -506,7 +515,10 @@ void bind_exports() {
   if (!self) return;
   g_export_count = 0;
   for (const char* name : kNames)
-    if (void* f = ::dlsym(self, name)) g_exports[g_export_count++] = Export{name, reinterpret_cast<uint64_t>(f)};
+    if (void* f = ::dlsym(self, name))
+      g_exports[g_export_count++] = Export{name, reinterpret_cast<uint64_t>(f),
+                                           strncmp(name, "_Unwind_", 8) == 0 || strcmp(name, "__cxa_begin_catch") == 0 ||
+                                               strcmp(name, "pthread_exit") == 0};
   ::dlclose(self);
   g_bound = static_cast<Bound*>(map_anon(uint64_t{kMaxBound} * sizeof(Bound)));
   if (!g_bound) return;
@@ -526,8 +538,17 @@ void got_detach() {
   ::dl_iterate_phdr(collect, nullptr);
   // Last written, first given back: a slot written twice (bound, then its
   // library reloaded) ends with what it held before the first.
-  for (int i = g_bound_count; i-- > 0;) give_back(g_bound[i].slot, g_bound[i].ours, g_bound[i].was);
+  const bool keep_unwinding = __atomic_load_n(&g_returns_replaced, __ATOMIC_RELAXED);
+  int kept = 0;
+  for (int i = g_bound_count; i-- > 0;) {
+    if (keep_unwinding && g_bound[i].unwinding) {
+      ++kept;
+      continue;
+    }
+    give_back(g_bound[i].slot, g_bound[i].ours, g_bound[i].was);
+  }
   g_bound_count = 0;
+  (void)kept;
   ::pthread_mutex_unlock(&g_lock);
 }
 

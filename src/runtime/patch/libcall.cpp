@@ -50,6 +50,9 @@ __attribute__((visibility("hidden"), used)) uint64_t callscope_rt_stub_enter(uin
 }
 
 namespace callscope::rt {
+
+bool g_returns_replaced = false;
+
 namespace {
 
 using HookFn = void (*)(void*, void*, uint64_t);
@@ -88,6 +91,7 @@ CALLSCOPE_NOINSTR __attribute__((noinline)) bool map_rstack(ThreadState* t) {
   t->in_hook = 1;
   signal_fence();
   t->rstack = static_cast<RetFrame*>(map_anon(uint64_t{kRetCapacity} * sizeof(RetFrame)));
+  if (t->rstack) __atomic_store_n(&g_returns_replaced, true, __ATOMIC_RELAXED);
   signal_fence();
   t->in_hook = 0;
   errno = saved_errno;

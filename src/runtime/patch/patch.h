@@ -65,8 +65,14 @@ void code_patch_sync();
 // exports to ours; from then on every slot written, hooks included, is
 // remembered. got_detach gives every one of them back what it held, and
 // neither binds nor hooks any more.
+// Detached, the slots of the unwinder's entries (_Unwind_*, __cxa_begin_catch,
+// pthread_exit) stay ours if any return address was ever replaced
+// (g_returns_replaced): a frame that returns through us may still be on a
+// stack, and an exception or a thread's end must put its address back.
+// Our wrappers then only pass the call on.
 void bind_exports();
 void got_detach();
+extern bool g_returns_replaced;  // libcall.cpp: some thread made a return stack
 // detach (code.cpp): every site a nop, in libraries loaded later too.
 void code_patch_detach();
 // In a fork child: locks start afresh (code.cpp and got.cpp).
