@@ -16,6 +16,7 @@
 // itself (pthread_create may: it is called from initialization, not a hook
 // of ours); the operations it calls are profile.cpp's.
 #include <errno.h>
+#include <link.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -275,6 +276,9 @@ CALLSCOPE_NOINSTR void answer(int fd, const char* req) {
       if (error) {
         reply.add(error);
       } else {
+        // Gone before the reply: whoever reads it may attach again at once,
+        // and must not find this socket.
+        remove_socket();
         reply.add("ok detached\n");
         __atomic_store_n(&g_detach_done, 1, __ATOMIC_SEQ_CST);
       }
@@ -339,6 +343,24 @@ CALLSCOPE_NOINSTR int ms_until(uint64_t deadline_ns, uint64_t now_ns) {
   return ms > 1'000'000'000 ? 1'000'000'000 : static_cast<int>(ms);
 }
 
+// dlpi_adds and dlpi_subs, the dynamic linker's counts of loads and unloads.
+CALLSCOPE_NOINSTR int read_counts(dl_phdr_info* info, size_t, void* data) {
+  auto* c = static_cast<unsigned long long*>(data);
+  c[0] = info->dlpi_adds;
+  c[1] = info->dlpi_subs;
+  return 1;
+}
+
+CALLSCOPE_NOINSTR bool module_count_changed() {
+  static unsigned long long seen[2] = {0, 0};
+  unsigned long long now[2] = {0, 0};
+  ::dl_iterate_phdr(read_counts, now);
+  const bool changed = now[0] != seen[0] || now[1] != seen[1];
+  seen[0] = now[0];
+  seen[1] = now[1];
+  return changed;
+}
+
 CALLSCOPE_NOINSTR void* control_main(void*) {
   // The runtime's own thread: the library calls it makes (and libc makes
   // for it, up to its end) are never the program's.
@@ -372,6 +394,14 @@ CALLSCOPE_NOINSTR void* control_main(void*) {
     const int n = ::poll(&p, listen_fd >= 0 ? 1 : 0, timeout);
     if (g_attached && !detached() && ::kill(g_recorder_pid, 0) != 0 && errno == ESRCH && begin_op()) {
       if (!op_detach()) __atomic_store_n(&g_detach_done, 1, __ATOMIC_SEQ_CST);
+      end_op();
+    }
+    // Attached, a library can come without our dlopen wrapper: loaded by a
+    // dlopen already in progress at the attach, or through a pointer the
+    // program took before. Looked for here too, every time round (a module
+    // the dynamic linker was still relocating is taken up once it is done).
+    if (g_attached && !detached() && begin_op()) {
+      modules_changed(module_count_changed());
       end_op();
     }
     if (n > 0 && listen_fd >= 0 && (p.revents & POLLIN)) serve_one(listen_fd);

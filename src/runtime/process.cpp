@@ -580,6 +580,15 @@ bool process_ensure_init() {
   return s == kReady;
 }
 
+void modules_changed(bool opened) {
+  rescan_modules();
+  if (__atomic_load_n(&g_init_state, __ATOMIC_ACQUIRE) == kReady) {
+    libcalls_patch_new_modules();
+    code_patch_new_modules();
+    if (opened) snapshot_smaps("dlopen");
+  }
+}
+
 void notice(const char* a, const char* b, const char* c, const char* d) {
   const int saved_errno = errno;
   int fd = 2;
@@ -687,14 +696,7 @@ CALLSCOPE_EXPORT void* dlopen(const char* file, int mode) {
   Fn real = next_symbol(&cache, "dlopen");
   if (!real) return nullptr;
   void* handle = real(file, mode);
-  if (handle && !detached()) {
-    rescan_modules();
-    if (__atomic_load_n(&g_init_state, __ATOMIC_ACQUIRE) == kReady) {
-      libcalls_patch_new_modules();
-      code_patch_new_modules();
-      snapshot_smaps("dlopen");
-    }
-  }
+  if (handle && !detached()) modules_changed(true);
   return handle;
 }
 
@@ -704,13 +706,7 @@ CALLSCOPE_EXPORT int dlclose(void* handle) {
   Fn real = next_symbol(&cache, "dlclose");
   if (!real) return -1;
   const int rc = real(handle);
-  if (rc == 0 && !detached()) {
-    rescan_modules();
-    if (__atomic_load_n(&g_init_state, __ATOMIC_ACQUIRE) == kReady) {
-      libcalls_patch_new_modules();
-      code_patch_new_modules();
-    }
-  }
+  if (rc == 0 && !detached()) modules_changed(false);
   return rc;
 }
 

@@ -276,6 +276,9 @@ void thread_release_file(ThreadState* t, int devnull);
 void engine_release_prof(fmt::RawProfHeader* prof);
 void process_release_files(int devnull);
 void replace_session_fd(int fd, int devnull);
+// After a dlopen or dlclose (`opened`: a dlopen): the module map, the GOT
+// hooks and the patchable entries brought up to date (process.cpp).
+void modules_changed(bool opened);
 // Something the user should know: on stderr, as "callscope: ..."; attached,
 // in the process directory's `notices` file, which attach prints (the
 // program's stderr is not the user's).

@@ -573,6 +573,7 @@ CALLSCOPE_NOINSTR void scan_module(dl_phdr_info* info) {
     }
   if (runtime_or_system_module(info, bounds, reinterpret_cast<const void*>(&serialize_cores))) return;
   if (g_cmod_count == kMaxCodeModules) return;
+  if (module_relocating(info)) return;  // its list of entries is not relocated yet: a later pass
   const bool main = info->dlpi_name == nullptr || info->dlpi_name[0] == '\0';
   if (main) {
     const ssize_t n = ::readlink("/proc/self/exe", g_path, sizeof g_path - 1);

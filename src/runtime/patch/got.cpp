@@ -480,7 +480,7 @@ void libcalls_patch_new_modules() {
     const Module& m = g_mods[i];
     bool seen = false;
     for (int k = 0; k < g_seen_count && !seen; ++k) seen = g_seen[k].bias == m.bias && g_seen[k].low == m.low;
-    if (seen) continue;
+    if (seen || (!m.ours && relro_writable(m.relro_lo, m.relro_hi))) continue;  // relocating: a later pass
     if (g_seen_count < kMaxModules) g_seen[g_seen_count++] = Seen{m.bias, m.low};
     if (m.ours) continue;
     if (g_binding) bind_module(m);  // first: hooks never take a slot of ours for a library call
