@@ -23,7 +23,10 @@
 // stays loaded and inert: unloading it is unsafe (a thread may be inside
 // it, and calls whose return address was replaced return through it). A
 // later attach loads another copy.
+#include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +64,34 @@ bool detached() { return __atomic_load_n(&g_detached, __ATOMIC_ACQUIRE) != 0; }
 bool loaded_for_attach() {
   char name[17] = {};
   return ::syscall(SYS_prctl, PR_GET_NAME, name, 0, 0, 0) == 0 && strcmp(name, "callscope-load") == 0;
+}
+
+namespace {
+// Module paths, for definition_in_any_module (the names are the dynamic
+// linker's, valid while the module is loaded).
+const char* g_paths[1024];
+int g_path_count = 0;
+CALLSCOPE_NOINSTR int list_path(dl_phdr_info* info, size_t, void*) {
+  if (info->dlpi_name && info->dlpi_name[0] && g_path_count < 1024) g_paths[g_path_count++] = info->dlpi_name;
+  return 0;
+}
+}  // namespace
+
+void* definition_in_any_module(const char* name) {
+  static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+  ::pthread_mutex_lock(&lock);
+  g_path_count = 0;
+  ::dl_iterate_phdr(list_path, nullptr);
+  void* found = nullptr;
+  for (int i = 0; i < g_path_count && !found; ++i) {
+    if (strstr(g_paths[i], "/libcallscope-")) continue;  // ours, and earlier copies of ours
+    if (void* h = ::dlopen(g_paths[i], RTLD_NOW | RTLD_NOLOAD)) {
+      found = ::dlsym(h, name);
+      ::dlclose(h);
+    }
+  }
+  ::pthread_mutex_unlock(&lock);
+  return found;
 }
 
 const char* op_detach() {

@@ -284,15 +284,22 @@ void modules_changed(bool opened);
 // program's stderr is not the user's).
 void notice(const char* a, const char* b = "", const char* c = "", const char* d = "");  // /dev/null over fd if it is still one of the session's
 
+// Attached: `name` as some loaded module other than ours defines it, for a
+// definition the global scope does not have (libgcc_s brought in with
+// RTLD_LOCAL by a plugin); nullptr if none does (attach.cpp).
+void* definition_in_any_module(const char* name);
+
 // The next definition of `name` after ours (dlsym RTLD_NEXT), looked up
 // once into *cache: for the wrappers the runtime exports over libc's and
 // libgcc's functions. Loaded by attach, the runtime is in no scope of the
-// program's: the program's own definition is the global scope's.
+// program's: the program's own definition is the global scope's, else any
+// module's.
 template <class Fn>
 CALLSCOPE_NOINSTR Fn next_symbol(Fn* cache, const char* name) {
   Fn f = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
   if (!f) {
     f = reinterpret_cast<Fn>(::dlsym(g_attached ? RTLD_DEFAULT : RTLD_NEXT, name));
+    if (!f && g_attached) f = reinterpret_cast<Fn>(definition_in_any_module(name));
     __atomic_store_n(cache, f, __ATOMIC_RELEASE);
   }
   return f;

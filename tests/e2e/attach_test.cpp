@@ -277,6 +277,30 @@ TEST_P(AttachTest, DurationAndInterruptEndTheRecording) {
   EXPECT_EQ(s.quit(), 0);
 }
 
+TEST_P(AttachTest, WhatAProgramKilledWhileAttachedRecordedIsKept) {
+  Server s(program("attach_server"));
+  auto a = attach(s.pid(), {"-o", dir_.file("c.trace")});
+  EXPECT_EQ(s.command("run 300"), "ran 300\n");
+  s.command("die");  // no answer: it is gone
+  RunResult r = a.get();
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("process " + std::to_string(s.pid()) + " ended"), std::string::npos) << r.err;
+  EXPECT_EQ(summarize(dir_.file("c.trace")).calls_of("step"), 1200u);
+}
+
+TEST_P(AttachTest, FiltersApplyAsUnderRecord) {
+  Server s(program("attach_server"));
+  auto a = attach(s.pid(), {"-o", dir_.file("f.trace"), "--exclude", "work"});
+  EXPECT_EQ(s.command("run 200"), "ran 200\n");
+  EXPECT_EQ(detach(s.pid()).exit_code, 0);
+  ASSERT_EQ(a.get().exit_code, 0);
+  TraceSummary sum = summarize(dir_.file("f.trace"));
+  EXPECT_EQ(sum.calls_of("step"), 800u);
+  EXPECT_EQ(sum.calls_of("work"), 0u);
+  EXPECT_EQ(sum.calls_of("leaf"), 1600u);
+  EXPECT_EQ(s.quit(), 0);
+}
+
 TEST_P(AttachTest, AKilledAttachLeavesTheProgramAsItWas) {
   Server s(program("attach_server"));
   s.command("run 3");
