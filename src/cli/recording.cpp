@@ -32,6 +32,7 @@
 #include "format/trace_format.h"
 #include "inject/load.h"
 #include "inject/remote.h"
+#include "inject/sleds.h"
 
 namespace callscope::cli {
 namespace {
@@ -124,6 +125,16 @@ Result<double> attach_runtime(pid_t pid, const std::string& runtime, const std::
     f << text;
     if (!f) return Error("cannot write '" + settings_path + "'");
   }
+  // gcc's patchable entries made one instruction each first (all threads
+  // stopped for it), so that the runtime can patch them safely.
+  const inject::SledResult sleds = inject::join_single_nop_sleds(pid);
+  if (!sleds.ok) return Error("cannot attach to process " + std::to_string(pid) + ": " + sleds.error);
+  if (sleds.sleds)
+    std::fprintf(stderr,
+                 "callscope attach: %llu of gcc's patchable entries made one instruction each; the %llu threads "
+                 "were stopped %.2f ms for it\n",
+                 static_cast<unsigned long long>(sleds.sleds), static_cast<unsigned long long>(sleds.threads),
+                 sleds.stopped_ms);
   inject::LoadRequest req;
   req.library = library;
   req.entry = "callscope_rt_attach";

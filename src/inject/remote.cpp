@@ -34,9 +34,9 @@ uint64_t now_ms() {
   return static_cast<uint64_t>(ts.tv_sec) * 1000 + static_cast<uint64_t>(ts.tv_nsec) / 1000000;
 }
 
-// Waits for the next stop (or end) of traced thread `tid`; false when it
-// ended or waiting failed, or (with a deadline) when none came by then.
-bool wait_stop(pid_t tid, int* status, uint64_t deadline_ms = 0) {
+}  // namespace
+
+bool wait_stop(pid_t tid, int* status, uint64_t deadline_ms) {
   for (;;) {
     const pid_t r = ::waitpid(tid, status, __WALL | (deadline_ms ? WNOHANG : 0));
     if (r == tid) return WIFSTOPPED(*status);
@@ -51,6 +51,9 @@ bool get_regs(pid_t tid, user_regs_struct* regs) { return ::ptrace(PTRACE_GETREG
 bool set_regs(pid_t tid, const user_regs_struct& regs) {
   return ::ptrace(PTRACE_SETREGS, tid, nullptr, const_cast<user_regs_struct*>(&regs)) == 0;
 }
+bool is_event_stop(int status) { return WIFSTOPPED(status) && (status >> 16) != 0; }
+
+namespace {
 
 // The kind of a syscall stop: PTRACE_SYSCALL_INFO_ENTRY (with its number)
 // or _EXIT.
@@ -62,7 +65,6 @@ int syscall_stop_kind(pid_t tid, int64_t* nr) {
 }
 
 bool is_syscall_stop(int status) { return WIFSTOPPED(status) && WSTOPSIG(status) == (SIGTRAP | 0x80); }
-bool is_event_stop(int status) { return WIFSTOPPED(status) && (status >> 16) != 0; }
 
 // A system call the allocator makes while it holds its lock: a thread taken
 // there would deadlock the first malloc it makes for us.

@@ -45,6 +45,15 @@ bool is_libc(std::string_view name);
 bool read_remote(pid_t pid, uint64_t addr, void* out, size_t n);
 bool write_remote(pid_t pid, uint64_t addr, const void* in, size_t n);
 
+// ptrace helpers. Waits for the next stop (or end) of traced thread `tid`:
+// false when it ended or waiting failed, or (with a deadline, monotonic ms)
+// when none came by then.
+bool wait_stop(pid_t tid, int* status, uint64_t deadline_ms = 0);
+bool get_regs(pid_t tid, user_regs_struct* regs);
+bool set_regs(pid_t tid, const user_regs_struct& regs);
+// A PTRACE_EVENT stop (PTRACE_INTERRUPT's among them), not a signal's.
+bool is_event_stop(int status);
+
 // A thread of another process, borrowed: stopped at the entry of one of
 // its system calls, which is held back and made when the thread is given
 // back. Taken at a system call, the thread is outside the code it was

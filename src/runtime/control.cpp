@@ -401,7 +401,7 @@ CALLSCOPE_NOINSTR void* control_main(void*) {
     // program took before. Looked for here too, every time round (a module
     // the dynamic linker was still relocating is taken up once it is done).
     if (g_attached && !detached() && begin_op()) {
-      modules_changed(module_count_changed());
+      modules_changed(module_count_changed(), false);
       end_op();
     }
     if (n > 0 && listen_fd >= 0 && (p.revents & POLLIN)) serve_one(listen_fd);

@@ -580,11 +580,11 @@ bool process_ensure_init() {
   return s == kReady;
 }
 
-void modules_changed(bool opened) {
+void modules_changed(bool opened, bool by_our_dlopen) {
   rescan_modules();
   if (__atomic_load_n(&g_init_state, __ATOMIC_ACQUIRE) == kReady) {
     libcalls_patch_new_modules();
-    code_patch_new_modules();
+    code_patch_new_modules(by_our_dlopen);
     if (opened) snapshot_smaps("dlopen");
   }
 }
@@ -696,7 +696,7 @@ CALLSCOPE_EXPORT void* dlopen(const char* file, int mode) {
   Fn real = next_symbol(&cache, "dlopen");
   if (!real) return nullptr;
   void* handle = real(file, mode);
-  if (handle && !detached()) modules_changed(true);
+  if (handle && !detached()) modules_changed(true, true);
   return handle;
 }
 
@@ -706,7 +706,7 @@ CALLSCOPE_EXPORT int dlclose(void* handle) {
   Fn real = next_symbol(&cache, "dlclose");
   if (!real) return -1;
   const int rc = real(handle);
-  if (rc == 0 && !detached()) modules_changed(false);
+  if (rc == 0 && !detached()) modules_changed(false, true);
   return rc;
 }
 

@@ -276,9 +276,10 @@ void thread_release_file(ThreadState* t, int devnull);
 void engine_release_prof(fmt::RawProfHeader* prof);
 void process_release_files(int devnull);
 void replace_session_fd(int fd, int devnull);
-// After a dlopen or dlclose (`opened`: a dlopen): the module map, the GOT
-// hooks and the patchable entries brought up to date (process.cpp).
-void modules_changed(bool opened);
+// After a dlopen or dlclose (`opened`: a dlopen; `by_our_dlopen`: in our
+// wrapper, right after the dynamic linker): the module map, the GOT hooks
+// and the patchable entries brought up to date (process.cpp).
+void modules_changed(bool opened, bool by_our_dlopen);
 // Something the user should know: on stderr, as "callscope: ..."; attached,
 // in the process directory's `notices` file, which attach prints (the
 // program's stderr is not the user's).

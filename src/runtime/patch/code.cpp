@@ -92,6 +92,10 @@ pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 // handler for a site caught halfway.
 volatile int g_on = 0;
 uint64_t g_unsafe_sites = 0;  // attached: sites left alone (add_site)
+// The modules being scanned may have run on the program's threads already
+// (attached, and not just loaded by our dlopen wrapper): add_site takes
+// only sites that are one instruction. Under g_lock.
+bool g_threads_ran_them = false;
 bool g_code_detached = false;  // code_patch_detach: no site is made a call again
 // libc's sigaction, past our wrapper (the end of this file).
 using SigactionFn = int (*)(int, const struct sigaction*, struct sigaction*);
@@ -439,8 +443,23 @@ CALLSCOPE_NOINSTR int nop_length(const uint8_t* p) {
 // follow its endbr64): with -fpatchable-function-entry=N,M and M > 0 the
 // list gives nops before the function, which a call must not straddle. A
 // module without .symtab (stripped) is taken at its word.
+// The file's bytes at address `vaddr` (before relocation): what the
+// compiler wrote there, whatever a tool did to the memory since (attach's
+// joining of gcc's sleds, inject/sleds.h). False when no section holds them.
+CALLSCOPE_NOINSTR bool file_bytes(const ElfFile& f, uint64_t vaddr, uint8_t* out, uint64_t n) {
+  for (unsigned i = 0; i < f.shnum; ++i) {
+    const Elf64_Shdr& s = f.sh[i];
+    if (!(s.sh_flags & SHF_ALLOC) || s.sh_type == SHT_NOBITS || vaddr < s.sh_addr || vaddr + n > s.sh_addr + s.sh_size)
+      continue;
+    if (s.sh_offset + (vaddr - s.sh_addr) + n > f.size) return false;
+    memcpy(out, f.base + s.sh_offset + (vaddr - s.sh_addr), n);
+    return true;
+  }
+  return false;
+}
+
 CALLSCOPE_NOINSTR void add_site(uint64_t addr, uint64_t bias, uint64_t lo, uint64_t hi, bool patchable,
-                                const uint64_t* starts, uint64_t nstarts) {
+                                const uint64_t* starts, uint64_t nstarts, const ElfFile& file) {
   if (g_site_count == kMaxSites || addr < lo || addr + 20 > hi) return;
   auto* p = reinterpret_cast<uint8_t*>(addr);
   const bool after_endbr = memcmp(p - 4, kEndbr64, 4) == 0;
@@ -463,7 +482,7 @@ CALLSCOPE_NOINSTR void add_site(uint64_t addr, uint64_t bias, uint64_t lo, uint6
   // -mnop-mcount) can be, with nothing after them to rewrite. gcc's
   // patchable entries are five one-byte nops: a thread may be between two
   // of them, and would resume inside the jump.
-  if (g_attached) {
+  if (g_threads_ran_them) {
     bool safe = nop_length(p) == 5;
     for (int k = 5; k < sled && safe; ++k) safe = p[k] == 0x90;
     if (!safe) {
@@ -472,9 +491,12 @@ CALLSCOPE_NOINSTR void add_site(uint64_t addr, uint64_t bias, uint64_t lo, uint6
     }
   }
   Site s{reinterpret_cast<uint64_t>(p), 0, static_cast<uint32_t>(sled), mcount, {}, 1};
-  memcpy(s.orig, p, 5);
-  for (int k = 5; k < sled; ++k) s.orig_exact &= p[k] == 0x90;
-  if (sled > 5 && nop_length(p) != 1) s.orig_exact = 0;  // a long nop reaching past the 5 bytes
+  uint8_t orig[16];
+  if (!file_bytes(file, reinterpret_cast<uint64_t>(p) - bias, orig, static_cast<uint64_t>(sled)))
+    memcpy(orig, p, static_cast<size_t>(sled));
+  memcpy(s.orig, orig, 5);
+  for (int k = 5; k < sled; ++k) s.orig_exact &= orig[k] == 0x90;
+  if (sled > 5 && nop_length(orig) != 1 && nop_length(orig) != 5) s.orig_exact = 0;  // a long nop reaching past the 5 bytes
   g_sites[g_site_count++] = s;
 }
 
@@ -595,18 +617,17 @@ CALLSCOPE_NOINSTR void scan_module(dl_phdr_info* info) {
       // The section is in memory, relocated: absolute addresses.
       const auto* entries = reinterpret_cast<const uint64_t*>(info->dlpi_addr + addr);
       for (uint64_t i = 0; i < size / 8; ++i)
-        add_site(entries[i], info->dlpi_addr, text_lo, text_hi, patchable, starts, nstarts);
+        add_site(entries[i], info->dlpi_addr, text_lo, text_hi, patchable, starts, nstarts, file);
     }
     if (starts) ::munmap(starts, nstarts * 8);
     close_elf(file);
   }
   cm.count = g_site_count - cm.first;
-  if (cm.count && !traps_reach_every_thread()) {
+  const bool unsafe = g_unsafe_sites != unsafe_before;
+  if ((cm.count || unsafe) && !traps_reach_every_thread()) {  // said once, for every module
     g_site_count = cm.first;
     cm.count = 0;
-  }
-  g_cmods[g_cmod_count++] = cm;  // also without sites: not read again
-  if (g_unsafe_sites != unsafe_before) {
+  } else if (unsafe) {
     char count[24];
     PathBuf n;
     n.add_uint(g_unsafe_sites - unsafe_before);
@@ -614,8 +635,10 @@ CALLSCOPE_NOINSTR void scan_module(dl_phdr_info* info) {
     count[sizeof count - 1] = '\0';
     notice(count, " patchable entries of ", g_path,
            " are not recorded: they are gcc's one-byte nops, which cannot be made a jump while the program's threads "
-           "run them (clang's five-byte nops can; under callscope record both are)");
+           "run them (attach joins them at its start, with the threads stopped; this library came later, not "
+           "through dlopen)");
   }
+  g_cmods[g_cmod_count++] = cm;  // also without sites: not read again
   if (cm.count == 0) return;
   heap_sort(g_sites + cm.first, cm.count, [](const Site& x, const Site& y) { return x.addr < y.addr; });
   const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
@@ -648,7 +671,7 @@ void code_patch_init(bool on) {
   code_patch_new_modules();
 }
 
-void code_patch_new_modules() {
+void code_patch_new_modules(bool just_loaded) {
   if (!g_sites || g_code_detached) return;
   const int saved_errno = errno;
   ThreadState* t = current_thread();
@@ -659,7 +682,9 @@ void code_patch_new_modules() {
   for (int m = 0; m < g_cmod_count; ++m) g_cmods[m].seen = false;
   g_listed_count = 0;
   ::dl_iterate_phdr(list_module, nullptr);
+  g_threads_ran_them = g_attached && !just_loaded;
   for (int i = 0; i < g_listed_count; ++i) scan_module(&g_listed[i]);
+  g_threads_ran_them = false;
   // Modules gone (dlclose) are never written again; one loaded at the same
   // place later is new. (Their sites' slots are not reused.) Their stubs
   // stay mapped: a function of theirs that ended with a tail call left its

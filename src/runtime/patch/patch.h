@@ -55,7 +55,9 @@ extern Hook* g_hooks;
 // process init.
 void code_patch_init(bool on);
 // The same for modules loaded since (the dlopen and dlclose wrappers).
-void code_patch_new_modules();
+// `just_loaded`: from our dlopen wrapper, the new modules' code has run on
+// the loading thread alone (their constructors), as at a program's start.
+void code_patch_new_modules(bool just_loaded = false);
 // Calls while tracing is on, nops while off (g_control, read under the
 // patching's lock: a stop and a start racing leave the sites as the last
 // one left tracing), while the program runs.

@@ -1,0 +1,202 @@
+// gcc's one-byte-nop patchable entries made one five-byte nop while every
+// thread of the process is stopped (sleds.h).
+#include "inject/sleds.h"
+
+#include <dirent.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/ptrace.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+#include <vector>
+
+#include "inject/remote.h"
+
+namespace callscope::inject {
+namespace {
+
+constexpr uint8_t kEndbr64[4] = {0xf3, 0x0f, 0x1e, 0xfa};
+constexpr uint8_t kNop5[5] = {0x0f, 0x1f, 0x44, 0x00, 0x00};
+
+// Where __patchable_function_entries lies in an ELF file (its address before
+// relocation), and the lowest PT_LOAD address: 0 size when it has none.
+struct EntryList {
+  uint64_t addr = 0, size = 0, first_load = 0;
+};
+
+EntryList entry_list(const std::string& path) {
+  EntryList out;
+  std::ifstream f(path, std::ios::binary);
+  Elf64_Ehdr eh{};
+  if (!f.read(reinterpret_cast<char*>(&eh), sizeof eh) || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+      eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_shentsize != sizeof(Elf64_Shdr))
+    return out;
+  std::vector<Elf64_Shdr> sh(eh.e_shnum);
+  f.seekg(static_cast<std::streamoff>(eh.e_shoff));
+  if (sh.empty() || !f.read(reinterpret_cast<char*>(sh.data()), static_cast<std::streamsize>(sh.size() * sizeof sh[0])) ||
+      eh.e_shstrndx >= sh.size())
+    return out;
+  std::string names(sh[eh.e_shstrndx].sh_size, '\0');
+  f.seekg(static_cast<std::streamoff>(sh[eh.e_shstrndx].sh_offset));
+  if (!f.read(names.data(), static_cast<std::streamsize>(names.size()))) return out;
+  for (const Elf64_Shdr& s : sh)
+    if (s.sh_name < names.size() && std::strcmp(names.c_str() + s.sh_name, "__patchable_function_entries") == 0) {
+      out.addr = s.sh_addr;
+      out.size = s.sh_size;
+    }
+  std::vector<Elf64_Phdr> ph(eh.e_phnum);
+  f.seekg(static_cast<std::streamoff>(eh.e_phoff));
+  if (!ph.empty() && f.read(reinterpret_cast<char*>(ph.data()), static_cast<std::streamsize>(ph.size() * sizeof ph[0]))) {
+    out.first_load = ~uint64_t{0};
+    for (const Elf64_Phdr& p : ph)
+      if (p.p_type == PT_LOAD) out.first_load = std::min(out.first_load, p.p_vaddr & ~uint64_t{4095});
+  }
+  return out;
+}
+
+// The sites of process `pid` that are five one-byte nops (after endbr64).
+std::vector<uint64_t> single_nop_sleds(pid_t pid, std::string* error) {
+  std::vector<uint64_t> sites;
+  auto maps = read_maps(pid, error);
+  if (!maps) return sites;
+  // Each file's lowest mapping (offset 0) gives its load bias.
+  std::map<std::string, uint64_t> lowest;
+  for (const Mapping& m : *maps)
+    if (!m.path.empty() && m.path[0] == '/' && m.offset == 0 && !lowest.count(m.path)) lowest[m.path] = m.start;
+  for (const auto& [path, start] : lowest) {
+    const EntryList list = entry_list(path);
+    if (list.size == 0 || list.first_load == ~uint64_t{0}) continue;
+    const uint64_t bias = start - list.first_load;
+    std::vector<uint64_t> entries(list.size / 8);
+    if (entries.empty() || !read_remote(pid, bias + list.addr, entries.data(), entries.size() * 8)) continue;
+    for (uint64_t e : entries) {
+      uint8_t b[9];
+      if (!read_remote(pid, e, b, sizeof b)) continue;
+      const uint8_t* p = std::memcmp(b, kEndbr64, 4) == 0 ? b + 4 : b;
+      if (std::all_of(p, p + 5, [](uint8_t c) { return c == 0x90; })) sites.push_back(e + static_cast<uint64_t>(p - b));
+    }
+  }
+  std::sort(sites.begin(), sites.end());
+  return sites;
+}
+
+std::vector<pid_t> tasks_of(pid_t pid) {
+  std::vector<pid_t> tids;
+  if (DIR* d = ::opendir(("/proc/" + std::to_string(pid) + "/task").c_str())) {
+    while (dirent* e = ::readdir(d))
+      if (const pid_t t = static_cast<pid_t>(std::atoi(e->d_name)); t > 0) tids.push_back(t);
+    ::closedir(d);
+  }
+  return tids;
+}
+
+uint64_t mono_ms() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
+// Writes `bytes` at `addr` through ptrace (text is not writable otherwise).
+bool poke(pid_t tid, uint64_t addr, const uint8_t* bytes, size_t n) {
+  for (size_t done = 0; done < n;) {
+    const uint64_t word_at = (addr + done) & ~uint64_t{7};
+    errno = 0;
+    long word = ::ptrace(PTRACE_PEEKDATA, tid, reinterpret_cast<void*>(word_at), nullptr);
+    if (errno != 0) return false;
+    auto* w = reinterpret_cast<uint8_t*>(&word);
+    for (size_t k = (addr + done) - word_at; k < 8 && done < n; ++k) w[k] = bytes[done++];
+    if (::ptrace(PTRACE_POKEDATA, tid, reinterpret_cast<void*>(word_at), reinterpret_cast<void*>(word)) != 0)
+      return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+SledResult join_single_nop_sleds(pid_t pid) {
+  SledResult r;
+  const std::vector<uint64_t> sites = single_nop_sleds(pid, &r.error);
+  r.error.clear();
+  if (sites.empty()) return r;
+
+  const auto t0 = std::chrono::steady_clock::now();
+  // Every thread stopped; threads a thread started before it stopped are
+  // found by listing again, until a listing brings none.
+  std::map<pid_t, int> stopped;  // tid -> the signal to give back at the detach
+  auto release = [&] {
+    for (const auto& [tid, sig] : stopped) ::ptrace(PTRACE_DETACH, tid, nullptr, sig);
+    r.stopped_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  };
+  for (bool more = true; more;) {
+    more = false;
+    for (pid_t tid : tasks_of(pid)) {
+      if (stopped.count(tid)) continue;
+      if (::ptrace(PTRACE_SEIZE, tid, nullptr, nullptr) != 0) {
+        if (errno == ESRCH) continue;  // ended meanwhile
+        r.ok = false;
+        r.error = "cannot stop thread " + std::to_string(tid) + ": " + std::strerror(errno);
+        release();
+        return r;
+      }
+      int status = 0;
+      if (::ptrace(PTRACE_INTERRUPT, tid, nullptr, nullptr) != 0 || !wait_stop(tid, &status, mono_ms() + 2000)) {
+        stopped[tid] = 0;  // detached as it is
+        if (errno == ESRCH) continue;
+        r.ok = false;
+        r.error = "thread " + std::to_string(tid) + " did not stop";
+        release();
+        return r;
+      }
+      // A signal arriving first is the program's: given back at the detach.
+      stopped[tid] = is_event_stop(status) ? 0 : WSTOPSIG(status);
+      more = true;
+    }
+  }
+  r.threads = stopped.size();
+  // A thread that blocks SIGTRAP would die at a site being changed: the
+  // runtime then changes none, and the sleds stay as they are too (read
+  // while every thread is stopped: no mask changes meanwhile).
+  for (const auto& [tid, sig] : stopped) {
+    std::ifstream status("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/status");
+    for (std::string line; std::getline(status, line);)
+      if (line.rfind("SigBlk:", 0) == 0 && ((std::stoull(line.substr(7), nullptr, 16) >> (SIGTRAP - 1)) & 1)) {
+        release();
+        return r;
+      }
+  }
+  // A thread inside a sled goes on after it: the nops it skips do nothing.
+  for (const auto& [tid, sig] : stopped) {
+    user_regs_struct regs{};
+    if (!get_regs(tid, &regs)) continue;
+    auto it = std::upper_bound(sites.begin(), sites.end(), regs.rip);
+    if (it == sites.begin()) continue;
+    const uint64_t site = *(it - 1);
+    if (regs.rip > site && regs.rip < site + 5) {
+      regs.rip = site + 5;
+      if (set_regs(tid, regs)) ++r.moved;
+    }
+  }
+  const pid_t any = stopped.begin()->first;
+  for (uint64_t site : sites) {
+    if (!poke(any, site, kNop5, sizeof kNop5)) {
+      r.ok = false;
+      r.error = std::string("cannot write the process's code: ") + std::strerror(errno);
+      break;  // those written are five-byte nops: the same code
+    }
+    ++r.sleds;
+  }
+  release();
+  return r;
+}
+
+}  // namespace callscope::inject
