@@ -12,6 +12,10 @@
 #   callscope       callscope attach PID --duration 100ms: attach, 100 ms of
 #                   recording, detach; also the time attach held the one
 #                   thread it borrows (it prints it), and its wall time
+#   callscope, gcc patchable   the same program built with gcc's
+#                   -fpatchable-function-entry=5 (its libraries too): attach
+#                   first stops every thread to make gcc's one-byte-nop
+#                   entries one instruction each (it prints for how long)
 #   gdb             gdb -p PID -batch -ex detach: every thread stopped while
 #                   gdb reads the program and its libraries
 #   heaptrack -p    heaptrack's attach (gdb, then its library loaded), on a
@@ -32,8 +36,9 @@ trap 'pkill -KILL -f "$WORK/target" 2>/dev/null || true; rm -rf "$WORK"' EXIT
 command -v gdb >/dev/null || { echo "needs gdb (apt-get install gdb)" >&2; exit 1; }
 
 gcc -O2 -g -finstrument-functions -pthread "$ROOT/bench/programs/attach_target.c" -o "$WORK/target" -ldl
+gcc -O2 -g -fpatchable-function-entry=5 -pthread "$ROOT/bench/programs/attach_target.c" -o "$WORK/target_patchable" -ldl
 echo 'int bench_lib_function(int x) { return x + 1; }' > "$WORK/lib.c"
-gcc -O2 -fPIC -shared "$WORK/lib.c" -o "$WORK/lib.so"
+gcc -O2 -fPIC -shared -fpatchable-function-entry=5 "$WORK/lib.c" -o "$WORK/lib.so"
 for i in $(seq 1 "$LIBS"); do cp "$WORK/lib.so" "$WORK/lib$i.so"; done
 
 python3 - "$REPS" "$THREADS" "$LIBS" "$WORK" "$CS" <<'PY'
@@ -41,8 +46,8 @@ import os, platform, re, shutil, signal, statistics, subprocess, sys, time
 reps, threads, libs, work, cs = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
 env = dict(os.environ, THREADS=str(threads))
 
-def start():
-    p = subprocess.Popen([f"{work}/target"] + [f"{work}/lib{i}.so" for i in range(1, libs + 1)],
+def start(program="target"):
+    p = subprocess.Popen([f"{work}/{program}"] + [f"{work}/lib{i}.so" for i in range(1, libs + 1)],
                          stdout=subprocess.PIPE, text=True, env=env)
     assert p.stdout.readline().strip() == "ready"
     time.sleep(0.3)
@@ -53,8 +58,8 @@ def stall(p):  # the longest lateness since the last call, in ms
     line = p.stdout.readline()
     return int(re.search(r"stall_us=(\d+)", line).group(1)) / 1000.0
 
-res = {k: [] for k in ("baseline", "callscope", "gdb", "heaptrack -p")}
-held, wall = [], []
+res = {k: [] for k in ("baseline", "callscope", "callscope, gcc patchable", "gdb", "heaptrack -p")}
+held, wall, joined = [], [], []
 p = start()
 for _ in range(reps):
     stall(p)
@@ -78,6 +83,19 @@ for _ in range(reps):
 p.kill()
 p.wait()
 
+q = start("target_patchable")
+for _ in range(reps):
+    stall(q)
+    r = subprocess.run([cs, "attach", str(q.pid), "--duration", "100ms", "-f", "-o", f"{work}/p.trace"],
+                       capture_output=True, text=True)
+    res["callscope, gcc patchable"].append(stall(q))
+    m = re.search(r"were stopped ([0-9.]+) ms", r.stderr)
+    if r.returncode != 0 or not m:
+        sys.exit("callscope attach (patchable) failed: " + r.stderr)
+    joined.append(float(m.group(1)))
+q.kill()
+q.wait()
+
 heaptrack = shutil.which("heaptrack")
 for _ in range(reps if heaptrack else 0):
     q = start()
@@ -97,10 +115,12 @@ for _ in range(reps if heaptrack else 0):
 
 print(f"# {platform.node()} {platform.machine()}, {os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d')}, "
       f"{threads} threads, {libs} libraries, {reps} runs each")
-print(f"{'tool':<14} {'longest stall ms (median / max)':>34}")
+print(f"{'tool':<26} {'longest stall ms (median / max)':>34}")
 for k, v in res.items():
     if v:
-        print(f"{k:<14} {statistics.median(v):>22.1f} / {max(v):.1f}")
+        print(f"{k:<26} {statistics.median(v):>22.1f} / {max(v):.1f}")
+print(f"gcc patchable build: every thread stopped {statistics.median(joined):.2f} ms (median; max {max(joined):.2f}) "
+      "to join its entries")
 print(f"callscope attach held one thread {statistics.median(held):.2f} ms (median; max {max(held):.2f}); "
       f"attach + detach took {statistics.median(wall):.0f} ms of wall time besides the 100 ms recorded")
 base = statistics.median(res["baseline"])
