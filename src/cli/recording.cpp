@@ -141,6 +141,9 @@ Result<double> attach_runtime(pid_t pid, const std::string& runtime, const std::
   req.arg = settings_path;
   req.thread_name = "callscope-load";
   const inject::LoadResult r = inject::load_library(pid, req);
+  // Failed: gcc's sleds as they were (they would run the same, but a failed
+  // attach leaves the program as it found it).
+  if ((!r.ok || r.entry_result != 0) && !sleds.joined.empty()) (void)inject::part_sleds(pid, sleds.joined);
   if (!r.ok && r.error.find("static TLS") != std::string::npos)
     return Error("cannot attach to process " + std::to_string(pid) + ": " + r.error +
                  " (each attach leaves a copy of the runtime loaded, and glibc's space for the thread-local "

@@ -123,12 +123,14 @@ bool poke(pid_t tid, uint64_t addr, const uint8_t* bytes, size_t n) {
 
 }  // namespace
 
-SledResult join_single_nop_sleds(pid_t pid) {
-  SledResult r;
-  const std::vector<uint64_t> sites = single_nop_sleds(pid, &r.error);
-  r.error.clear();
-  if (sites.empty()) return r;
+namespace {
 
+// Stops every thread of `pid`, then unless one blocks SIGTRAP: moves a
+// thread inside [site + 1, site + 5) of any of `sites` past it, and writes
+// `bytes` (5) at each site; lets them all go.
+SledResult rewrite_stopped(pid_t pid, const std::vector<uint64_t>& sites, const uint8_t* bytes) {
+  SledResult r;
+  if (sites.empty()) return r;
   const auto t0 = std::chrono::steady_clock::now();
   // Every thread stopped; threads a thread started before it stopped are
   // found by listing again, until a listing brings none.
@@ -188,15 +190,29 @@ SledResult join_single_nop_sleds(pid_t pid) {
   }
   const pid_t any = stopped.begin()->first;
   for (uint64_t site : sites) {
-    if (!poke(any, site, kNop5, sizeof kNop5)) {
+    if (!poke(any, site, bytes, 5)) {
       r.ok = false;
       r.error = std::string("cannot write the process's code: ") + std::strerror(errno);
-      break;  // those written are five-byte nops: the same code
+      break;  // those written are done: the same code either way
     }
+    r.joined.push_back(site);
     ++r.sleds;
   }
   release();
   return r;
+}
+
+constexpr uint8_t kSled[5] = {0x90, 0x90, 0x90, 0x90, 0x90};
+
+}  // namespace
+
+SledResult join_single_nop_sleds(pid_t pid) {
+  std::string error;
+  return rewrite_stopped(pid, single_nop_sleds(pid, &error), kNop5);
+}
+
+SledResult part_sleds(pid_t pid, const std::vector<uint64_t>& sites) {
+  return rewrite_stopped(pid, sites, kSled);
 }
 
 }  // namespace callscope::inject

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace callscope::inject {
 
@@ -23,11 +24,16 @@ struct SledResult {
   uint64_t moved = 0;      // threads found inside a sled and moved past it
   uint64_t threads = 0;    // threads stopped
   double stopped_ms = 0;   // how long they were (0 when there was nothing to do)
+  std::vector<uint64_t> joined;  // the sites made one nop (for part_sleds)
 };
 
 // For process `pid`: nothing to do (no stop) when no module it has mapped
 // lists one-byte-nop sleds in __patchable_function_entries; nothing done
 // when a thread blocks SIGTRAP (the runtime patches no site then).
 SledResult join_single_nop_sleds(pid_t pid);
+
+// Undoes it (an attach that failed after it): the five one-byte nops back,
+// every thread stopped again meanwhile.
+SledResult part_sleds(pid_t pid, const std::vector<uint64_t>& sites);
 
 }  // namespace callscope::inject
