@@ -126,6 +126,12 @@ LoadResult load_library(pid_t pid, const LoadRequest& request) {
   }
   if (!thread) {
     result.error = "cannot hold a thread of the process: " + why;
+    // The checks before found nothing against it: what is left is a policy
+    // that only the attempt meets.
+    if (why.find("Operation not permitted") != std::string::npos)
+      result.error += " (a seccomp filter, a container without CAP_SYS_PTRACE, or a security module such as "
+                      "AppArmor or SELinux forbids ptrace here: attach from inside the container, or grant "
+                      "CAP_SYS_PTRACE)";
     return result;
   }
   const auto t0 = std::chrono::steady_clock::now();

@@ -222,6 +222,12 @@ TEST_P(AttachTest, McountAndFentryCalls) {
   attach_cycle(*this, s, program("attach_plugin.so"), {}, "step", 1, dir_.file("fe_a.trace"), dir_.file("fe_b.trace"));
 }
 
+TEST_P(AttachTest, NopMcountEntries) {
+  if (GetParam().rfind("gcc", 0) != 0) GTEST_SKIP() << "-mnop-mcount is gcc's";
+  Server s(program("attach_server_nop_mcount"));
+  attach_cycle(*this, s, program("attach_plugin.so"), {}, "step", 1, dir_.file("n_a.trace"), dir_.file("n_b.trace"));
+}
+
 TEST_P(AttachTest, LibraryCallsOfAPlainProgram) {
   Server s(program("attach_server_plain"));
   attach_cycle(*this, s, program("attach_plugin.so"), {"--libcalls"}, "strtol", 1, dir_.file("a.trace"),
