@@ -190,7 +190,7 @@ namespace callscope::cli {
 
 Command detach_command() {
   return {"detach",
-          "End a 'callscope attach': the program gets back every GOT slot and code byte of ours and runs on; "
+          "End a 'callscope attach': the program gets back the GOT slots and code callscope changed and runs on; "
           "attach writes the trace",
           [](CLI::App& app) -> Runner {
             auto o = std::make_shared<CtlOptions>();
@@ -200,9 +200,9 @@ Command detach_command() {
                 ->check(CLI::PositiveNumber)
                 ->default_str("10");
             app.footer(
-                "Prints 'ok detached' once nothing of callscope's is left in the program's slots\n"
-                "and code (the runtime stays loaded, inert). A program started under callscope\n"
-                "record cannot be detached from.\n"
+                "Prints 'ok detached' once the program's slots and code are given back and\n"
+                "tracing has stopped (the runtime stays loaded, inert; docs/attach.md lists\n"
+                "what stays). A program started under callscope record cannot be detached from.\n"
                 "Example: callscope detach 4242");
             return [o]() -> Result<int> { return run_ctl(*o); };
           }};
