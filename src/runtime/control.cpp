@@ -25,6 +25,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -343,6 +344,17 @@ CALLSCOPE_NOINSTR int ms_until(uint64_t deadline_ns, uint64_t now_ns) {
   return ms > 1'000'000'000 ? 1'000'000'000 : static_cast<int>(ms);
 }
 
+// Whether `callscope attach` has ended: its pidfd (taken once, while its pid
+// is surely its own) says so without mistaking a process that reused the
+// pid for it; kill(pid, 0) on a kernel without pidfds.
+int g_recorder_pidfd = -2;  // -2: not taken yet; closed at the detach
+CALLSCOPE_NOINSTR bool recorder_gone() {
+  if (g_recorder_pidfd == -2) g_recorder_pidfd = static_cast<int>(::syscall(SYS_pidfd_open, g_recorder_pid, 0));
+  if (g_recorder_pidfd < 0) return ::kill(g_recorder_pid, 0) != 0 && errno == ESRCH;
+  pollfd p{g_recorder_pidfd, POLLIN, 0};
+  return ::poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
+}
+
 // dlpi_adds and dlpi_subs, the dynamic linker's counts of loads and unloads.
 CALLSCOPE_NOINSTR int read_counts(dl_phdr_info* info, size_t, void* data) {
   auto* c = static_cast<unsigned long long*>(data);
@@ -392,7 +404,7 @@ CALLSCOPE_NOINSTR void* control_main(void*) {
     // can neither detach nor drain: we detach ourselves.
     if (g_attached && (timeout < 0 || timeout > 100)) timeout = 100;
     const int n = ::poll(&p, listen_fd >= 0 ? 1 : 0, timeout);
-    if (g_attached && !detached() && ::kill(g_recorder_pid, 0) != 0 && errno == ESRCH && begin_op()) {
+    if (g_attached && !detached() && recorder_gone() && begin_op()) {
       if (!op_detach()) __atomic_store_n(&g_detach_done, 1, __ATOMIC_SEQ_CST);
       end_op();
     }
@@ -410,6 +422,8 @@ CALLSCOPE_NOINSTR void* control_main(void*) {
       remove_socket();
       if (listen_fd >= 0) ::close(listen_fd);
       g_listen_fd = -1;
+      if (g_recorder_pidfd >= 0) ::close(g_recorder_pidfd);
+      g_recorder_pidfd = -1;
       close_dir();
       break;
     }

@@ -501,10 +501,15 @@ uint64_t* reserve_slow(ThreadState* t, unsigned words) {
 // descriptor's number stays taken, by /dev/null, until the thread ends.
 void thread_release_file(ThreadState* t, int devnull) {
   constexpr int kAnon = MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE;
-  if (fmt::RawThreadHeader* h = t->header;
-      h && ::mmap(h, kPageBytes, PROT_READ | PROT_WRITE, kAnon, -1, 0) != MAP_FAILED)
+  fmt::RawThreadHeader* h = t->header;
+  if (!h) return;
+  // The ring is mapped once for the thread's life; a chunk of grow mode
+  // (when no ring could be made) is replaced by the thread itself as it
+  // goes, so it is left to it (the descriptor below makes its next fail).
+  if (h->ring_segments && t->chunk && t->chunk_bytes)
+    ::mmap(t->chunk, t->chunk_bytes, PROT_READ | PROT_WRITE, kAnon, -1, 0);
+  if (::mmap(h, kPageBytes, PROT_READ | PROT_WRITE, kAnon, -1, 0) != MAP_FAILED)
     __atomic_store_n(&h->drain_failed, 1, __ATOMIC_RELEASE);
-  if (t->chunk && t->chunk_bytes) ::mmap(t->chunk, t->chunk_bytes, PROT_READ | PROT_WRITE, kAnon, -1, 0);
   if (t->header && t->fd >= 0) replace_session_fd(t->fd, devnull);
   if (t->prof && t->prof_fd >= 0) replace_session_fd(t->prof_fd, devnull);
 }

@@ -113,6 +113,8 @@ void attach_cycle(AttachTest& t, Server& s, const std::string& plugin, const std
                   const std::string& counted, uint64_t per_step, const std::string& trace1, const std::string& trace2) {
   s.command("run 3");  // every function has been called once before: no first-call effect
   const std::string before = s.command("check");
+  int fds0 = 0, null0 = 0;
+  ASSERT_EQ(std::sscanf(s.command("fds").c_str(), "fds %d null %d", &fds0, &null0), 2);
   ASSERT_NE(before.find("check got="), std::string::npos);
 
   std::vector<std::string> args = {"-o", trace1};
@@ -144,8 +146,14 @@ void attach_cycle(AttachTest& t, Server& s, const std::string& plugin, const std
   EXPECT_NE(info.out.find("attached to the running program"), std::string::npos) << info.out;
   EXPECT_NE(info.out.find("running (detached)"), std::string::npos) << info.out;
 
-  // Left as it was found: the executable's slots and code; it runs on.
+  // Left as it was found: the executable's slots and code; it runs on. Of
+  // the descriptors, only /dev/null ones stay: one per thread traced (the
+  // main thread and 4 workers), and 3 (docs/attach.md).
   EXPECT_EQ(s.command("check"), before);
+  int fds1 = 0, null1 = 0;
+  ASSERT_EQ(std::sscanf(s.command("fds").c_str(), "fds %d null %d", &fds1, &null1), 2);
+  EXPECT_EQ(fds1 - fds0, null1 - null0);
+  EXPECT_LE(fds1 - fds0, 5 + 3);
   EXPECT_EQ(s.command("run 10"), "ran 10\n");
 
   // Again: another copy of the runtime, the same exact counts.
