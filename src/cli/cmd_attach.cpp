@@ -20,6 +20,7 @@
 #include "cli/command.h"
 #include "cli/ctl_socket.h"
 #include "cli/options.h"
+#include "cli/record_flags.h"
 #include "cli/record_support.h"
 #include "cli/recording.h"
 #include "common/config.h"
@@ -142,19 +143,8 @@ Command attach_command() {
                            "Detach after this long (default: at Ctrl-C, or 'callscope detach PID')")
                 ->type_name("DURATION")
                 ->check(duration_check());
-            app.add_flag("-f,--force", o->force,
-                         "Overwrite the output file if it exists (a regular file, and not one another callscope "
-                         "is writing)");
-            app.add_flag("--keep-raw", o->keep_raw, "Keep the raw session directory after writing the trace");
-            app.add_flag("--drop-when-behind", o->drop_when_behind,
-                         "When the recorder cannot keep up, drop events (the trace marks where) instead of "
-                         "making the program wait (the default)");
-            app.add_option("--raw-dir", o->raw_dir,
-                           "Where the runtime writes raw events while attached "
-                           "(default: /dev/shm, else the output's directory)");
-            app.add_option("--level", o->level, "zstd compression level of the trace (1-19)")
-                ->check(CLI::Range(1, 19))
-                ->default_str("3");
+            add_output_flags(app, *o);
+            add_stream_flags(app, *o, "while attached");
             app.footer(
                 "Usage: callscope attach PID [-o FILE] [--duration 30s] [--mode profile] [--libcalls]\n"
                 "The runtime is loaded into the process by a thread of its own (ptrace holds one\n"
@@ -176,11 +166,7 @@ Command attach_command() {
                 "         callscope attach 1234 --libcalls --duration 10s\n" +
                 config::Flags::help_footer());
             return [o, a, settings]() -> Result<int> {
-              std::vector<std::string> warnings;
-              CALLSCOPE_TRY(config::Config cfg, settings->resolve(&warnings));
-              for (const std::string& w : warnings) print_warning("attach", w);
-              o->output = cfg.output.value_or(config::key_info(config::Key::kOutput).default_text);
-              o->runtime_env = config::runtime_environment(cfg);
+              CALLSCOPE_CHECK(resolve_record_settings(*settings, "attach", *o));
               return run_attach(*o, *a);
             };
           }};

@@ -148,19 +148,22 @@ Result<int> run_ctl(const CtlOptions& o) {
   return 0;
 }
 
+// PID and --timeout, for ctl and detach.
+void add_target_options(CLI::App& app, CtlOptions& o, const char* pid_help) {
+  app.add_option("pid", o.pid, pid_help)->required()->check(check_pid);
+  app.add_option("--timeout", o.timeout_s, "Seconds to wait for the reply")->check(CLI::PositiveNumber)->default_str("10");
+}
+
 }  // namespace
 
 Command ctl_command() {
   return {"ctl", "Start, stop, clear or dump profiling in a running program, or show its status",
           [](CLI::App& app) -> Runner {
             auto o = std::make_shared<CtlOptions>();
-            app.add_option("pid", o->pid, "Process id of the traced program")->required()->check(check_pid);
+            add_target_options(app, *o, "Process id of the traced program");
             app.add_option("command", o->command, "start, stop, clear, dump or status")
                 ->required()
                 ->check(check_command);
-            app.add_option("--timeout", o->timeout_s, "Seconds to wait for the reply")
-                ->check(CLI::PositiveNumber)
-                ->default_str("10");
             app.footer(
                 "Commands:\n"
                 "  start   turn profiling (or recording) on in every thread\n"
@@ -184,10 +187,6 @@ Command ctl_command() {
           }};
 }
 
-}  // namespace callscope::cli
-
-namespace callscope::cli {
-
 Command detach_command() {
   return {"detach",
           "End a 'callscope attach': the program gets back the GOT slots and code callscope changed and runs on; "
@@ -195,10 +194,7 @@ Command detach_command() {
           [](CLI::App& app) -> Runner {
             auto o = std::make_shared<CtlOptions>();
             o->command = "detach";
-            app.add_option("pid", o->pid, "Process id of the program attached to")->required()->check(check_pid);
-            app.add_option("--timeout", o->timeout_s, "Seconds to wait for the reply")
-                ->check(CLI::PositiveNumber)
-                ->default_str("10");
+            add_target_options(app, *o, "Process id of the program attached to");
             app.footer(
                 "Prints 'ok detached' once the program's slots and code are given back and\n"
                 "tracing has stopped (the runtime stays loaded, inert; docs/attach.md lists\n"

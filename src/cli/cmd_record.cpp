@@ -20,6 +20,7 @@
 
 #include "cli/command.h"
 #include "cli/options.h"
+#include "cli/record_flags.h"
 #include "cli/record_support.h"
 #include "cli/recording.h"
 #include "common/config.h"
@@ -45,10 +46,7 @@ Command record_command() {
             auto o = std::make_shared<RecordOptions>();
             // -o,--output and the runtime's settings, with --config FILE.
             auto settings = std::make_shared<config::Flags>(app, config::record_keys());
-            app.add_flag("-f,--force", o->force,
-                         "Overwrite the output file if it exists (a regular file, and not one another callscope "
-                         "is writing)");
-            app.add_flag("--keep-raw", o->keep_raw, "Keep the raw session directory after writing the trace");
+            add_output_flags(app, *o);
             auto* memory = app.add_flag("--memory", o->memory,
                          "Record every allocation and free too (malloc, operator new, mmap, ... and their frees), "
                          "each where it happened among the calls, and each process's resident set by module; "
@@ -72,15 +70,7 @@ Command record_command() {
                 ->check(CLI::IsMember({"auto", "dwarf", "fp", "off"}))
                 ->default_str("auto")
                 ->needs(memory);
-            app.add_flag("--drop-when-behind", o->drop_when_behind,
-                         "When the recorder cannot keep up, drop events (the trace marks where) instead of "
-                         "making the program wait (the default)");
-            app.add_option("--raw-dir", o->raw_dir,
-                           "Where the runtime writes raw events while the program runs "
-                           "(default: /dev/shm, else the output's directory)");
-            app.add_option("--level", o->level, "zstd compression level of the trace (1-19)")
-                ->check(CLI::Range(1, 19))
-                ->default_str("3");
+            add_stream_flags(app, *o, "while the program runs");
             // Everything from PROGRAM on belongs to the program, options too.
             app.prefix_command();
             app.footer(
@@ -116,11 +106,7 @@ Command record_command() {
                              o->command.front().c_str());
                 return 2;
               }
-              std::vector<std::string> warnings;
-              CALLSCOPE_TRY(config::Config cfg, settings->resolve(&warnings));
-              for (const std::string& w : warnings) print_warning("record", w);
-              o->output = cfg.output.value_or(config::key_info(config::Key::kOutput).default_text);
-              o->runtime_env = config::runtime_environment(cfg);
+              CALLSCOPE_CHECK(resolve_record_settings(*settings, "record", *o));
               return run_record(*o);
             };
           }};

@@ -1,6 +1,5 @@
 #include "inject/load.h"
 
-#include <dirent.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -44,19 +43,6 @@ constexpr uint64_t kTrapOffset = 0, kLoaderOffset = 16;  // in the code page
 
 double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
-
-std::vector<pid_t> threads_of(pid_t pid) {
-  std::vector<pid_t> tids{pid};
-  const std::string dir = "/proc/" + std::to_string(pid) + "/task";
-  if (DIR* d = ::opendir(dir.c_str())) {
-    while (dirent* e = ::readdir(d)) {
-      const pid_t tid = static_cast<pid_t>(std::atoi(e->d_name));
-      if (tid > 0 && tid != pid) tids.push_back(tid);
-    }
-    ::closedir(d);
-  }
-  return tids;
 }
 
 std::string read_error(pid_t pid, uint64_t data) {

@@ -1,5 +1,6 @@
 #include "inject/remote.h"
 
+#include <dirent.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -28,13 +29,27 @@ std::string_view base_name(std::string_view path) {
   return slash == std::string_view::npos ? path : path.substr(slash + 1);
 }
 
+
+}  // namespace
+
 uint64_t now_ms() {
   timespec ts{};
   ::clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1000 + static_cast<uint64_t>(ts.tv_nsec) / 1000000;
 }
 
-}  // namespace
+std::vector<pid_t> threads_of(pid_t pid) {
+  std::vector<pid_t> tids{pid};
+  const std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (dirent* e = ::readdir(d)) {
+      const pid_t tid = static_cast<pid_t>(std::atoi(e->d_name));
+      if (tid > 0 && tid != pid) tids.push_back(tid);
+    }
+    ::closedir(d);
+  }
+  return tids;
+}
 
 bool wait_stop(pid_t tid, int* status, uint64_t deadline_ms) {
   for (;;) {

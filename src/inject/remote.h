@@ -45,6 +45,11 @@ bool is_libc(std::string_view name);
 bool read_remote(pid_t pid, uint64_t addr, void* out, size_t n);
 bool write_remote(pid_t pid, uint64_t addr, const void* in, size_t n);
 
+// Monotonic milliseconds (the deadlines below).
+uint64_t now_ms();
+// The threads of process `pid` (/proc/PID/task), its main thread first.
+std::vector<pid_t> threads_of(pid_t pid);
+
 // ptrace helpers. Waits for the next stop (or end) of traced thread `tid`:
 // false when it ended or waiting failed, or (with a deadline, monotonic ms)
 // when none came by then.

@@ -2,7 +2,6 @@
 // thread of the process is stopped (sleds.h).
 #include "inject/sleds.h"
 
-#include <dirent.h>
 #include <elf.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -17,7 +16,6 @@
 #include <cstring>
 #include <fstream>
 #include <map>
-#include <set>
 #include <vector>
 
 #include "inject/remote.h"
@@ -90,22 +88,6 @@ std::vector<uint64_t> single_nop_sleds(pid_t pid, std::string* error) {
   return sites;
 }
 
-std::vector<pid_t> tasks_of(pid_t pid) {
-  std::vector<pid_t> tids;
-  if (DIR* d = ::opendir(("/proc/" + std::to_string(pid) + "/task").c_str())) {
-    while (dirent* e = ::readdir(d))
-      if (const pid_t t = static_cast<pid_t>(std::atoi(e->d_name)); t > 0) tids.push_back(t);
-    ::closedir(d);
-  }
-  return tids;
-}
-
-uint64_t mono_ms() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                   std::chrono::steady_clock::now().time_since_epoch())
-                                   .count());
-}
-
 // Writes `bytes` at `addr` through ptrace (text is not writable otherwise).
 bool poke(pid_t tid, uint64_t addr, const uint8_t* bytes, size_t n) {
   for (size_t done = 0; done < n;) {
@@ -141,7 +123,7 @@ SledResult rewrite_stopped(pid_t pid, const std::vector<uint64_t>& sites, const 
   };
   for (bool more = true; more;) {
     more = false;
-    for (pid_t tid : tasks_of(pid)) {
+    for (pid_t tid : threads_of(pid)) {
       if (stopped.count(tid)) continue;
       if (::ptrace(PTRACE_SEIZE, tid, nullptr, nullptr) != 0) {
         if (errno == ESRCH) continue;  // ended meanwhile
@@ -151,7 +133,7 @@ SledResult rewrite_stopped(pid_t pid, const std::vector<uint64_t>& sites, const 
         return r;
       }
       int status = 0;
-      if (::ptrace(PTRACE_INTERRUPT, tid, nullptr, nullptr) != 0 || !wait_stop(tid, &status, mono_ms() + 2000)) {
+      if (::ptrace(PTRACE_INTERRUPT, tid, nullptr, nullptr) != 0 || !wait_stop(tid, &status, now_ms() + 2000)) {
         stopped[tid] = 0;  // detached as it is
         if (errno == ESRCH) continue;
         r.ok = false;

@@ -77,6 +77,20 @@ class Server {
   FILE* out_ = nullptr;
 };
 
+// `callscope attach PID ARGS...` running until detached; returns once the
+// runtime serves its socket in `ctl_dir` (or attach ended).
+std::future<RunResult> attach_in_background(pid_t pid, const std::vector<std::string>& args,
+                                            const std::string& ctl_dir) {
+  std::vector<std::string> argv = {"attach", std::to_string(pid)};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto f = std::async(std::launch::async, [argv] { return callscope(argv); });
+  const std::string sock = ctl_dir + "/" + std::to_string(pid) + ".sock";
+  for (int i = 0; i < 1000 && ::access(sock.c_str(), F_OK) != 0; ++i) {
+    if (f.wait_for(std::chrono::milliseconds(10)) == std::future_status::ready) break;
+  }
+  return f;
+}
+
 class AttachTest : public ::testing::TestWithParam<std::string> {
  public:
   void SetUp() override {
@@ -88,17 +102,8 @@ class AttachTest : public ::testing::TestWithParam<std::string> {
 
   std::string program(const std::string& name) { return fixture(GetParam(), name); }
 
-  // `callscope attach PID ARGS...` running until detached; returns once the
-  // runtime serves its socket in the process.
   std::future<RunResult> attach(pid_t pid, const std::vector<std::string>& args) {
-    std::vector<std::string> argv = {"attach", std::to_string(pid)};
-    argv.insert(argv.end(), args.begin(), args.end());
-    auto f = std::async(std::launch::async, [argv] { return callscope(argv); });
-    const std::string sock = ctl_.file("ctl") + "/" + std::to_string(pid) + ".sock";
-    for (int i = 0; i < 1000 && ::access(sock.c_str(), F_OK) != 0; ++i) {
-      if (f.wait_for(std::chrono::milliseconds(10)) == std::future_status::ready) break;
-    }
-    return f;
+    return attach_in_background(pid, args, ctl_.file("ctl"));
   }
   RunResult detach(pid_t pid) { return callscope({"detach", std::to_string(pid)}); }
 
@@ -420,12 +425,7 @@ TEST(AttachErrors, EachStepFailingLeavesTheProgramAsItWas) {
     EXPECT_EQ(s.command("run 5"), "ran 5\n") << step;
     EXPECT_EQ(s.command("check"), before) << step;
   }
-  auto a = std::async(std::launch::async, [&] {
-    return callscope({"attach", std::to_string(s.pid()), "-o", dir.file("ok.trace"), "--raw-dir", raw});
-  });
-  const std::string sock = ctl_dir + "/" + std::to_string(s.pid()) + ".sock";
-  for (int i = 0; i < 1000 && ::access(sock.c_str(), F_OK) != 0; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  auto a = attach_in_background(s.pid(), {"-o", dir.file("ok.trace"), "--raw-dir", raw}, ctl_dir);
   EXPECT_EQ(s.command("run 100"), "ran 100\n");
   EXPECT_EQ(callscope({"detach", std::to_string(s.pid())}).exit_code, 0);
   RunResult ok = a.get();
@@ -459,12 +459,7 @@ TEST(AttachErrors, AProcessTracedAlreadyIsRefused) {
   }
   // Attached: a second attach meanwhile.
   Server s(fixture(variants().front(), "attach_server"));
-  auto first = std::async(std::launch::async, [&] {
-    return callscope({"attach", std::to_string(s.pid()), "-o", dir.file("a.trace")});
-  });
-  const std::string sock = ctl_dir + "/" + std::to_string(s.pid()) + ".sock";
-  for (int i = 0; i < 1000 && ::access(sock.c_str(), F_OK) != 0; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  auto first = attach_in_background(s.pid(), {"-o", dir.file("a.trace")}, ctl_dir);
   RunResult second = callscope({"attach", std::to_string(s.pid()), "-o", dir.file("b.trace")});
   EXPECT_NE(second.exit_code, 0);
   EXPECT_NE(second.err.find("traced by callscope already"), std::string::npos) << second.err;

@@ -104,6 +104,12 @@ Seen g_seen[kMaxModules];
 int g_seen_count = 0;
 char g_exe[4096];
 
+// The executable's path in g_exe (the main module's dlpi_name is empty).
+CALLSCOPE_NOINSTR void read_exe_path() {
+  const ssize_t n = ::readlink("/proc/self/exe", g_exe, sizeof g_exe - 1);
+  g_exe[n > 0 ? n : 0] = '\0';
+}
+
 CALLSCOPE_NOINSTR uint64_t dyn_addr(const dl_phdr_info* info, uint64_t v) {
   // glibc relocates the dynamic section's addresses in place on x86-64;
   // where it did not (the vDSO), they are still relative.
@@ -455,8 +461,7 @@ bool libcalls_configure() {
   g_hooks = static_cast<Hook*>(map_anon(uint64_t{kMaxHooks} * sizeof(Hook)));
   g_index = static_cast<IndexEntry*>(map_anon(uint64_t{kIndexSize} * sizeof(IndexEntry)));
   if (!g_hooks || !g_index) return false;
-  const ssize_t n = ::readlink("/proc/self/exe", g_exe, sizeof g_exe - 1);
-  g_exe[n > 0 ? n : 0] = '\0';
+  read_exe_path();
   g_enabled = true;
   return true;
 }
@@ -522,10 +527,7 @@ void bind_exports() {
   ::dlclose(self);
   g_bound = static_cast<Bound*>(map_anon(uint64_t{kMaxBound} * sizeof(Bound)));
   if (!g_bound) return;
-  if (!g_hooks) {  // libcalls_configure found no --libcalls: the executable's path, for messages
-    const ssize_t n = ::readlink("/proc/self/exe", g_exe, sizeof g_exe - 1);
-    g_exe[n > 0 ? n : 0] = '\0';
-  }
+  read_exe_path();  // for messages, also without --libcalls
   g_binding = true;
   libcalls_patch_new_modules();
 }
@@ -539,16 +541,9 @@ void got_detach() {
   // Last written, first given back: a slot written twice (bound, then its
   // library reloaded) ends with what it held before the first.
   const bool keep_unwinding = __atomic_load_n(&g_returns_replaced, __ATOMIC_RELAXED);
-  int kept = 0;
-  for (int i = g_bound_count; i-- > 0;) {
-    if (keep_unwinding && g_bound[i].unwinding) {
-      ++kept;
-      continue;
-    }
-    give_back(g_bound[i].slot, g_bound[i].ours, g_bound[i].was);
-  }
+  for (int i = g_bound_count; i-- > 0;)
+    if (!(keep_unwinding && g_bound[i].unwinding)) give_back(g_bound[i].slot, g_bound[i].ours, g_bound[i].was);
   g_bound_count = 0;
-  (void)kept;
   ::pthread_mutex_unlock(&g_lock);
 }
 

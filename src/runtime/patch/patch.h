@@ -18,6 +18,7 @@
 // finds it dead (runtime.h, frame_key).
 #pragma once
 
+#include <signal.h>
 #include <stdint.h>
 
 #include "runtime/runtime.h"
@@ -77,6 +78,15 @@ void got_detach();
 extern bool g_returns_replaced;  // libcall.cpp: some thread made a return stack
 // detach (code.cpp): every site a nop, in libraries loaded later too.
 void code_patch_detach();
+// libc's sigaction, past our wrapper (code.cpp).
+using SigactionFn = int (*)(int, const struct sigaction*, struct sigaction*);
+SigactionFn real_sigaction();
+// trap_reach.cpp. Whether sites may be patched now: always under record;
+// attached, checked once (no thread blocks SIGTRAP; then handlers lose it
+// from their masks), and said when not. give_handlers_back undoes the
+// masks' change at the detach.
+bool traps_reach_every_thread();
+void give_handlers_back();
 // In a fork child: locks start afresh (code.cpp and got.cpp).
 void code_patch_after_fork();
 void libcalls_after_fork();

@@ -1,0 +1,37 @@
+// The recording's flags and settings, shared by record and attach (record_flags.h).
+#include "cli/record_flags.h"
+
+#include <vector>
+
+#include "cli/command.h"
+
+namespace callscope::cli {
+
+void add_output_flags(CLI::App& app, RecordOptions& o) {
+  app.add_flag("-f,--force", o.force,
+               "Overwrite the output file if it exists (a regular file, and not one another callscope is writing)");
+  app.add_flag("--keep-raw", o.keep_raw, "Keep the raw session directory after writing the trace");
+}
+
+void add_stream_flags(CLI::App& app, RecordOptions& o, const std::string& raw_dir_when) {
+  app.add_flag("--drop-when-behind", o.drop_when_behind,
+               "When the recorder cannot keep up, drop events (the trace marks where) instead of making the "
+               "program wait (the default)");
+  app.add_option("--raw-dir", o.raw_dir,
+                 "Where the runtime writes raw events " + raw_dir_when +
+                     " (default: /dev/shm, else the output's directory)");
+  app.add_option("--level", o.level, "zstd compression level of the trace (1-19)")
+      ->check(CLI::Range(1, 19))
+      ->default_str("3");
+}
+
+Status resolve_record_settings(config::Flags& settings, const char* who, RecordOptions& o) {
+  std::vector<std::string> warnings;
+  CALLSCOPE_TRY(config::Config cfg, settings.resolve(&warnings));
+  for (const std::string& w : warnings) print_warning(who, w);
+  o.output = cfg.output.value_or(config::key_info(config::Key::kOutput).default_text);
+  o.runtime_env = config::runtime_environment(cfg);
+  return ok_status();
+}
+
+}  // namespace callscope::cli
