@@ -10,6 +10,7 @@
 #include "stack/arch.h"
 #include "stack/cfi.h"
 #include "stack/elf_image.h"
+#include "stack/source_lines.h"
 #include "stack/stack.h"
 
 namespace callscope::stack {
@@ -95,6 +96,7 @@ const char* frame_source_name(FrameSource source) {
     case FrameSource::kCfi: return "cfi";
     case FrameSource::kCfiAndPrologue: return "cfi+prologue";
     case FrameSource::kPrologue: return "prologue";
+    case FrameSource::kPrologueCfiUnreadable: return "prologue:cfi-unreadable";
   }
   return "?";
 }
@@ -108,12 +110,12 @@ std::optional<uint32_t> StackModel::function_at(uint64_t address) const {
   return static_cast<uint32_t>(it - functions.begin());
 }
 
-Result<StackModel> analyze_binary(const std::string& path) {
+Result<StackModel> analyze_binary(const std::string& path, const AnalyzeOptions& options) {
   CALLSCOPE_TRY(ElfImage image, ElfImage::open(path));
   const std::string context = "cannot analyse '" + path + "'";
-  auto fdes_or = read_cfi_frames(image);
-  if (!fdes_or) return fdes_or.error().context(context);
-  const std::vector<FdeFrame>& fdes = *fdes_or;
+  auto cfi_or = read_cfi_frames(image);
+  if (!cfi_or) return cfi_or.error().context(context);
+  const std::vector<FdeFrame>& fdes = cfi_or->frames;
   auto reader_or = PrologueReader::create();
   if (!reader_or) return reader_or.error();
   PrologueReader& prologue = **reader_or;
@@ -124,6 +126,7 @@ Result<StackModel> analyze_binary(const std::string& path) {
   model.shared_object = image.is_shared_object();
   model.has_symtab = image.has_symtab();
   model.has_cfi = !fdes.empty();
+  model.cfi_problem = cfi_or->problem;
   if (image.code_sections().empty()) return Error(context + ": no code sections");
 
   for (const CodeSection& sec : image.code_sections()) {
@@ -150,8 +153,10 @@ Result<StackModel> analyze_binary(const std::string& path) {
     } else {
       const PrologueFrame p = prologue.read(code, c.size, c.address, c.address, 8);
       prologue_dynamic = p.dynamic;
-      f.frame_bytes = p.bytes;
-      f.source = FrameSource::kPrologue;
+      // With a frame pointer the stack arguments pushed for a call (-O0)
+      // are below the frame the prologue built and outside the CFI.
+      f.frame_bytes = p.bytes + call_argument_bytes(code, c.size, c.address, p.body_start);
+      f.source = model.cfi_problem.empty() ? FrameSource::kPrologue : FrameSource::kPrologueCfiUnreadable;
       if (c.fde != nullptr) {
         f.frame_bytes = std::max(f.frame_bytes, c.fde->max_sp_offset);
         f.source = FrameSource::kCfiAndPrologue;
@@ -161,6 +166,15 @@ Result<StackModel> analyze_binary(const std::string& path) {
     f.dynamic = bodies[i].dynamic_sp || prologue_dynamic;
     model.undecodable_bytes += bodies[i].undecodable;
     model.functions.push_back(std::move(f));
+  }
+
+  const DebugLines debug(image.elf());
+  const auto lines = debug.function_declarations();
+  for (FunctionInfo& f : model.functions) {
+    auto it = lines.find(f.address);
+    if (it == lines.end()) continue;
+    f.file = it->second.file;
+    f.line = it->second.line;
   }
 
   // Calls through the PLT or GOT to a function this file defines (a shared
@@ -186,7 +200,9 @@ Result<StackModel> analyze_binary(const std::string& path) {
       bool external = false;
       switch (ref.kind) {
         case RefKind::kCallIndirect:
+        case RefKind::kJumpIndirect:
           f.indirect_calls = true;
+          model.indirect_sites.push_back({i, ref.site, ref.kind == RefKind::kJumpIndirect});
           continue;
         case RefKind::kCallGot:
         case RefKind::kJumpGot: {
@@ -195,6 +211,7 @@ Result<StackModel> analyze_binary(const std::string& path) {
           const std::string* got = image.got_target(ref.target);
           if (got == nullptr) {
             f.indirect_calls = true;
+            model.indirect_sites.push_back({i, ref.site, ref.kind == RefKind::kJumpGot});
             continue;
           }
           callee = resolve_name(got, thread_create);
@@ -229,6 +246,17 @@ Result<StackModel> analyze_binary(const std::string& path) {
       if (!callee) continue;
       const bool tail = ref.kind == RefKind::kTailJump || ref.kind == RefKind::kJumpGot;
       model.edges.push_back({i, *callee, tail ? EdgeKind::kTailCall : EdgeKind::kCall, ref.site});
+    }
+  }
+  if (options.site_details) {
+    for (IndirectSite& s : model.indirect_sites) {
+      const FunctionInfo& f = model.functions[s.function];
+      const CodeSection* sec = image.code_at(f.address);
+      s.instruction = prologue.describe(sec->bytes + (s.site - sec->address),
+                                        sec->address + sec->size - s.site, s.site);
+      const SourceLine at = debug.line_at(s.site);
+      s.file = at.file;
+      s.line = at.line;
     }
   }
   // One edge per (caller, callee, kind): call sites are not needed twice.
@@ -280,11 +308,18 @@ std::vector<uint32_t> select_functions(const StackModel& model,
   return out;
 }
 
+// A std::thread's start: libstdc++ runs the callable through the virtual
+// _M_run of the thread's state, so that is where the thread's own stack
+// begins (below libstdc++'s execute_native_thread_routine and libc).
+bool is_std_thread_run(const std::string& name) {
+  return name.rfind("std::thread::_State_impl<", 0) == 0 && name.find(">::_M_run()") != std::string::npos;
+}
+
 std::vector<uint32_t> default_entries(const StackModel& model) {
   std::vector<uint32_t> out;
   for (uint32_t i = 0; i < model.functions.size(); ++i) {
     const FunctionInfo& f = model.functions[i];
-    if (f.name == "main" || f.thread_entry) out.push_back(i);
+    if (f.name == "main" || f.thread_entry || is_std_thread_run(f.name)) out.push_back(i);
   }
   return out;
 }
@@ -304,8 +339,9 @@ WorstCase compute_worst_case(const StackModel& model) {
   for (const CallEdge& e : model.edges) {
     w.graph.edges.push_back({e.caller, e.callee, e.kind == EdgeKind::kTailCall});
   }
-  w.components = strongly_connected_components(w.graph);
-  w.depths = worst_depths(w.graph, w.components);
+  w.adjacency = adjacency(w.graph);
+  w.components = strongly_connected_components(w.graph, w.adjacency);
+  w.depths = worst_depths(w.graph, w.adjacency, w.components);
   return w;
 }
 

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "common/result.h"
@@ -27,6 +28,7 @@ enum class RefKind : uint8_t {
   kCallIndirect,  // call through a register or memory: callee unknown
   kCallGot,       // call [rip+X] (-fno-plt): target is the GOT entry
   kJumpGot,       // jmp [rip+X] (PLT stub or tail call through GOT): target is the GOT entry
+  kJumpIndirect,  // jmp through a register or memory that is not a switch table: callee unknown
 };
 
 // A reference from one function's code to other code.
@@ -69,7 +71,14 @@ std::vector<PltSlot> scan_plt(const uint8_t* code, uint64_t size, uint64_t addre
 struct PrologueFrame {
   uint32_t bytes = 8;
   bool dynamic = false;  // the prologue itself moves rsp by a non-constant
+  uint64_t body_start = 0;  // address after the prologue's last move of rsp
 };
+
+// The most bytes pushed for the stack arguments of one call (push, and the
+// `sub rsp, N` that aligns them) at any call from `body_start` on: what
+// -O0 code with a frame pointer adds below its frame, which its CFI cannot
+// show. gcc's .su counts it ("dynamic,bounded").
+uint32_t call_argument_bytes(const uint8_t* code, uint64_t size, uint64_t address, uint64_t body_start);
 
 class PrologueReader {
  public:
@@ -79,6 +88,8 @@ class PrologueReader {
   // `address`) with the frame already `depth` bytes deep at `start`.
   virtual PrologueFrame read(const uint8_t* code, uint64_t size, uint64_t address,
                              uint64_t start, uint32_t depth) = 0;
+  // The instruction at `address` as text ("call rax"), for listings.
+  virtual std::string describe(const uint8_t* code, uint64_t avail, uint64_t address) = 0;
 };
 
 }  // namespace callscope::stack

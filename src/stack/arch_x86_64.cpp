@@ -3,6 +3,7 @@
 #include <capstone/capstone.h>
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <type_traits>
@@ -101,6 +102,7 @@ struct Insn {
   bool opsize16 = false;
   bool two_byte = false;  // 0F map
   bool vex = false;       // VEX/EVEX/XOP encoded: never a branch or rsp write we track
+  bool notrack = false;   // 3E prefix: on an indirect jmp, CET's mark of a switch table
   uint8_t opcode = 0;
   const uint8_t* modrm = nullptr;  // nullptr when there is none
   int64_t imm = 0;                 // rel8/rel32 of branches
@@ -126,6 +128,7 @@ Insn decode(const uint8_t* code, uint64_t avail) {
       in.rex = b;
       continue;
     }
+    if (b == 0x3e) in.notrack = true;
     if (b == 0x66) {
       in.opsize16 = true;
     } else if (b == 0x67) {
@@ -222,6 +225,11 @@ unsigned modrm_reg(const Insn& in) { return ((in.modrm[0] >> 3) & 7) | ((in.rex 
 unsigned modrm_rm(const Insn& in) { return (in.modrm[0] & 7) | ((in.rex & 1) ? 8 : 0); }
 bool modrm_direct(const Insn& in) { return (in.modrm[0] >> 6) == 3; }
 bool modrm_rip(const Insn& in) { return (in.modrm[0] & 0xc7) == 0x05; }
+// A memory operand with an index register ([base + index*scale + disp]).
+bool modrm_indexed(const Insn& in) {
+  if (in.modrm == nullptr || modrm_direct(in) || (in.modrm[0] & 7) != 4) return false;
+  return (((in.modrm[1] >> 3) & 7) | ((in.rex & 2) ? 8 : 0)) != 4;
+}
 int32_t rip_disp(const Insn& in) { return read_i32(in.modrm + 1); }
 
 // True when the instruction sets rsp from something that is not a constant
@@ -261,6 +269,10 @@ unsigned instruction_length(const uint8_t* code, uint64_t avail) {
 void scan_body(const uint8_t* code, uint64_t size, uint64_t address, BodyFacts& out) {
   uint64_t off = 0;
   uint64_t rdx_code_pointer = 0;
+  // Instructions decoded, and the count at the last load through an indexed
+  // operand (the table read of a switch).
+  uint64_t count = 0, indexed_load_at = 0;
+  constexpr uint64_t kSwitchWindow = 8;
   while (off < size) {
     const Insn in = decode(code + off, size - off);
     if (in.length == 0) {
@@ -271,6 +283,7 @@ void scan_body(const uint8_t* code, uint64_t size, uint64_t address, BodyFacts& 
     const uint64_t site = address + off;
     const uint64_t next = site + in.length;
     off += in.length;
+    ++count;
     if (in.vex) continue;
     if (in.two_byte) {
       if (in.opcode >= 0x80 && in.opcode <= 0x8f) {
@@ -282,6 +295,7 @@ void scan_body(const uint8_t* code, uint64_t size, uint64_t address, BodyFacts& 
       continue;
     }
     const uint8_t op = in.opcode;
+    if ((op == 0x8b || op == 0x63) && modrm_indexed(in)) indexed_load_at = count;
     if (op == 0xe8) {
       out.refs.push_back({site, next + static_cast<uint64_t>(in.imm), RefKind::kCall,
                           rdx_code_pointer});
@@ -304,9 +318,15 @@ void scan_body(const uint8_t* code, uint64_t size, uint64_t address, BodyFacts& 
       } else if (sub == 4 && modrm_rip(in)) {
         out.refs.push_back({site, next + static_cast<uint64_t>(int64_t{rip_disp(in)}),
                             RefKind::kJumpGot, 0});
+      } else if (sub == 4) {
+        // jmp reg / jmp [mem]: a switch table when the target comes from an
+        // indexed table (jmp [table + idx*8], or a table entry loaded just
+        // before) or CET marks it notrack; else a tail call through a
+        // pointer (a virtual call, std::thread's _M_run): unknown callee.
+        const bool table = in.notrack || modrm_indexed(in) ||
+                           (indexed_load_at != 0 && count - indexed_load_at <= kSwitchWindow);
+        if (!table) out.refs.push_back({site, 0, RefKind::kJumpIndirect, 0});
       }
-      // Other indirect jumps (jmp rax) are taken for switch tables and are
-      // not reported: see docs/stack.md.
     } else if (op == 0x8d && in.modrm != nullptr && modrm_rip(in) && (in.rex & 8) &&
                modrm_reg(in) == kRegRdx) {
       rdx_code_pointer = next + static_cast<uint64_t>(int64_t{rip_disp(in)});
@@ -314,6 +334,43 @@ void scan_body(const uint8_t* code, uint64_t size, uint64_t address, BodyFacts& 
       out.dynamic_sp = true;
     }
   }
+}
+
+uint32_t call_argument_bytes(const uint8_t* code, uint64_t size, uint64_t address,
+                             uint64_t body_start) {
+  if (body_start < address || body_start - address >= size) return 0;
+  int64_t pending = 0, most = 0;
+  for (uint64_t off = body_start - address; off < size;) {
+    const Insn in = decode(code + off, size - off);
+    if (in.length == 0) {
+      ++off;
+      continue;
+    }
+    off += in.length;
+    if (in.vex) continue;
+    const uint8_t op = in.opcode;
+    if (in.two_byte) continue;
+    // rsp +/- a constant: sub/add rsp, imm (REX.W 81/83 /5, /0).
+    const bool rsp_imm = (op == 0x81 || op == 0x83) && in.modrm != nullptr && (in.rex & 8) &&
+                         modrm_direct(in) && modrm_rm(in) == kRegRsp;
+    const unsigned sub = in.modrm != nullptr ? (in.modrm[0] >> 3) & 7 : 8;
+    if ((op >= 0x50 && op <= 0x57) || op == 0x6a || op == 0x68 || (op == 0xff && sub == 6)) {
+      pending += 8;
+    } else if ((op >= 0x58 && op <= 0x5f) || (op == 0x8f && sub == 0)) {
+      pending -= 8;
+    } else if (rsp_imm && sub == 5) {
+      pending += in.imm;
+    } else if (rsp_imm && sub == 0) {
+      pending -= in.imm;
+    } else if (op == 0xe8 || (op == 0xff && sub == 2)) {
+      most = std::max(most, pending);
+    } else if (op == 0xc3 || op == 0xc2 || op == 0xc9 || op == 0xe9 || op == 0xeb ||
+               (op == 0xff && sub == 4)) {
+      pending = 0;  // ret, leave, jmp: what follows starts from the frame again
+    }
+    if (pending < 0) pending = 0;
+  }
+  return static_cast<uint32_t>(std::min<int64_t>(most, UINT32_MAX));
 }
 
 std::vector<PltSlot> scan_plt(const uint8_t* code, uint64_t size, uint64_t address) {
@@ -410,6 +467,18 @@ class X86PrologueReader final : public PrologueReader {
     const uint8_t* p = code + (start - address);
     size_t left = size - (start - address);
     uint64_t pc = start;
+    frame.body_start = start;
+    // Stack-clash protection (-fstack-clash-protection) allocates a large
+    // frame page by page: `lea r11, [rsp - N]`, then a loop of `sub rsp,
+    // 4096; or [rsp], 0` until `cmp rsp, r11`, or the same pairs unrolled.
+    x86_reg probe_reg = X86_REG_INVALID;
+    int64_t probe_target = 0;
+    bool allocated = false, probe_loop_done = false;
+    auto is_probe = [](const cs_x86& x) {
+      return x.op_count == 2 && x.operands[0].type == X86_OP_MEM &&
+             x.operands[0].mem.base == X86_REG_RSP && x.operands[1].type == X86_OP_IMM &&
+             x.operands[1].imm == 0;
+    };
     for (int i = 0; i < kMaxInstructions && cs().disasm_iter(handle_, &p, &left, &pc, insn_); ++i) {
       const cs_x86& x = insn_->detail->x86;
       const bool two_ops = x.op_count == 2;
@@ -417,6 +486,16 @@ class X86PrologueReader final : public PrologueReader {
                            x.operands[0].reg == X86_REG_RSP;
       const bool src_imm = two_ops && x.operands[1].type == X86_OP_IMM;
       const int64_t imm = src_imm ? x.operands[1].imm : 0;
+      if (allocated) {
+        // After the allocation only a probe of the page just taken belongs
+        // to the prologue.
+        if (insn_->id == X86_INS_OR && is_probe(x)) {
+          allocated = false;
+          continue;
+        }
+        break;
+      }
+      const int64_t before = cur;
       bool stop = false;
       switch (insn_->id) {
         case X86_INS_PUSH: cur += 8; break;
@@ -425,19 +504,38 @@ class X86PrologueReader final : public PrologueReader {
         case X86_INS_SUB:
           if (!dst_rsp) break;
           if (src_imm) cur += imm; else frame.dynamic = true;
-          stop = true;  // the frame is allocated: what follows is the body
+          // The frame is allocated: what follows is the body, unless this is
+          // a page of a probed allocation.
+          if (probe_reg == X86_REG_INVALID && src_imm) allocated = true; else if (!src_imm) stop = true;
           break;
-        case X86_INS_ADD:
+        case X86_INS_CMP:
+          if (probe_reg != X86_REG_INVALID && two_ops && x.operands[0].type == X86_OP_REG &&
+              x.operands[1].type == X86_OP_REG &&
+              ((x.operands[0].reg == X86_REG_RSP && x.operands[1].reg == probe_reg) ||
+               (x.operands[1].reg == X86_REG_RSP && x.operands[0].reg == probe_reg))) {
+            cur = probe_target;  // the loop runs until rsp reaches the target
+            probe_reg = X86_REG_INVALID;
+            probe_loop_done = true;
+          }
+          break;
+        case X86_INS_OR:
+          break;  // a probe inside the loop
+        case X86_INS_ADD:  // add rsp, -128 is gcc's short form of sub rsp, 128
           if (!dst_rsp) break;
           if (src_imm) cur -= imm; else frame.dynamic = true;
-          stop = !src_imm || imm < 0;
+          if (!src_imm) stop = true; else if (imm < 0 && probe_reg == X86_REG_INVALID) allocated = true;
           break;
         case X86_INS_AND:
           // Realignment to A bytes: GCC counts A - 16 bytes of padding.
           if (dst_rsp && src_imm && imm < -16) cur += -imm - 16;
           break;
         case X86_INS_LEA:
-          if (dst_rsp && two_ops && x.operands[1].type == X86_OP_MEM &&
+          if (!dst_rsp && two_ops && x.operands[0].type == X86_OP_REG && x.operands[1].type == X86_OP_MEM &&
+              x.operands[1].mem.base == X86_REG_RSP && x.operands[1].mem.index == X86_REG_INVALID &&
+              x.operands[1].mem.disp < 0) {
+            probe_reg = x.operands[0].reg;  // the end of a probed allocation
+            probe_target = cur - x.operands[1].mem.disp;
+          } else if (dst_rsp && two_ops && x.operands[1].type == X86_OP_MEM &&
               x.operands[1].mem.base == X86_REG_RSP && x.operands[1].mem.index == X86_REG_INVALID) {
             cur -= x.operands[1].mem.disp;
             stop = x.operands[1].mem.disp < 0;
@@ -461,16 +559,32 @@ class X86PrologueReader final : public PrologueReader {
           stop = true;
           break;
         default:
-          // Conditional jumps end the straight-line prologue; anything else
-          // that writes rsp is not understood, so stop there too.
+          // Conditional jumps end the straight-line prologue (but the one
+          // closing a probe loop); anything else that writes rsp is not
+          // understood, so stop there too.
+          if (probe_loop_done && cs().insn_group(handle_, insn_, CS_GRP_JUMP)) {
+            probe_loop_done = false;
+            break;
+          }
+          if (probe_reg != X86_REG_INVALID && cs().insn_group(handle_, insn_, CS_GRP_JUMP)) break;
           if (cs().insn_group(handle_, insn_, CS_GRP_JUMP) || dst_rsp) stop = true;
           break;
       }
       if (cur > max) max = cur;
+      if (cur != before || allocated) frame.body_start = pc;
       if (stop) break;
     }
     frame.bytes = static_cast<uint32_t>(max);
     return frame;
+  }
+
+  std::string describe(const uint8_t* code, uint64_t avail, uint64_t address) override {
+    size_t left = static_cast<size_t>(std::min<uint64_t>(avail, 16));
+    uint64_t pc = address;
+    if (!cs().disasm_iter(handle_, &code, &left, &pc, insn_)) return "(undecodable)";
+    std::string text = insn_->mnemonic;
+    if (insn_->op_str[0] != '\0') text += std::string(" ") + insn_->op_str;
+    return text;
   }
 
  private:

@@ -5,13 +5,6 @@
 #include <deque>
 
 namespace callscope::stack {
-namespace {
-
-// Compressed adjacency: the edges of node n are edges[begin[n] .. begin[n+1]).
-struct Adjacency {
-  std::vector<uint32_t> begin;
-  std::vector<GraphEdge> edges;
-};
 
 Adjacency adjacency(const CallGraph& g) {
   Adjacency a;
@@ -29,11 +22,12 @@ Adjacency adjacency(const CallGraph& g) {
   return a;
 }
 
-}  // namespace
-
 Components strongly_connected_components(const CallGraph& graph) {
+  return strongly_connected_components(graph, adjacency(graph));
+}
+
+Components strongly_connected_components(const CallGraph& graph, const Adjacency& adj) {
   const uint32_t n = static_cast<uint32_t>(graph.nodes.size());
-  const Adjacency adj = adjacency(graph);
   Components out;
   out.of_node.assign(n, kNoNode);
   std::vector<uint32_t> index(n, kNoNode), low(n, 0), stack;
@@ -90,73 +84,123 @@ Components strongly_connected_components(const CallGraph& graph) {
       }
     }
   }
+  // Members of each component, by counting.
+  out.member_begin.assign(out.count() + 1, 0);
+  for (uint32_t v = 0; v < n; ++v) ++out.member_begin[out.of_node[v] + 1];
+  for (uint32_t c = 0; c < out.count(); ++c) out.member_begin[c + 1] += out.member_begin[c];
+  out.members.resize(n);
+  std::vector<uint32_t> fill(out.member_begin.begin(), out.member_begin.end() - 1);
+  for (uint32_t v = 0; v < n; ++v) out.members[fill[out.of_node[v]]++] = v;
   return out;
 }
 
 std::vector<Depth> worst_depths(const CallGraph& graph, const Components& components) {
-  const uint32_t n = static_cast<uint32_t>(graph.nodes.size());
-  const Adjacency adj = adjacency(graph);
-  std::vector<Depth> depth(n);
-  // Nodes grouped by component, components in increasing id: callees first.
-  std::vector<uint32_t> order(n);
-  for (uint32_t i = 0; i < n; ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-    return components.of_node[a] < components.of_node[b];
-  });
-  for (uint32_t v : order) {
-    const GraphNode& node = graph.nodes[v];
-    const uint32_t comp = components.of_node[v];
+  return worst_depths(graph, adjacency(graph), components);
+}
+
+std::vector<Depth> worst_depths(const CallGraph& graph, const Adjacency& adj,
+                                const Components& components) {
+  std::vector<Depth> depth(graph.nodes.size());
+  // Components in increasing id are callees first.
+  for (uint32_t comp = 0; comp < components.count(); ++comp) {
+    const uint32_t* first = components.members.data() + components.member_begin[comp];
+    const uint32_t* last = components.members.data() + components.member_begin[comp + 1];
+    const bool recursive = components.recursive[comp];
+    // Every member's frame once; a single node outside any cycle is the
+    // same rule with one member.
     Depth d;
-    d.bytes = node.frame_bytes;
-    d.dynamic = node.dynamic;
-    d.unknown = node.unknown_calls;
-    d.external = node.external_calls;
-    if (components.recursive[comp]) {
-      d.unbounded = true;
-      d.recursion = v;
+    for (const uint32_t* m = first; m != last; ++m) {
+      const GraphNode& node = graph.nodes[*m];
+      d.bytes += node.frame_bytes;
+      d.dynamic |= node.dynamic;
+      d.unknown |= node.unknown_calls;
+      d.external |= node.external_calls;
     }
-    for (uint32_t e = adj.begin[v]; e < adj.begin[v + 1]; ++e) {
-      const GraphEdge& edge = adj.edges[e];
-      // Inside a recursion only the exits are followed; the cycle itself is
-      // reported apart (find_cycle).
-      if (components.of_node[edge.to] == comp) continue;
-      const Depth& c = depth[edge.to];
-      d.dynamic |= c.dynamic;
-      d.unknown |= c.unknown;
-      d.external |= c.external;
-      if (c.unbounded) {
-        d.unbounded = true;
-        if (d.recursion == kNoNode) d.recursion = c.recursion;
-      }
-      const uint64_t via = edge.tail ? c.bytes : node.frame_bytes + c.bytes;
-      if (via > d.bytes || (d.next == kNoNode && via == d.bytes)) {
-        d.bytes = via;
-        d.next = edge.to;
-        d.next_is_tail = edge.tail;
+    const uint64_t frames = d.bytes;
+    if (recursive) d.unbounded = true;
+    for (const uint32_t* m = first; m != last; ++m) {
+      const uint32_t u = *m;
+      for (uint32_t e = adj.begin[u]; e < adj.begin[u + 1]; ++e) {
+        const GraphEdge& edge = adj.edges[e];
+        if (components.of_node[edge.to] == comp) continue;  // inside the cycle
+        const Depth& c = depth[edge.to];
+        d.dynamic |= c.dynamic;
+        d.unknown |= c.unknown;
+        d.external |= c.external;
+        if (c.unbounded) {
+          d.unbounded = true;
+          if (!recursive && d.recursion == kNoNode) d.recursion = c.recursion;
+        }
+        // A tail call pops the caller's frame before the callee's is built.
+        const uint64_t via = (edge.tail ? frames - graph.nodes[u].frame_bytes : frames) + c.bytes;
+        if (via > d.bytes || (d.next == kNoNode && via == d.bytes)) {
+          d.bytes = via;
+          d.next = edge.to;
+          d.exit_from = u;
+          d.next_is_tail = edge.tail;
+        }
       }
     }
-    depth[v] = d;
+    for (const uint32_t* m = first; m != last; ++m) {
+      depth[*m] = d;
+      if (recursive) depth[*m].recursion = *m;
+    }
   }
   return depth;
 }
 
-std::vector<uint32_t> deepest_path(const std::vector<Depth>& depths, uint32_t start) {
-  std::vector<uint32_t> path;
+std::vector<PathStep> worst_path(const Components& components, const std::vector<Depth>& depths,
+                                 uint32_t start) {
+  std::vector<PathStep> path;
   for (uint32_t v = start; v != kNoNode && v < depths.size(); v = depths[v].next) {
-    path.push_back(v);
+    const Depth& d = depths[v];
+    const uint32_t comp = components.of_node[v];
+    if (!components.recursive[comp]) {
+      path.push_back({v, d.next_is_tail, false});
+    } else {
+      // The member we came in by, the others, then the one that leaves
+      // (last, since its call is the one that goes on).
+      const uint32_t exit = d.exit_from == kNoNode ? v : d.exit_from;
+      if (exit != v) path.push_back({v, false, true});
+      for (uint32_t k = components.member_begin[comp]; k < components.member_begin[comp + 1]; ++k) {
+        const uint32_t m = components.members[k];
+        if (m != v && m != exit) path.push_back({m, false, true});
+      }
+      path.push_back({exit, false, true});
+      path.back().tail_to_next = d.next_is_tail;
+      path.back().cycle_exit = true;
+    }
     if (path.size() > depths.size()) break;  // cannot happen on a DAG; be safe
   }
   return path;
 }
 
+std::vector<uint32_t> deepest_path(const Components& components, const std::vector<Depth>& depths,
+                                   uint32_t start) {
+  std::vector<uint32_t> nodes;
+  for (const PathStep& s : worst_path(components, depths, start)) nodes.push_back(s.node);
+  return nodes;
+}
+
 Cycle find_cycle(const CallGraph& graph, const Components& components, uint32_t node) {
-  Cycle cycle;
-  if (node >= graph.nodes.size() || !components.recursive[components.of_node[node]]) return cycle;
-  const uint32_t comp = components.of_node[node];
   const Adjacency adj = adjacency(graph);
-  // Breadth-first search inside the component for the shortest way back.
-  std::vector<uint32_t> parent(graph.nodes.size(), kNoNode);
-  std::vector<bool> parent_tail(graph.nodes.size(), false);
+  CycleFinder finder(graph, adj, components);
+  return finder.find(node);
+}
+
+CycleFinder::CycleFinder(const CallGraph& graph, const Adjacency& adj, const Components& components)
+    : graph_(graph), adj_(adj), components_(components),
+      parent_(graph.nodes.size(), kNoNode), parent_tail_(graph.nodes.size(), 0) {}
+
+const Cycle& CycleFinder::find(uint32_t node) {
+  auto cached = cache_.find(node);
+  if (cached != cache_.end()) return cached->second;
+  Cycle& cycle = cache_[node];
+  if (node >= graph_.nodes.size() || !components_.recursive[components_.of_node[node]]) return cycle;
+  const uint32_t comp = components_.of_node[node];
+  // Breadth-first search inside the component for the shortest way back;
+  // parent_ is reset for the nodes touched, so a search costs its component.
+  std::vector<uint32_t> touched;
   std::deque<uint32_t> queue{node};
   bool found = false;
   uint32_t last = kNoNode;
@@ -164,37 +208,40 @@ Cycle find_cycle(const CallGraph& graph, const Components& components, uint32_t 
   while (!queue.empty() && !found) {
     const uint32_t v = queue.front();
     queue.pop_front();
-    for (uint32_t e = adj.begin[v]; e < adj.begin[v + 1]; ++e) {
-      const uint32_t w = adj.edges[e].to;
-      if (components.of_node[w] != comp) continue;
+    for (uint32_t e = adj_.begin[v]; e < adj_.begin[v + 1]; ++e) {
+      const uint32_t w = adj_.edges[e].to;
+      if (components_.of_node[w] != comp) continue;
       if (w == node) {
         found = true;
         last = v;
-        last_tail = adj.edges[e].tail;
+        last_tail = adj_.edges[e].tail;
         break;
       }
-      if (parent[w] == kNoNode) {
-        parent[w] = v;
-        parent_tail[w] = adj.edges[e].tail;
+      if (parent_[w] == kNoNode) {
+        parent_[w] = v;
+        parent_tail_[w] = adj_.edges[e].tail;
+        touched.push_back(w);
         queue.push_back(w);
       }
     }
   }
-  if (!found) return cycle;
-  // Walk back from `last` to `node`; a tail edge a->b means a's frame is gone
-  // by the time b runs, so a adds nothing to the trip.
-  std::vector<std::pair<uint32_t, bool>> rev;  // node, its outgoing edge is a tail call
-  rev.push_back({last, last_tail});
-  for (uint32_t v = last; v != node;) {
-    const uint32_t p = parent[v];
-    rev.push_back({p, parent_tail[v]});
-    v = p;
+  if (found) {
+    // Walk back from `last` to `node`; a tail edge a->b means a's frame is
+    // gone by the time b runs, so a adds nothing to the trip.
+    std::vector<std::pair<uint32_t, bool>> rev;  // node, its outgoing edge is a tail call
+    rev.push_back({last, last_tail});
+    for (uint32_t v = last; v != node;) {
+      const uint32_t p = parent_[v];
+      rev.push_back({p, parent_tail_[v] != 0});
+      v = p;
+    }
+    std::reverse(rev.begin(), rev.end());
+    for (auto [v, tail] : rev) {
+      cycle.nodes.push_back(v);
+      if (!tail) cycle.bytes_per_trip += graph_.nodes[v].frame_bytes;
+    }
   }
-  std::reverse(rev.begin(), rev.end());
-  for (auto [v, tail] : rev) {
-    cycle.nodes.push_back(v);
-    if (!tail) cycle.bytes_per_trip += graph.nodes[v].frame_bytes;
-  }
+  for (uint32_t w : touched) parent_[w] = kNoNode;
   return cycle;
 }
 

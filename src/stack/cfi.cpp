@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -215,12 +216,13 @@ void run_cfa_program(Reader r, const CieInfo& cie, uint64_t section_address,
 
 }  // namespace
 
-Result<std::vector<FdeFrame>> read_cfi_frames(const ElfImage& image) {
-  const bool eh = image.eh_frame().present();
-  const RawSection& sec = eh ? image.eh_frame() : image.debug_frame();
-  std::vector<FdeFrame> frames;
-  if (!sec.present()) return frames;
+namespace {
 
+// Appends the FDEs of one section; returns a description of the corruption
+// that stopped the walk, or "".
+std::string read_section(const ElfImage& image, const RawSection& sec, bool eh,
+                         std::vector<FdeFrame>& frames) {
+  const char* name = eh ? ".eh_frame" : ".debug_frame";
   std::unordered_map<Dwarf_Off, CieInfo> cies;
   auto cie_at = [&](Dwarf_Off offset) -> const CieInfo* {
     auto it = cies.find(offset);
@@ -244,11 +246,8 @@ Result<std::vector<FdeFrame>> read_cfi_frames(const ElfImage& image) {
     if (rc != 0) {
       // A bad entry: skip it when libdw could find the next one.
       if (next == static_cast<Dwarf_Off>(-1) || next <= offset) {
-        if (frames.empty()) {
-          return Error(std::string("corrupt ") + (eh ? ".eh_frame" : ".debug_frame") +
-                       " at offset " + std::to_string(offset) + ": " + dwarf_errmsg(-1));
-        }
-        break;
+        return std::string("corrupt ") + name + " at offset " + std::to_string(offset) + ": " +
+               dwarf_errmsg(-1);
       }
       offset = next;
       continue;
@@ -283,9 +282,37 @@ Result<std::vector<FdeFrame>> read_cfi_frames(const ElfImage& image) {
     run_cfa_program(r, *cie, sec.address, sec.bytes, cfa, saved, frame);
     frames.push_back(frame);
   }
-  std::sort(frames.begin(), frames.end(),
-            [](const FdeFrame& a, const FdeFrame& b) { return a.start < b.start; });
-  return frames;
+  return "";
+}
+
+bool by_start(const FdeFrame& a, const FdeFrame& b) { return a.start < b.start; }
+
+}  // namespace
+
+Result<CfiFrames> read_cfi_frames(const ElfImage& image) {
+  CfiFrames out;
+  if (image.eh_frame().present()) {
+    out.problem = read_section(image, image.eh_frame(), true, out.frames);
+    std::sort(out.frames.begin(), out.frames.end(), by_start);
+  }
+  if (image.debug_frame().present()) {
+    std::vector<FdeFrame> debug;
+    const std::string problem = read_section(image, image.debug_frame(), false, debug);
+    if (!problem.empty()) out.problem += (out.problem.empty() ? "" : "; ") + problem;
+    // Only code .eh_frame leaves uncovered: where both describe a function
+    // they say the same, and .eh_frame is what the unwinder uses.
+    std::vector<FdeFrame> eh = std::move(out.frames);
+    out.frames.clear();
+    for (const FdeFrame& f : debug) {
+      auto it = std::upper_bound(eh.begin(), eh.end(), f, by_start);
+      const bool covered = (it != eh.begin() && std::prev(it)->end > f.start) ||
+                           (it != eh.end() && it->start < f.end);
+      if (!covered) out.frames.push_back(f);
+    }
+    out.frames.insert(out.frames.end(), eh.begin(), eh.end());
+    std::sort(out.frames.begin(), out.frames.end(), by_start);
+  }
+  return out;
 }
 
 }  // namespace callscope::stack

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "common/result.h"
@@ -29,9 +30,16 @@ struct FdeFrame {
   bool cfa_expression = false;
 };
 
-// All FDEs of the file's .eh_frame, or of .debug_frame when there is no
-// .eh_frame, sorted by start address. An unreadable entry is skipped; a
-// section that cannot be walked at all is an error.
-Result<std::vector<FdeFrame>> read_cfi_frames(const ElfImage& image);
+// The FDEs of a file, sorted by start address: every FDE of .eh_frame, and
+// those of .debug_frame for code .eh_frame does not cover (a build with
+// -g -fno-asynchronous-unwind-tables has .eh_frame only for the C runtime).
+struct CfiFrames {
+  std::vector<FdeFrame> frames;
+  // Set when a section could not be walked to its end (a corrupt entry that
+  // hides where the next one starts): the functions whose FDE would have
+  // followed are read from their prologue, and the output says so.
+  std::string problem;
+};
+Result<CfiFrames> read_cfi_frames(const ElfImage& image);
 
 }  // namespace callscope::stack

@@ -3,6 +3,7 @@
 // needs (code sections, function symbols, PLT relocations).
 #include "stack/elf_image.h"
 
+#include <ar.h>
 #include <elf.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -69,6 +70,10 @@ Status ElfImage::load(const std::string& path) {
   // message for a text file is unhelpful.
   unsigned char magic[EI_NIDENT] = {};
   ssize_t got = ::pread(fd_, magic, sizeof magic, 0);
+  if (got >= SARMAG && std::memcmp(magic, ARMAG, SARMAG) == 0) {
+    return Error("a static library (ar archive): its members are relocatable objects, which are "
+                 "not analysed yet; link them into an executable or shared library first");
+  }
   if (got < 4 || std::memcmp(magic, ELFMAG, SELFMAG) != 0) return Error("not an ELF file");
   if (got < EI_NIDENT) return Error("truncated ELF file (no complete ELF header)");
   if (magic[EI_CLASS] != ELFCLASS64) return Error("unsupported ELF class: only 64-bit ELF is supported");

@@ -30,7 +30,9 @@ bool FunctionPattern::matches(std::string_view module_name, std::string_view fun
       return false;
     }
   }
-  return glob_match(function, function_name);
+  // An exact name matches even when it holds glob characters: C++ names
+  // such as "f[abi:cxx11]()" are not meant as character classes.
+  return function == function_name || glob_match(function, function_name);
 }
 
 FunctionPattern parse_pattern(std::string_view text) {
@@ -78,6 +80,10 @@ Result<std::vector<UserEdge>> parse_user_edges(std::string_view text, const std:
     const std::string_view callee = trim(line.substr(arrow + arrow_len));
     if (caller.empty() || callee.empty()) {
       return Error(where + ": expected 'caller -> callee', got '" + std::string(line) + "'");
+    }
+    if (callee == "?") {
+      return Error(where + ": replace '?' by the function called from '" + std::string(caller) +
+                   "' (lines from --unresolved are a template)");
     }
     edges.push_back({parse_pattern(caller), parse_pattern(callee), line_no});
   }

@@ -17,7 +17,8 @@ struct FunctionPattern {
 
   // True when the pattern selects `function` of module `module` (a file base
   // name). A module glob also matches the name without its version suffix:
-  // "libfoo.so" selects "libfoo.so.1.2".
+  // "libfoo.so" selects "libfoo.so.1.2". A function name given exactly
+  // matches itself whatever glob characters it holds ("f[abi:cxx11]()").
   bool matches(std::string_view module_name, std::string_view function_name) const;
 };
 

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "common/files.h"
+
 namespace callscope::stack {
 namespace {
 
@@ -42,6 +44,50 @@ std::string flags_of(const Depth& d) {
 
 std::string qualified(const StackModel& m, uint32_t i) { return m.module + "!" + m.functions[i].name; }
 
+// "  (lparser.c:175)" when the debug information says where it is declared.
+std::string where(const FunctionInfo& f) {
+  if (f.file.empty()) return "";
+  return "  (" + base_name(f.file) + ":" + std::to_string(f.line) + ")";
+}
+
+std::string frame_note(const FunctionInfo& f) {
+  switch (f.source) {
+    case FrameSource::kPrologue: return "  [no CFI: prologue]";
+    case FrameSource::kPrologueCfiUnreadable: return "  [CFI unreadable: prologue]";
+    default: return "";
+  }
+}
+
+const Cycle kNoCycle;
+constexpr size_t kCycleMembersShown = 6;
+
+// "main -> [a, b] -> big": a recursion's members in brackets (each counted
+// once), "=>" after a tail call; long recursions shortened.
+std::string path_text(const StackModel& m, const std::vector<PathStep>& path) {
+  std::string s;
+  for (size_t k = 0; k < path.size();) {
+    if (k > 0) s += path[k - 1].tail_to_next ? " => " : " -> ";
+    if (!path[k].in_cycle) {
+      s += m.functions[path[k++].node].name;
+      continue;
+    }
+    size_t j = k;
+    while (!path[j].cycle_exit && j + 1 < path.size()) ++j;
+    s += "[";
+    for (size_t i = k; i <= j; ++i) {
+      if (i - k < kCycleMembersShown || i == j) {
+        if (i > k) s += ", ";
+        s += m.functions[path[i].node].name;
+      } else if (i - k == kCycleMembersShown) {
+        s += ", +" + std::to_string(j - k - kCycleMembersShown) + " more";
+      }
+    }
+    s += "]";
+    k = j + 1;
+  }
+  return s;
+}
+
 std::string cycle_text(const StackModel& m, const Cycle& c) {
   std::string s;
   for (uint32_t v : c.nodes) s += m.functions[v].name + " -> ";
@@ -64,36 +110,48 @@ std::string render_frames(const StackModel& m, std::vector<uint32_t> selected, s
       const FunctionInfo& f = m.functions[i];
       fns.push_back({{"function", f.name}, {"symbol", f.symbol}, {"address", hex(f.address)},
                      {"size", f.size}, {"frame_bytes", f.frame_bytes}, {"dynamic", f.dynamic},
-                     {"source", frame_source_name(f.source)}});
+                     {"source", frame_source_name(f.source)}, {"file", f.file}, {"line", f.line}});
     }
     nlohmann::json j = {{"module", m.module}, {"path", m.path},
                         {"frame_bytes_include", "return address and prologue pushes"},
-                        {"functions", fns}};
+                        {"cfi_problem", m.cfi_problem}, {"functions", fns}};
     return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   }
   if (format == OutputFormat::kCsv) {
-    out = "module,function,address,frame_bytes,dynamic,source\n";
+    out = "module,function,address,frame_bytes,dynamic,source,file,line\n";
     for (uint32_t i : selected) {
       const FunctionInfo& f = m.functions[i];
       out += csv_field(m.module) + "," + csv_field(f.name) + "," + hex(f.address) + "," +
              std::to_string(f.frame_bytes) + "," + (f.dynamic ? "true" : "false") + "," +
-             frame_source_name(f.source) + "\n";
+             frame_source_name(f.source) + "," + csv_field(f.file) + "," +
+             (f.line ? std::to_string(f.line) : "") + "\n";
     }
     return out;
   }
   out = kFrameNote;
   if (!m.has_symtab) out += "# no .symtab: names from .dynsym, other functions shown by address\n";
+  if (!m.cfi_problem.empty()) {
+    out += "# " + terminal_safe(m.cfi_problem) +
+           ": functions marked [CFI unreadable] are read from their prologue\n";
+  }
   char line[64];
   for (uint32_t i : selected) {
     const FunctionInfo& f = m.functions[i];
     std::snprintf(line, sizeof line, "%8u bytes  %-10s  ", f.frame_bytes, hex(f.address).c_str());
-    out += line + terminal_safe(qualified(m, i)) + (f.dynamic ? "  dynamic" : "") + "\n";
+    out += line + terminal_safe(qualified(m, i)) + (f.dynamic ? "  dynamic" : "") +
+           (m.has_cfi ? frame_note(f) : "") + terminal_safe(where(f)) + "\n";
   }
   return out;
 }
 
 std::string render_worst(const StackModel& m, const WorstCase& w, std::vector<uint32_t> entries,
-                         size_t limit, OutputFormat format) {
+                         size_t limit, OutputFormat format, const std::vector<LimitVerdict>& verdicts) {
+  auto verdict_of = [&verdicts](uint32_t e) -> const LimitVerdict* {
+    for (const LimitVerdict& v : verdicts) {
+      if (v.entry == e) return &v;
+    }
+    return nullptr;
+  };
   std::stable_sort(entries.begin(), entries.end(), [&](uint32_t a, uint32_t b) {
     return w.depths[a].bytes > w.depths[b].bytes;
   });
@@ -101,53 +159,79 @@ std::string render_worst(const StackModel& m, const WorstCase& w, std::vector<ui
   std::string out;
   nlohmann::json jentries = nlohmann::json::array();
   if (format == OutputFormat::kCsv) {
-    out = "module,function,address,worst_bytes,flags,path,recursion,recursion_bytes_per_trip\n";
+    out = "module,function,address,worst_bytes,flags,path,recursion,recursion_bytes_per_trip,"
+          "limit_bytes,within_limit\n";
   } else if (format == OutputFormat::kText) {
     out = kWorstNote;
   }
   char line[96];
+  CycleFinder cycles(w.graph, w.adjacency, w.components);
   for (uint32_t e : entries) {
     const Depth& d = w.depths[e];
-    const std::vector<uint32_t> path = deepest_path(w.depths, e);
-    const Cycle cycle = d.recursion != kNoNode ? find_cycle(w.graph, w.components, d.recursion) : Cycle{};
+    const std::vector<PathStep> path = worst_path(w.components, w.depths, e);
+    const Cycle& cycle = d.recursion != kNoNode ? cycles.find(d.recursion) : kNoCycle;
     const FunctionInfo& f = m.functions[e];
+    const LimitVerdict* verdict = verdict_of(e);
     if (format == OutputFormat::kJson) {
       nlohmann::json jp = nlohmann::json::array();
-      for (size_t k = 0; k < path.size(); ++k) {
-        const FunctionInfo& p = m.functions[path[k]];
+      for (const PathStep& step : path) {
+        const FunctionInfo& p = m.functions[step.node];
         jp.push_back({{"function", p.name}, {"address", hex(p.address)},
                       {"frame_bytes", p.frame_bytes}, {"dynamic", p.dynamic},
-                      {"tail_call_to_next", k + 1 < path.size() && w.depths[path[k]].next_is_tail}});
+                      {"tail_call_to_next", step.tail_to_next}, {"in_recursion", step.in_cycle}});
       }
       nlohmann::json jc = nlohmann::json::array();
       for (uint32_t v : cycle.nodes) jc.push_back(m.functions[v].name);
-      jentries.push_back({{"function", f.name}, {"address", hex(f.address)},
-                          {"worst_bytes", d.bytes}, {"unbounded", d.unbounded},
-                          {"dynamic", d.dynamic}, {"unknown", d.unknown},
-                          {"external", d.external}, {"path", jp}, {"recursion", jc},
-                          {"recursion_bytes_per_trip", cycle.bytes_per_trip}});
+      nlohmann::json je = {{"function", f.name}, {"address", hex(f.address)},
+                           {"file", f.file}, {"line", f.line},
+                           {"worst_bytes", d.bytes}, {"unbounded", d.unbounded},
+                           {"dynamic", d.dynamic}, {"unknown", d.unknown},
+                           {"external", d.external}, {"path", jp}, {"recursion", jc},
+                           {"recursion_bytes_per_trip", cycle.bytes_per_trip}};
+      if (verdict != nullptr) {
+        je["limit"] = {{"bytes", verdict->limit}, {"ok", verdict->ok}, {"why", verdict->why}};
+      }
+      jentries.push_back(std::move(je));
       continue;
-    }
-    std::string path_text;
-    for (size_t k = 0; k < path.size(); ++k) {
-      if (k > 0) path_text += w.depths[path[k - 1]].next_is_tail ? " => " : " -> ";
-      path_text += m.functions[path[k]].name;
     }
     if (format == OutputFormat::kCsv) {
       out += csv_field(m.module) + "," + csv_field(f.name) + "," + hex(f.address) + "," +
-             std::to_string(d.bytes) + "," + csv_field(flags_of(d)) + "," + csv_field(path_text) +
-             "," + csv_field(cycle_text(m, cycle)) + "," + std::to_string(cycle.bytes_per_trip) + "\n";
+             std::to_string(d.bytes) + "," + csv_field(flags_of(d)) + "," +
+             csv_field(path_text(m, path)) + "," + csv_field(cycle_text(m, cycle)) + "," +
+             std::to_string(cycle.bytes_per_trip) + "," +
+             (verdict ? std::to_string(verdict->limit) + "," + (verdict->ok ? "true" : "false") : ",") +
+             "\n";
       continue;
     }
     std::snprintf(line, sizeof line, "%8llu bytes  %-10s  ", static_cast<unsigned long long>(d.bytes),
                   hex(f.address).c_str());
     const std::string flags = flags_of(d);
-    out += line + terminal_safe(qualified(m, e)) + (flags.empty() ? "" : "  [" + flags + "]") + "\n";
+    out += line + terminal_safe(qualified(m, e)) + (flags.empty() ? "" : "  [" + flags + "]") +
+           terminal_safe(where(f)) + "\n";
+    if (verdict != nullptr) {
+      out += std::string(verdict->ok ? "      limit ok: " : "      OVER LIMIT: ") + verdict->why + "\n";
+    }
+    size_t cycle_start = 0;
     for (size_t k = 0; k < path.size(); ++k) {
-      const FunctionInfo& p = m.functions[path[k]];
+      const PathStep& step = path[k];
+      const FunctionInfo& p = m.functions[step.node];
+      if (step.in_cycle && (k == 0 || !path[k - 1].in_cycle || path[k - 1].cycle_exit)) cycle_start = k;
+      if (step.in_cycle && !step.cycle_exit && k - cycle_start == kCycleMembersShown) {
+        // A large recursion (thousands of functions in a big library) is
+        // summed in one line after its first members, before its exit.
+        size_t j = k;
+        uint64_t bytes = 0;
+        while (!path[j].cycle_exit && j + 1 < path.size()) bytes += m.functions[path[j++].node].frame_bytes;
+        std::snprintf(line, sizeof line, "      %8llu  ", static_cast<unsigned long long>(bytes));
+        out += line + std::string("... ") + std::to_string(j - k) +
+               " more functions of the recursion, each counted once\n";
+        k = j - 1;
+        continue;
+      }
       std::snprintf(line, sizeof line, "      %8u  ", p.frame_bytes);
-      const bool tail = k + 1 < path.size() && w.depths[path[k]].next_is_tail;
-      out += line + terminal_safe(p.name) + (p.dynamic ? "  dynamic" : "") + (tail ? "  (tail call to next)" : "") + "\n";
+      out += line + terminal_safe(p.name) + (p.dynamic ? "  dynamic" : "") +
+             (step.in_cycle ? "  (recursion, counted once)" : "") +
+             (step.tail_to_next ? "  (tail call to next)" : "") + "\n";
     }
     if (!cycle.nodes.empty()) {
       out += "      recursion: " + terminal_safe(cycle_text(m, cycle)) + "  (" + std::to_string(cycle.bytes_per_trip) +
@@ -159,6 +243,47 @@ std::string render_worst(const StackModel& m, const WorstCase& w, std::vector<ui
                         {"worst_bytes_is", "sum of frames along the deepest static call path; each frame includes its return address"},
                         {"entries", jentries}};
     return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  }
+  return out;
+}
+
+std::string render_unresolved(const StackModel& m, OutputFormat format) {
+  std::vector<const IndirectSite*> open;
+  for (const IndirectSite& s : m.indirect_sites) {
+    if (!m.functions[s.function].indirect_closed) open.push_back(&s);
+  }
+  if (format == OutputFormat::kJson) {
+    nlohmann::json sites = nlohmann::json::array();
+    for (const IndirectSite* s : open) {
+      const FunctionInfo& f = m.functions[s->function];
+      sites.push_back({{"function", f.name}, {"address", hex(f.address)}, {"site", hex(s->site)},
+                       {"kind", s->jump ? "jump" : "call"}, {"instruction", s->instruction},
+                       {"file", s->file}, {"line", s->line}});
+    }
+    nlohmann::json j = {{"module", m.module}, {"path", m.path}, {"sites", sites}};
+    return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  }
+  std::string out;
+  if (format == OutputFormat::kCsv) {
+    out = "module,function,address,site,kind,instruction,file,line\n";
+    for (const IndirectSite* s : open) {
+      const FunctionInfo& f = m.functions[s->function];
+      out += csv_field(m.module) + "," + csv_field(f.name) + "," + hex(f.address) + "," + hex(s->site) +
+             "," + (s->jump ? "jump" : "call") + "," + csv_field(s->instruction) + "," +
+             csv_field(s->file) + "," + (s->line ? std::to_string(s->line) : "") + "\n";
+    }
+    return out;
+  }
+  out = "# calls and tail jumps through a pointer: the callee is not in the code. To close\n"
+        "# them, copy these lines into an edges file, replace each '?' by the function(s)\n"
+        "# called there (globs allowed; one line per callee) and pass it with --edges.\n";
+  if (open.empty()) out += "# (none left open)\n";
+  for (const IndirectSite* s : open) {
+    const FunctionInfo& f = m.functions[s->function];
+    std::string where_text;
+    if (!s->file.empty()) where_text = "  (" + base_name(s->file) + ":" + std::to_string(s->line) + ")";
+    out += terminal_safe(f.name) + " -> ?    # " + hex(s->site) + "  " + (s->jump ? "tail jump: " : "") +
+           s->instruction + terminal_safe(where_text) + "\n";
   }
   return out;
 }

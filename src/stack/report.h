@@ -10,19 +10,23 @@
 
 #include "common/output_format.h"
 #include "common/result.h"
+#include "stack/limits.h"
 #include "stack/stack.h"
 
 namespace callscope::stack {
-
-
-
 
 // Frame sizes of `selected` functions, largest first, at most `limit` (0: all).
 std::string render_frames(const StackModel& model, std::vector<uint32_t> selected, size_t limit,
                           OutputFormat format);
 
-// Worst-case depth from each of `entries`, deepest first, at most `limit`.
+// Worst-case depth from each of `entries`, deepest first, at most `limit`,
+// with the verdict of --limit for the entries that have one.
 std::string render_worst(const StackModel& model, const WorstCase& worst,
-                         std::vector<uint32_t> entries, size_t limit, OutputFormat format);
+                         std::vector<uint32_t> entries, size_t limit, OutputFormat format,
+                         const std::vector<LimitVerdict>& verdicts = {});
+
+// The indirect call and jump sites left open (not closed by an edges file),
+// as lines to turn into an edges file ("caller -> ?").
+std::string render_unresolved(const StackModel& model, OutputFormat format);
 
 }  // namespace callscope::stack

@@ -24,6 +24,7 @@ enum class FrameSource : uint8_t {
   kCfi,             // largest CFA offset in .eh_frame/.debug_frame
   kCfiAndPrologue,  // CFI, plus the prologue where the CFA moved to rbp
   kPrologue,        // no CFI: read from the prologue alone
+  kPrologueCfiUnreadable,  // the file's CFI is corrupt where this function's would be
 };
 const char* frame_source_name(FrameSource source);
 
@@ -32,6 +33,8 @@ struct FunctionInfo {
   uint64_t size = 0;     // bytes of code
   std::string name;      // demangled; "0x<address>" when the file has no name for it
   std::string symbol;    // symbol as in the file (mangled); empty when unnamed
+  std::string file;      // declared in (debug information); empty when unknown
+  uint32_t line = 0;
   uint32_t frame_bytes = 8;
   bool dynamic = false;         // the frame grows at run time (alloca, VLA)
   FrameSource source = FrameSource::kCfi;
@@ -50,23 +53,42 @@ struct CallEdge {
   uint64_t site = 0;    // address of the call; 0 for user edges
 };
 
+// A call or tail jump whose callee the code does not name (a function
+// pointer, a virtual call): the places an edges file can close.
+struct IndirectSite {
+  uint32_t function = 0;  // index in StackModel::functions
+  uint64_t site = 0;      // address of the instruction
+  bool jump = false;      // a tail jump through a pointer, not a call
+  // With AnalyzeOptions::site_details: the instruction ("call qword ptr
+  // [rax + 0x10]") and its source line when the debug information has it.
+  std::string instruction;
+  std::string file;
+  uint32_t line = 0;
+};
+
 struct StackModel {
   std::string path;
   std::string module;         // base name of the file
   bool shared_object = false; // ET_DYN: PIE executable or shared library
   bool has_symtab = false;    // false: stripped, names come from .dynsym
   bool has_cfi = false;
+  std::string cfi_problem;              // why part of the CFI could not be read, or ""
   std::vector<FunctionInfo> functions;  // sorted by address
   std::vector<CallEdge> edges;
+  std::vector<IndirectSite> indirect_sites;  // in address order
   uint32_t undecodable_bytes = 0;       // code bytes the scanner skipped
 
   // The function whose code holds `address` (ELF virtual address).
   std::optional<uint32_t> function_at(uint64_t address) const;
 };
 
+struct AnalyzeOptions {
+  bool site_details = false;  // disassemble and place every indirect site
+};
+
 // Reads `path` and builds the model. Errors name the file and the problem
 // (not ELF, truncated, unsupported architecture).
-Result<StackModel> analyze_binary(const std::string& path);
+Result<StackModel> analyze_binary(const std::string& path, const AnalyzeOptions& options = {});
 
 // Adds the user's edges; a caller named in them has its indirect calls closed.
 // An edge side that matches no function is an error naming the line.
@@ -81,6 +103,7 @@ std::vector<uint32_t> default_entries(const StackModel& model);
 
 struct WorstCase {
   CallGraph graph;
+  Adjacency adjacency;
   Components components;
   std::vector<Depth> depths;  // per function
 };

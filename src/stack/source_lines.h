@@ -1,0 +1,40 @@
+// Where each function is declared (file and line), and the source line of
+// an instruction, from the DWARF debug information when the file has it:
+// what tells two static functions of the same name apart, what gcc's
+// -fstack-usage (.su) lines are keyed by, and where an indirect call is.
+#pragma once
+
+#include <libelf.h>
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+
+typedef struct Dwarf Dwarf;
+
+namespace callscope::stack {
+
+struct SourceLine {
+  std::string file;  // as the compiler wrote it (often absolute)
+  uint32_t line = 0;
+};
+
+class DebugLines {
+ public:
+  // Without .debug_info every answer is empty.
+  explicit DebugLines(Elf* elf);
+  ~DebugLines();
+  DebugLines(const DebugLines&) = delete;
+  DebugLines& operator=(const DebugLines&) = delete;
+
+  // Entry address (ELF virtual address) -> declaration of the function whose
+  // code starts there.
+  std::unordered_map<uint64_t, SourceLine> function_declarations() const;
+  // The line-table row of an instruction.
+  SourceLine line_at(uint64_t address) const;
+
+ private:
+  Dwarf* dw_ = nullptr;
+};
+
+}  // namespace callscope::stack
