@@ -83,7 +83,7 @@ Result<int> run_stack(const StackOptions& o) {
     std::vector<uint32_t> shown = selected;
     size_t top = o.top;
     if (!limits.empty()) top = 0;  // a gate shows every entry it checked
-    text = render_worst(model, worst, shown, top, format, verdicts);
+    text = render_worst(model, worst, shown, top, format, verdicts, stdout);
     size_t over = 0;
     std::string names;
     for (const LimitVerdict& v : verdicts) {

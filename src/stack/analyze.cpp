@@ -164,11 +164,18 @@ Result<StackModel> analyze_binary(const std::string& path, const AnalyzeOptions&
     }
     scan_body(code, c.size, c.address, bodies[i]);
     f.dynamic = bodies[i].dynamic_sp || prologue_dynamic;
+    f.red_zone_bytes = bodies[i].red_zone;
+    if (f.source != FrameSource::kCfi && bodies[i].below_rbp + 16 > f.frame_bytes) {
+      // With rbp = the CFA - 16, locals below what the prologue allocated
+      // (a -O0 leaf function that never moves rsp) are in the red zone.
+      f.red_zone_bytes = std::max(f.red_zone_bytes,
+                                  std::min<uint32_t>(bodies[i].below_rbp + 16 - f.frame_bytes, 128));
+    }
     model.undecodable_bytes += bodies[i].undecodable;
     model.functions.push_back(std::move(f));
   }
 
-  const DebugLines debug(image.elf());
+  DebugLines debug(image.elf());
   const auto lines = debug.function_declarations();
   for (FunctionInfo& f : model.functions) {
     auto it = lines.find(f.address);
@@ -292,18 +299,31 @@ Status apply_user_edges(StackModel& model, const std::vector<UserEdge>& edges) {
 
 std::vector<uint32_t> select_functions(const StackModel& model,
                                        const std::vector<FunctionPattern>& patterns) {
-  std::vector<uint32_t> out;
-  for (uint32_t i = 0; i < model.functions.size(); ++i) {
-    const FunctionInfo& f = model.functions[i];
-    bool keep = patterns.empty();
-    for (const FunctionPattern& p : patterns) {
-      if (p.matches(model.module, f.name) || (!f.symbol.empty() && f.symbol != f.name &&
-                                              p.matches(model.module, f.symbol))) {
-        keep = true;
+  std::vector<bool> keep(model.functions.size(), patterns.empty());
+  auto named = [&model](const FunctionInfo& f, const FunctionPattern& p, bool exact) {
+    auto one = [&](const std::string& name) {
+      if (exact) return p.function == name && p.matches(model.module, name);
+      return p.matches(model.module, name);
+    };
+    return one(f.name) || (!f.symbol.empty() && f.symbol != f.name && one(f.symbol));
+  };
+  for (const FunctionPattern& p : patterns) {
+    // A pattern that is some function's exact name selects by name only:
+    // C++ names hold glob characters ("[abi:cxx11]") not meant as globs.
+    bool exact = false;
+    for (const FunctionInfo& f : model.functions) {
+      if (named(f, p, true)) {
+        exact = true;
         break;
       }
     }
-    if (keep) out.push_back(i);
+    for (size_t i = 0; i < model.functions.size(); ++i) {
+      if (!keep[i] && named(model.functions[i], p, exact)) keep[i] = true;
+    }
+  }
+  std::vector<uint32_t> out;
+  for (uint32_t i = 0; i < keep.size(); ++i) {
+    if (keep[i]) out.push_back(i);
   }
   return out;
 }
@@ -330,6 +350,7 @@ WorstCase compute_worst_case(const StackModel& model) {
   for (const FunctionInfo& f : model.functions) {
     GraphNode n;
     n.frame_bytes = f.frame_bytes;
+    n.red_zone_bytes = f.red_zone_bytes;
     n.dynamic = f.dynamic;
     n.unknown_calls = f.indirect_calls && !f.indirect_closed;
     n.external_calls = f.external_calls;

@@ -48,6 +48,12 @@ struct BodyFacts {
   bool dynamic_sp = false;
   // Bytes the decoder could not decode (it resynchronizes one byte later).
   uint32_t undecodable = 0;
+  // Most bytes below rsp the code touches ([rsp - N], at most the ABI's 128):
+  // the red zone a leaf function uses without moving rsp.
+  uint32_t red_zone = 0;
+  // Most bytes below rbp the code touches ([rbp - N]): with a frame pointer,
+  // what lies below the frame the prologue allocated is red zone too.
+  uint32_t below_rbp = 0;
 };
 
 // Scans the code of one function, [address, address + size), appending to

@@ -17,6 +17,7 @@ constexpr unsigned kMaxInsn = 15;
 constexpr unsigned kRegRdx = 2;
 constexpr unsigned kRegRsp = 4;
 constexpr unsigned kRegRbp = 5;
+constexpr uint32_t kRedZone = 128;
 
 // One-byte opcode map. Bits: M = has ModRM, B = imm8, Z = imm16/32 (operand
 // size), W = imm16, X = invalid in 64-bit mode, S = special-cased in code.
@@ -260,6 +261,23 @@ bool moves_sp_dynamically(const Insn& in) {
   }
 }
 
+// Memory operands [rsp - N] and [rbp - N] (with or without an index): a
+// leaf function using the 128 bytes below rsp that the x86-64 ABI leaves to
+// it (the red zone), outside its frame; with a frame pointer, how far below
+// rbp the locals go.
+void note_below_sp(const Insn& in, BodyFacts& out) {
+  const unsigned mod = in.modrm[0] >> 6;
+  if (mod == 0 || mod == 3) return;  // no displacement (or a register)
+  const bool sib = (in.modrm[0] & 7) == 4;
+  const unsigned base = (sib ? (in.modrm[1] & 7) : (in.modrm[0] & 7)) | ((in.rex & 1) ? 8 : 0);
+  const uint8_t* disp_at = in.modrm + (sib ? 2 : 1);
+  const int64_t disp = mod == 1 ? static_cast<int8_t>(disp_at[0]) : read_i32(disp_at);
+  if (disp >= 0) return;
+  const uint32_t below = static_cast<uint32_t>(std::min<int64_t>(-disp, 1 << 30));
+  if (base == kRegRsp) out.red_zone = std::max(out.red_zone, std::min(below, kRedZone));
+  if (base == kRegRbp) out.below_rbp = std::max(out.below_rbp, below);
+}
+
 }  // namespace
 
 unsigned instruction_length(const uint8_t* code, uint64_t avail) {
@@ -284,6 +302,7 @@ void scan_body(const uint8_t* code, uint64_t size, uint64_t address, BodyFacts& 
     const uint64_t next = site + in.length;
     off += in.length;
     ++count;
+    if (!in.vex && in.modrm != nullptr) note_below_sp(in, out);
     if (in.vex) continue;
     if (in.two_byte) {
       if (in.opcode >= 0x80 && in.opcode <= 0x8f) {

@@ -117,6 +117,12 @@ std::vector<Depth> worst_depths(const CallGraph& graph, const Adjacency& adj,
       d.external |= node.external_calls;
     }
     const uint64_t frames = d.bytes;
+    // Code that calls nothing may use the red zone below its frame: the path
+    // can end there with it.
+    for (const uint32_t* m = first; m != last; ++m) {
+      d.red_zone_bytes = std::max(d.red_zone_bytes, graph.nodes[*m].red_zone_bytes);
+    }
+    d.bytes += d.red_zone_bytes;
     if (recursive) d.unbounded = true;
     for (const uint32_t* m = first; m != last; ++m) {
       const uint32_t u = *m;
@@ -138,6 +144,7 @@ std::vector<Depth> worst_depths(const CallGraph& graph, const Adjacency& adj,
           d.next = edge.to;
           d.exit_from = u;
           d.next_is_tail = edge.tail;
+          d.red_zone_bytes = c.red_zone_bytes;
         }
       }
     }

@@ -19,6 +19,7 @@ constexpr uint32_t kNoNode = UINT32_MAX;
 
 struct GraphNode {
   uint32_t frame_bytes = 8;     // includes the return address
+  uint32_t red_zone_bytes = 0;  // used below rsp without a call (leaf code): adds to this node only
   bool dynamic = false;         // frame grows at run time (alloca, VLA)
   bool unknown_calls = false;   // calls the graph cannot follow (function pointers)
   bool external_calls = false;  // calls into other modules (not counted)
@@ -65,7 +66,9 @@ Components strongly_connected_components(const CallGraph& graph);
 // figure: the frames of all members, each once, plus the deepest exit from
 // any member; `exit_from` is the member whose call leaves the cycle for `next`.
 struct Depth {
-  uint64_t bytes = 0;       // sum along the path given by worst_path()
+  uint64_t bytes = 0;       // sum along the path given by worst_path(), plus the last
+                            // function's red zone (red_zone_bytes)
+  uint32_t red_zone_bytes = 0;  // red zone counted at the end of the path
   uint32_t next = kNoNode;  // next function on that path outside this node's component
   uint32_t exit_from = kNoNode;  // in a recursion: the member calling `next`
   bool next_is_tail = false;

@@ -17,10 +17,10 @@ constexpr const char* kFrameNote =
     "only the static part is counted\n";
 constexpr const char* kWorstNote =
     "# worst case: the sum of the frames along the deepest static call path (each frame includes\n"
-    "# its return address; a tail call replaces its caller's frame). Flags: unbounded = recursion\n"
-    "# reachable (each cycle member counted once), dynamic = alloca/VLA frame on the way (static\n"
-    "# part only), unknown = unresolved indirect call reachable, external = calls into other\n"
-    "# modules (not counted)\n";
+    "# its return address; a tail call replaces its caller's frame), plus the red zone the last\n"
+    "# one uses below rsp. Flags: unbounded = recursion reachable (each function of a recursion\n"
+    "# counted once), dynamic = alloca/VLA frame on the way (static part only), unknown =\n"
+    "# unresolved indirect call or jump reachable, external = calls into other modules (not counted)\n";
 
 std::string hex(uint64_t v) {
   char buf[32];
@@ -59,6 +59,7 @@ std::string frame_note(const FunctionInfo& f) {
 }
 
 const Cycle kNoCycle;
+constexpr size_t kFlushBytes = size_t{1} << 20;
 constexpr size_t kCycleMembersShown = 6;
 
 // "main -> [a, b] -> big": a recursion's members in brackets (each counted
@@ -110,7 +111,8 @@ std::string render_frames(const StackModel& m, std::vector<uint32_t> selected, s
       const FunctionInfo& f = m.functions[i];
       fns.push_back({{"function", f.name}, {"symbol", f.symbol}, {"address", hex(f.address)},
                      {"size", f.size}, {"frame_bytes", f.frame_bytes}, {"dynamic", f.dynamic},
-                     {"source", frame_source_name(f.source)}, {"file", f.file}, {"line", f.line}});
+                     {"source", frame_source_name(f.source)}, {"red_zone_bytes", f.red_zone_bytes},
+                     {"file", f.file}, {"line", f.line}});
     }
     nlohmann::json j = {{"module", m.module}, {"path", m.path},
                         {"frame_bytes_include", "return address and prologue pushes"},
@@ -118,13 +120,13 @@ std::string render_frames(const StackModel& m, std::vector<uint32_t> selected, s
     return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   }
   if (format == OutputFormat::kCsv) {
-    out = "module,function,address,frame_bytes,dynamic,source,file,line\n";
+    out = "module,function,address,frame_bytes,dynamic,source,file,line,red_zone_bytes\n";
     for (uint32_t i : selected) {
       const FunctionInfo& f = m.functions[i];
       out += csv_field(m.module) + "," + csv_field(f.name) + "," + hex(f.address) + "," +
              std::to_string(f.frame_bytes) + "," + (f.dynamic ? "true" : "false") + "," +
              frame_source_name(f.source) + "," + csv_field(f.file) + "," +
-             (f.line ? std::to_string(f.line) : "") + "\n";
+             (f.line ? std::to_string(f.line) : "") + "," + std::to_string(f.red_zone_bytes) + "\n";
     }
     return out;
   }
@@ -145,7 +147,8 @@ std::string render_frames(const StackModel& m, std::vector<uint32_t> selected, s
 }
 
 std::string render_worst(const StackModel& m, const WorstCase& w, std::vector<uint32_t> entries,
-                         size_t limit, OutputFormat format, const std::vector<LimitVerdict>& verdicts) {
+                         size_t limit, OutputFormat format, const std::vector<LimitVerdict>& verdicts,
+                         std::FILE* sink) {
   auto verdict_of = [&verdicts](uint32_t e) -> const LimitVerdict* {
     for (const LimitVerdict& v : verdicts) {
       if (v.entry == e) return &v;
@@ -167,6 +170,12 @@ std::string render_worst(const StackModel& m, const WorstCase& w, std::vector<ui
   char line[96];
   CycleFinder cycles(w.graph, w.adjacency, w.components);
   for (uint32_t e : entries) {
+    // The full listing of a large library is ~100 MB of text: written as it
+    // goes rather than held (and copied as it grows).
+    if (sink != nullptr && out.size() >= kFlushBytes) {
+      std::fwrite(out.data(), 1, out.size(), sink);
+      out.clear();
+    }
     const Depth& d = w.depths[e];
     const std::vector<PathStep> path = worst_path(w.components, w.depths, e);
     const Cycle& cycle = d.recursion != kNoNode ? cycles.find(d.recursion) : kNoCycle;
@@ -184,7 +193,8 @@ std::string render_worst(const StackModel& m, const WorstCase& w, std::vector<ui
       for (uint32_t v : cycle.nodes) jc.push_back(m.functions[v].name);
       nlohmann::json je = {{"function", f.name}, {"address", hex(f.address)},
                            {"file", f.file}, {"line", f.line},
-                           {"worst_bytes", d.bytes}, {"unbounded", d.unbounded},
+                           {"worst_bytes", d.bytes}, {"red_zone_bytes", d.red_zone_bytes},
+                           {"unbounded", d.unbounded},
                            {"dynamic", d.dynamic}, {"unknown", d.unknown},
                            {"external", d.external}, {"path", jp}, {"recursion", jc},
                            {"recursion_bytes_per_trip", cycle.bytes_per_trip}};
@@ -232,6 +242,10 @@ std::string render_worst(const StackModel& m, const WorstCase& w, std::vector<ui
       out += line + terminal_safe(p.name) + (p.dynamic ? "  dynamic" : "") +
              (step.in_cycle ? "  (recursion, counted once)" : "") +
              (step.tail_to_next ? "  (tail call to next)" : "") + "\n";
+    }
+    if (d.red_zone_bytes > 0) {
+      std::snprintf(line, sizeof line, "      %8u  ", d.red_zone_bytes);
+      out += line + std::string("(red zone: used below rsp by the last function)\n");
     }
     if (!cycle.nodes.empty()) {
       out += "      recursion: " + terminal_safe(cycle_text(m, cycle)) + "  (" + std::to_string(cycle.bytes_per_trip) +

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,10 +21,12 @@ std::string render_frames(const StackModel& model, std::vector<uint32_t> selecte
                           OutputFormat format);
 
 // Worst-case depth from each of `entries`, deepest first, at most `limit`,
-// with the verdict of --limit for the entries that have one.
+// with the verdict of --limit for the entries that have one. Text and CSV
+// are written to `sink` as they are made when one is given (what is
+// returned is the rest); JSON is returned whole.
 std::string render_worst(const StackModel& model, const WorstCase& worst,
                          std::vector<uint32_t> entries, size_t limit, OutputFormat format,
-                         const std::vector<LimitVerdict>& verdicts = {});
+                         const std::vector<LimitVerdict>& verdicts = {}, std::FILE* sink = nullptr);
 
 // The indirect call and jump sites left open (not closed by an edges file),
 // as lines to turn into an edges file ("caller -> ?").

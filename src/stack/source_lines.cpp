@@ -65,16 +65,35 @@ std::unordered_map<uint64_t, SourceLine> DebugLines::function_declarations() con
   return out;
 }
 
-SourceLine DebugLines::line_at(uint64_t address) const {
+SourceLine DebugLines::line_at(uint64_t address) {
   SourceLine out;
-  Dwarf_Die cudie;
-  if (dw_ == nullptr || dwarf_addrdie(dw_, address, &cudie) == nullptr) return out;
-  Dwarf_Line* row = dwarf_getsrc_die(&cudie, address);
-  int line = 0;
-  const char* file = row != nullptr ? dwarf_linesrc(row, nullptr, nullptr) : nullptr;
-  if (file == nullptr || dwarf_lineno(row, &line) != 0 || line <= 0) return out;
-  out.file = file;
-  out.line = static_cast<uint32_t>(line);
+  if (dw_ == nullptr) return out;
+  if (!cu_ranges_read_) {
+    cu_ranges_read_ = true;
+    Dwarf_CU* cu = nullptr;
+    Dwarf_Die cudie;
+    Dwarf_Half version = 0;
+    uint8_t unit_type = 0;
+    while (dwarf_get_units(dw_, cu, &cu, &version, &unit_type, &cudie, nullptr) == 0) {
+      Dwarf_Addr base = 0, start = 0, end = 0;
+      ptrdiff_t offset = 0;
+      while ((offset = dwarf_ranges(&cudie, offset, &base, &start, &end)) > 0) {
+        if (end > start) cu_ranges_.push_back({start, end, dwarf_dieoffset(&cudie)});
+      }
+    }
+  }
+  for (const CuRange& r : cu_ranges_) {
+    if (address < r.start || address >= r.end) continue;
+    Dwarf_Die cudie;
+    if (dwarf_offdie(dw_, r.cu_offset, &cudie) == nullptr) break;
+    Dwarf_Line* row = dwarf_getsrc_die(&cudie, address);
+    int line = 0;
+    const char* file = row != nullptr ? dwarf_linesrc(row, nullptr, nullptr) : nullptr;
+    if (file == nullptr || dwarf_lineno(row, &line) != 0 || line <= 0) break;
+    out.file = file;
+    out.line = static_cast<uint32_t>(line);
+    break;
+  }
   return out;
 }
 

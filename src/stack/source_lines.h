@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 typedef struct Dwarf Dwarf;
 
@@ -31,10 +32,17 @@ class DebugLines {
   // code starts there.
   std::unordered_map<uint64_t, SourceLine> function_declarations() const;
   // The line-table row of an instruction.
-  SourceLine line_at(uint64_t address) const;
+  SourceLine line_at(uint64_t address);
 
  private:
   Dwarf* dw_ = nullptr;
+  // Address ranges of the compilation units, read on the first line_at:
+  // clang writes no .debug_aranges, which libdw's dwarf_addrdie needs.
+  struct CuRange {
+    uint64_t start, end, cu_offset;
+  };
+  std::vector<CuRange> cu_ranges_;
+  bool cu_ranges_read_ = false;
 };
 
 }  // namespace callscope::stack

@@ -37,6 +37,10 @@ struct FunctionInfo {
   uint32_t line = 0;
   uint32_t frame_bytes = 8;
   bool dynamic = false;         // the frame grows at run time (alloca, VLA)
+  // Bytes used below rsp without moving it (the ABI's 128-byte red zone, in
+  // leaf functions): not part of the frame (as in gcc's .su) but of the
+  // worst case below it.
+  uint32_t red_zone_bytes = 0;
   FrameSource source = FrameSource::kCfi;
   bool indirect_calls = false;  // calls through a pointer (unknown callee)
   bool indirect_closed = false; // ... but the user's edges file lists its callees

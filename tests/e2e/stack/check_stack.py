@@ -5,8 +5,16 @@ Modes:
   fixture  -- frames against gcc's .su file (every static function must agree,
               every dynamic one must be flagged), hand-checked worst-case
               paths and recursion cycles, user edges, a stripped copy.
+  cases    -- tests/fixtures/stack/stack_cases.c: the .su agreement, the bound
+              of a mutual recursion, indirect tail jumps against switch
+              tables, --unresolved, exact names in edges files, --limit.
+  measured -- an -finstrument-functions build of stack_cases.c run under
+              `callscope record`: no measured depth above a complete bound.
+  threads  -- stack_threads.cpp: std::thread's _M_run is an entry point, a
+              virtual tail call is an unknown edge.
   badinput -- a non-ELF file, a truncated ELF, a missing file, an unknown
-              format: each must fail with a clear message and a non-zero exit.
+              format, an ar archive, a corrupt .eh_frame, bad --limit and
+              edges files: each must fail (or warn) with a clear message.
 """
 import argparse
 import csv
@@ -14,6 +22,7 @@ import io
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -61,6 +70,25 @@ def read_su(path):
     return result
 
 
+def check_su(fr, su_path):
+    """Every function of the .su file: the same bytes; flagged dynamic exactly
+    when gcc says 'dynamic' ('dynamic,bounded' is counted in full). The static
+    part of a 'dynamic' frame is only a part, and for alloca at -O0 gcc's figure
+    is 16 bytes more than the frame the prologue builds: only the flag counts."""
+    su = read_su(su_path)
+    check(len(su) > 0, ".su file lists functions")
+    for name, (size, kind) in su.items():
+        got = fr.get(name)
+        if got is None:
+            check(False, "%s from .su is listed" % name)
+            continue
+        if kind != "dynamic":
+            check(int(got["frame_bytes"]) == size,
+                  "%s: frame %s bytes, gcc .su says %d (%s)" % (name, got["frame_bytes"], size, kind))
+        check((got["dynamic"] == "true") == (kind == "dynamic"),
+              "%s: dynamic=%s, gcc .su says %s" % (name, got["dynamic"], kind))
+
+
 # Hand-checked figures (gcc 12, Debian 12): worst-case bytes from `worker`,
 # the sum of worker + big_local + leaf_add frames as the .su file gives them.
 HAND_CHECKED = {
@@ -78,21 +106,9 @@ def fixture_mode(args):
     if any(n not in fr for n in names):
         return
 
-    # 1. Frames agree with gcc -fstack-usage for every static function.
+    # 1. Frames agree with gcc -fstack-usage for every function.
     if args.su:
-        su = read_su(args.su)
-        check(len(su) >= len(names), ".su lists the fixture's functions")
-        for name, (size, kind) in su.items():
-            got = fr.get(name)
-            if got is None:
-                check(False, "%s from .su is listed" % name)
-                continue
-            if kind == "static":
-                check(int(got["frame_bytes"]) == size,
-                      "%s: frame %s bytes, gcc .su says %d" % (name, got["frame_bytes"], size))
-                check(got["dynamic"] == "false", "%s: not dynamic" % name)
-            else:
-                check(got["dynamic"] == "true", "%s: dynamic as .su says (%s)" % (name, kind))
+        check_su(fr, args.su)
     for n in ("vla_user", "alloca_user"):
         check(fr[n]["dynamic"] == "true", "%s flagged dynamic" % n)
     for n in ("big_local", "leaf_add", "fact", "main"):
@@ -109,13 +125,14 @@ def fixture_mode(args):
         e = w["worker"]
         path = [p["function"] for p in e["path"]]
         check(path[:2] == ["worker", "big_local"], "worker's deepest path starts worker -> big_local: %s" % path)
-        check(e["worst_bytes"] == sum(p["frame_bytes"] for p in e["path"]),
-              "worker worst bytes are the sum of its path's frames")
+        check(e["worst_bytes"] == sum(p["frame_bytes"] for p in e["path"]) + e["red_zone_bytes"],
+              "worker worst bytes are the sum of its path's frames and the last one's red zone")
         check(not e["unbounded"] and not e["unknown"], "worker's worst case is bounded and known")
         hand = HAND_CHECKED.get((args.compiler, args.opt))
         if hand:
-            check(e["worst_bytes"] == hand["worker"],
-                  "worker worst %d bytes, hand-checked %d" % (e["worst_bytes"], hand["worker"]))
+            check(e["worst_bytes"] - e["red_zone_bytes"] == hand["worker"],
+                  "worker worst %d bytes (less %d of red zone), hand-checked %d" %
+                  (e["worst_bytes"], e["red_zone_bytes"], hand["worker"]))
             check(int(fr["big_local"]["frame_bytes"]) == hand["big_local"], "big_local hand-checked frame")
     if "main" in w:
         e = w["main"]
@@ -165,6 +182,158 @@ def fixture_mode(args):
                   "stripped: big_local's frame is shown at %s" % addr)
 
 
+def cases_mode(args):
+    fr = frames(args, args.binary)
+    names = ["big", "rec_a", "rec_b", "many", "many_caller", "huge", "tail_via_pointer",
+             "switcher", "main"]
+    for n in names:
+        check(n in fr, "function %s listed" % n)
+    if any(n not in fr for n in names):
+        return
+    frame = {n: int(fr[n]["frame_bytes"]) for n in names}
+    if args.su:
+        check_su(fr, args.su)
+    # The frame (as gcc counts it) leaves out the red zone a leaf uses below
+    # rsp; the worst case counts it.
+    wh = worst(args, args.binary, ["huge"])["huge"]
+    check(wh["worst_bytes"] >= 65536 + 8, "huge's worst case holds its 64 KiB array: %d" % wh["worst_bytes"])
+    check(wh["worst_bytes"] == frame["huge"] + wh["red_zone_bytes"], "huge: frame + red zone")
+    check(fr["rec_a"]["file"].endswith("stack_cases.c") and int(fr["rec_a"]["line"]) > 0,
+          "rec_a's declaration is placed: %s:%s" % (fr["rec_a"]["file"], fr["rec_a"]["line"]))
+
+    # The recursion: rec_a's bound counts rec_b and what rec_b calls.
+    w = worst(args, args.binary, ["rec_a", "rec_b", "main", "tail_via_pointer", "switcher"])
+    one_trip = frame["rec_a"] + frame["rec_b"] + frame["big"] + w["rec_a"]["red_zone_bytes"]
+    for n in ("rec_a", "rec_b"):
+        check(w[n]["worst_bytes"] == one_trip,
+              "%s: worst %d bytes = rec_a + rec_b + big (+ big's red zone) = %d" % (n, w[n]["worst_bytes"], one_trip))
+        check(w[n]["unbounded"], "%s is unbounded" % n)
+    path = [p["function"] for p in w["rec_a"]["path"]]
+    check(sorted(path) == ["big", "rec_a", "rec_b"] and path[-1] == "big",
+          "rec_a's path is the cycle then big: %s" % path)
+    check(w["main"]["worst_bytes"] >= frame["main"] + one_trip, "main's worst covers one trip and big")
+    check(sorted(w["rec_a"]["recursion"]) == ["rec_a", "rec_b"], "the cycle is named: %s" % w["rec_a"]["recursion"])
+
+    # A call or tail jump through a pointer is unknown; a jump table is not.
+    check(w["tail_via_pointer"]["unknown"], "tail_via_pointer reaches an unknown callee")
+    check(not w["switcher"]["unknown"], "switcher's jump table is not an unknown edge")
+
+    # --unresolved names the site, its instruction and its line.
+    out = callscope_ok(args, [args.binary, "--unresolved", "--format", "csv"])
+    rows = [r for r in csv.DictReader(io.StringIO(out)) if r["function"] == "tail_via_pointer"]
+    check(len(rows) == 1, "--unresolved lists tail_via_pointer once: %s" % rows)
+    if rows:
+        r = rows[0]
+        check(r["file"].endswith("stack_cases.c") and int(r["line"] or 0) > 0, "site has file:line: %s" % r)
+        check(r["instruction"].startswith("jmp" if args.opt == "O2" else "call"),
+              "site instruction: %s" % r["instruction"])
+    check(not any(r["function"] == "switcher" for r in csv.DictReader(io.StringIO(out))),
+          "--unresolved does not list the switch")
+    text = callscope_ok(args, [args.binary, "--unresolved"])
+    check("tail_via_pointer -> ?" in text, "--unresolved text is an edges template")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        edges = os.path.join(tmp, "edges.txt")
+        with open(edges, "w") as f:
+            f.write("tail_via_pointer -> big\n")
+        w = worst(args, args.binary, ["tail_via_pointer"], ["--edges", edges])
+        e = w["tail_via_pointer"]
+        check(not e["unknown"], "the edges file closes tail_via_pointer")
+        check([p["function"] for p in e["path"]][-1] == "big", "tail_via_pointer -> big: %s" % e["path"])
+        out = callscope_ok(args, [args.binary, "--unresolved", "--edges", edges, "tail_*", "--format", "csv"])
+        check(len(list(csv.DictReader(io.StringIO(out)))) == 0, "closed sites are no longer listed")
+
+    # --limit: the gate's exit status and its reasons.
+    rc, out, err = run([args.callscope, "stack", args.binary, "--limit", "many_caller=1M"])
+    check(rc == 0, "--limit many_caller=1M passes (rc %d, %s)" % (rc, err.strip()))
+    check("limit ok" in out, "the verdict is shown: %s" % out[-300:])
+    rc, out, err = run([args.callscope, "stack", args.binary, "--limit", "huge=1K"])
+    check(rc == 3 and "over the limit" in out and "huge" in err,
+          "--limit huge=1K fails with exit 3 (rc %d): %s %s" % (rc, out[-200:], err.strip()))
+    rc, out, err = run([args.callscope, "stack", args.binary, "--limit", "rec_a=1M"])
+    check(rc == 3 and "not a bound" in out and "recursion" in out,
+          "--limit on a recursion fails: not a bound (rc %d)" % rc)
+    rc, out, err = run([args.callscope, "stack", args.binary, "--limit", "rec_a=1M,many_caller=1M",
+                        "--format", "json"])
+    limits = {e["function"]: e["limit"] for e in json.loads(out)["entries"]}
+    check(limits.get("many_caller", {}).get("ok") is True and limits.get("rec_a", {}).get("ok") is False,
+          "json carries each verdict: %s" % limits)
+
+
+def measured_mode(args):
+    """Records the instrumented build and sets every measured depth beside
+    the static bound of the same function (same binary)."""
+    module = os.path.basename(args.binary)
+    with tempfile.TemporaryDirectory() as tmp:
+        trace = os.path.join(tmp, "cases.trace")
+        rc, out, err = run([args.callscope, "record", "-o", trace, "--", args.binary, "1"])
+        check(rc == 0, "record runs the fixture (rc %d): %s" % (rc, err.strip()))
+        if rc != 0:
+            return
+        rc, out, err = run([args.callscope, "report", "--stack", trace, "--format", "csv"])
+        check(rc == 0, "report --stack (rc %d): %s" % (rc, err.strip()))
+        measured = {r["function"]: int(r["bytes"]) for r in csv.DictReader(io.StringIO(out))
+                    if r["kind"] == "function" and r["module"] == module}
+    check("main" in measured and "rec_b" in measured, "the run measured main and rec_b: %s" % measured)
+    w = worst(args, args.binary, sorted(measured))
+    compared = 0
+    for name, below in measured.items():
+        e = w.get(name)
+        if e is None:
+            continue
+        complete = not (e["unbounded"] or e["dynamic"] or e["unknown"])
+        if complete:
+            compared += 1
+            check(below <= e["worst_bytes"],
+                  "%s: measured %d bytes below it, above its complete static bound %d" %
+                  (name, below, e["worst_bytes"]))
+    check(compared >= 3, "at least three complete bounds compared (got %d)" % compared)
+    # One trip through the recursion: even the unbounded figure holds it.
+    for name in ("main", "rec_a"):
+        if name in measured and name in w:
+            check(measured[name] <= w[name]["worst_bytes"],
+                  "%s: one trip measured %d bytes, static %d" % (name, measured[name], w[name]["worst_bytes"]))
+    check(measured.get("main", 0) >= 4096, "the run went through big's 4 KiB below main")
+
+
+def threads_mode(args):
+    out = callscope_ok(args, [args.binary, "--worst", "--format", "json"])
+    entries = {e["function"]: e for e in json.loads(out)["entries"]}
+    runs = [n for n in entries if n.startswith("std::thread::_State_impl<") and n.endswith("_M_run()")]
+    check("main" in entries, "main is an entry point")
+    check(len(runs) == 1, "std::thread's _M_run is an entry point: %s" % sorted(entries))
+    if runs:
+        path = [p["function"] for p in entries[runs[0]]["path"]]
+        check("thread_body(int)" in path, "the thread's path reaches thread_body: %s" % path)
+    w = worst(args, args.binary, ["measure(Shape*, int)"])
+    check(w.get("measure(Shape*, int)", {}).get("unknown") is True,
+          "the virtual call in measure is an unknown edge: %s" % w)
+
+
+def corrupt_eh_frame(src, dst):
+    """Copies an ELF file and breaks the length of its .eh_frame's third entry
+    so that nothing after it can be found."""
+    data = bytearray(open(src, "rb").read())
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3a)
+    def section(i):
+        name, _, _, _, off, size = struct.unpack_from("<IIQQQQ", data, shoff + i * shentsize)
+        return name, off, size
+    _, stroff, _ = section(shstrndx)
+    for i in range(shnum):
+        name, off, size = section(i)
+        end = data.index(b"\0", stroff + name)
+        if data[stroff + name:end] == b".eh_frame":
+            pos = off
+            for _ in range(2):
+                length, = struct.unpack_from("<I", data, pos)
+                pos += 4 + length
+            struct.pack_into("<I", data, pos, 0xfffffff0)
+            open(dst, "wb").write(data)
+            return True
+    return False
+
+
 def badinput_mode(args):
     with tempfile.TemporaryDirectory() as tmp:
         text = os.path.join(tmp, "notes.txt")
@@ -184,27 +353,52 @@ def badinput_mode(args):
             ([os.path.join(tmp, "missing")], "No such file or directory"),
             ([args.binary, "--format", "xml"], "valid formats: text, csv, json"),
         ]
+        archive = os.path.join(tmp, "libthing.a")
+        with open(archive, "wb") as f:
+            f.write(b"!<arch>\n")
+        template = os.path.join(tmp, "template.edges")
+        with open(template, "w") as f:
+            f.write("main -> ?\n")
+        cases += [
+            ([archive], "a static library (ar archive)"),
+            ([args.binary, "--edges", template], "replace '?' by the function called from 'main'"),
+            ([args.binary, "--limit", "8Q"], "invalid size '8Q'"),
+            ([args.binary, "--limit", "no_such_function=8K"], "no function of"),
+            ([args.binary, "--limit", "8K,"], "empty item in --limit"),
+            ([args.binary, "--unresolved", "--worst"], "does not combine"),
+        ]
         for cmd, message in cases:
             rc, out, err = run([args.callscope, "stack"] + cmd)
             check(rc != 0, "%s: non-zero exit (got %d)" % (cmd, rc))
             check(message in err, "%s: message contains '%s', got: %s" % (cmd, message, err.strip()))
             check(err.count("\n") <= 2, "%s: one clear message" % cmd)
 
+        # A corrupt .eh_frame: a warning, and the functions it hides are said
+        # to come from their prologue, each in the output.
+        corrupt = os.path.join(tmp, "corrupt")
+        if corrupt_eh_frame(args.binary, corrupt):
+            rc, out, err = run([args.callscope, "stack", corrupt, "--format", "csv"])
+            check(rc == 0, "a corrupt .eh_frame is not fatal (rc %d): %s" % (rc, err.strip()))
+            check("corrupt .eh_frame" in err, "the corruption is warned about: %s" % err.strip())
+            sources = [r["source"] for r in csv.DictReader(io.StringIO(out))]
+            check("prologue:cfi-unreadable" in sources, "functions say their CFI was unreadable: %s" % set(sources))
+            rc, out, err = run([args.callscope, "stack", corrupt])
+            check("[CFI unreadable: prologue]" in out, "the text output marks them too")
+
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--callscope", required=True)
     ap.add_argument("--binary", required=True)
-    ap.add_argument("--mode", choices=["fixture", "badinput"], default="fixture")
+    ap.add_argument("--mode", choices=["fixture", "cases", "measured", "threads", "badinput"],
+                    default="fixture")
     ap.add_argument("--compiler", default="gcc")
     ap.add_argument("--opt", default="O0")
     ap.add_argument("--su")
     ap.add_argument("--edges")
     args = ap.parse_args()
-    if args.mode == "fixture":
-        fixture_mode(args)
-    else:
-        badinput_mode(args)
+    {"fixture": fixture_mode, "cases": cases_mode, "measured": measured_mode,
+     "threads": threads_mode, "badinput": badinput_mode}[args.mode](args)
     if failures:
         print("%d check(s) failed" % len(failures))
         return 1

@@ -68,5 +68,19 @@ TEST(stack_user_edges, BadLineNamesFileAndLine) {
   EXPECT_FALSE(parse_user_edges("a -> \n", "e"));
 }
 
+TEST(stack_pattern, ExactNamesWithGlobCharacters) {
+  // "[abi:cxx11]" would be a character class as a glob; given exactly, the
+  // name matches itself.
+  const std::string name = "Foo::name[abi:cxx11]() const";
+  EXPECT_TRUE(parse_pattern(name).matches("app", name));
+}
+
+TEST(stack_user_edges, TemplateQuestionMarkIsExplained) {
+  auto r = parse_user_edges("dispatch -> ?\n", "e.txt");
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message().find("replace '?'"), std::string::npos) << r.error().message();
+  EXPECT_NE(r.error().message().find("e.txt:1"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace callscope::stack
