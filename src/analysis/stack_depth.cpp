@@ -28,7 +28,11 @@ Result<StackDepths> measure_stack(format::TraceReader& trace, const std::vector<
           if (sp < lowest) {  // a new deepest point: remember how we got there
             lowest = sp;
             peak.path.clear();
-            for (const Open& o : stack) peak.path.push_back(o.addr);
+            peak.path_sp.clear();
+            for (const Open& o : stack) {
+              peak.path.push_back(o.addr);
+              peak.path_sp.push_back(o.sp);
+            }
           }
         }
       } else if (format::is_exit(e.kind) && !stack.empty()) {

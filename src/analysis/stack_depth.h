@@ -18,6 +18,10 @@ struct ThreadStackPeak {
   uint64_t top_sp = 0;      // highest sp of the thread's entries: its outermost frame
   uint64_t peak_bytes = 0;  // top_sp - the lowest sp seen
   std::vector<uint64_t> path;  // function addresses at the peak, outermost first
+  // The sp of each frame of `path` (0: not recorded). The bytes between two
+  // neighbours are the inner one's frame as the run used it: its return
+  // address, saved registers and locals (and arguments the outer one pushed).
+  std::vector<uint64_t> path_sp;
 };
 
 struct FunctionStackDepth {

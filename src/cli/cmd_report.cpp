@@ -20,6 +20,7 @@
 #include "format/trace_reader.h"
 #include "symbolize/symbolizer.h"
 #include "analysis/stack_depth.h"
+#include "stack/stack.h"
 #include "views/diff_view.h"
 #include "views/format_util.h"
 #include "views/memory_view.h"
@@ -45,6 +46,7 @@ struct Opts {
   double threshold = 0;
   std::string callers, callees;
   bool stack = false;
+  std::vector<std::string> static_binaries;  // --static: set stack bounds beside --stack
   std::string format = "text";
   bool no_demangle = false;
   size_t name_width = 0;  // from the settings (--name-width, CALLSCOPE_NAME_WIDTH, name_width)
@@ -231,7 +233,36 @@ Result<int> run(const Opts& o) {
                  "allocations (record --memory of a program without -finstrument-functions), without one");
   if (o.stack) {
     CALLSCOPE_TRY(analysis::StackDepths depths, analysis::measure_stack(t, threads));
-    views::print_stack_depths(t, depths, sym, *format, o.top, stdout);
+    // --static: each binary's worst cases, looked up by module name.
+    struct Analysed {
+      stack::StackModel model;
+      stack::WorstCase worst;
+    };
+    std::vector<Analysed> analysed;
+    for (const std::string& path : o.static_binaries) {
+      CALLSCOPE_TRY(stack::StackModel model, stack::analyze_binary(path));
+      stack::WorstCase worst = stack::compute_worst_case(model);
+      analysed.push_back({std::move(model), std::move(worst)});
+    }
+    const views::StaticLookup lookup = [&analysed](const std::string& module, uint64_t addr)
+        -> std::optional<views::StaticBound> {
+      for (const Analysed& a : analysed) {
+        if (a.model.module != module) continue;
+        const auto f = a.model.function_at(addr);
+        if (!f || a.model.functions[*f].address != addr) continue;
+        const stack::Depth& d = a.worst.depths[*f];
+        views::StaticBound b;
+        // A recording sees a function's sp at its first call (the hook):
+        // what the function pushes later counts below it.
+        b.below_bytes = d.bytes - std::min<uint64_t>(d.bytes, a.model.functions[*f].sp_at_first_call);
+        for (auto [on, name] : {std::pair{d.unbounded, "unbounded"}, {d.dynamic, "dynamic"}, {d.unknown, "unknown"}}) {
+          if (on) b.flags += (b.flags.empty() ? "" : ",") + std::string(name);
+        }
+        return b;
+      }
+      return std::nullopt;
+    };
+    views::print_stack_depths(t, depths, sym, *format, o.top, stdout, analysed.empty() ? nullptr : &lookup);
     for (const std::string& w : sym.warnings()) print_warning("report", w);
     for (const std::string& p : t.problems()) std::fprintf(stderr, "callscope report: damaged trace: %s\n", p.c_str());
     return t.problems().empty() ? 0 : 1;
@@ -319,8 +350,13 @@ Command report_command() {
             fn_glob->excludes(callers)->excludes(callees);
             mod_glob->excludes(callers)->excludes(callees);
             app.add_flag("--stack", o->stack,
-                         "Measured stack use: each thread's peak depth with the call path at the peak, and per "
-                         "function the deepest stack seen below it (bytes)");
+                         "Measured stack use: each thread's peak depth with the call path at the peak and the "
+                         "bytes of each frame on it, and per function the deepest stack seen below it (bytes)");
+            app.add_option("--static", o->static_binaries,
+                           "With --stack: analyse this binary (the program or a library of the trace; "
+                           "repeatable) and set its static bound beside each measured figure")
+                ->type_name("BINARY")
+                ->needs("--stack");
             app.add_option("--format", o->format, std::string("Output: ") + kOutputFormatNames + " (default: text)")->type_name("FORMAT");
             app.add_option("--metric", o->metric,
                            "What the rows weigh: time (default), or from a 'record --memory' trace allocs, "

@@ -163,6 +163,7 @@ Result<StackModel> analyze_binary(const std::string& path, const AnalyzeOptions&
       }
     }
     scan_body(code, c.size, c.address, bodies[i]);
+    f.sp_at_first_call = sp_at_first_call(code, c.size);
     f.dynamic = bodies[i].dynamic_sp || prologue_dynamic;
     f.red_zone_bytes = bodies[i].red_zone;
     if (f.source != FrameSource::kCfi && bodies[i].below_rbp + 16 > f.frame_bytes) {

@@ -84,6 +84,11 @@ struct PrologueFrame {
 // `sub rsp, N` that aligns them) at any call from `body_start` on: what
 // -O0 code with a frame pointer adds below its frame, which its CFI cannot
 // show. gcc's .su counts it ("dynamic,bounded").
+// Bytes between the CFA and rsp at the first call of a function (the return
+// address counts 8), followed from the entry through pushes and constant
+// moves of rsp; 8 when a branch or a non-constant move comes first.
+uint32_t sp_at_first_call(const uint8_t* code, uint64_t size);
+
 uint32_t call_argument_bytes(const uint8_t* code, uint64_t size, uint64_t address, uint64_t body_start);
 
 class PrologueReader {

@@ -355,6 +355,39 @@ void scan_body(const uint8_t* code, uint64_t size, uint64_t address, BodyFacts& 
   }
 }
 
+uint32_t sp_at_first_call(const uint8_t* code, uint64_t size) {
+  int64_t cur = 8;
+  for (uint64_t off = 0; off < size;) {
+    const Insn in = decode(code + off, size - off);
+    if (in.length == 0) return 8;
+    off += in.length;
+    if (in.vex) continue;
+    const uint8_t op = in.opcode;
+    if (in.two_byte) {
+      if (op >= 0x80 && op <= 0x8f) return 8;  // jcc
+      continue;
+    }
+    const bool rsp_imm = (op == 0x81 || op == 0x83) && in.modrm != nullptr && (in.rex & 8) &&
+                         modrm_direct(in) && modrm_rm(in) == kRegRsp;
+    const unsigned sub = in.modrm != nullptr ? (in.modrm[0] >> 3) & 7 : 8;
+    if ((op >= 0x50 && op <= 0x57) || op == 0x6a || op == 0x68 || (op == 0xff && sub == 6)) {
+      cur += 8;
+    } else if ((op >= 0x58 && op <= 0x5f) || (op == 0x8f && sub == 0)) {
+      cur -= 8;
+    } else if (rsp_imm && sub == 5) {
+      cur += in.imm;
+    } else if (rsp_imm && sub == 0) {
+      cur -= in.imm;
+    } else if (op == 0xe8 || (op == 0xff && sub == 2)) {
+      return cur > 8 ? static_cast<uint32_t>(std::min<int64_t>(cur, UINT32_MAX)) : 8;
+    } else if (op == 0xc3 || op == 0xc2 || op == 0xe9 || op == 0xeb || (op >= 0x70 && op <= 0x7f) ||
+               (op == 0xff && sub == 4) || moves_sp_dynamically(in)) {
+      return 8;
+    }
+  }
+  return 8;
+}
+
 uint32_t call_argument_bytes(const uint8_t* code, uint64_t size, uint64_t address,
                              uint64_t body_start) {
   if (body_start < address || body_start - address >= size) return 0;

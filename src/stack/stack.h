@@ -41,6 +41,11 @@ struct FunctionInfo {
   // leaf functions): not part of the frame (as in gcc's .su) but of the
   // worst case below it.
   uint32_t red_zone_bytes = 0;
+  // Bytes between the CFA and rsp at the function's first call, when the
+  // code before it is straight (else 8): the sp a recording sees for the
+  // function (its hook call comes first), to set a measured depth beside
+  // the static one.
+  uint32_t sp_at_first_call = 8;
   FrameSource source = FrameSource::kCfi;
   bool indirect_calls = false;  // calls through a pointer (unknown callee)
   bool indirect_closed = false; // ... but the user's edges file lists its callees

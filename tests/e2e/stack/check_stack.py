@@ -274,6 +274,32 @@ def measured_mode(args):
         check(rc == 0, "report --stack (rc %d): %s" % (rc, err.strip()))
         measured = {r["function"]: int(r["bytes"]) for r in csv.DictReader(io.StringIO(out))
                     if r["kind"] == "function" and r["module"] == module}
+        # The peak path's frames add up to the peak.
+        rows = list(csv.DictReader(io.StringIO(out)))
+        peak = [int(r["bytes"]) for r in rows if r["kind"] == "peak"]
+        frame_rows = [r for r in rows if r["kind"] == "frame"]
+        check(len(peak) == 1 and len(frame_rows) >= 2, "one peak, its frames listed")
+        if peak and frame_rows:
+            check(frame_rows[0]["bytes"] == "", "the outermost frame's bytes are unknown")
+            check(sum(int(r["bytes"]) for r in frame_rows[1:]) == peak[0],
+                  "the frames at the peak add up to it: %s vs %d" % ([r["bytes"] for r in frame_rows], peak[0]))
+        # report --stack --static: the same comparison made by callscope.
+        rc, out, err = run([args.callscope, "report", "--stack", trace, "--static", args.binary,
+                            "--format", "csv"])
+        check(rc == 0, "report --stack --static (rc %d): %s" % (rc, err.strip()))
+        rows = [r for r in csv.DictReader(io.StringIO(out)) if r["kind"] == "function" and r["module"] == module]
+        bounded = [r for r in rows if r["static_below_bytes"] != "" and r["static_flags"] == ""]
+        check(len(bounded) >= 3, "--static gives complete bounds for at least three functions: %s" % rows)
+        for r in rows:
+            check(r["above_complete_bound"] != "true",
+                  "%s: measured %s above its complete bound %s" % (r["function"], r["bytes"], r["static_below_bytes"]))
+        # The figures are exact where nothing is hidden: many_caller's pushed
+        # arguments and many's frame.
+        mc = [r for r in rows if r["function"] == "many_caller"]
+        check(len(mc) == 1 and mc[0]["bytes"] == mc[0]["static_below_bytes"],
+              "many_caller: measured equals its static bound: %s" % mc)
+        rc, out, err = run([args.callscope, "report", "--stack", trace, "--static", args.binary])
+        check("STATIC BOUND" in out and "MEASURED ABOVE" not in out, "text output has the static column")
     check("main" in measured and "rec_b" in measured, "the run measured main and rec_b: %s" % measured)
     w = worst(args, args.binary, sorted(measured))
     compared = 0

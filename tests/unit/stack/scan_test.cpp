@@ -57,6 +57,18 @@ TEST(stack_scan, StackArgumentsPushedForACall) {
   EXPECT_EQ(call_argument_bytes(odd.data(), odd.size(), 0x1000, 0x1000), 16u);
 }
 
+TEST(stack_scan, SpAtTheFirstCall) {
+  // push rbp; push r14; push rbx; mov ebp, edi; call x   (clang -O2 with a hook)
+  const std::vector<uint8_t> pushes = {0x55, 0x41, 0x56, 0x53, 0x89, 0xfd, 0xe8, 0, 0, 0, 0};
+  EXPECT_EQ(sp_at_first_call(pushes.data(), pushes.size()), 32u);
+  // push rbp; mov rbp, rsp; sub rsp, 0x20; call x
+  const std::vector<uint8_t> frame = {0x55, 0x48, 0x89, 0xe5, 0x48, 0x83, 0xec, 0x20, 0xe8, 0, 0, 0, 0};
+  EXPECT_EQ(sp_at_first_call(frame.data(), frame.size()), 48u);
+  // A branch before any call: not followed, the return address only.
+  const std::vector<uint8_t> branch = {0x55, 0x74, 0x02, 0xe8, 0, 0, 0, 0};
+  EXPECT_EQ(sp_at_first_call(branch.data(), branch.size()), 8u);
+}
+
 TEST(stack_prologue, ProbedAllocationIsCountedWhole) {
   auto reader = PrologueReader::create();
   ASSERT_TRUE(reader) << reader.error().message();
