@@ -72,10 +72,11 @@ def main():
             file, line, fn, r["frame_bytes"], " dynamic" if r["dynamic"] == "true" else "",
             r["source"], size, kind))
     total = len(su)
-    print("%s: %d of %d functions agree (%.1f%%); %d not listed (inlined everywhere or "
-          "discarded), %d differ" % (os.path.basename(binary), agree, total - len(missing),
-                                     100.0 * agree / max(1, total - len(missing)),
-                                     len(missing), len(wrong)))
+    print("%s: %d of %d functions agree (%.1f%%), %d differ; %d .su lines matched to no function "
+          "(no declaration line in the debug information and a name written differently: "
+          "implicit members of local classes, static initialisers)" % (
+              os.path.basename(binary), agree, total - len(missing),
+              100.0 * agree / max(1, total - len(missing)), len(wrong), len(missing)))
     for w in wrong[:show]:
         print("  differs: " + w)
     return 0 if not wrong else 1

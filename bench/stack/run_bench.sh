@@ -30,6 +30,8 @@ echo "library: $lib ($(du -m "$lib" | cut -f1) MB, .text $(size -A "$lib" | awk 
 echo "cores: $(nproc)"
 printf 'callscope stack (frames, all functions):      %s s\n' "$(best "$callscope" stack "$lib")"
 printf 'callscope stack --worst (call graph, paths):  %s s\n' "$(best "$callscope" stack "$lib" --worst -n 20)"
+printf 'callscope stack --worst -n 0 (every function): %s s\n' "$(best "$callscope" stack "$lib" --worst -n 0)"
+printf 'callscope stack --unresolved (every site):    %s s\n' "$(best "$callscope" stack "$lib" --unresolved)"
 if [ -x "$checkstack" ] || [ -f "$checkstack" ]; then
   run_checkstack() { objdump -d "$lib" | perl "$checkstack" x86_64; }
   printf 'objdump -d | checkstack.pl x86_64:           %s s\n' "$(best run_checkstack)"
