@@ -73,8 +73,8 @@ def main():
             r["source"], size, kind))
     total = len(su)
     print("%s: %d of %d functions agree (%.1f%%), %d differ; %d .su lines matched to no function "
-          "(no declaration line in the debug information and a name written differently: "
-          "implicit members of local classes, static initialisers)" % (
+          "(no declaration line in the debug information, and named differently: implicit "
+          "members of local classes, static initialisers, module_init/module_exit aliases)" % (
               os.path.basename(binary), agree, total - len(missing),
               100.0 * agree / max(1, total - len(missing)), len(wrong), len(missing)))
     for w in wrong[:show]:

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <unordered_map>
 
 #include "stack/arch.h"
@@ -26,6 +27,8 @@ std::string demangle(const std::string& symbol) {
   return s;
 }
 
+constexpr uint8_t kEndbr64[4] = {0xf3, 0x0f, 0x1e, 0xfa};
+
 std::string hex_name(uint64_t address) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(address));
@@ -36,6 +39,19 @@ std::string hex_name(uint64_t address) {
 bool is_thread_create(const std::string& symbol) {
   const std::string base = symbol.substr(0, symbol.find('@'));
   return base == "pthread_create" || base == "thrd_create";
+}
+
+// Calls the kernel's build inserts that are not calls in the call graph:
+// ftrace's entry hook (a nop until tracing starts; the tracer's stack is not
+// counted) and the return thunk that stands for `ret`.
+bool is_ignored_call(const std::string& name) {
+  return name == "__fentry__" || name == "mcount" || name == "__x86_return_thunk";
+}
+
+// Retpoline thunks (-mindirect-branch=thunk-extern): an indirect call or jump.
+bool is_indirect_thunk(const std::string& name) {
+  return name.rfind("__x86_indirect_thunk_", 0) == 0 || name.rfind("__x86_indirect_call_thunk_", 0) == 0 ||
+         name.rfind("__x86_indirect_jump_thunk_", 0) == 0;
 }
 
 // One function before it gets its frame: where its code is and its names.
@@ -110,9 +126,11 @@ std::optional<uint32_t> StackModel::function_at(uint64_t address) const {
   return static_cast<uint32_t>(it - functions.begin());
 }
 
-Result<StackModel> analyze_binary(const std::string& path, const AnalyzeOptions& options) {
-  CALLSCOPE_TRY(ElfImage image, ElfImage::open(path));
-  const std::string context = "cannot analyse '" + path + "'";
+namespace {
+
+Result<StackModel> analyze_image(ElfImage& image, const std::string& path, const AnalyzeOptions& options) {
+  const std::string context =
+      "cannot analyse '" + path + "'" + (image.member().empty() ? "" : " (member '" + image.member() + "')");
   auto cfi_or = read_cfi_frames(image);
   if (!cfi_or) return cfi_or.error().context(context);
   const std::vector<FdeFrame>& fdes = cfi_or->frames;
@@ -127,6 +145,7 @@ Result<StackModel> analyze_binary(const std::string& path, const AnalyzeOptions&
   model.has_symtab = image.has_symtab();
   model.has_cfi = !fdes.empty();
   model.cfi_problem = cfi_or->problem;
+  model.relocatable = image.is_relocatable();
   if (image.code_sections().empty()) return Error(context + ": no code sections");
 
   for (const CodeSection& sec : image.code_sections()) {
@@ -145,13 +164,23 @@ Result<StackModel> analyze_binary(const std::string& path, const AnalyzeOptions&
     f.address = c.address;
     f.size = c.size;
     f.symbol = c.symbol;
+    f.exported = c.global;
     f.name = c.symbol.empty() ? hex_name(c.address) : demangle(c.symbol);
     bool prologue_dynamic = false;
     if (c.fde != nullptr && !c.fde->uses_frame_register && !c.fde->cfa_expression) {
       f.frame_bytes = c.fde->max_sp_offset;
       f.source = FrameSource::kCfi;
     } else {
-      const PrologueFrame p = prologue.read(code, c.size, c.address, c.address, 8);
+      // A kernel function starts with `call __fentry__` (-mfentry), maybe
+      // after an endbr64: the prologue follows it.
+      uint64_t start = c.address;
+      if (image.is_relocatable()) {
+        const uint64_t at = c.size >= 9 && std::memcmp(code, kEndbr64, 4) == 0 ? 4 : 0;
+        const CodeReloc* r = c.size >= at + 5 && code[at] == 0xe8 ? image.reloc_in(c.address + at + 1, c.address + at + 5)
+                                                                   : nullptr;
+        if (r != nullptr && is_ignored_call(r->symbol)) start = c.address + at + 5;
+      }
+      const PrologueFrame p = prologue.read(code, c.size, c.address, start, 8);
       prologue_dynamic = p.dynamic;
       // With a frame pointer the stack arguments pushed for a call (-O0)
       // are below the frame the prologue built and outside the CFI.
@@ -166,7 +195,7 @@ Result<StackModel> analyze_binary(const std::string& path, const AnalyzeOptions&
     f.sp_at_first_call = sp_at_first_call(code, c.size);
     f.dynamic = bodies[i].dynamic_sp || prologue_dynamic;
     f.red_zone_bytes = bodies[i].red_zone;
-    if (f.source != FrameSource::kCfi && bodies[i].below_rbp + 16 > f.frame_bytes) {
+    if (f.source != FrameSource::kCfi && bodies[i].below_rbp > 0 && bodies[i].below_rbp + 16 > f.frame_bytes) {
       // With rbp = the CFA - 16, locals below what the prologue allocated
       // (a -O0 leaf function that never moves rsp) are in the red zone.
       f.red_zone_bytes = std::max(f.red_zone_bytes,
@@ -176,9 +205,13 @@ Result<StackModel> analyze_binary(const std::string& path, const AnalyzeOptions&
     model.functions.push_back(std::move(f));
   }
 
+  // An object file's debug information holds addresses before relocation,
+  // not those of the layout given to its sections: no lines there.
   DebugLines debug(image.elf());
-  const auto lines = debug.function_declarations();
+  const auto lines = image.is_relocatable() ? std::unordered_map<uint64_t, SourceLine>{}
+                                            : debug.function_declarations();
   for (FunctionInfo& f : model.functions) {
+    if (!image.member().empty()) f.file = image.member();  // an archive's member, without lines
     auto it = lines.find(f.address);
     if (it == lines.end()) continue;
     f.file = it->second.file;
@@ -200,6 +233,12 @@ Result<StackModel> analyze_binary(const std::string& path, const AnalyzeOptions&
     return it->second;
   };
 
+  std::vector<ExternalCall>& external_names = model.external_names;
+  for (uint64_t a : image.code_addresses_in_data()) {
+    if (auto fn = model.function_at(a); fn && model.functions[*fn].address == a) {
+      model.functions[*fn].address_in_data = true;
+    }
+  }
   for (uint32_t i = 0; i < model.functions.size(); ++i) {
     FunctionInfo& f = model.functions[i];
     for (const CodeRef& ref : bodies[i].refs) {
@@ -214,6 +253,20 @@ Result<StackModel> analyze_binary(const std::string& path, const AnalyzeOptions&
           continue;
         case RefKind::kCallGot:
         case RefKind::kJumpGot: {
+          if (image.is_relocatable()) {
+            // call [rip + sym@GOTPCREL]: the relocation names the callee; a
+            // relocation to data (a function pointer variable) is indirect.
+            const CodeReloc* r = image.reloc_in(ref.site, ref.site + ref.length);
+            if (r != nullptr && !r->symbol.empty() && !r->defined) {
+              external_names.push_back({i, r->symbol, ref.kind == RefKind::kJumpGot});
+              callee = resolve_name(&r->symbol, thread_create);
+              external = !callee;
+              break;
+            }
+            f.indirect_calls = true;
+            model.indirect_sites.push_back({i, ref.site, ref.kind == RefKind::kJumpGot});
+            continue;
+          }
           // Through a GOT entry (-fno-plt) when a relocation names it, else
           // through a plain function pointer in memory.
           const std::string* got = image.got_target(ref.target);
@@ -228,16 +281,34 @@ Result<StackModel> analyze_binary(const std::string& path, const AnalyzeOptions&
         }
         case RefKind::kCall:
         case RefKind::kTailJump: {
-          const CodeSection* sec = image.code_at(ref.target);
+          uint64_t target = ref.target;
+          if (const CodeReloc* r = image.is_relocatable() ? image.reloc_in(ref.site, ref.site + ref.length) : nullptr) {
+            // The displacement is the linker's to fill: symbol + addend,
+            // relative to the field, which ends the instruction.
+            if (is_ignored_call(r->symbol)) continue;
+            if (!r->defined) {
+              if (is_indirect_thunk(r->symbol)) {
+                f.indirect_calls = true;
+                model.indirect_sites.push_back({i, ref.site, ref.kind == RefKind::kTailJump});
+                continue;
+              }
+              external_names.push_back({i, r->symbol, ref.kind == RefKind::kTailJump});
+              callee = resolve_name(&r->symbol, thread_create);
+              external = !callee;
+              break;
+            }
+            target = r->target + (ref.site + ref.length - r->field);
+          }
+          const CodeSection* sec = image.code_at(target);
           if (sec != nullptr && sec->is_plt) {
             callee = resolve_name(image.plt_target(ref.target), thread_create);
             external = !callee;
           } else {
-            callee = model.function_at(ref.target);
+            callee = model.function_at(target);
             // `call next; pop` (PIC thunks) and jumps into our own body.
-            if (callee == i && ref.target != f.address) continue;
+            if (callee == i && target != f.address) continue;
             if (ref.kind == RefKind::kTailJump && callee &&
-                model.functions[*callee].address != ref.target) {
+                model.functions[*callee].address != target) {
               callee.reset();  // a jump into the middle of code: not a call
             }
           }
@@ -246,8 +317,13 @@ Result<StackModel> analyze_binary(const std::string& path, const AnalyzeOptions&
       }
       if (external) f.external_calls = true;
       if (thread_create && ref.rdx_code_pointer != 0) {
-        auto entry = model.function_at(ref.rdx_code_pointer);
-        if (entry && model.functions[*entry].address == ref.rdx_code_pointer) {
+        uint64_t pointer = ref.rdx_code_pointer;
+        if (image.is_relocatable()) {
+          const CodeReloc* r = image.reloc_in(ref.rdx_lea_end - 4, ref.rdx_lea_end);
+          pointer = r != nullptr && r->defined ? r->target + (ref.rdx_lea_end - r->field) : 0;
+        }
+        auto entry = model.function_at(pointer);
+        if (entry && model.functions[*entry].address == pointer) {
           model.functions[*entry].thread_entry = true;
         }
       }
@@ -262,7 +338,12 @@ Result<StackModel> analyze_binary(const std::string& path, const AnalyzeOptions&
       const CodeSection* sec = image.code_at(f.address);
       s.instruction = prologue.describe(sec->bytes + (s.site - sec->address),
                                         sec->address + sec->size - s.site, s.site);
-      const SourceLine at = debug.line_at(s.site);
+      if (image.is_relocatable()) {
+        // An object file's displacement is not filled in: name the symbol.
+        const CodeReloc* r = image.reloc_in(s.site, s.site + 16);
+        if (r != nullptr && !r->symbol.empty()) s.instruction += "  <" + r->symbol + ">";
+      }
+      const SourceLine at = image.is_relocatable() ? SourceLine{} : debug.line_at(s.site);
       s.file = at.file;
       s.line = at.line;
     }
@@ -281,6 +362,78 @@ Result<StackModel> analyze_binary(const std::string& path, const AnalyzeOptions&
                                 }),
                     model.edges.end());
   return model;
+}
+
+// The members of an archive in one model, as a linker would see them: each
+// member's code after the previous one's, and a call to a name another
+// member defines (globally) is an edge to it.
+StackModel merge_members(std::vector<StackModel> members, const std::string& path) {
+  StackModel out;
+  out.path = path;
+  out.module = module_name(path);
+  out.relocatable = true;
+  out.has_symtab = true;
+  uint64_t shift = 0;
+  std::vector<uint32_t> first_index;
+  for (StackModel& m : members) {
+    const uint32_t base = static_cast<uint32_t>(out.functions.size());
+    first_index.push_back(base);
+    uint64_t end = 0;
+    for (FunctionInfo& f : m.functions) {
+      f.address += shift;
+      end = std::max(end, f.address + f.size);
+      out.functions.push_back(std::move(f));
+    }
+    for (CallEdge e : m.edges) {
+      e.caller += base;
+      e.callee += base;
+      if (e.site != 0) e.site += shift;
+      out.edges.push_back(e);
+    }
+    for (IndirectSite site : m.indirect_sites) {
+      site.function += base;
+      site.site += shift;
+      out.indirect_sites.push_back(std::move(site));
+    }
+    for (ExternalCall x : m.external_names) {
+      x.caller += base;
+      out.external_names.push_back(std::move(x));
+    }
+    out.has_cfi |= m.has_cfi;
+    if (!m.cfi_problem.empty()) out.cfi_problem += (out.cfi_problem.empty() ? "" : "; ") + m.cfi_problem;
+    out.undecodable_bytes += m.undecodable_bytes;
+    shift = (end + 0xffff) / 0x10000 * 0x10000;
+  }
+  std::unordered_map<std::string, uint32_t> globals;
+  for (uint32_t i = 0; i < out.functions.size(); ++i) {
+    if (out.functions[i].exported && !out.functions[i].symbol.empty()) globals.emplace(out.functions[i].symbol, i);
+  }
+  for (FunctionInfo& f : out.functions) f.external_calls = false;
+  for (const ExternalCall& x : out.external_names) {
+    auto it = globals.find(x.name);
+    if (it == globals.end()) {
+      out.functions[x.caller].external_calls = true;
+      continue;
+    }
+    out.edges.push_back({x.caller, it->second, x.tail ? EdgeKind::kTailCall : EdgeKind::kCall, 0});
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<StackModel> analyze_binary(const std::string& path, const AnalyzeOptions& options) {
+  if (!ElfImage::is_archive(path)) {
+    CALLSCOPE_TRY(ElfImage image, ElfImage::open(path));
+    return analyze_image(image, path, options);
+  }
+  CALLSCOPE_TRY(std::vector<ElfImage> images, ElfImage::open_archive(path));
+  std::vector<StackModel> members;
+  for (ElfImage& image : images) {
+    CALLSCOPE_TRY(StackModel m, analyze_image(image, path, options));
+    members.push_back(std::move(m));
+  }
+  return merge_members(std::move(members), path);
 }
 
 Status apply_user_edges(StackModel& model, const std::vector<UserEdge>& edges) {
@@ -340,7 +493,12 @@ std::vector<uint32_t> default_entries(const StackModel& model) {
   std::vector<uint32_t> out;
   for (uint32_t i = 0; i < model.functions.size(); ++i) {
     const FunctionInfo& f = model.functions[i];
-    if (f.name == "main" || f.thread_entry || is_std_thread_run(f.name)) out.push_back(i);
+    // A kernel module starts at init_module and cleanup_module (the aliases
+    // module_init() and module_exit() make), and at whatever the kernel is
+    // handed in an ops table: functions whose address is stored in data.
+    const bool module_entry = model.relocatable && (f.name == "init_module" || f.name == "cleanup_module" ||
+                                                    f.address_in_data);
+    if (f.name == "main" || f.thread_entry || is_std_thread_run(f.name) || module_entry) out.push_back(i);
   }
   return out;
 }

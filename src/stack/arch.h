@@ -40,6 +40,10 @@ struct CodeRef {
   // the call, else 0. It is pthread_create's third argument, the thread start
   // routine, when the callee is pthread_create.
   uint64_t rdx_code_pointer = 0;
+  uint8_t length = 0;  // bytes of the instruction (its relocation lies inside)
+  // The end of that `lea rdx, [rip+X]` (its displacement is the last 4
+  // bytes): where an object file's relocation names the pointer.
+  uint64_t rdx_lea_end = 0;
 };
 
 struct BodyFacts {

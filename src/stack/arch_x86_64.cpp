@@ -286,7 +286,7 @@ unsigned instruction_length(const uint8_t* code, uint64_t avail) {
 
 void scan_body(const uint8_t* code, uint64_t size, uint64_t address, BodyFacts& out) {
   uint64_t off = 0;
-  uint64_t rdx_code_pointer = 0;
+  uint64_t rdx_code_pointer = 0, rdx_lea_end = 0;
   // Instructions decoded, and the count at the last load through an indexed
   // operand (the table read of a switch).
   uint64_t count = 0, indexed_load_at = 0;
@@ -302,6 +302,15 @@ void scan_body(const uint8_t* code, uint64_t size, uint64_t address, BodyFacts& 
     const uint64_t next = site + in.length;
     off += in.length;
     ++count;
+    const size_t refs_before = out.refs.size();
+    struct SetLength {  // every reference made from this instruction gets its length
+      std::vector<CodeRef>& refs;
+      size_t from;
+      uint8_t length;
+      ~SetLength() {
+        for (size_t k = from; k < refs.size(); ++k) refs[k].length = length;
+      }
+    } set_length{out.refs, refs_before, static_cast<uint8_t>(in.length)};
     if (!in.vex && in.modrm != nullptr) note_below_sp(in, out);
     if (in.vex) continue;
     if (in.two_byte) {
@@ -317,7 +326,7 @@ void scan_body(const uint8_t* code, uint64_t size, uint64_t address, BodyFacts& 
     if ((op == 0x8b || op == 0x63) && modrm_indexed(in)) indexed_load_at = count;
     if (op == 0xe8) {
       out.refs.push_back({site, next + static_cast<uint64_t>(in.imm), RefKind::kCall,
-                          rdx_code_pointer});
+                          rdx_code_pointer, 0, rdx_lea_end});
       rdx_code_pointer = 0;
     } else if (op == 0xe9 || op == 0xeb || (op >= 0x70 && op <= 0x7f)) {
       const uint64_t target = next + static_cast<uint64_t>(in.imm);
@@ -329,7 +338,7 @@ void scan_body(const uint8_t* code, uint64_t size, uint64_t address, BodyFacts& 
       if (sub == 2) {
         if (modrm_rip(in)) {
           out.refs.push_back({site, next + static_cast<uint64_t>(int64_t{rip_disp(in)}),
-                              RefKind::kCallGot, rdx_code_pointer});
+                              RefKind::kCallGot, rdx_code_pointer, 0, rdx_lea_end});
         } else {
           out.refs.push_back({site, 0, RefKind::kCallIndirect, 0});
         }
@@ -349,6 +358,7 @@ void scan_body(const uint8_t* code, uint64_t size, uint64_t address, BodyFacts& 
     } else if (op == 0x8d && in.modrm != nullptr && modrm_rip(in) && (in.rex & 8) &&
                modrm_reg(in) == kRegRdx) {
       rdx_code_pointer = next + static_cast<uint64_t>(int64_t{rip_disp(in)});
+      rdx_lea_end = next;
     } else if (moves_sp_dynamically(in)) {
       out.dynamic_sp = true;
     }

@@ -7,6 +7,7 @@
 #include <libelf.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -41,6 +42,16 @@ struct RawSection {
   bool present() const { return data != nullptr; }
 };
 
+// A relocation in code of a relocatable object (.o, .ko): the 4 or 8 bytes
+// at `field` are filled in by the linker with symbol + addend (- field for
+// PC-relative ones). Addresses are the layout ElfImage gives the sections.
+struct CodeReloc {
+  uint64_t field = 0;      // address of the relocated bytes
+  uint64_t target = 0;     // symbol + addend (the symbol's address), when defined here
+  bool defined = false;    // the symbol is defined in this object
+  std::string symbol;      // its name ("" for a section symbol)
+};
+
 class ElfImage {
  public:
   ElfImage() = default;
@@ -53,6 +64,23 @@ class ElfImage {
   // Opens and checks `path`: an ELF64 x86-64 file whose section headers and
   // sections lie inside the file. The message names what is wrong.
   static Result<ElfImage> open(const std::string& path);
+  // The members of an ar archive (.a), each a relocatable object; `path` is
+  // known to be an archive (is_archive).
+  static Result<std::vector<ElfImage>> open_archive(const std::string& path);
+  static bool is_archive(const std::string& path);
+  // The member's name inside its archive ("" for a file of its own).
+  const std::string& member() const { return member_; }
+
+  // A relocatable object (.o, .ko, a member of a .a): its sections are laid
+  // out one after the other from kRelocatableBase, and its code's calls go
+  // through relocations (reloc_in).
+  bool is_relocatable() const { return type_ == 1; }  // ET_REL
+  static constexpr uint64_t kRelocatableBase = 0x10000;
+  // The relocation of a field in [begin, end), or nullptr.
+  const CodeReloc* reloc_in(uint64_t begin, uint64_t end) const;
+  // Addresses of functions stored in data (ops tables, callback pointers):
+  // relocations in non-code sections that point at a function.
+  const std::vector<uint64_t>& code_addresses_in_data() const { return code_in_data_; }
 
   Elf* elf() const { return elf_; }
   const unsigned char* ident() const { return ident_; }
@@ -74,6 +102,12 @@ class ElfImage {
 
  private:
   Status load(const std::string& path);
+  Status load_elf(uint64_t file_size);
+  Status lay_out_relocatable();
+  Status read_relocations(const std::vector<Elf_Scn*>& relocs, Elf_Scn* symtab);
+  uint64_t section_base(size_t index) const {
+    return index < section_base_.size() ? section_base_[index] : 0;
+  }
 
   int fd_ = -1;
   Elf* elf_ = nullptr;
@@ -85,6 +119,16 @@ class ElfImage {
   RawSection eh_frame_, debug_frame_;
   std::unordered_map<uint64_t, std::string> got_names_;  // GOT entry -> symbol
   std::unordered_map<uint64_t, uint64_t> plt_slots_;     // PLT slot -> GOT entry
+  // Relocatable objects: the address given to each section (by index), the
+  // relocations of code sorted by field, CFI with its relocations applied.
+  std::vector<uint64_t> section_base_;
+  std::vector<CodeReloc> code_relocs_;
+  std::vector<uint64_t> code_in_data_;
+  std::vector<uint8_t> eh_frame_copy_, debug_frame_copy_;
+  Elf_Data eh_frame_data_{}, debug_frame_data_{};
+  // Archive members share the archive's descriptor and Elf handle.
+  std::shared_ptr<void> archive_;
+  std::string member_;
 };
 
 }  // namespace callscope::stack

@@ -47,7 +47,7 @@ std::string qualified(const StackModel& m, uint32_t i) { return m.module + "!" +
 // "  (lparser.c:175)" when the debug information says where it is declared.
 std::string where(const FunctionInfo& f) {
   if (f.file.empty()) return "";
-  return "  (" + base_name(f.file) + ":" + std::to_string(f.line) + ")";
+  return "  (" + base_name(f.file) + (f.line ? ":" + std::to_string(f.line) : "") + ")";
 }
 
 std::string frame_note(const FunctionInfo& f) {

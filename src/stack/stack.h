@@ -33,6 +33,7 @@ struct FunctionInfo {
   uint64_t size = 0;     // bytes of code
   std::string name;      // demangled; "0x<address>" when the file has no name for it
   std::string symbol;    // symbol as in the file (mangled); empty when unnamed
+  bool exported = false; // a global symbol
   std::string file;      // declared in (debug information); empty when unknown
   uint32_t line = 0;
   uint32_t frame_bytes = 8;
@@ -51,6 +52,15 @@ struct FunctionInfo {
   bool indirect_closed = false; // ... but the user's edges file lists its callees
   bool external_calls = false;  // calls into other modules
   bool thread_entry = false;    // passed to pthread_create/thrd_create
+  bool address_in_data = false; // object files: stored in data (an ops table, a callback)
+};
+
+// A call to a function another file defines, by name (object files: what
+// the members of an archive resolve among themselves).
+struct ExternalCall {
+  uint32_t caller = 0;
+  std::string name;
+  bool tail = false;
 };
 
 enum class EdgeKind : uint8_t { kCall, kTailCall, kUser };
@@ -85,6 +95,8 @@ struct StackModel {
   std::vector<FunctionInfo> functions;  // sorted by address
   std::vector<CallEdge> edges;
   std::vector<IndirectSite> indirect_sites;  // in address order
+  std::vector<ExternalCall> external_names;  // object files only
+  bool relocatable = false;                  // an object file, a .ko, or an archive of them
   uint32_t undecodable_bytes = 0;       // code bytes the scanner skipped
 
   // The function whose code holds `address` (ELF virtual address).

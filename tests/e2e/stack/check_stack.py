@@ -12,6 +12,10 @@ Modes:
               `callscope record`: no measured depth above a complete bound.
   threads  -- stack_threads.cpp: std::thread's _M_run is an entry point, a
               virtual tail call is an unknown edge.
+  objects  -- relocatable objects: kmod_like.o (kernel flags) against its
+              .su, its entry points, ignored ftrace/return-thunk calls, a
+              retpoline call as unknown; the archive resolving calls between
+              its members; stack_cases.o against its .su.
   badinput -- a non-ELF file, a truncated ELF, a missing file, an unknown
               format, an ar archive, a corrupt .eh_frame, bad --limit and
               edges files: each must fail (or warn) with a clear message.
@@ -336,6 +340,48 @@ def threads_mode(args):
           "the virtual call in measure is an unknown edge: %s" % w)
 
 
+def objects_mode(args):
+    objdir = os.path.dirname(args.binary)
+    ko = args.binary
+    fr = frames(args, ko)
+    # module_init/module_exit make global aliases: the functions go by them.
+    aliases = {"my_init": "init_module", "my_exit": "cleanup_module"}
+    su = read_su(os.path.join(objdir, "kmod_like.su"))
+    check(len(su) == 6, "kmod_like.su lists six functions: %s" % sorted(su))
+    for name, (size, kind) in su.items():
+        got = fr.get(aliases.get(name, name))
+        check(got is not None and int(got["frame_bytes"]) == size,
+              "%s: frame %s, gcc .su says %d" % (name, got and got["frame_bytes"], size))
+    w = worst(args, ko, [])
+    check(set(w) == {"init_module", "cleanup_module", "dev_open", "dev_release"},
+          "entry points: init/cleanup and the ops table's functions: %s" % sorted(w))
+    if "dev_open" in w:
+        e = w["dev_open"]
+        check([p["function"] for p in e["path"]] == ["dev_open", "helper"], "dev_open -> helper: %s" % e["path"])
+        check(not e["external"] and not e["unknown"],
+              "__fentry__ and __x86_return_thunk are not calls: %s" % e)
+        check(e["worst_bytes"] == int(fr["dev_open"]["frame_bytes"]) + int(fr["helper"]["frame_bytes"]),
+              "dev_open's worst case is its frame and helper's")
+    check(w.get("init_module", {}).get("external") is True, "init_module calls register_ops, outside the object")
+    out = callscope_ok(args, [ko, "--unresolved", "--format", "csv"])
+    rows = list(csv.DictReader(io.StringIO(out)))
+    check(len(rows) == 1 and rows[0]["function"] == "call_through" and
+          "__x86_indirect_thunk" in rows[0]["instruction"],
+          "the retpoline call is the one unresolved site, named by its thunk: %s" % rows)
+
+    # The archive: register_ops comes from its other member.
+    a = worst(args, os.path.join(objdir, "libkmod_like.a"), ["init_module"])["init_module"]
+    check([p["function"] for p in a["path"]] == ["init_module", "register_ops"],
+          "in the archive init_module reaches register_ops: %s" % a["path"])
+    check(not a["external"], "nothing is left outside the archive: %s" % a)
+
+    # A plain object file: the same frames as gcc's .su.
+    co = os.path.join(objdir, "stack_cases.o")
+    check_su(frames(args, co), os.path.join(objdir, "stack_cases.su"))
+    w = worst(args, co, ["rec_a"])
+    check([p["function"] for p in w["rec_a"]["path"]][-1] == "big", "rec_a reaches big in the object file")
+
+
 def corrupt_eh_frame(src, dst):
     """Copies an ELF file and breaks the length of its .eh_frame's third entry
     so that nothing after it can be found."""
@@ -381,12 +427,15 @@ def badinput_mode(args):
         ]
         archive = os.path.join(tmp, "libthing.a")
         with open(archive, "wb") as f:
-            f.write(b"!<arch>\n")
+            f.write(b"!<arch>\n")  # an archive with no member
+        exe_archive = os.path.join(tmp, "libexe.a")
+        run(["ar", "rcs", exe_archive, args.binary])
         template = os.path.join(tmp, "template.edges")
         with open(template, "w") as f:
             f.write("main -> ?\n")
         cases += [
-            ([archive], "a static library (ar archive)"),
+            ([archive], "the archive holds no object file"),
+            ([exe_archive], "is not an object file"),
             ([args.binary, "--edges", template], "replace '?' by the function called from 'main'"),
             ([args.binary, "--limit", "8Q"], "invalid size '8Q'"),
             ([args.binary, "--limit", "no_such_function=8K"], "no function of"),
@@ -416,7 +465,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--callscope", required=True)
     ap.add_argument("--binary", required=True)
-    ap.add_argument("--mode", choices=["fixture", "cases", "measured", "threads", "badinput"],
+    ap.add_argument("--mode", choices=["fixture", "cases", "measured", "threads", "objects", "badinput"],
                     default="fixture")
     ap.add_argument("--compiler", default="gcc")
     ap.add_argument("--opt", default="O0")
@@ -424,7 +473,7 @@ def main():
     ap.add_argument("--edges")
     args = ap.parse_args()
     {"fixture": fixture_mode, "cases": cases_mode, "measured": measured_mode,
-     "threads": threads_mode, "badinput": badinput_mode}[args.mode](args)
+     "threads": threads_mode, "objects": objects_mode, "badinput": badinput_mode}[args.mode](args)
     if failures:
         print("%d check(s) failed" % len(failures))
         return 1
