@@ -10,12 +10,14 @@ cd "$(dirname "$0")/.."
 # recommended by clang, so not installed with --no-install-recommends);
 # the fuzz test of scripts/test.sh links libFuzzer from it. protoc decodes
 # the Perfetto and pprof exports in the tests; chromium, its driver and
-# selenium open the HTML report and flame graphs in the browser tests.
+# selenium open the HTML report and flame graphs in the browser tests. The
+# cross compilers build the Cortex-M and AArch64 fixtures of `callscope stack`.
 packages=(build-essential cmake ninja-build pkg-config ccache gcc g++ clang libclang-rt-14-dev
   libdw-dev libelf-dev libunwind-dev libcapstone-dev libzstd-dev libcli11-dev nlohmann-json3-dev
   libtomlplusplus-dev libgtest-dev libgmock-dev libbenchmark-dev elfutils binutils
   procps python3 zlib1g-dev
-  protobuf-compiler chromium chromium-driver python3-selenium)
+  protobuf-compiler chromium chromium-driver python3-selenium
+  gcc-arm-none-eabi gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
 
 if [ "${CALLSCOPE_SKIP_APT:-0}" != 1 ]; then
   missing=()

@@ -1,6 +1,7 @@
 // Builds the StackModel of one ELF file: function boundaries from symbols and
 // FDEs, frame sizes from CFI and prologues, call edges from the body scan.
 #include <cxxabi.h>
+#include <elf.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -131,12 +132,16 @@ namespace {
 Result<StackModel> analyze_image(ElfImage& image, const std::string& path, const AnalyzeOptions& options) {
   const std::string context =
       "cannot analyse '" + path + "'" + (image.member().empty() ? "" : " (member '" + image.member() + "')");
-  auto cfi_or = read_cfi_frames(image);
+  const Isa isa = image.machine() == EM_AARCH64 ? Isa::kAarch64
+                  : image.machine() == EM_ARM   ? Isa::kThumb
+                                                : Isa::kX86_64;
+  auto arch_or = Arch::create(isa);
+  if (!arch_or) return arch_or.error();
+  Arch& arch = **arch_or;
+  const bool x86 = isa == Isa::kX86_64;
+  auto cfi_or = read_cfi_frames(image, arch.dwarf_sp(), arch.entry_depth());
   if (!cfi_or) return cfi_or.error().context(context);
   const std::vector<FdeFrame>& fdes = cfi_or->frames;
-  auto reader_or = PrologueReader::create();
-  if (!reader_or) return reader_or.error();
-  PrologueReader& prologue = **reader_or;
 
   StackModel model;
   model.path = path;
@@ -149,7 +154,7 @@ Result<StackModel> analyze_image(ElfImage& image, const std::string& path, const
   if (image.code_sections().empty()) return Error(context + ": no code sections");
 
   for (const CodeSection& sec : image.code_sections()) {
-    if (!sec.is_plt) continue;
+    if (!sec.is_plt || !x86) continue;
     for (const PltSlot& s : scan_plt(sec.bytes, sec.size, sec.address)) image.add_plt_slot(s.slot, s.got);
   }
 
@@ -180,22 +185,22 @@ Result<StackModel> analyze_image(ElfImage& image, const std::string& path, const
                                                                    : nullptr;
         if (r != nullptr && is_ignored_call(r->symbol)) start = c.address + at + 5;
       }
-      const PrologueFrame p = prologue.read(code, c.size, c.address, start, 8);
+      const PrologueFrame p = arch.read_prologue(code, c.size, c.address, start, arch.entry_depth());
       prologue_dynamic = p.dynamic;
       // With a frame pointer the stack arguments pushed for a call (-O0)
       // are below the frame the prologue built and outside the CFI.
-      f.frame_bytes = p.bytes + call_argument_bytes(code, c.size, c.address, p.body_start);
+      f.frame_bytes = p.bytes + arch.call_argument_bytes(code, c.size, c.address, p.body_start);
       f.source = model.cfi_problem.empty() ? FrameSource::kPrologue : FrameSource::kPrologueCfiUnreadable;
       if (c.fde != nullptr) {
         f.frame_bytes = std::max(f.frame_bytes, c.fde->max_sp_offset);
         f.source = FrameSource::kCfiAndPrologue;
       }
     }
-    scan_body(code, c.size, c.address, bodies[i]);
-    f.sp_at_first_call = sp_at_first_call(code, c.size);
+    arch.scan(code, c.size, c.address, image.data_in_code(), bodies[i]);
+    f.sp_at_first_call = arch.sp_at_first_call(code, c.size, c.address);
     f.dynamic = bodies[i].dynamic_sp || prologue_dynamic;
     f.red_zone_bytes = bodies[i].red_zone;
-    if (f.source != FrameSource::kCfi && bodies[i].below_rbp > 0 && bodies[i].below_rbp + 16 > f.frame_bytes) {
+    if (x86 && f.source != FrameSource::kCfi && bodies[i].below_rbp > 0 && bodies[i].below_rbp + 16 > f.frame_bytes) {
       // With rbp = the CFA - 16, locals below what the prologue allocated
       // (a -O0 leaf function that never moves rsp) are in the red zone.
       f.red_zone_bytes = std::max(f.red_zone_bytes,
@@ -336,7 +341,7 @@ Result<StackModel> analyze_image(ElfImage& image, const std::string& path, const
     for (IndirectSite& s : model.indirect_sites) {
       const FunctionInfo& f = model.functions[s.function];
       const CodeSection* sec = image.code_at(f.address);
-      s.instruction = prologue.describe(sec->bytes + (s.site - sec->address),
+      s.instruction = arch.describe(sec->bytes + (s.site - sec->address),
                                         sec->address + sec->size - s.site, s.site);
       if (image.is_relocatable()) {
         // An object file's displacement is not filled in: name the symbol.
@@ -495,9 +500,10 @@ std::vector<uint32_t> default_entries(const StackModel& model) {
     const FunctionInfo& f = model.functions[i];
     // A kernel module starts at init_module and cleanup_module (the aliases
     // module_init() and module_exit() make), and at whatever the kernel is
-    // handed in an ops table: functions whose address is stored in data.
-    const bool module_entry = model.relocatable && (f.name == "init_module" || f.name == "cleanup_module" ||
-                                                    f.address_in_data);
+    // handed in an ops table: functions whose address is stored in data;
+    // firmware at the handlers of its vector table.
+    const bool module_entry =
+        f.address_in_data || (model.relocatable && (f.name == "init_module" || f.name == "cleanup_module"));
     if (f.name == "main" || f.thread_entry || is_std_thread_run(f.name) || module_entry) out.push_back(i);
   }
   return out;

@@ -1,6 +1,5 @@
-// The instruction-set-specific part of the stack analysis, behind a small
-// interface so that another architecture (aarch64) is one more file. Today
-// only arch_x86_64.cpp implements it.
+// The instruction-set-specific part of the stack analysis, behind the Arch
+// interface: arch_x86_64.cpp, and arch_arm.cpp for AArch64 and Thumb-2.
 //
 // Two readers with different costs:
 //  - scan_body() reads every instruction of every function (the whole .text
@@ -95,16 +94,46 @@ uint32_t sp_at_first_call(const uint8_t* code, uint64_t size);
 
 uint32_t call_argument_bytes(const uint8_t* code, uint64_t size, uint64_t address, uint64_t body_start);
 
-class PrologueReader {
+// A range of bytes inside code that is data (ARM's literal pools and tables,
+// marked by the `$d` mapping symbols): not decoded.
+struct AddressRange {
+  uint64_t begin = 0, end = 0;
+};
+
+enum class Isa : uint8_t {
+  kX86_64,
+  kAarch64,
+  kThumb,  // 32-bit ARM in Thumb-2 (Cortex-M)
+};
+
+// One instruction set's readers. The x86-64 one scans bodies with the fast
+// decoder above; the ARM ones use capstone throughout (firmware is small).
+class Arch {
  public:
-  static Result<std::unique_ptr<PrologueReader>> create();
-  virtual ~PrologueReader() = default;
+  static Result<std::unique_ptr<Arch>> create(Isa isa);
+  virtual ~Arch() = default;
+  virtual Isa isa() const = 0;
+  // DWARF register number of the stack pointer (the CFA is based on it).
+  virtual uint64_t dwarf_sp() const = 0;
+  // Bytes below the CFA when a function starts: the return address on
+  // x86-64 (pushed by the call), none on ARM (it is in the link register).
+  virtual uint32_t entry_depth() const = 0;
+  // The whole-function scan (see scan_body above); `data` lists the data
+  // ranges inside code, sorted, or is empty.
+  virtual void scan(const uint8_t* code, uint64_t size, uint64_t address,
+                    const std::vector<AddressRange>& data, BodyFacts& out) = 0;
+  virtual uint32_t sp_at_first_call(const uint8_t* code, uint64_t size, uint64_t address) = 0;
+  virtual uint32_t call_argument_bytes(const uint8_t* code, uint64_t size, uint64_t address,
+                                       uint64_t body_start) = 0;
   // Reads from `start` (inside the function's code `code`..`code+size` at
   // `address`) with the frame already `depth` bytes deep at `start`.
-  virtual PrologueFrame read(const uint8_t* code, uint64_t size, uint64_t address,
-                             uint64_t start, uint32_t depth) = 0;
+  virtual PrologueFrame read_prologue(const uint8_t* code, uint64_t size, uint64_t address,
+                                      uint64_t start, uint32_t depth) = 0;
   // The instruction at `address` as text ("call rax"), for listings.
   virtual std::string describe(const uint8_t* code, uint64_t avail, uint64_t address) = 0;
 };
+
+// The ARM readers (arch_arm.cpp).
+Result<std::unique_ptr<Arch>> make_arm_arch(Isa isa);
 
 }  // namespace callscope::stack

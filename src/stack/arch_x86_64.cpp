@@ -1,7 +1,6 @@
 // x86-64: an instruction-length decoder for the whole-code scan (call graph,
 // dynamic frames) and a capstone-based prologue reader. See arch.h.
 #include <capstone/capstone.h>
-#include <dlfcn.h>
 
 #include <algorithm>
 #include <cstring>
@@ -9,6 +8,7 @@
 #include <type_traits>
 
 #include "stack/arch.h"
+#include "stack/capstone_loader.h"
 
 namespace callscope::stack {
 namespace {
@@ -463,62 +463,31 @@ namespace {
 
 // Capstone-based prologue reader: simulates rsp from `start` over the frame
 // set-up instructions, which compilers may interleave with other work.
-// Capstone is loaded when the first prologue is read, not when callscope
-// starts: its 80,000 relocations cost every command (report, replay ...) a
-// few milliseconds otherwise. The library is the one the build found
-// (pkg-config capstone), by its soname.
-struct Capstone {
-  decltype(&::cs_open) open = nullptr;
-  decltype(&::cs_option) option = nullptr;
-  decltype(&::cs_malloc) malloc = nullptr;
-  decltype(&::cs_free) free = nullptr;
-  decltype(&::cs_close) close = nullptr;
-  decltype(&::cs_disasm_iter) disasm_iter = nullptr;
-  decltype(&::cs_insn_group) insn_group = nullptr;
-  std::string error;
-};
-
-#define CALLSCOPE_STR2(x) #x
-#define CALLSCOPE_STR(x) CALLSCOPE_STR2(x)
-constexpr const char* kCapstoneSoname = "libcapstone.so." CALLSCOPE_STR(CS_API_MAJOR);
-
-// The library, loaded on the first call; error says why when it could not be.
-const Capstone& cs() {
-  static const Capstone c = [] {
-    Capstone r;
-    void* h = ::dlopen(kCapstoneSoname, RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-      const char* why = ::dlerror();
-      r.error = std::string("cannot load ") + kCapstoneSoname + " (the disassembler `callscope stack` needs: "
-                "apt-get install libcapstone4): " + (why ? why : "unknown error");
-      return r;
-    }
-    auto sym = [&](auto& fn, const char* name) {
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(::dlsym(h, name));
-      if (!fn && r.error.empty()) r.error = std::string(kCapstoneSoname) + " has no " + name;
-    };
-    sym(r.open, "cs_open");
-    sym(r.option, "cs_option");
-    sym(r.malloc, "cs_malloc");
-    sym(r.free, "cs_free");
-    sym(r.close, "cs_close");
-    sym(r.disasm_iter, "cs_disasm_iter");
-    sym(r.insn_group, "cs_insn_group");
-    return r;
-  }();
-  return c;
-}
-
-class X86PrologueReader final : public PrologueReader {
+class X86Arch final : public Arch {
  public:
-  explicit X86PrologueReader(csh handle) : handle_(handle), insn_(cs().malloc(handle)) {}
-  ~X86PrologueReader() override {
+  explicit X86Arch(csh handle) : handle_(handle), insn_(cs().malloc(handle)) {}
+  ~X86Arch() override {
     cs().free(insn_, 1);
     cs().close(&handle_);
   }
 
-  PrologueFrame read(const uint8_t* code, uint64_t size, uint64_t address, uint64_t start,
-                     uint32_t depth) override {
+  Isa isa() const override { return Isa::kX86_64; }
+  uint64_t dwarf_sp() const override { return 7; }
+  uint32_t entry_depth() const override { return 8; }
+  void scan(const uint8_t* code, uint64_t size, uint64_t address, const std::vector<AddressRange>&,
+            BodyFacts& out) override {
+    scan_body(code, size, address, out);
+  }
+  uint32_t sp_at_first_call(const uint8_t* code, uint64_t size, uint64_t) override {
+    return stack::sp_at_first_call(code, size);
+  }
+  uint32_t call_argument_bytes(const uint8_t* code, uint64_t size, uint64_t address,
+                               uint64_t body_start) override {
+    return stack::call_argument_bytes(code, size, address, body_start);
+  }
+
+  PrologueFrame read_prologue(const uint8_t* code, uint64_t size, uint64_t address, uint64_t start,
+                              uint32_t depth) override {
     static constexpr int kMaxInstructions = 64;
     PrologueFrame frame;
     int64_t cur = depth, max = depth;
@@ -656,14 +625,15 @@ class X86PrologueReader final : public PrologueReader {
 
 }  // namespace
 
-Result<std::unique_ptr<PrologueReader>> PrologueReader::create() {
+Result<std::unique_ptr<Arch>> Arch::create(Isa isa) {
   if (!cs().error.empty()) return Error(cs().error);
+  if (isa != Isa::kX86_64) return make_arm_arch(isa);
   csh handle = 0;
   if (cs().open(CS_ARCH_X86, CS_MODE_64, &handle) != CS_ERR_OK) {
     return Error("cannot initialise capstone for x86-64");
   }
   cs().option(handle, CS_OPT_DETAIL, CS_OPT_ON);
-  return std::unique_ptr<PrologueReader>(new X86PrologueReader(handle));
+  return std::unique_ptr<Arch>(new X86Arch(handle));
 }
 
 }  // namespace callscope::stack

@@ -14,8 +14,6 @@
 namespace callscope::stack {
 namespace {
 
-// DWARF register numbers on x86-64 (the arch-specific part of this file).
-constexpr uint64_t kDwarfRsp = 7;
 
 // DW_EH_PE_* pointer encodings.
 constexpr uint8_t kPeOmit = 0xff;
@@ -27,6 +25,7 @@ struct Reader {
   const uint8_t* p;
   const uint8_t* end;
   bool ok = true;
+  unsigned address_size = 8;  // of absptr pointers (4 in 32-bit ELF)
 
   uint8_t u8() {
     if (p >= end) return fail();
@@ -79,7 +78,7 @@ struct Reader {
   uint64_t pointer(uint8_t enc, uint64_t field_address) {
     uint64_t v = 0;
     switch (enc & kPeFormatMask) {
-      case 0x00: v = fixed(8); break;
+      case 0x00: v = fixed(address_size); break;
       case 0x01: v = uleb(); break;
       case 0x02: v = fixed(2); break;
       case 0x03: v = fixed(4); break;
@@ -139,15 +138,15 @@ CieInfo parse_cie(const Dwarf_CIE& cie, uint64_t section_address, const uint8_t*
 
 // Runs the CFA program of one entry and folds what it says into `frame`.
 struct CfaState {
-  uint64_t reg = kDwarfRsp;
-  int64_t offset = 8;
+  uint64_t reg = 0;  // set to the stack pointer's register before use
+  int64_t offset = 0;
 };
 
 void run_cfa_program(Reader r, const CieInfo& cie, uint64_t section_address,
-                     const uint8_t* section, CfaState& cfa, std::vector<CfaState>& saved,
-                     FdeFrame& frame) {
+                     const uint8_t* section, uint64_t sp_register, CfaState& cfa,
+                     std::vector<CfaState>& saved, FdeFrame& frame) {
   auto note = [&] {
-    if (cfa.reg == kDwarfRsp) {
+    if (cfa.reg == sp_register) {
       if (cfa.offset > 0 && cfa.offset > frame.max_sp_offset) {
         frame.max_sp_offset = static_cast<uint32_t>(std::min<int64_t>(cfa.offset, UINT32_MAX));
       }
@@ -220,8 +219,9 @@ namespace {
 
 // Appends the FDEs of one section; returns a description of the corruption
 // that stopped the walk, or "".
-std::string read_section(const ElfImage& image, const RawSection& sec, bool eh,
-                         std::vector<FdeFrame>& frames) {
+std::string read_section(const ElfImage& image, const RawSection& sec, bool eh, uint64_t sp_register,
+                         uint32_t entry_depth, std::vector<FdeFrame>& frames) {
+  const unsigned address_size = image.address_size();
   const char* name = eh ? ".eh_frame" : ".debug_frame";
   std::unordered_map<Dwarf_Off, CieInfo> cies;
   auto cie_at = [&](Dwarf_Off offset) -> const CieInfo* {
@@ -261,6 +261,7 @@ std::string read_section(const ElfImage& image, const RawSection& sec, bool eh,
     const CieInfo* cie = cie_at(entry.fde.CIE_pointer);
     if (cie == nullptr || !cie->usable) continue;
     Reader r{entry.fde.start, entry.fde.end};
+    r.address_size = address_size;
     const uint8_t enc = eh ? cie->fde_encoding : 0;
     const uint64_t field = sec.address + static_cast<uint64_t>(r.p - sec.bytes);
     const uint64_t start = r.pointer(enc, field);
@@ -275,11 +276,12 @@ std::string read_section(const ElfImage& image, const RawSection& sec, bool eh,
     FdeFrame frame;
     frame.start = start;
     frame.end = start + range;
-    CfaState cfa;
+    CfaState cfa{sp_register, entry_depth};
     saved.clear();
-    run_cfa_program(Reader{cie->instructions, cie->instructions_end}, *cie, sec.address,
-                    sec.bytes, cfa, saved, frame);
-    run_cfa_program(r, *cie, sec.address, sec.bytes, cfa, saved, frame);
+    Reader initial{cie->instructions, cie->instructions_end};
+    initial.address_size = address_size;
+    run_cfa_program(initial, *cie, sec.address, sec.bytes, sp_register, cfa, saved, frame);
+    run_cfa_program(r, *cie, sec.address, sec.bytes, sp_register, cfa, saved, frame);
     frames.push_back(frame);
   }
   return "";
@@ -289,15 +291,16 @@ bool by_start(const FdeFrame& a, const FdeFrame& b) { return a.start < b.start; 
 
 }  // namespace
 
-Result<CfiFrames> read_cfi_frames(const ElfImage& image) {
+Result<CfiFrames> read_cfi_frames(const ElfImage& image, uint64_t sp_register, uint32_t entry_depth) {
   CfiFrames out;
   if (image.eh_frame().present()) {
-    out.problem = read_section(image, image.eh_frame(), true, out.frames);
+    out.problem = read_section(image, image.eh_frame(), true, sp_register, entry_depth, out.frames);
     std::sort(out.frames.begin(), out.frames.end(), by_start);
   }
   if (image.debug_frame().present()) {
     std::vector<FdeFrame> debug;
-    const std::string problem = read_section(image, image.debug_frame(), false, debug);
+    const std::string problem =
+        read_section(image, image.debug_frame(), false, sp_register, entry_depth, debug);
     if (!problem.empty()) out.problem += (out.problem.empty() ? "" : "; ") + problem;
     // Only code .eh_frame leaves uncovered: where both describe a function
     // they say the same, and .eh_frame is what the unwinder uses.

@@ -19,9 +19,10 @@ namespace callscope::stack {
 struct FdeFrame {
   uint64_t start = 0;  // ELF virtual address of the first byte covered
   uint64_t end = 0;    // one past the last byte
-  // Largest CFA offset while the CFA is rsp-based, in bytes. It counts the
-  // return address, so a function that never moves rsp has 8. This is GCC's
-  // -fstack-usage figure for a static frame without a frame pointer.
+  // Largest CFA offset while the CFA is sp-based, in bytes. On x86-64 it
+  // counts the return address, so a function that never moves rsp has 8.
+  // This is GCC's -fstack-usage figure for a static frame without a frame
+  // pointer.
   uint32_t max_sp_offset = 0;
   // The CFA moved to another register (rbp after `mov rbp, rsp`): the rest of
   // the frame is invisible to CFI and has to be read from the prologue.
@@ -40,6 +41,9 @@ struct CfiFrames {
   // followed are read from their prologue, and the output says so.
   std::string problem;
 };
-Result<CfiFrames> read_cfi_frames(const ElfImage& image);
+// `sp_register`: the DWARF number of the stack pointer (7 on x86-64, 31 on
+// AArch64, 13 on ARM); `entry_depth`: the CFA offset at a function's entry
+// (8 on x86-64: the return address) until a CIE says otherwise.
+Result<CfiFrames> read_cfi_frames(const ElfImage& image, uint64_t sp_register, uint32_t entry_depth);
 
 }  // namespace callscope::stack

@@ -37,6 +37,8 @@ ElfImage& ElfImage::operator=(ElfImage&& other) noexcept {
   elf_ = std::exchange(other.elf_, nullptr);
   std::memcpy(ident_, other.ident_, sizeof ident_);
   type_ = other.type_;
+  machine_ = other.machine_;
+  data_in_code_ = std::move(other.data_in_code_);
   has_symtab_ = other.has_symtab_;
   code_ = std::move(other.code_);
   functions_ = std::move(other.functions_);
@@ -151,7 +153,7 @@ Status ElfImage::load(const std::string& path) {
   }
   if (got < 4 || std::memcmp(magic, ELFMAG, SELFMAG) != 0) return Error("not an ELF file");
   if (got < EI_NIDENT) return Error("truncated ELF file (no complete ELF header)");
-  if (magic[EI_CLASS] != ELFCLASS64) return Error("unsupported ELF class: only 64-bit ELF is supported");
+  if (magic[EI_CLASS] != ELFCLASS64 && magic[EI_CLASS] != ELFCLASS32) return Error("unsupported ELF class");
 
   elf_ = elf_begin(fd_, ELF_C_READ_MMAP, nullptr);
   if (elf_ == nullptr) return elf_error("cannot read ELF");
@@ -164,9 +166,15 @@ Status ElfImage::load_elf(uint64_t file_size) {
   if (gelf_getehdr(elf_, &ehdr) == nullptr) return elf_error("truncated or corrupt ELF header");
   std::memcpy(ident_, ehdr.e_ident, sizeof ident_);
   type_ = ehdr.e_type;
-  if (ehdr.e_machine != EM_X86_64) {
+  machine_ = ehdr.e_machine;
+  const bool elf64 = ehdr.e_ident[EI_CLASS] == ELFCLASS64;
+  if (!((machine_ == EM_X86_64 && elf64) || (machine_ == EM_AARCH64 && elf64) || (machine_ == EM_ARM && !elf64))) {
     return Error("unsupported architecture (e_machine " + std::to_string(ehdr.e_machine) +
-                 "): only x86-64 is supported for now");
+                 "): x86-64, AArch64 and 32-bit ARM (Thumb-2) are supported");
+  }
+  if (ehdr.e_ident[EI_DATA] != ELFDATA2LSB) return Error("a big-endian file: only little-endian code is supported");
+  if (ehdr.e_type == ET_REL && machine_ != EM_X86_64) {
+    return Error("an object file for ARM: object files are analysed for x86-64 only; link it first");
   }
   if (ehdr.e_type != ET_EXEC && ehdr.e_type != ET_DYN && ehdr.e_type != ET_REL) {
     return Error("not an executable, shared library or object file (e_type " +
@@ -193,6 +201,20 @@ Status ElfImage::load_elf(uint64_t file_size) {
                    std::to_string(sh.sh_offset) + ", " + std::to_string(sh.sh_size) +
                    " bytes) ends past the end of the file (" + std::to_string(file_size) +
                    " bytes)");
+    }
+    if (machine_ == EM_ARM && sh.sh_type == SHT_PROGBITS &&
+        (name == ".isr_vector" || name == ".vectors" || name == ".vector_table")) {
+      // A Cortex-M vector table: the initial stack pointer, then the
+      // addresses of the handlers (with the Thumb bit), each an entry point.
+      Elf_Data* data = elf_getdata(scn, nullptr);
+      if (data != nullptr && data->d_buf != nullptr) {
+        const auto* words = static_cast<const uint8_t*>(data->d_buf);
+        for (size_t off = 4; off + 4 <= data->d_size; off += 4) {
+          uint32_t w;
+          std::memcpy(&w, words + off, 4);
+          if ((w & 1) != 0) code_in_data_.push_back(w & ~uint32_t{1});
+        }
+      }
     }
     if (sh.sh_type == SHT_SYMTAB) symtab = scn;
     if (sh.sh_type == SHT_DYNSYM) dynsym = scn;
@@ -223,6 +245,7 @@ Status ElfImage::load_elf(uint64_t file_size) {
   // else .dynsym (a stripped file keeps only its exported names).
   has_symtab_ = symtab != nullptr;
   Elf_Scn* table = symtab != nullptr ? symtab : dynsym;
+  std::vector<std::pair<uint64_t, char>> mapping;  // ARM mapping symbols: address, kind
   if (table != nullptr) {
     GElf_Shdr sh;
     gelf_getshdr(table, &sh);
@@ -234,6 +257,15 @@ Status ElfImage::load_elf(uint64_t file_size) {
       GElf_Sym sym;
       if (gelf_getsym(data, static_cast<int>(i), &sym) == nullptr) break;
       const int kind = GELF_ST_TYPE(sym.st_info);
+      if (machine_ != EM_X86_64 && kind == STT_NOTYPE && sym.st_shndx != SHN_UNDEF) {
+        // ARM mapping symbols: $x/$t (code), $a (A32 code), $d (data).
+        const char* n = elf_strptr(elf_, sh.sh_link, sym.st_name);
+        if (n != nullptr && n[0] == '$' && (n[1] == 'd' || n[1] == 'x' || n[1] == 't' || n[1] == 'a') &&
+            (n[2] == '\0' || n[2] == '.')) {
+          mapping.push_back({sym.st_value, n[1]});
+        }
+        continue;
+      }
       if ((kind != STT_FUNC && kind != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF ||
           sym.st_shndx >= SHN_LORESERVE || (sym.st_value == 0 && !is_relocatable())) {
         continue;
@@ -241,8 +273,24 @@ Status ElfImage::load_elf(uint64_t file_size) {
       const char* n = elf_strptr(elf_, sh.sh_link, sym.st_name);
       if (n == nullptr || *n == '\0') continue;
       // In an object file a symbol's value is an offset in its section.
-      const uint64_t address = is_relocatable() ? section_base(sym.st_shndx) + sym.st_value : sym.st_value;
+      uint64_t address = is_relocatable() ? section_base(sym.st_shndx) + sym.st_value : sym.st_value;
+      if (machine_ == EM_ARM) address &= ~uint64_t{1};  // the Thumb bit
       functions_.push_back({address, sym.st_size, n, GELF_ST_BIND(sym.st_info) != STB_LOCAL});
+    }
+  }
+  if (!mapping.empty()) {
+    std::sort(mapping.begin(), mapping.end());
+    for (size_t i = 0; i < mapping.size(); ++i) {
+      if (mapping[i].second == 'a') {
+        return Error("A32 (ARM-mode) code: only Thumb-2 code is analysed on 32-bit ARM");
+      }
+      if (mapping[i].second != 'd') continue;
+      // Data runs to the next mapping symbol, or to the end of its section.
+      const CodeSection* sec = code_at(mapping[i].first);
+      if (sec == nullptr) continue;
+      uint64_t end = sec->address + sec->size;
+      if (i + 1 < mapping.size()) end = std::min(end, mapping[i + 1].first);
+      if (end > mapping[i].first) data_in_code_.push_back({mapping[i].first, end});
     }
   }
   if (is_relocatable()) return read_relocations(relocs, symtab);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "stack/arch.h"
 
 namespace callscope::stack {
 
@@ -61,8 +62,9 @@ class ElfImage {
   ElfImage& operator=(ElfImage&& other) noexcept;
   ~ElfImage();
 
-  // Opens and checks `path`: an ELF64 x86-64 file whose section headers and
-  // sections lie inside the file. The message names what is wrong.
+  // Opens and checks `path`: an ELF file for x86-64 or AArch64 (64-bit), or
+  // 32-bit ARM in Thumb-2 (Cortex-M), whose section headers and sections lie
+  // inside the file. The message names what is wrong.
   static Result<ElfImage> open(const std::string& path);
   // The members of an ar archive (.a), each a relocatable object; `path` is
   // known to be an archive (is_archive).
@@ -78,13 +80,19 @@ class ElfImage {
   static constexpr uint64_t kRelocatableBase = 0x10000;
   // The relocation of a field in [begin, end), or nullptr.
   const CodeReloc* reloc_in(uint64_t begin, uint64_t end) const;
-  // Addresses of functions stored in data (ops tables, callback pointers):
-  // relocations in non-code sections that point at a function.
+  // Addresses of functions stored in data: in an object file, relocations
+  // in non-code sections that point at a function (ops tables, callbacks);
+  // in Cortex-M firmware, the handlers of the vector table.
   const std::vector<uint64_t>& code_addresses_in_data() const { return code_in_data_; }
 
   Elf* elf() const { return elf_; }
   const unsigned char* ident() const { return ident_; }
   bool is_shared_object() const { return type_ == 3; }  // ET_DYN: PIE or .so
+  unsigned machine() const { return machine_; }         // EM_X86_64, EM_AARCH64, EM_ARM
+  unsigned address_size() const { return ident_[4] == 1 ? 4 : 8; }  // ELFCLASS32: 4
+  // ARM: the data inside code sections (literal pools, tables) that the
+  // `$d` mapping symbols mark, sorted.
+  const std::vector<AddressRange>& data_in_code() const { return data_in_code_; }
   bool has_symtab() const { return has_symtab_; }
   const std::vector<CodeSection>& code_sections() const { return code_; }
   const std::vector<FunctionSymbol>& functions() const { return functions_; }
@@ -113,6 +121,8 @@ class ElfImage {
   Elf* elf_ = nullptr;
   unsigned char ident_[16] = {};
   unsigned type_ = 0;
+  unsigned machine_ = 0;
+  std::vector<AddressRange> data_in_code_;
   bool has_symtab_ = false;
   std::vector<CodeSection> code_;
   std::vector<FunctionSymbol> functions_;

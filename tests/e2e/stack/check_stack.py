@@ -16,6 +16,10 @@ Modes:
               .su, its entry points, ignored ftrace/return-thunk calls, a
               retpoline call as unknown; the archive resolving calls between
               its members; stack_cases.o against its .su.
+  arm      -- tests/fixtures/stack/firmware.c for Cortex-M (Thumb-2) and
+              AArch64: the .su agreement, the vector table's handlers as
+              entry points, the recursion's bound, blx/blr as unknown, a
+              switch table not, --unresolved and --limit.
   badinput -- a non-ELF file, a truncated ELF, a missing file, an unknown
               format, an ar archive, a corrupt .eh_frame, bad --limit and
               edges files: each must fail (or warn) with a clear message.
@@ -382,6 +386,31 @@ def objects_mode(args):
     check([p["function"] for p in w["rec_a"]["path"]][-1] == "big", "rec_a reaches big in the object file")
 
 
+def arm_mode(args):
+    fr = frames(args, args.binary)
+    check_su(fr, args.su)
+    thumb = args.compiler == "thumb"
+    w = worst(args, args.binary, [])
+    expected = {"main", "Reset_Handler", "SysTick_Handler"} if thumb else {"main"}
+    check(set(w) == expected, "entry points %s, got %s" % (sorted(expected), sorted(w)))
+    w = worst(args, args.binary, ["rec_a", "via_pointer", "switcher", "SysTick_Handler" if thumb else "big"])
+    one_trip = sum(int(fr[n]["frame_bytes"]) for n in ("rec_a", "rec_b", "big"))
+    check(w["rec_a"]["worst_bytes"] == one_trip and w["rec_a"]["unbounded"],
+          "rec_a: one trip and big, %d bytes, unbounded: %s" % (one_trip, w["rec_a"]))
+    check(w["via_pointer"]["unknown"], "the call through a pointer is unknown")
+    check(not w["switcher"]["unknown"], "the switch is not an unknown edge")
+    check(fr["vla"]["dynamic"] == "true", "the VLA's frame is dynamic")
+    out = callscope_ok(args, [args.binary, "--unresolved", "--format", "csv"])
+    sites = [r for r in csv.DictReader(io.StringIO(out)) if r["function"] == "via_pointer"]
+    check(len(sites) == 1 and sites[0]["instruction"].startswith("blx" if thumb else "blr"),
+          "--unresolved names via_pointer's %s: %s" % ("blx" if thumb else "blr", sites))
+    if thumb:
+        rc, out, err = run([args.callscope, "stack", args.binary, "--limit", "SysTick_Handler=2K"])
+        check(rc == 0, "the SysTick handler fits in 2K (rc %d): %s" % (rc, err.strip()))
+        rc, out, err = run([args.callscope, "stack", args.binary, "--limit", "SysTick_Handler=512"])
+        check(rc == 3, "and not in 512 bytes (rc %d)" % rc)
+
+
 def corrupt_eh_frame(src, dst):
     """Copies an ELF file and breaks the length of its .eh_frame's third entry
     so that nothing after it can be found."""
@@ -465,7 +494,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--callscope", required=True)
     ap.add_argument("--binary", required=True)
-    ap.add_argument("--mode", choices=["fixture", "cases", "measured", "threads", "objects", "badinput"],
+    ap.add_argument("--mode", choices=["fixture", "cases", "measured", "threads", "objects", "arm", "badinput"],
                     default="fixture")
     ap.add_argument("--compiler", default="gcc")
     ap.add_argument("--opt", default="O0")
@@ -473,7 +502,8 @@ def main():
     ap.add_argument("--edges")
     args = ap.parse_args()
     {"fixture": fixture_mode, "cases": cases_mode, "measured": measured_mode,
-     "threads": threads_mode, "objects": objects_mode, "badinput": badinput_mode}[args.mode](args)
+     "threads": threads_mode, "objects": objects_mode, "arm": arm_mode,
+     "badinput": badinput_mode}[args.mode](args)
     if failures:
         print("%d check(s) failed" % len(failures))
         return 1

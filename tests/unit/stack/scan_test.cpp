@@ -70,7 +70,7 @@ TEST(stack_scan, SpAtTheFirstCall) {
 }
 
 TEST(stack_prologue, ProbedAllocationIsCountedWhole) {
-  auto reader = PrologueReader::create();
+  auto reader = Arch::create(Isa::kX86_64);
   ASSERT_TRUE(reader) << reader.error().message();
   // gcc -O0 -fstack-clash-protection, 64 KiB of locals:
   // push rbp; mov rbp, rsp; lea r11, [rsp-0xf000]; L: sub rsp, 0x1000;
@@ -79,16 +79,16 @@ TEST(stack_prologue, ProbedAllocationIsCountedWhole) {
                                      0xff, 0xff, 0x48, 0x81, 0xec, 0x00, 0x10, 0x00, 0x00, 0x48,
                                      0x83, 0x0c, 0x24, 0x00, 0x4c, 0x39, 0xdc, 0x75, 0xef, 0x48,
                                      0x81, 0xec, 0x98, 0x0f, 0x00, 0x00, 0x89, 0x7d, 0xfc};
-  EXPECT_EQ((*reader)->read(loop.data(), loop.size(), 0x1000, 0x1000, 8).bytes, 16u + 0xf000 + 0xf98);
+  EXPECT_EQ((*reader)->read_prologue(loop.data(), loop.size(), 0x1000, 0x1000, 8).bytes, 16u + 0xf000 + 0xf98);
   // Unrolled: sub rsp, 0x1000; or qword [rsp], 0; sub rsp, 0xfa0
   const std::vector<uint8_t> unrolled = {0x48, 0x81, 0xec, 0x00, 0x10, 0x00, 0x00, 0x48, 0x83,
                                          0x0c, 0x24, 0x00, 0x48, 0x81, 0xec, 0xa0, 0x0f, 0x00,
                                          0x00, 0x89, 0x7c, 0x24, 0x0c};
-  EXPECT_EQ((*reader)->read(unrolled.data(), unrolled.size(), 0x1000, 0x1000, 8).bytes,
+  EXPECT_EQ((*reader)->read_prologue(unrolled.data(), unrolled.size(), 0x1000, 0x1000, 8).bytes,
             8u + 0x1000 + 0xfa0);
   // add rsp, -128 is an allocation, and the body starts after it.
   const std::vector<uint8_t> add = {0x55, 0x48, 0x89, 0xe5, 0x48, 0x83, 0xc4, 0x80, 0x6a, 0x01};
-  const PrologueFrame f = (*reader)->read(add.data(), add.size(), 0x1000, 0x1000, 8);
+  const PrologueFrame f = (*reader)->read_prologue(add.data(), add.size(), 0x1000, 0x1000, 8);
   EXPECT_EQ(f.bytes, 16u + 128);
   EXPECT_EQ(f.body_start, 0x1008u);
 }
