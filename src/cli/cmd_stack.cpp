@@ -109,7 +109,9 @@ Command stack_command() {
   return {"stack", "Stack frame sizes and worst-case stack depth of an executable or library",
           [](CLI::App& app) -> Runner {
             auto o = std::make_shared<StackOptions>();
-            app.add_option("binary", o->binary, "ELF executable or shared library (x86-64)")
+            app.add_option("binary", o->binary,
+                           "ELF executable, shared library, object file (.o, .ko) or archive (.a) for "
+                           "x86-64; executable or firmware image for AArch64 or Cortex-M (Thumb-2)")
                 ->required();
             app.add_option("patterns", o->patterns,
                            "Globs on demangled names, optionally module-qualified "
@@ -117,8 +119,9 @@ Command stack_command() {
             app.add_option("-n,--top", o->top, "Show at most N functions (0: all)")->type_name("N")->check(count_check());
             app.add_option("--format", o->format, "Output format: text, csv or json");
             app.add_flag("--worst", o->worst,
-                         "Worst-case stack depth from each entry point (default: main and every "
-                         "thread start routine found; all functions when there are none)");
+                         "Worst-case stack depth from each entry point (default: main, every thread start "
+                         "routine found, a kernel module's init/cleanup and ops-table functions, a "
+                         "firmware's vector-table handlers; all functions when there are none)");
             app.add_option("--edges", o->edges_file,
                            "File of 'caller -> callee' lines closing indirect calls (names or globs)");
             app.add_flag("--unresolved", o->unresolved,
@@ -130,8 +133,8 @@ Command stack_command() {
                            "or is not a bound (recursion, dynamic frame, unresolved indirect call)")
                 ->type_name("LIMITS");
             app.footer(
-                "Frame bytes include the return address, the registers the prologue pushes and\n"
-                "the stack arguments pushed for a call, as gcc -fstack-usage counts them; 'dynamic'\n"
+                "Frame bytes include the return address (on x86-64), the registers the prologue\n"
+                "pushes and the stack arguments pushed for a call, as gcc -fstack-usage counts them; 'dynamic'\n"
                 "frames (alloca, VLA) show their static part. A worst-case figure is the sum of the\n"
                 "frames along the deepest static call path (a tail call replaces its caller's\n"
                 "frame; a recursion counts each of its functions once and is flagged 'unbounded');\n"

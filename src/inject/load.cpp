@@ -160,7 +160,12 @@ LoadResult load_library(pid_t pid, const LoadRequest& request) {
       (fails_here("write") && (errno = EFAULT)))
     return fail("cannot write to the process's memory: " + std::string(std::strerror(errno)));
   const auto prot = thread->syscall(SYS_mprotect, {code, kPage, PROT_READ | PROT_EXEC});
-  if (!prot || *prot != 0 || fails_here("mprotect")) return fail("cannot make our code in the process executable (a policy forbids it?)");
+  if (!prot || *prot != 0 || fails_here("mprotect")) {
+    const std::string reason = !prot       ? "the thread did not complete the system call"
+                               : *prot < 0 ? std::strerror(static_cast<int>(-*prot))
+                                           : "mprotect returned " + std::to_string(*prot);
+    return fail("cannot make our code in the process executable (" + reason + "; a policy forbids it?)");
+  }
   std::string call_error;
   // (The test's failure: pthread_create told to start nothing, as when it
   // cannot make a thread.)

@@ -252,17 +252,21 @@ std::optional<int64_t> BorrowedThread::syscall(int64_t nr, std::initializer_list
   int status = 0;
   int sig = 0;
   // To its entry stop, then its exit stop; the program's signals that come
-  // meanwhile are delivered (its handlers run as for any system call).
-  for (int stops = 0; stops < 2;) {
+  // meanwhile are delivered (its handlers run as for any system call). A
+  // handler's own system calls stop here too: ours is the one entered at
+  // the thread's `syscall` with our number, and its exit is the next stop.
+  bool entered = false;
+  for (;;) {
     if (::ptrace(PTRACE_SYSCALL, tid_, nullptr, sig) != 0 || !wait_stop(tid_, &status)) return std::nullopt;
     sig = 0;
-    if (is_syscall_stop(status))
-      ++stops;
-    else if (!is_event_stop(status))
-      sig = WSTOPSIG(status);
+    if (!is_syscall_stop(status)) {
+      if (!is_event_stop(status)) sig = WSTOPSIG(status);
+      continue;
+    }
+    if (!get_regs(tid_, &regs)) return std::nullopt;
+    if (entered) return static_cast<int64_t>(regs.rax);
+    entered = regs.orig_rax == static_cast<unsigned long long>(nr) && regs.rip == saved_.rip;
   }
-  if (!get_regs(tid_, &regs)) return std::nullopt;
-  return static_cast<int64_t>(regs.rax);
 }
 
 std::optional<uint64_t> BorrowedThread::call(uint64_t fn, std::initializer_list<uint64_t> args, uint64_t trap,

@@ -151,6 +151,7 @@ Result<StackModel> analyze_image(ElfImage& image, const std::string& path, const
   model.has_cfi = !fdes.empty();
   model.cfi_problem = cfi_or->problem;
   model.relocatable = image.is_relocatable();
+  model.isa = x86 ? "x86-64" : isa == Isa::kAarch64 ? "aarch64" : "thumb";
   if (image.code_sections().empty()) return Error(context + ": no code sections");
 
   for (const CodeSection& sec : image.code_sections()) {
@@ -378,6 +379,7 @@ StackModel merge_members(std::vector<StackModel> members, const std::string& pat
   out.module = module_name(path);
   out.relocatable = true;
   out.has_symtab = true;
+  if (!members.empty()) out.isa = members.front().isa;
   uint64_t shift = 0;
   std::vector<uint32_t> first_index;
   for (StackModel& m : members) {

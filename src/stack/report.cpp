@@ -15,6 +15,10 @@ constexpr const char* kFrameNote =
     "# frame bytes include the return address and the registers the prologue pushes "
     "(as gcc -fstack-usage);\n# 'dynamic': the frame also grows at run time (alloca, VLA), "
     "only the static part is counted\n";
+constexpr const char* kArmFrameNote =
+    "# frame bytes: what the prologue pushes (the link register among it, in a function that "
+    "calls)\n# and reserves, as gcc -fstack-usage counts them; 'dynamic': the frame also grows "
+    "at run time\n# (alloca, VLA), only the static part is counted\n";
 constexpr const char* kWorstNote =
     "# worst case: the sum of the frames along the deepest static call path (each frame includes\n"
     "# its return address; a tail call replaces its caller's frame), plus the red zone the last\n"
@@ -114,8 +118,9 @@ std::string render_frames(const StackModel& m, std::vector<uint32_t> selected, s
                      {"source", frame_source_name(f.source)}, {"red_zone_bytes", f.red_zone_bytes},
                      {"file", f.file}, {"line", f.line}});
     }
-    nlohmann::json j = {{"module", m.module}, {"path", m.path},
-                        {"frame_bytes_include", "return address and prologue pushes"},
+    nlohmann::json j = {{"module", m.module}, {"path", m.path}, {"isa", m.isa},
+                        {"frame_bytes_include", m.isa == "x86-64" ? "return address and prologue pushes"
+                                                                   : "prologue pushes (link register included)"},
                         {"cfi_problem", m.cfi_problem}, {"functions", fns}};
     return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   }
@@ -130,7 +135,7 @@ std::string render_frames(const StackModel& m, std::vector<uint32_t> selected, s
     }
     return out;
   }
-  out = kFrameNote;
+  out = m.isa == "x86-64" ? kFrameNote : kArmFrameNote;
   if (!m.has_symtab) out += "# no .symtab: names from .dynsym, other functions shown by address\n";
   if (!m.cfi_problem.empty()) {
     out += "# " + terminal_safe(m.cfi_problem) +

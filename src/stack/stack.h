@@ -97,6 +97,7 @@ struct StackModel {
   std::vector<IndirectSite> indirect_sites;  // in address order
   std::vector<ExternalCall> external_names;  // object files only
   bool relocatable = false;                  // an object file, a .ko, or an archive of them
+  std::string isa = "x86-64";                // "x86-64", "aarch64" or "thumb"
   uint32_t undecodable_bytes = 0;       // code bytes the scanner skipped
 
   // The function whose code holds `address` (ELF virtual address).

@@ -166,7 +166,10 @@ void attach_cycle(AttachTest& t, Server& s, const std::string& plugin, const std
   args2.insert(args2.end(), extra.begin(), extra.end());
   auto a2 = t.attach(s.pid(), args2);
   EXPECT_EQ(s.command("run 500"), "ran 500\n");
-  EXPECT_EQ(t.detach(s.pid()).exit_code, 0);
+  {
+    const RunResult d = t.detach(s.pid());
+    EXPECT_EQ(d.exit_code, 0) << d.err;
+  }
   RunResult r2 = a2.get();
   ASSERT_EQ(r2.exit_code, 0) << r2.err;
   EXPECT_EQ(summarize(trace2).calls_of(counted), 2000 * per_step);
