@@ -241,7 +241,7 @@ Result<int> run(const Opts& o) {
     std::vector<Analysed> analysed;
     for (const std::string& path : o.static_binaries) {
       CALLSCOPE_TRY(stack::StackModel model, stack::analyze_binary(path));
-      stack::WorstCase worst = stack::compute_worst_case(model);
+      stack::WorstCase worst = stack::compute_worst_case(model, /*hooks_are_internal=*/true);
       analysed.push_back({std::move(model), std::move(worst)});
     }
     const views::StaticLookup lookup = [&analysed](const std::string& module, uint64_t addr)
@@ -255,7 +255,10 @@ Result<int> run(const Opts& o) {
         // A recording sees a function's sp at its first call (the hook):
         // what the function pushes later counts below it.
         b.below_bytes = d.bytes - std::min<uint64_t>(d.bytes, a.model.functions[*f].sp_at_first_call);
-        for (auto [on, name] : {std::pair{d.unbounded, "unbounded"}, {d.dynamic, "dynamic"}, {d.unknown, "unknown"}}) {
+        // A callback called back through another module (qsort's
+        // comparator) is measured below frames the bound does not count.
+        for (auto [on, name] : {std::pair{d.unbounded, "unbounded"}, {d.dynamic, "dynamic"}, {d.unknown, "unknown"},
+                                {d.external, "external"}}) {
           if (on) b.flags += (b.flags.empty() ? "" : ",") + std::string(name);
         }
         return b;

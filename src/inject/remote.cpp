@@ -255,18 +255,28 @@ std::optional<int64_t> BorrowedThread::syscall(int64_t nr, std::initializer_list
   // meanwhile are delivered (its handlers run as for any system call). A
   // handler's own system calls stop here too: ours is the one entered at
   // the thread's `syscall` with our number, and its exit is the next stop.
+  // A bounded number of stops: a handler that never returns (siglongjmp
+  // out of it) must not keep us here with the thread's registers ours.
   bool entered = false;
-  for (;;) {
+  for (int stops = 0; stops < 10000; ++stops) {
     if (::ptrace(PTRACE_SYSCALL, tid_, nullptr, sig) != 0 || !wait_stop(tid_, &status)) return std::nullopt;
     sig = 0;
     if (!is_syscall_stop(status)) {
       if (!is_event_stop(status)) sig = WSTOPSIG(status);
       continue;
     }
+    int64_t stop_nr = -1;
+    const int kind = syscall_stop_kind(tid_, &stop_nr);
     if (!get_regs(tid_, &regs)) return std::nullopt;
-    if (entered) return static_cast<int64_t>(regs.rax);
-    entered = regs.orig_rax == static_cast<unsigned long long>(nr) && regs.rip == saved_.rip;
+    if (!entered) {
+      // (kind -1: a kernel without PTRACE_GET_SYSCALL_INFO; stops alternate.)
+      entered = (kind == PTRACE_SYSCALL_INFO_ENTRY || kind == -1) &&
+                regs.orig_rax == static_cast<unsigned long long>(nr) && regs.rip == saved_.rip;
+    } else if (kind == PTRACE_SYSCALL_INFO_EXIT || kind == -1) {
+      return static_cast<int64_t>(regs.rax);
+    }
   }
+  return std::nullopt;
 }
 
 std::optional<uint64_t> BorrowedThread::call(uint64_t fn, std::initializer_list<uint64_t> args, uint64_t trap,

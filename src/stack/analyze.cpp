@@ -49,6 +49,14 @@ bool is_ignored_call(const std::string& name) {
   return name == "__fentry__" || name == "mcount" || name == "__x86_return_thunk";
 }
 
+// The hooks of instrumented code (-finstrument-functions, -pg, -mfentry):
+// their frames are never below a recorded stack pointer.
+bool is_instrumentation_hook(const std::string& name) {
+  const std::string base = name.substr(0, name.find('@'));
+  return base == "__cyg_profile_func_enter" || base == "__cyg_profile_func_exit" || base == "mcount" ||
+         base == "_mcount" || base == "__fentry__";
+}
+
 // Retpoline thunks (-mindirect-branch=thunk-extern): an indirect call or jump.
 bool is_indirect_thunk(const std::string& name) {
   return name.rfind("__x86_indirect_thunk_", 0) == 0 || name.rfind("__x86_indirect_call_thunk_", 0) == 0 ||
@@ -139,6 +147,7 @@ Result<StackModel> analyze_image(ElfImage& image, const std::string& path, const
   if (!arch_or) return arch_or.error();
   Arch& arch = **arch_or;
   const bool x86 = isa == Isa::kX86_64;
+  arch.set_relocatable(image.is_relocatable());
   auto cfi_or = read_cfi_frames(image, arch.dwarf_sp(), arch.entry_depth());
   if (!cfi_or) return cfi_or.error().context(context);
   const std::vector<FdeFrame>& fdes = cfi_or->frames;
@@ -249,6 +258,7 @@ Result<StackModel> analyze_image(ElfImage& image, const std::string& path, const
     FunctionInfo& f = model.functions[i];
     for (const CodeRef& ref : bodies[i].refs) {
       std::optional<uint32_t> callee;
+      const std::string* callee_name = nullptr;
       bool thread_create = false;
       bool external = false;
       switch (ref.kind) {
@@ -266,6 +276,7 @@ Result<StackModel> analyze_image(ElfImage& image, const std::string& path, const
             if (r != nullptr && !r->symbol.empty() && !r->defined) {
               external_names.push_back({i, r->symbol, ref.kind == RefKind::kJumpGot});
               callee = resolve_name(&r->symbol, thread_create);
+              callee_name = &r->symbol;
               external = !callee;
               break;
             }
@@ -282,6 +293,7 @@ Result<StackModel> analyze_image(ElfImage& image, const std::string& path, const
             continue;
           }
           callee = resolve_name(got, thread_create);
+          callee_name = got;
           external = !callee;
           break;
         }
@@ -300,6 +312,7 @@ Result<StackModel> analyze_image(ElfImage& image, const std::string& path, const
               }
               external_names.push_back({i, r->symbol, ref.kind == RefKind::kTailJump});
               callee = resolve_name(&r->symbol, thread_create);
+              callee_name = &r->symbol;
               external = !callee;
               break;
             }
@@ -307,7 +320,8 @@ Result<StackModel> analyze_image(ElfImage& image, const std::string& path, const
           }
           const CodeSection* sec = image.code_at(target);
           if (sec != nullptr && sec->is_plt) {
-            callee = resolve_name(image.plt_target(ref.target), thread_create);
+            callee_name = image.plt_target(target);
+            callee = resolve_name(callee_name, thread_create);
             external = !callee;
           } else {
             callee = model.function_at(target);
@@ -322,6 +336,9 @@ Result<StackModel> analyze_image(ElfImage& image, const std::string& path, const
         }
       }
       if (external) f.external_calls = true;
+      if (external && !(callee_name != nullptr && is_instrumentation_hook(*callee_name))) {
+        f.external_besides_hooks = true;
+      }
       if (thread_create && ref.rdx_code_pointer != 0) {
         uint64_t pointer = ref.rdx_code_pointer;
         if (image.is_relocatable()) {
@@ -381,11 +398,9 @@ StackModel merge_members(std::vector<StackModel> members, const std::string& pat
   out.has_symtab = true;
   if (!members.empty()) out.isa = members.front().isa;
   uint64_t shift = 0;
-  std::vector<uint32_t> first_index;
   for (StackModel& m : members) {
     const uint32_t base = static_cast<uint32_t>(out.functions.size());
-    first_index.push_back(base);
-    uint64_t end = 0;
+    uint64_t end = shift;  // a member without functions keeps the next one after the last
     for (FunctionInfo& f : m.functions) {
       f.address += shift;
       end = std::max(end, f.address + f.size);
@@ -415,11 +430,12 @@ StackModel merge_members(std::vector<StackModel> members, const std::string& pat
   for (uint32_t i = 0; i < out.functions.size(); ++i) {
     if (out.functions[i].exported && !out.functions[i].symbol.empty()) globals.emplace(out.functions[i].symbol, i);
   }
-  for (FunctionInfo& f : out.functions) f.external_calls = false;
+  for (FunctionInfo& f : out.functions) f.external_calls = f.external_besides_hooks = false;
   for (const ExternalCall& x : out.external_names) {
     auto it = globals.find(x.name);
     if (it == globals.end()) {
       out.functions[x.caller].external_calls = true;
+      if (!is_instrumentation_hook(x.name)) out.functions[x.caller].external_besides_hooks = true;
       continue;
     }
     out.edges.push_back({x.caller, it->second, x.tail ? EdgeKind::kTailCall : EdgeKind::kCall, 0});
@@ -437,9 +453,11 @@ Result<StackModel> analyze_binary(const std::string& path, const AnalyzeOptions&
   CALLSCOPE_TRY(std::vector<ElfImage> images, ElfImage::open_archive(path));
   std::vector<StackModel> members;
   for (ElfImage& image : images) {
+    if (image.code_sections().empty()) continue;  // a member of data only
     CALLSCOPE_TRY(StackModel m, analyze_image(image, path, options));
     members.push_back(std::move(m));
   }
+  if (members.empty()) return Error("cannot analyse '" + path + "': no member of the archive holds code");
   return merge_members(std::move(members), path);
 }
 
@@ -511,7 +529,7 @@ std::vector<uint32_t> default_entries(const StackModel& model) {
   return out;
 }
 
-WorstCase compute_worst_case(const StackModel& model) {
+WorstCase compute_worst_case(const StackModel& model, bool hooks_are_internal) {
   WorstCase w;
   w.graph.nodes.reserve(model.functions.size());
   for (const FunctionInfo& f : model.functions) {
@@ -520,7 +538,7 @@ WorstCase compute_worst_case(const StackModel& model) {
     n.red_zone_bytes = f.red_zone_bytes;
     n.dynamic = f.dynamic;
     n.unknown_calls = f.indirect_calls && !f.indirect_closed;
-    n.external_calls = f.external_calls;
+    n.external_calls = hooks_are_internal ? f.external_besides_hooks : f.external_calls;
     w.graph.nodes.push_back(n);
   }
   w.graph.edges.reserve(model.edges.size());

@@ -60,8 +60,9 @@ struct BodyFacts {
 };
 
 // Scans the code of one function, [address, address + size), appending to
-// `out`. Jumps inside the range are not reported.
-void scan_body(const uint8_t* code, uint64_t size, uint64_t address, BodyFacts& out);
+// `out`. Jumps inside the range are not reported, except with `all_rel32`
+// (object files, whose rel32 displacements are filled in by relocations).
+void scan_body(const uint8_t* code, uint64_t size, uint64_t address, BodyFacts& out, bool all_rel32 = false);
 
 // Length of the instruction at `code` (at most `avail` bytes), 0 if it cannot
 // be decoded. Exposed for the cross-check against capstone.
@@ -122,6 +123,8 @@ class Arch {
   // ranges inside code, sorted, or is empty.
   virtual void scan(const uint8_t* code, uint64_t size, uint64_t address,
                     const std::vector<AddressRange>& data, BodyFacts& out) = 0;
+  // The code is an object file's: displacements are relocated later.
+  virtual void set_relocatable(bool) {}
   virtual uint32_t sp_at_first_call(const uint8_t* code, uint64_t size, uint64_t address) = 0;
   virtual uint32_t call_argument_bytes(const uint8_t* code, uint64_t size, uint64_t address,
                                        uint64_t body_start) = 0;

@@ -17,6 +17,12 @@ namespace {
 
 constexpr uint64_t kSwitchWindow = 8;
 
+// An AArch64 immediate with its `lsl #N` applied (movz x12, #1, lsl #16).
+int64_t shifted(const cs_arm64_op& o) {
+  return o.shift.type == ARM64_SFT_LSL && o.shift.value < 64 ? static_cast<int64_t>(static_cast<uint64_t>(o.imm) << o.shift.value)
+                                                               : o.imm;
+}
+
 // Skips the data ranges inside code; `off` is advanced past one when inside.
 bool in_data(const std::vector<AddressRange>& data, uint64_t address, uint64_t& resume) {
   auto it = std::upper_bound(data.begin(), data.end(), address,
@@ -166,7 +172,11 @@ class ArmArch : public Arch {
           out.dynamic_sp = true;
         }
         note_constant(x.op_count == 2 && x.operands[0].type == ARM64_OP_REG && x.operands[1].type == ARM64_OP_IMM,
-                      x.operands[0].reg, x.operands[1].imm, count);
+                      x.operands[0].reg, shifted(x.operands[1]), count);
+        break;
+      case ARM64_INS_MOVK:
+        add_to_constant(x.op_count == 2 && x.operands[0].type == ARM64_OP_REG && x.operands[1].type == ARM64_OP_IMM,
+                        x.operands[0].reg, shifted(x.operands[1]), count);
         break;
       default:
         break;
@@ -237,6 +247,10 @@ class ArmArch : public Arch {
         note_constant(x.op_count == 2 && reg0 && x.operands[1].type == ARM_OP_IMM, x.operands[0].reg,
                       x.operands[1].imm, count);
         break;
+      case ARM_INS_MOVT:
+        add_to_constant(x.op_count == 2 && reg0 && x.operands[1].type == ARM_OP_IMM, x.operands[0].reg,
+                        static_cast<int64_t>(static_cast<uint32_t>(x.operands[1].imm) << 16), count);
+        break;
       default:
         break;
     }
@@ -284,6 +298,10 @@ class ArmArch : public Arch {
       case ARM64_INS_ADD:
         if (is_sp(0) && is_sp(1) && x.op_count == 3 && x.operands[2].type == ARM64_OP_IMM) cur -= imm_of(2);
         return false;
+      case ARM64_INS_MOVK:
+        add_to_constant(x.op_count == 2 && x.operands[0].type == ARM64_OP_REG && x.operands[1].type == ARM64_OP_IMM,
+                        x.operands[0].reg, shifted(x.operands[1]), prologue_count_);
+        return false;
       case ARM64_INS_CMP:
         if (probe_reg != 0 && x.op_count == 2 && is_sp(0) && x.operands[1].type == ARM64_OP_REG &&
             x.operands[1].reg == static_cast<arm64_reg>(probe_reg)) {
@@ -294,7 +312,7 @@ class ArmArch : public Arch {
         return false;
       case ARM64_INS_MOV: case ARM64_INS_MOVZ:
         note_constant(x.op_count == 2 && x.operands[0].type == ARM64_OP_REG && x.operands[1].type == ARM64_OP_IMM,
-                      x.operands[0].reg, x.operands[1].imm, prologue_count_);
+                      x.operands[0].reg, shifted(x.operands[1]), prologue_count_);
         if (is_sp(0) && x.op_count == 2 && x.operands[1].type == ARM64_OP_REG) {
           // mov sp, x29 restores the frame (an epilogue); another register moves it.
           frame.dynamic |= x.operands[1].reg != ARM64_REG_X29;
@@ -308,7 +326,12 @@ class ArmArch : public Arch {
             probe_loop_done = false;
             return false;  // the branch closing a probe loop
           }
-          return true;
+          // A conditional branch (shrink-wrapping's early exit): the frame
+          // is built on the path that falls through.
+          const bool conditional = insn_->id == ARM64_INS_CBZ || insn_->id == ARM64_INS_CBNZ ||
+                                   insn_->id == ARM64_INS_TBZ || insn_->id == ARM64_INS_TBNZ ||
+                                   (insn_->id == ARM64_INS_B && x.cc != ARM64_CC_INVALID && x.cc != ARM64_CC_AL);
+          return !conditional;
         }
         return false;
     }
@@ -363,6 +386,10 @@ class ArmArch : public Arch {
         note_constant(x.op_count == 2 && x.operands[1].type == ARM_OP_IMM, x.operands[0].reg, x.operands[1].imm,
                       prologue_count_);
         return false;
+      case ARM_INS_MOVT:
+        add_to_constant(x.op_count == 2 && x.operands[1].type == ARM_OP_IMM, x.operands[0].reg,
+                        static_cast<int64_t>(static_cast<uint32_t>(x.operands[1].imm) << 16), prologue_count_);
+        return false;
       case ARM_INS_MOV:
         note_constant(x.op_count == 2 && x.operands[1].type == ARM_OP_IMM, x.operands[0].reg, x.operands[1].imm,
                       prologue_count_);
@@ -372,9 +399,15 @@ class ArmArch : public Arch {
           return true;
         }
         return false;
-      default:
+      default: {
+        // A conditional branch (shrink-wrapping's early exit, `cbz r0,
+        // .Lret`): the frame is built on the path that falls through.
+        const bool conditional = insn_->id == ARM_INS_CBZ || insn_->id == ARM_INS_CBNZ ||
+                                 (insn_->id == ARM_INS_B && x.cc != ARM_CC_INVALID && x.cc != ARM_CC_AL);
+        if (conditional) return false;
         return cs().insn_group(handle_, insn_, CS_GRP_JUMP) || cs().insn_group(handle_, insn_, CS_GRP_CALL) ||
                cs().insn_group(handle_, insn_, CS_GRP_RET) || insn_->id == ARM_INS_POP || insn_->id == ARM_INS_BX;
+      }
     }
   }
 
@@ -385,6 +418,13 @@ class ArmArch : public Arch {
     if (!is_load) return;
     constant_reg_ = reg;
     constant_value_ = value;
+    constant_at_ = count;
+  }
+  // movk x16, #hi, lsl #16 / movt r3, #hi: the rest of a constant being
+  // built; the constant stays valid for two more instructions.
+  void add_to_constant(bool is_part, unsigned reg, int64_t part, uint64_t count) {
+    if (!is_part || constant_reg_ == 0 || reg != constant_reg_) return;
+    constant_value_ |= part;
     constant_at_ = count;
   }
   bool constant_in(unsigned reg, uint64_t count) const {

@@ -250,7 +250,7 @@ bool moves_sp_dynamically(const Insn& in) {
     case 0x8b:  // mov r64, r/m64
       return reg == kRegRsp && !(modrm_direct(in) && rm == kRegRbp);
     case 0x8d: {  // lea rsp, [base + ...]
-      if (reg != kRegRsp || modrm_rip(in)) return false;
+      if (reg != kRegRsp || modrm_rip(in) || modrm_direct(in)) return false;
       unsigned base = in.modrm[0] & 7;
       if (base == 4) base = in.modrm[1] & 7;  // SIB
       base |= (in.rex & 1) ? 8 : 0;
@@ -284,12 +284,13 @@ unsigned instruction_length(const uint8_t* code, uint64_t avail) {
   return decode(code, avail).length;
 }
 
-void scan_body(const uint8_t* code, uint64_t size, uint64_t address, BodyFacts& out) {
+void scan_body(const uint8_t* code, uint64_t size, uint64_t address, BodyFacts& out, bool all_rel32) {
   uint64_t off = 0;
   uint64_t rdx_code_pointer = 0, rdx_lea_end = 0;
   // Instructions decoded, and the count at the last load through an indexed
   // operand (the table read of a switch).
   uint64_t count = 0, indexed_load_at = 0;
+  int table_reg = -1;
   constexpr uint64_t kSwitchWindow = 8;
   while (off < size) {
     const Insn in = decode(code + off, size - off);
@@ -316,21 +317,37 @@ void scan_body(const uint8_t* code, uint64_t size, uint64_t address, BodyFacts& 
     if (in.two_byte) {
       if (in.opcode >= 0x80 && in.opcode <= 0x8f) {
         const uint64_t target = next + static_cast<uint64_t>(in.imm);
-        if (target < address || target >= address + size) {
+        // In an object file a rel32 is the linker's to fill: report every
+        // one, the relocation decides where it goes.
+        if (target < address || target >= address + size || all_rel32) {
           out.refs.push_back({site, target, RefKind::kTailJump, 0});
         }
       }
       continue;
     }
     const uint8_t op = in.opcode;
-    if ((op == 0x8b || op == 0x63) && modrm_indexed(in)) indexed_load_at = count;
+    // The register a switch reads its table into: `movsxd rax, [rdx+rax*4]`,
+    // then maybe `add rax, rdx`; any other write to it ends the table.
+    if ((op == 0x8b || op == 0x63) && in.modrm != nullptr) {
+      if (modrm_indexed(in)) {
+        indexed_load_at = count;
+        table_reg = static_cast<int>(modrm_reg(in));
+      } else if (static_cast<int>(modrm_reg(in)) == table_reg) {
+        table_reg = -1;
+      }
+    } else if (table_reg >= 0 && in.modrm != nullptr && (op == 0x01 || op == 0x03 || op == 0x89 || op == 0x8d)) {
+      // add reg, reg keeps it (the PIC table's base); mov or lea into it ends it.
+      const int dest = op == 0x03 || op == 0x8d ? static_cast<int>(modrm_reg(in))
+                                                : (modrm_direct(in) ? static_cast<int>(modrm_rm(in)) : -2);
+      if (dest == table_reg && op != 0x01 && op != 0x03) table_reg = -1;
+    }
     if (op == 0xe8) {
       out.refs.push_back({site, next + static_cast<uint64_t>(in.imm), RefKind::kCall,
                           rdx_code_pointer, 0, rdx_lea_end});
       rdx_code_pointer = 0;
     } else if (op == 0xe9 || op == 0xeb || (op >= 0x70 && op <= 0x7f)) {
       const uint64_t target = next + static_cast<uint64_t>(in.imm);
-      if (target < address || target >= address + size) {
+      if (target < address || target >= address + size || (all_rel32 && op == 0xe9)) {
         out.refs.push_back({site, target, RefKind::kTailJump, 0});
       }
     } else if (op == 0xff && in.modrm != nullptr) {
@@ -348,11 +365,13 @@ void scan_body(const uint8_t* code, uint64_t size, uint64_t address, BodyFacts& 
                             RefKind::kJumpGot, 0});
       } else if (sub == 4) {
         // jmp reg / jmp [mem]: a switch table when the target comes from an
-        // indexed table (jmp [table + idx*8], or a table entry loaded just
-        // before) or CET marks it notrack; else a tail call through a
-        // pointer (a virtual call, std::thread's _M_run): unknown callee.
-        const bool table = in.notrack || modrm_indexed(in) ||
-                           (indexed_load_at != 0 && count - indexed_load_at <= kSwitchWindow);
+        // indexed table (jmp [table + idx*8], or `jmp reg` with the register
+        // a table entry was loaded into just before) or CET marks it
+        // notrack; else a tail call through a pointer (a virtual call,
+        // std::thread's _M_run): unknown callee.
+        const bool from_table = modrm_direct(in) && static_cast<int>(modrm_rm(in)) == table_reg &&
+                                indexed_load_at != 0 && count - indexed_load_at <= kSwitchWindow;
+        const bool table = in.notrack || modrm_indexed(in) || from_table;
         if (!table) out.refs.push_back({site, 0, RefKind::kJumpIndirect, 0});
       }
     } else if (op == 0x8d && in.modrm != nullptr && modrm_rip(in) && (in.rex & 8) &&
@@ -476,8 +495,9 @@ class X86Arch final : public Arch {
   uint32_t entry_depth() const override { return 8; }
   void scan(const uint8_t* code, uint64_t size, uint64_t address, const std::vector<AddressRange>&,
             BodyFacts& out) override {
-    scan_body(code, size, address, out);
+    scan_body(code, size, address, out, relocatable_);
   }
+  void set_relocatable(bool on) override { relocatable_ = on; }
   uint32_t sp_at_first_call(const uint8_t* code, uint64_t size, uint64_t) override {
     return stack::sp_at_first_call(code, size);
   }
@@ -504,7 +524,7 @@ class X86Arch final : public Arch {
     // 4096; or [rsp], 0` until `cmp rsp, r11`, or the same pairs unrolled.
     x86_reg probe_reg = X86_REG_INVALID;
     int64_t probe_target = 0;
-    bool allocated = false, probe_loop_done = false;
+    bool allocated = false, probe_loop_done = false, allocated_seen = false;
     auto is_probe = [](const cs_x86& x) {
       return x.op_count == 2 && x.operands[0].type == X86_OP_MEM &&
              x.operands[0].mem.base == X86_REG_RSP && x.operands[1].type == X86_OP_IMM &&
@@ -598,11 +618,15 @@ class X86Arch final : public Arch {
             break;
           }
           if (probe_reg != X86_REG_INVALID && cs().insn_group(handle_, insn_, CS_GRP_JUMP)) break;
+          // A conditional jump before the allocation is shrink-wrapping's
+          // early exit: the frame is built on the path that falls through.
+          if (cs().insn_group(handle_, insn_, CS_GRP_JUMP) && !allocated_seen) break;
           if (cs().insn_group(handle_, insn_, CS_GRP_JUMP) || dst_rsp) stop = true;
           break;
       }
       if (cur > max) max = cur;
       if (cur != before || allocated) frame.body_start = pc;
+      if (allocated) allocated_seen = true;
       if (stop) break;
     }
     frame.bytes = static_cast<uint32_t>(max);
@@ -621,6 +645,7 @@ class X86Arch final : public Arch {
  private:
   csh handle_;
   cs_insn* insn_;
+  bool relocatable_ = false;
 };
 
 }  // namespace

@@ -104,7 +104,8 @@ struct CieInfo {
   bool usable = false;
 };
 
-CieInfo parse_cie(const Dwarf_CIE& cie, uint64_t section_address, const uint8_t* section) {
+CieInfo parse_cie(const Dwarf_CIE& cie, uint64_t section_address, const uint8_t* section,
+                  unsigned address_size) {
   CieInfo info;
   info.instructions = cie.initial_instructions;
   info.instructions_end = cie.initial_instructions_end;
@@ -118,6 +119,7 @@ CieInfo parse_cie(const Dwarf_CIE& cie, uint64_t section_address, const uint8_t*
   if (aug[0] != 'z') return info;  // an augmentation we cannot size
   info.z_augmentation = true;
   Reader r{cie.augmentation_data, cie.augmentation_data + cie.augmentation_data_size};
+  r.address_size = address_size;
   for (const char* a = aug + 1; *a != '\0' && r.ok; ++a) {
     switch (*a) {
       case 'R': info.fde_encoding = r.u8(); break;
@@ -134,6 +136,12 @@ CieInfo parse_cie(const Dwarf_CIE& cie, uint64_t section_address, const uint8_t*
   }
   info.usable = r.ok;
   return info;
+}
+
+// A factored offset; a corrupt entry's huge factors wrap instead of
+// overflowing (undefined behaviour for signed integers).
+int64_t factored(int64_t value, int64_t align) {
+  return static_cast<int64_t>(static_cast<uint64_t>(value) * static_cast<uint64_t>(align));
 }
 
 // Runs the CFA program of one entry and folds what it says into `frame`.
@@ -199,10 +207,10 @@ void run_cfa_program(Reader r, const CieInfo& cie, uint64_t section_address,
       case 0x11: r.uleb(); r.sleb(); break;                   // offset_extended_sf
       case 0x12:                                              // def_cfa_sf
         cfa.reg = r.uleb();
-        cfa.offset = r.sleb() * cie.data_align;
+        cfa.offset = factored(r.sleb(), cie.data_align);
         note();
         break;
-      case 0x13: cfa.offset = r.sleb() * cie.data_align; note(); break;
+      case 0x13: cfa.offset = factored(r.sleb(), cie.data_align); note(); break;
       case 0x14: r.uleb(); r.uleb(); break;                   // val_offset
       case 0x15: r.uleb(); r.sleb(); break;                   // val_offset_sf
       case 0x16: r.uleb(); r.skip(r.uleb()); break;           // val_expression
@@ -233,7 +241,7 @@ std::string read_section(const ElfImage& image, const RawSection& sec, bool eh, 
         !dwarf_cfi_cie_p(&entry)) {
       return nullptr;
     }
-    return &cies.emplace(offset, parse_cie(entry.cie, sec.address, sec.bytes)).first->second;
+    return &cies.emplace(offset, parse_cie(entry.cie, sec.address, sec.bytes, address_size)).first->second;
   };
 
   std::vector<CfaState> saved;
@@ -255,7 +263,7 @@ std::string read_section(const ElfImage& image, const RawSection& sec, bool eh, 
     const Dwarf_Off here = offset;
     offset = next;
     if (dwarf_cfi_cie_p(&entry)) {
-      cies.emplace(here, parse_cie(entry.cie, sec.address, sec.bytes));
+      cies.emplace(here, parse_cie(entry.cie, sec.address, sec.bytes, address_size));
       continue;
     }
     const CieInfo* cie = cie_at(entry.fde.CIE_pointer);

@@ -32,7 +32,7 @@ ElfImage::ElfImage(ElfImage&& other) noexcept { *this = std::move(other); }
 
 ElfImage& ElfImage::operator=(ElfImage&& other) noexcept {
   if (this == &other) return *this;
-  this->~ElfImage();
+  release();  // the handles; the members below are assigned over
   fd_ = std::exchange(other.fd_, -1);
   elf_ = std::exchange(other.elf_, nullptr);
   std::memcpy(ident_, other.ident_, sizeof ident_);
@@ -47,6 +47,7 @@ ElfImage& ElfImage::operator=(ElfImage&& other) noexcept {
   got_names_ = std::move(other.got_names_);
   plt_slots_ = std::move(other.plt_slots_);
   section_base_ = std::move(other.section_base_);
+  section_alloc_ = std::move(other.section_alloc_);
   code_relocs_ = std::move(other.code_relocs_);
   code_in_data_ = std::move(other.code_in_data_);
   eh_frame_copy_ = std::move(other.eh_frame_copy_);
@@ -61,7 +62,9 @@ ElfImage& ElfImage::operator=(ElfImage&& other) noexcept {
   return *this;
 }
 
-ElfImage::~ElfImage() {
+ElfImage::~ElfImage() { release(); }
+
+void ElfImage::release() {
   if (elf_ != nullptr) elf_end(elf_);
   if (fd_ >= 0 && archive_ == nullptr) ::close(fd_);
   elf_ = nullptr;
@@ -327,15 +330,17 @@ Status ElfImage::lay_out_relocatable() {
   size_t count = 0;
   if (elf_getshdrnum(elf_, &count) != 0) return elf_error("corrupt section header table");
   section_base_.assign(count, 0);
+  section_alloc_.assign(count, false);
   uint64_t next = kRelocatableBase;
   for (Elf_Scn* scn = elf_nextscn(elf_, nullptr); scn != nullptr; scn = elf_nextscn(elf_, scn)) {
     GElf_Shdr sh;
     if (gelf_getshdr(scn, &sh) == nullptr) return elf_error("corrupt section header");
     const bool cfi_or_alloc = (sh.sh_flags & SHF_ALLOC) != 0 || sh.sh_type == SHT_PROGBITS;
     if (!cfi_or_alloc || sh.sh_type == SHT_RELA || sh.sh_type == SHT_REL) continue;
-    const uint64_t align = std::max<uint64_t>(16, sh.sh_addralign);
+    const uint64_t align = std::max<uint64_t>(16, std::min<uint64_t>(sh.sh_addralign, 1 << 20));
     next = (next + align - 1) / align * align;
     section_base_[elf_ndxscn(scn)] = next;
+    section_alloc_[elf_ndxscn(scn)] = (sh.sh_flags & SHF_ALLOC) != 0;
     next += std::max<uint64_t>(sh.sh_size, 1);
   }
   return ok_status();
@@ -390,7 +395,10 @@ Status ElfImage::read_relocations(const std::vector<Elf_Scn*>& relocs, Elf_Scn* 
       if (gelf_getsym(sdata, static_cast<int>(GELF_R_SYM(rela.r_info)), &sym) == nullptr) continue;
       const char* n = elf_strptr(elf_, symsh.sh_link, sym.st_name);
       const bool defined = sym.st_shndx != SHN_UNDEF && sym.st_shndx < SHN_LORESERVE;
-      const uint64_t value = defined ? section_base(sym.st_shndx) + sym.st_value : 0;
+      // A symbol of a section that is not loaded (.debug_frame's own CIEs)
+      // is an offset in it, as the linker resolves it.
+      const bool loaded = sym.st_shndx < section_alloc_.size() && section_alloc_[sym.st_shndx];
+      const uint64_t value = defined ? (loaded ? section_base(sym.st_shndx) : 0) + sym.st_value : 0;
       const uint64_t field = base + rela.r_offset;
       const uint64_t s_plus_a = value + static_cast<uint64_t>(rela.r_addend);
       const auto type = GELF_R_TYPE(rela.r_info);

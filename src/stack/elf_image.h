@@ -109,6 +109,7 @@ class ElfImage {
   const CodeSection* code_at(uint64_t address) const;
 
  private:
+  void release();  // the Elf handle and the descriptor
   Status load(const std::string& path);
   Status load_elf(uint64_t file_size);
   Status lay_out_relocatable();
@@ -132,6 +133,7 @@ class ElfImage {
   // Relocatable objects: the address given to each section (by index), the
   // relocations of code sorted by field, CFI with its relocations applied.
   std::vector<uint64_t> section_base_;
+  std::vector<bool> section_alloc_;
   std::vector<CodeReloc> code_relocs_;
   std::vector<uint64_t> code_in_data_;
   std::vector<uint8_t> eh_frame_copy_, debug_frame_copy_;

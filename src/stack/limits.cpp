@@ -20,7 +20,7 @@ Result<uint64_t> parse_byte_size(std::string_view text) {
   while (digits < t.size() && std::isdigit(static_cast<unsigned char>(t[digits]))) ++digits;
   const std::string bad = "invalid size '" + std::string(text) +
                           "': expected bytes, or a number with K or M (4096, 8K, 1M)";
-  if (digits == 0 || digits > 15) return Error(bad);
+  if (digits == 0 || digits > 12) return Error(bad);  // a terabyte fits; no overflow with M
   uint64_t value = std::stoull(std::string(t.substr(0, digits)));
   std::string unit(t.substr(digits));
   for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
@@ -83,7 +83,11 @@ std::vector<LimitVerdict> check_limits(const StackModel& model, const WorstCase&
     const FunctionInfo& f = model.functions[e];
     const StackLimit* chosen = nullptr;
     for (const StackLimit& l : limits) {
-      if (!l.every_entry && l.entry.matches(model.module, f.name)) chosen = &l;
+      // As select_functions chooses: by name, or by the symbol as in the file.
+      if (!l.every_entry && (l.entry.matches(model.module, f.name) ||
+                             (!f.symbol.empty() && l.entry.matches(model.module, f.symbol)))) {
+        chosen = &l;
+      }
     }
     if (chosen == nullptr) {
       for (const StackLimit& l : limits) {

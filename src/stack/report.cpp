@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <unordered_map>
 
 #include "common/files.h"
 
@@ -154,11 +155,11 @@ std::string render_frames(const StackModel& m, std::vector<uint32_t> selected, s
 std::string render_worst(const StackModel& m, const WorstCase& w, std::vector<uint32_t> entries,
                          size_t limit, OutputFormat format, const std::vector<LimitVerdict>& verdicts,
                          std::FILE* sink) {
-  auto verdict_of = [&verdicts](uint32_t e) -> const LimitVerdict* {
-    for (const LimitVerdict& v : verdicts) {
-      if (v.entry == e) return &v;
-    }
-    return nullptr;
+  std::unordered_map<uint32_t, const LimitVerdict*> verdict_index;
+  for (const LimitVerdict& v : verdicts) verdict_index.emplace(v.entry, &v);
+  auto verdict_of = [&verdict_index](uint32_t e) -> const LimitVerdict* {
+    auto it = verdict_index.find(e);
+    return it == verdict_index.end() ? nullptr : it->second;
   };
   std::stable_sort(entries.begin(), entries.end(), [&](uint32_t a, uint32_t b) {
     return w.depths[a].bytes > w.depths[b].bytes;
@@ -302,7 +303,7 @@ std::string render_unresolved(const StackModel& m, OutputFormat format) {
     std::string where_text;
     if (!s->file.empty()) where_text = "  (" + base_name(s->file) + ":" + std::to_string(s->line) + ")";
     out += terminal_safe(f.name) + " -> ?    # " + hex(s->site) + "  " + (s->jump ? "tail jump: " : "") +
-           s->instruction + terminal_safe(where_text) + "\n";
+           terminal_safe(s->instruction) + terminal_safe(where_text) + "\n";
   }
   return out;
 }

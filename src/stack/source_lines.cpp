@@ -21,7 +21,12 @@ bool holds_functions(int tag) {
          tag == DW_TAG_lexical_block;
 }
 
-void walk(Dwarf_Die* parent, std::unordered_map<uint64_t, SourceLine>& out) {
+// Scopes nest a few levels deep in real code; a corrupt file's deeper
+// nesting is not followed (the walk recurses).
+constexpr int kMaxDepth = 64;
+
+void walk(Dwarf_Die* parent, std::unordered_map<uint64_t, SourceLine>& out, int depth = 0) {
+  if (depth > kMaxDepth) return;
   Dwarf_Die die;
   if (dwarf_child(parent, &die) != 0) return;
   do {
@@ -39,7 +44,7 @@ void walk(Dwarf_Die* parent, std::unordered_map<uint64_t, SourceLine>& out) {
         }
       }
     }
-    if (holds_functions(tag) && dwarf_haschildren(&die) > 0) walk(&die, out);
+    if (holds_functions(tag) && dwarf_haschildren(&die) > 0) walk(&die, out, depth + 1);
   } while (dwarf_siblingof(&die, &die) == 0);
 }
 

@@ -51,6 +51,7 @@ struct FunctionInfo {
   bool indirect_calls = false;  // calls through a pointer (unknown callee)
   bool indirect_closed = false; // ... but the user's edges file lists its callees
   bool external_calls = false;  // calls into other modules
+  bool external_besides_hooks = false;  // ... other than instrumentation hooks (__cyg_profile_*, mcount)
   bool thread_entry = false;    // passed to pthread_create/thrd_create
   bool address_in_data = false; // object files: stored in data (an ops table, a callback)
 };
@@ -129,6 +130,9 @@ struct WorstCase {
   Components components;
   std::vector<Depth> depths;  // per function
 };
-WorstCase compute_worst_case(const StackModel& model);
+// With `hooks_are_internal`, calls to instrumentation hooks do not make a
+// figure `external`: for setting it beside a recording, which never sees
+// the hooks' frames.
+WorstCase compute_worst_case(const StackModel& model, bool hooks_are_internal = false);
 
 }  // namespace callscope::stack

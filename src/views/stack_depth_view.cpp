@@ -171,8 +171,9 @@ void print_stack_depths(const format::TraceReader& trace, const analysis::StackD
                "seen below it; frames of uninstrumented callees are not seen.\n");
   if (statics != nullptr) {
     std::fprintf(out,
-                 "A static bound is `callscope stack --worst` less the function's own frame; '+' and the\n"
-                 "flags mark a figure that is not a bound (recursion, dynamic frame, unresolved call).\n");
+                 "A static bound is `callscope stack --worst` less what the function has pushed when a\n"
+                 "recording sees it; '+' and the flags mark a figure that is not a bound (recursion,\n"
+                 "dynamic frame, unresolved call, a call into another module other than the hooks).\n");
     if (above_count > 0) {
       std::fprintf(out, "%zu function%s measured above a complete static bound: a bug in callscope's\n"
                         "recording or in its static analysis; please report it.\n",

@@ -356,6 +356,9 @@ def objects_mode(args):
         got = fr.get(aliases.get(name, name))
         check(got is not None and int(got["frame_bytes"]) == size,
               "%s: frame %s, gcc .su says %d" % (name, got and got["frame_bytes"], size))
+    check(all(fr[n]["source"] == "cfi" for n in ("helper", "dev_open", "init_module")),
+          "the object's .debug_frame is read through its relocations: %s" %
+          {n: fr[n]["source"] for n in fr})
     w = worst(args, ko, [])
     check(set(w) == {"init_module", "cleanup_module", "dev_open", "dev_release"},
           "entry points: init/cleanup and the ops table's functions: %s" % sorted(w))

@@ -28,11 +28,34 @@ TEST(stack_scan, TailJumpThroughAPointerIsUnknown) {
   EXPECT_EQ(count(scan({0xff, 0x67, 0x08}), RefKind::kJumpIndirect), 1u);
 }
 
+TEST(stack_scan, PointerFromAnArrayIsNotASwitch) {
+  // mov rdi, [rbx+rax*8]; mov rax, [rdi]; jmp [rax+0x18]   (objs[i]->f())
+  EXPECT_EQ(count(scan({0x48, 0x8b, 0x3c, 0xc3, 0x48, 0x8b, 0x07, 0xff, 0x60, 0x18}), RefKind::kJumpIndirect), 1u);
+  // mov rax, [rbx+rcx*8]; mov rax, [rax]; jmp rax   (the table entry replaced)
+  EXPECT_EQ(count(scan({0x48, 0x8b, 0x04, 0xcb, 0x48, 0x8b, 0x00, 0xff, 0xe0}), RefKind::kJumpIndirect), 1u);
+}
+
+TEST(stack_scan, ObjectFilesReportEveryRel32) {
+  // jmp +0 (a relocated tail call in an object file: the field is still 0)
+  const std::vector<uint8_t> code = {0x31, 0xc0, 0xe9, 0, 0, 0, 0, 0xc3};
+  BodyFacts linked, object;
+  scan_body(code.data(), code.size(), 0x1000, linked);
+  scan_body(code.data(), code.size(), 0x1000, object, true);
+  EXPECT_EQ(count(linked, RefKind::kTailJump), 0u);
+  ASSERT_EQ(count(object, RefKind::kTailJump), 1u);
+  EXPECT_EQ(object.refs[0].length, 5u);
+}
+
 TEST(stack_scan, SwitchTablesAreNotUnknown) {
   // movsxd rax, [rdx+rax*4]; add rax, rdx; jmp rax   (PIC jump table)
   EXPECT_EQ(count(scan({0x48, 0x63, 0x04, 0x82, 0x48, 0x01, 0xd0, 0xff, 0xe0}), RefKind::kJumpIndirect), 0u);
   // jmp [rax*8 + 0x402000]   (non-PIC jump table)
   EXPECT_EQ(count(scan({0xff, 0x24, 0xc5, 0x00, 0x20, 0x40, 0x00}), RefKind::kJumpIndirect), 0u);
+  // gcc -O0: mov eax, [rdx+rax]; cdqe; lea rdx, [rip+0]; add rax, rdx; jmp rax
+  EXPECT_EQ(count(scan({0x8b, 0x04, 0x02, 0x48, 0x98, 0x48, 0x8d, 0x15, 0, 0, 0, 0, 0x48, 0x01, 0xd0, 0xff,
+                        0xe0}),
+                  RefKind::kJumpIndirect),
+            0u);
   // notrack jmp rax   (CET marks switch jumps)
   EXPECT_EQ(count(scan({0x3e, 0xff, 0xe0}), RefKind::kJumpIndirect), 0u);
 }
@@ -86,6 +109,9 @@ TEST(stack_prologue, ProbedAllocationIsCountedWhole) {
                                          0x00, 0x89, 0x7c, 0x24, 0x0c};
   EXPECT_EQ((*reader)->read_prologue(unrolled.data(), unrolled.size(), 0x1000, 0x1000, 8).bytes,
             8u + 0x1000 + 0xfa0);
+  // Shrink-wrapping: test edi, edi; je +6; push rbx; sub rsp, 0x20; ...
+  const std::vector<uint8_t> wrapped = {0x85, 0xff, 0x74, 0x06, 0x53, 0x48, 0x83, 0xec, 0x20, 0x89, 0x3c, 0x24, 0xc3};
+  EXPECT_EQ((*reader)->read_prologue(wrapped.data(), wrapped.size(), 0x1000, 0x1000, 8).bytes, 8u + 8 + 0x20);
   // add rsp, -128 is an allocation, and the body starts after it.
   const std::vector<uint8_t> add = {0x55, 0x48, 0x89, 0xe5, 0x48, 0x83, 0xc4, 0x80, 0x6a, 0x01};
   const PrologueFrame f = (*reader)->read_prologue(add.data(), add.size(), 0x1000, 0x1000, 8);
