@@ -20,6 +20,7 @@
 #include "format/trace_reader.h"
 #include "symbolize/symbolizer.h"
 #include "analysis/stack_depth.h"
+#include "stack/report.h"
 #include "stack/stack.h"
 #include "views/diff_view.h"
 #include "views/format_util.h"
@@ -255,12 +256,10 @@ Result<int> run(const Opts& o) {
         // A recording sees a function's sp at its first call (the hook):
         // what the function pushes later counts below it.
         b.below_bytes = d.bytes - std::min<uint64_t>(d.bytes, a.model.functions[*f].sp_at_first_call);
-        // A callback called back through another module (qsort's
-        // comparator) is measured below frames the bound does not count.
-        for (auto [on, name] : {std::pair{d.unbounded, "unbounded"}, {d.dynamic, "dynamic"}, {d.unknown, "unknown"},
-                                {d.external, "external"}}) {
-          if (on) b.flags += (b.flags.empty() ? "" : ",") + std::string(name);
-        }
+        // `external` counts here: a callback called back through another
+        // module (qsort's comparator) is measured below frames the bound
+        // does not count.
+        b.flags = stack::flags_of(d);
         return b;
       }
       return std::nullopt;

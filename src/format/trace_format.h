@@ -14,53 +14,8 @@
 // The runtime includes this header and nothing else of ours, so it must stay
 // free of the C++ library (plain structs and constants only).
 //
-// Version history
-//   raw 1, final 1.0 — first version (callscope 0.1).
-//   raw 1, final 1.1 — profile mode: t<tid>.prof and `dumps` in the raw layout;
-//                      kProfile, kDumps and kMarks blocks; RawKind kExitTruncated;
-//                      kMark events (a 1.0 reader skips the new block types).
-//   raw 2, final 1.2 — gaps: raw and final kPause/kResume; a raw kLost is
-//                      stamped with the gap's start and followed by the resync
-//                      and a kResume; the final stream says which frames ended
-//                      and which began inside a gap (see "Gaps" below); kEvents
-//                      blocks written while the program runs carry in aux1 the
-//                      raw segments they cover; RawThreadHeader wait fields and
-//                      kRawThreadClosed; recorder.meta kStream/kStreamThread.
-//                      Thread names over time: kThreadName meta records
-//                      (pthread_setname_np, prctl(PR_SET_NAME)); a kThreadNames
-//                      block; ThreadRecord::name is the thread's last name.
-//                      A kProfNodeOpen node (raw snapshots and kProfile blocks)
-//                      counts its call in progress in calls, min, max and first
-//                      (1.1: only its time, in total and self).
-//   raw 2, final 1.3 — FileHeader::check, a header_check() of the header
-//                      bytes before it (a 1.0-1.2 header has 0 there: the
-//                      last bytes of reserved). Readers check every header
-//                      field's range, in traces of every version, and the
-//                      check from 1.3 on (see "File header" below).
-//   raw 2, final 1.4 — threads that could not be traced: the kUntracedThread
-//                      meta record (RawUntracedThread), and ThreadRecord's
-//                      kThreadUntraced flag with untraced_error (the record
-//                      grows from 72 to 80 bytes; a 1.3 record reads with 0
-//                      there). The runtime keeps a reserve of space allocated
-//                      past the end of `meta` (not part of the layout).
-//   raw 2, final 1.5 — memory events (record --memory): RawKind kAlloc (the
-//                      first three-word event) and kFree, EventKind kAlloc and
-//                      kFree with their values in the arg column, AllocOp. A
-//                      1.4 reader refuses their blocks as damaged; a trace
-//                      without them is a 1.4 trace but for its version.
-//   raw 2, final 1.6 — allocation tags (callscope_tag_push/pop): RawKind and
-//                      EventKind kTag (w1 / arg: the tag's id, 0: pop); the
-//                      tag's text is a RawMark / MarkRecord whose `kind` is
-//                      kMarkKindTag (1.5 and older: 0 there, reserved). A
-//                      1.5 reader refuses kTag events as damaged and lists
-//                      tags among the marks. The kResident block (a 1.5
-//                      reader skips it): resident set samples by module.
-//   raw 2, final 1.7 — callscope attach: RawProcessStart's kRawProcessAttached
-//                      (the process's record began with an attach, at its
-//                      start tick and realtime), ExitHow kDetached (its
-//                      record ended with a detach; the process ran on), and
-//                      InfoRecord's kInfoAttached. A 1.6 reader shows such
-//                      an end as unknown.
+// Version history: docs/trace-format.md, one row per version with what it
+// added and what an older reader makes of it (the one place it is kept).
 #pragma once
 
 #include <stddef.h>

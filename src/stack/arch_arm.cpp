@@ -51,12 +51,7 @@ class ArmArch : public Arch {
     return read_prologue(code, size, address, address, 0).bytes;
   }
   std::string describe(const uint8_t* code, uint64_t avail, uint64_t address) override {
-    size_t left = static_cast<size_t>(std::min<uint64_t>(avail, 4));
-    uint64_t pc = address;
-    if (!cs().disasm_iter(handle_, &code, &left, &pc, insn_)) return "(undecodable)";
-    std::string text = insn_->mnemonic;
-    if (insn_->op_str[0] != '\0') text += std::string(" ") + insn_->op_str;
-    return text;
+    return disassemble_one(handle_, insn_, code, std::min<uint64_t>(avail, 4), address);
   }
 
   void scan(const uint8_t* code, uint64_t size, uint64_t address, const std::vector<AddressRange>& data,

@@ -303,15 +303,11 @@ void scan_body(const uint8_t* code, uint64_t size, uint64_t address, BodyFacts& 
     const uint64_t next = site + in.length;
     off += in.length;
     ++count;
-    const size_t refs_before = out.refs.size();
-    struct SetLength {  // every reference made from this instruction gets its length
-      std::vector<CodeRef>& refs;
-      size_t from;
-      uint8_t length;
-      ~SetLength() {
-        for (size_t k = from; k < refs.size(); ++k) refs[k].length = length;
-      }
-    } set_length{out.refs, refs_before, static_cast<uint8_t>(in.length)};
+    // A reference made from this instruction, with its length.
+    auto add = [&out, &in](CodeRef ref) {
+      ref.length = static_cast<uint8_t>(in.length);
+      out.refs.push_back(ref);
+    };
     if (!in.vex && in.modrm != nullptr) note_below_sp(in, out);
     if (in.vex) continue;
     if (in.two_byte) {
@@ -320,7 +316,7 @@ void scan_body(const uint8_t* code, uint64_t size, uint64_t address, BodyFacts& 
         // In an object file a rel32 is the linker's to fill: report every
         // one, the relocation decides where it goes.
         if (target < address || target >= address + size || all_rel32) {
-          out.refs.push_back({site, target, RefKind::kTailJump, 0});
+          add({site, target, RefKind::kTailJump, 0});
         }
       }
       continue;
@@ -342,26 +338,26 @@ void scan_body(const uint8_t* code, uint64_t size, uint64_t address, BodyFacts& 
       if (dest == table_reg && op != 0x01 && op != 0x03) table_reg = -1;
     }
     if (op == 0xe8) {
-      out.refs.push_back({site, next + static_cast<uint64_t>(in.imm), RefKind::kCall,
+      add({site, next + static_cast<uint64_t>(in.imm), RefKind::kCall,
                           rdx_code_pointer, 0, rdx_lea_end});
       rdx_code_pointer = 0;
     } else if (op == 0xe9 || op == 0xeb || (op >= 0x70 && op <= 0x7f)) {
       const uint64_t target = next + static_cast<uint64_t>(in.imm);
       if (target < address || target >= address + size || (all_rel32 && op == 0xe9)) {
-        out.refs.push_back({site, target, RefKind::kTailJump, 0});
+        add({site, target, RefKind::kTailJump, 0});
       }
     } else if (op == 0xff && in.modrm != nullptr) {
       const unsigned sub = (in.modrm[0] >> 3) & 7;
       if (sub == 2) {
         if (modrm_rip(in)) {
-          out.refs.push_back({site, next + static_cast<uint64_t>(int64_t{rip_disp(in)}),
+          add({site, next + static_cast<uint64_t>(int64_t{rip_disp(in)}),
                               RefKind::kCallGot, rdx_code_pointer, 0, rdx_lea_end});
         } else {
-          out.refs.push_back({site, 0, RefKind::kCallIndirect, 0});
+          add({site, 0, RefKind::kCallIndirect, 0});
         }
         rdx_code_pointer = 0;
       } else if (sub == 4 && modrm_rip(in)) {
-        out.refs.push_back({site, next + static_cast<uint64_t>(int64_t{rip_disp(in)}),
+        add({site, next + static_cast<uint64_t>(int64_t{rip_disp(in)}),
                             RefKind::kJumpGot, 0});
       } else if (sub == 4) {
         // jmp reg / jmp [mem]: a switch table when the target comes from an
@@ -372,7 +368,7 @@ void scan_body(const uint8_t* code, uint64_t size, uint64_t address, BodyFacts& 
         const bool from_table = modrm_direct(in) && static_cast<int>(modrm_rm(in)) == table_reg &&
                                 indexed_load_at != 0 && count - indexed_load_at <= kSwitchWindow;
         const bool table = in.notrack || modrm_indexed(in) || from_table;
-        if (!table) out.refs.push_back({site, 0, RefKind::kJumpIndirect, 0});
+        if (!table) add({site, 0, RefKind::kJumpIndirect, 0});
       }
     } else if (op == 0x8d && in.modrm != nullptr && modrm_rip(in) && (in.rex & 8) &&
                modrm_reg(in) == kRegRdx) {
@@ -384,34 +380,49 @@ void scan_body(const uint8_t* code, uint64_t size, uint64_t address, BodyFacts& 
   }
 }
 
+namespace {
+
+// What one instruction does to rsp, for the two linear walks below.
+struct SpEffect {
+  enum Kind : uint8_t { kNone, kMove, kCall, kCondJump, kJump, kReturn, kLeave, kDynamic } kind = kNone;
+  int64_t bytes = 0;  // kMove: bytes pushed (negative: given back)
+};
+
+SpEffect sp_effect(const Insn& in) {
+  if (in.vex) return {};
+  const uint8_t op = in.opcode;
+  if (in.two_byte) return {op >= 0x80 && op <= 0x8f ? SpEffect::kCondJump : SpEffect::kNone, 0};
+  // rsp +/- a constant: sub/add rsp, imm (REX.W 81/83 /5, /0).
+  const bool rsp_imm = (op == 0x81 || op == 0x83) && in.modrm != nullptr && (in.rex & 8) && modrm_direct(in) &&
+                       modrm_rm(in) == kRegRsp;
+  const unsigned sub = in.modrm != nullptr ? (in.modrm[0] >> 3) & 7 : 8;
+  if ((op >= 0x50 && op <= 0x57) || op == 0x6a || op == 0x68 || (op == 0xff && sub == 6)) return {SpEffect::kMove, 8};
+  if ((op >= 0x58 && op <= 0x5f) || (op == 0x8f && sub == 0)) return {SpEffect::kMove, -8};
+  if (rsp_imm && sub == 5) return {SpEffect::kMove, in.imm};
+  if (rsp_imm && sub == 0) return {SpEffect::kMove, -in.imm};
+  if (op == 0xe8 || (op == 0xff && sub == 2)) return {SpEffect::kCall, 0};
+  if (op >= 0x70 && op <= 0x7f) return {SpEffect::kCondJump, 0};
+  if (op == 0xe9 || op == 0xeb || (op == 0xff && sub == 4)) return {SpEffect::kJump, 0};
+  if (op == 0xc3 || op == 0xc2) return {SpEffect::kReturn, 0};
+  if (op == 0xc9) return {SpEffect::kLeave, 0};
+  if (moves_sp_dynamically(in)) return {SpEffect::kDynamic, 0};
+  return {};
+}
+
+}  // namespace
+
 uint32_t sp_at_first_call(const uint8_t* code, uint64_t size) {
   int64_t cur = 8;
   for (uint64_t off = 0; off < size;) {
     const Insn in = decode(code + off, size - off);
     if (in.length == 0) return 8;
     off += in.length;
-    if (in.vex) continue;
-    const uint8_t op = in.opcode;
-    if (in.two_byte) {
-      if (op >= 0x80 && op <= 0x8f) return 8;  // jcc
-      continue;
-    }
-    const bool rsp_imm = (op == 0x81 || op == 0x83) && in.modrm != nullptr && (in.rex & 8) &&
-                         modrm_direct(in) && modrm_rm(in) == kRegRsp;
-    const unsigned sub = in.modrm != nullptr ? (in.modrm[0] >> 3) & 7 : 8;
-    if ((op >= 0x50 && op <= 0x57) || op == 0x6a || op == 0x68 || (op == 0xff && sub == 6)) {
-      cur += 8;
-    } else if ((op >= 0x58 && op <= 0x5f) || (op == 0x8f && sub == 0)) {
-      cur -= 8;
-    } else if (rsp_imm && sub == 5) {
-      cur += in.imm;
-    } else if (rsp_imm && sub == 0) {
-      cur -= in.imm;
-    } else if (op == 0xe8 || (op == 0xff && sub == 2)) {
-      return cur > 8 ? static_cast<uint32_t>(std::min<int64_t>(cur, UINT32_MAX)) : 8;
-    } else if (op == 0xc3 || op == 0xc2 || op == 0xe9 || op == 0xeb || (op >= 0x70 && op <= 0x7f) ||
-               (op == 0xff && sub == 4) || moves_sp_dynamically(in)) {
-      return 8;
+    const SpEffect e = sp_effect(in);
+    switch (e.kind) {
+      case SpEffect::kNone: case SpEffect::kLeave: break;
+      case SpEffect::kMove: cur += e.bytes; break;
+      case SpEffect::kCall: return cur > 8 ? static_cast<uint32_t>(std::min<int64_t>(cur, UINT32_MAX)) : 8;
+      default: return 8;  // a branch, a return or a non-constant move comes first
     }
   }
   return 8;
@@ -428,26 +439,14 @@ uint32_t call_argument_bytes(const uint8_t* code, uint64_t size, uint64_t addres
       continue;
     }
     off += in.length;
-    if (in.vex) continue;
-    const uint8_t op = in.opcode;
-    if (in.two_byte) continue;
-    // rsp +/- a constant: sub/add rsp, imm (REX.W 81/83 /5, /0).
-    const bool rsp_imm = (op == 0x81 || op == 0x83) && in.modrm != nullptr && (in.rex & 8) &&
-                         modrm_direct(in) && modrm_rm(in) == kRegRsp;
-    const unsigned sub = in.modrm != nullptr ? (in.modrm[0] >> 3) & 7 : 8;
-    if ((op >= 0x50 && op <= 0x57) || op == 0x6a || op == 0x68 || (op == 0xff && sub == 6)) {
-      pending += 8;
-    } else if ((op >= 0x58 && op <= 0x5f) || (op == 0x8f && sub == 0)) {
-      pending -= 8;
-    } else if (rsp_imm && sub == 5) {
-      pending += in.imm;
-    } else if (rsp_imm && sub == 0) {
-      pending -= in.imm;
-    } else if (op == 0xe8 || (op == 0xff && sub == 2)) {
-      most = std::max(most, pending);
-    } else if (op == 0xc3 || op == 0xc2 || op == 0xc9 || op == 0xe9 || op == 0xeb ||
-               (op == 0xff && sub == 4)) {
-      pending = 0;  // ret, leave, jmp: what follows starts from the frame again
+    const SpEffect e = sp_effect(in);
+    switch (e.kind) {
+      case SpEffect::kMove: pending += e.bytes; break;
+      case SpEffect::kCall: most = std::max(most, pending); break;
+      case SpEffect::kJump: case SpEffect::kReturn: case SpEffect::kLeave:
+        pending = 0;  // ret, leave, jmp: what follows starts from the frame again
+        break;
+      default: break;
     }
     if (pending < 0) pending = 0;
   }
@@ -634,12 +633,7 @@ class X86Arch final : public Arch {
   }
 
   std::string describe(const uint8_t* code, uint64_t avail, uint64_t address) override {
-    size_t left = static_cast<size_t>(std::min<uint64_t>(avail, 16));
-    uint64_t pc = address;
-    if (!cs().disasm_iter(handle_, &code, &left, &pc, insn_)) return "(undecodable)";
-    std::string text = insn_->mnemonic;
-    if (insn_->op_str[0] != '\0') text += std::string(" ") + insn_->op_str;
-    return text;
+    return disassemble_one(handle_, insn_, code, std::min<uint64_t>(avail, 16), address);
   }
 
  private:

@@ -40,4 +40,13 @@ const Capstone& cs() {
   return c;
 }
 
+std::string disassemble_one(csh handle, cs_insn* insn, const uint8_t* code, uint64_t avail, uint64_t address) {
+  size_t left = static_cast<size_t>(avail);
+  uint64_t pc = address;
+  if (!cs().disasm_iter(handle, &code, &left, &pc, insn)) return "(undecodable)";
+  std::string text = insn->mnemonic;
+  if (insn->op_str[0] != '\0') text += std::string(" ") + insn->op_str;
+  return text;
+}
+
 }  // namespace callscope::stack

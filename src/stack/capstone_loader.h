@@ -25,4 +25,8 @@ struct Capstone {
 // The library, loaded on the first call; error says why when it could not be.
 const Capstone& cs();
 
+// "mnemonic operands" of the instruction at `address`, decoded from at most
+// `avail` bytes into `insn`; "(undecodable)" when it is not one.
+std::string disassemble_one(csh handle, cs_insn* insn, const uint8_t* code, uint64_t avail, uint64_t address);
+
 }  // namespace callscope::stack

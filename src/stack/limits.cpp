@@ -4,15 +4,6 @@
 #include <cctype>
 
 namespace callscope::stack {
-namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
-
-}  // namespace
 
 Result<uint64_t> parse_byte_size(std::string_view text) {
   const std::string_view t = trim(text);

@@ -4,13 +4,13 @@
 #include "common/glob.h"
 
 namespace callscope::stack {
-namespace {
-
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
   return s;
 }
+
+namespace {
 
 bool looks_like_module(std::string_view s) {
   if (s.empty()) return false;

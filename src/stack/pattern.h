@@ -27,6 +27,9 @@ struct FunctionPattern {
 // operators such as "ns::operator!=" stay whole.
 FunctionPattern parse_pattern(std::string_view text);
 
+// `s` without the blanks (space, tab, CR) around it.
+std::string_view trim(std::string_view s);
+
 // The module name of a path: its base name.
 std::string module_name(std::string_view path);
 

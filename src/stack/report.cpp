@@ -33,19 +33,6 @@ std::string hex(uint64_t v) {
   return buf;
 }
 
-std::string flags_of(const Depth& d) {
-  std::string out;
-  auto add = [&](bool on, const char* name) {
-    if (!on) return;
-    if (!out.empty()) out += ',';
-    out += name;
-  };
-  add(d.unbounded, "unbounded");
-  add(d.dynamic, "dynamic");
-  add(d.unknown, "unknown");
-  add(d.external, "external");
-  return out;
-}
 
 std::string qualified(const StackModel& m, uint32_t i) { return m.module + "!" + m.functions[i].name; }
 
@@ -102,6 +89,20 @@ std::string cycle_text(const StackModel& m, const Cycle& c) {
 }
 
 }  // namespace
+
+std::string flags_of(const Depth& d) {
+  std::string out;
+  auto add = [&](bool on, const char* name) {
+    if (!on) return;
+    if (!out.empty()) out += ',';
+    out += name;
+  };
+  add(d.unbounded, "unbounded");
+  add(d.dynamic, "dynamic");
+  add(d.unknown, "unknown");
+  add(d.external, "external");
+  return out;
+}
 
 std::string render_frames(const StackModel& m, std::vector<uint32_t> selected, size_t limit,
                           OutputFormat format) {

@@ -16,6 +16,10 @@
 
 namespace callscope::stack {
 
+// "unbounded,dynamic,unknown,external": what a worst case leaves out, as
+// every view writes it ("" for a complete bound without external calls).
+std::string flags_of(const Depth& depth);
+
 // Frame sizes of `selected` functions, largest first, at most `limit` (0: all).
 std::string render_frames(const StackModel& model, std::vector<uint32_t> selected, size_t limit,
                           OutputFormat format);
