@@ -14,8 +14,10 @@
 //    (still open when the stream ended; its tick is the thread's end: a
 //    call like the others, counted in Stats::open too);
 //  - `self` is the duration minus the durations of the frame's direct callees;
-//  - an inherited frame (opened before the stream began) counts its observed
-//    time in total and self, but is not a call (see stats.h);
+//  - an inherited frame (opened before the stream began: a fork child's
+//    copy of its parent's frame, one begun inside a gap) is a call of this
+//    stream from where it was first seen, counted in Stats::inherited too
+//    (see stats.h);
 //  - frames still open at the end of the stream (only after damaged blocks:
 //    finished traces are balanced) are closed at the last tick seen;
 //  - gaps (format/trace_format.h, "Gaps"): the time of a loss goes to a node
@@ -127,7 +129,7 @@ class CallTreeBuilder {
       case format::EventKind::kEntry:
       case format::EventKind::kEntryInherited: {
         const uint32_t parent = stack_.empty() ? kRootNode : stack_.back().node;
-        stack_.push_back({tree_.child(parent, value()), kind == format::EventKind::kEntry, tick, 0, 0});
+        stack_.push_back({tree_.child(parent, value()), kind == format::EventKind::kEntryInherited, tick, 0, 0});
         break;
       }
       case format::EventKind::kExit:
@@ -159,7 +161,7 @@ class CallTreeBuilder {
 
   struct Frame {
     uint32_t node;
-    bool is_call;       // false for an inherited frame
+    bool inherited;     // opened before its stream began (Stats::inherited)
     uint64_t start;     // entry tick
     uint64_t children;  // ticks spent in direct callees so far
     uint64_t paused;    // ticks of pauses it went on through (counted nowhere)
@@ -196,10 +198,9 @@ class CallTreeBuilder {
     Stats& s = tree_.node(f.node).stats;
     s.total += dur;
     s.self += dur > f.children ? dur - f.children : 0;
-    if (f.is_call) {
-      s.add_call(f.start, dur);
-      s.open += open;
-    }
+    s.add_call(f.start, dur);
+    s.open += open;
+    s.inherited += f.inherited;
     if (!stack_.empty()) stack_.back().children += dur;
   }
 

@@ -1,13 +1,18 @@
 // The numbers kept for a function, a call-tree node or a caller/callee edge.
 //
 // Everything is in trace ticks (convert with TraceReader::ticks_to_ns at
-// output). `calls` counts real entries only: a frame inherited from before the
-// stream began (fork, resync after lost events) adds its observed time to
-// `total` and `self` but is not a call, so it never sets min, max or first.
-// A call still in progress when its thread or process ended, or when the
-// snapshot was taken, is a call like any other, with the time observed so
-// far; `open` counts those (a truncated exit in a recording, a node flagged
-// open in a snapshot).
+// output). Every frame a stream holds is a call, with the time observed:
+//  - a call already in progress when its stream began -- a fork child's copy
+//    of a frame open in its parent (the child's own, from the fork on; the
+//    parent's call goes on in the parent), a frame begun while events were
+//    lost or recording was stopped, a frame open at the start of a time
+//    window -- is counted from where it was first seen; `inherited` counts
+//    those;
+//  - a call still in progress when its thread or process ended, or when the
+//    snapshot was taken, is counted up to there; `open` counts those (a
+//    truncated exit in a recording, a node flagged open in a snapshot).
+// So `total` is always the sum of the calls' durations: avg <= max, and a
+// thread's figures never exceed the time it was observed.
 #pragma once
 
 #include <algorithm>
@@ -27,6 +32,7 @@ struct Stats {
   uint64_t first = 0;               // ticks, duration of the earliest call
   uint64_t first_tick = kNoTick;    // entry tick of that call (to pick it when merging)
   uint64_t open = 0;                // of `calls`, those still in progress at the end
+  uint64_t inherited = 0;           // of `calls`, those already in progress at the start
 
   // One completed call that began at `entry_tick` and lasted `ticks`.
   void add_call(uint64_t entry_tick, uint64_t ticks) {
@@ -43,6 +49,7 @@ struct Stats {
   void merge(const Stats& o) {
     calls += o.calls;
     open += o.open;
+    inherited += o.inherited;
     total += o.total;
     self += o.self;
     min = std::min(min, o.min);

@@ -99,19 +99,32 @@ std::string text_time(const fmt::TraceReader& t, double ticks) { return format_d
 // their time so far), which text marks with a '*' after CALLS.
 constexpr const char* kStatHeaders[] = {"CALLS", "TOTAL", "SELF", "AVG", "SELF AVG", "MIN", "MAX", "FIRST"};
 constexpr const char* kStatCsv[] = {"calls", "total_ns", "self_ns", "avg_ns", "self_avg_ns", "min_ns", "max_ns", "first_ns",
-                                    "open_calls"};
+                                    "open_calls", "inherited_calls"};
 
-// Said under a text table with a row marked '*'.
-void open_note(FILE* out, bool any_open) {
-  if (any_open)
-    std::fprintf(out,
-                 "* includes calls whose end was not recorded (in progress when their thread or process ended or "
-                 "the snapshot was taken, or ended while events were lost), with the time recorded\n");
-}
+// What a text table's marks mean, said under it: '*' calls whose end was
+// not recorded, '^' calls whose start was not (analysis/stats.h).
+struct CallNotes {
+  bool open = false, inherited = false;
+  void add(const an::Stats& s) {
+    open = open || s.open;
+    inherited = inherited || s.inherited;
+  }
+  void print(FILE* out) const {
+    if (open)
+      std::fprintf(out,
+                   "* includes calls whose end was not recorded (in progress when their thread or process ended or "
+                   "the snapshot was taken, or ended while events were lost), with the time recorded\n");
+    if (inherited)
+      std::fprintf(out,
+                   "^ includes calls already in progress where their thread's recording began (a forked child's "
+                   "copies of the frames open in its parent, counted from the fork; frames begun while events were "
+                   "lost or recording was stopped, or before --from), with the time recorded\n");
+  }
+};
 
 std::vector<std::string> stat_text(const fmt::TraceReader& t, const an::Stats& s) {
   const bool c = s.calls != 0;
-  return {std::to_string(s.calls) + (s.open ? "*" : ""),
+  return {std::to_string(s.calls) + (s.open ? "*" : "") + (s.inherited ? "^" : ""),
           text_time(t, static_cast<double>(s.total)),
           text_time(t, static_cast<double>(s.self)),
           c ? text_time(t, s.avg()) : "-",
@@ -132,7 +145,8 @@ std::vector<std::string> stat_csv(const fmt::TraceReader& t, const an::Stats& s)
           c ? n(static_cast<double>(s.min)) : "",
           c ? n(static_cast<double>(s.max)) : "",
           c ? n(static_cast<double>(s.first)) : "",
-          std::to_string(s.open)};
+          std::to_string(s.open),
+          std::to_string(s.inherited)};
 }
 
 void stat_json(const fmt::TraceReader& t, const an::Stats& s, json& j) {
@@ -146,6 +160,7 @@ void stat_json(const fmt::TraceReader& t, const an::Stats& s, json& j) {
   j["max_ns"] = c ? json(ns(t, static_cast<double>(s.max))) : json(nullptr);
   j["first_ns"] = c ? json(ns(t, static_cast<double>(s.first))) : json(nullptr);
   j["open_calls"] = s.open;
+  j["inherited_calls"] = s.inherited;
 }
 
 void function_json(const an::FunctionInfo& f, json& j) {
@@ -219,17 +234,17 @@ Status print_flat_profile(const fmt::TraceReader& t, const an::Profile& p, const
       h.push_back("MODULE");
       h.push_back("FUNCTION");
       TextTable table(h, h.size() - 2);
-      bool any_open = false;
+      CallNotes notes;
       for (const an::ProfileRow& r : rows) {
         std::vector<std::string> cells = stat_text(t, r.stats);
         cells.insert(cells.begin() + 2, share_text(r.stats.total, s.tree->total()));
         cells.push_back(p.functions[r.key].module);
         cells.push_back(fit_name(terminal_safe(p.functions[r.key].name), o.name_width));
         table.add(std::move(cells));
-        any_open = any_open || r.stats.open;
+        notes.add(r.stats);
       }
       table.print(out);
-      open_note(out, any_open);
+      notes.print(out);
     } else if (o.format == OutputFormat::kCsv) {
       for (const an::ProfileRow& r : rows) {
         std::vector<std::string> cells = {csv_thread(s), p.functions[r.key].name, p.functions[r.key].module};
@@ -322,7 +337,7 @@ Status print_call_trees(const fmt::TraceReader& t, const an::Profile& p, const R
   json trees = json::array();
   if (o.format == OutputFormat::kCsv)
     csv_row(out, {"thread", "node", "parent", "depth", "function", "module", "calls", "total_ns", "total_per_call_ns",
-                  "self_ns", "self_per_call_ns", "first_ns", "min_ns", "max_ns", "open_calls"});
+                  "self_ns", "self_per_call_ns", "first_ns", "min_ns", "max_ns", "open_calls", "inherited_calls"});
   bool first_section = true;
   for (const Section& s : sections(p, !o.merge, merged)) {
     const an::CallTree& tree = *s.tree;
@@ -335,23 +350,23 @@ Status print_call_trees(const fmt::TraceReader& t, const an::Profile& p, const R
       std::fprintf(out, "%s%s: %s\n", first_section ? "" : "\n", thread_title(t, p, s).c_str(),
                    observed_text(t, p, s).c_str());
       TextTable table({"DEPTH", "CALLS", "TOTAL", "TOTAL/CALL", "SELF", "SELF/CALL", "FIRST", "MIN", "MAX", "FUNCTION"}, 9);
-      bool any_open = false;
+      CallNotes notes;
       for (uint32_t id : order) {
         const an::CallNode& n = tree.node(id);
         const std::vector<std::string> st = stat_text(t, n.stats);  // calls total self avg self_avg min max first
         table.add({std::to_string(n.depth), st[0], st[1], st[3], st[2], st[4], st[7], st[5], st[6],
                    std::string(2 * (n.depth - 1), ' ') + fit_name(terminal_safe(p.functions[n.key].name), o.name_width)});
-        any_open = any_open || n.stats.open;
+        notes.add(n.stats);
       }
       table.print(out);
-      open_note(out, any_open);
+      notes.print(out);
     } else if (o.format == OutputFormat::kCsv) {
       for (uint32_t id : order) {
         const an::CallNode& n = tree.node(id);
         const std::vector<std::string> st = stat_csv(t, n.stats);
         csv_row(out, {csv_thread(s), std::to_string(id), n.parent == an::kRootNode ? "" : std::to_string(n.parent),
                       std::to_string(n.depth), p.functions[n.key].name, p.functions[n.key].module, st[0], st[1],
-                      st[3], st[2], st[4], st[7], st[5], st[6], st[8]});
+                      st[3], st[2], st[4], st[7], st[5], st[6], st[8], st[9]});
       }
     } else {
       trees.push_back({{"thread", thread_json(t, s)},
@@ -419,16 +434,16 @@ Status print_relatives(const fmt::TraceReader& t, const an::Profile& p, const Re
           h.push_back("MODULE");
           h.push_back(callers ? "CALLER" : "CALLEE");
           TextTable table(h, h.size() - 2);
-          bool any_open = false;
+          CallNotes notes;
           for (const an::ProfileRow& r : rows) {
             std::vector<std::string> cells = stat_text(t, r.stats);
             cells.push_back(module(r.key));
             cells.push_back(fit_name(terminal_safe(name(r.key)), o.name_width));
             table.add(std::move(cells));
-            any_open = any_open || r.stats.open;
+            notes.add(r.stats);
           }
           table.print(out);
-          open_note(out, any_open);
+          notes.print(out);
         } else if (o.format == OutputFormat::kCsv) {
           for (const an::ProfileRow& r : rows) {
             std::vector<std::string> cells = {csv_thread(s), name(fn), module(fn), callers ? "caller" : "callee",

@@ -145,6 +145,46 @@ TEST_P(StackMeasureTest, MeasuredDepthMatchesStaticFrames) {
   EXPECT_NE(text.out.find("at the peak (10002 frames): main > recurse"), std::string::npos) << text.out;
 }
 
+// A fork child's copies of the frames open in its parent (main, spawn) are
+// the child's calls, from the fork: the merged report counts two calls of
+// each, one inherited, and no figure is impossible -- avg <= max, and no
+// function's total past the time of the thread it ran in (a report once
+// gave spawn CALLS 1, AVG 303 ms, MAX 154 us).
+TEST_P(ReportTest, AForkChildsInheritedFramesAreItsOwnCalls) {
+  const std::string trace = dir_.file("fork.trace");
+  RunResult r = callscope({"record", "-o", trace, "--", fixture(GetParam(), "fork_spawn")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(r.out, "child=0\n");
+  auto rows = flat_report(trace);
+  EXPECT_EQ(num(rows["work"], "calls"), 101u);
+  EXPECT_EQ(num(rows["work"], "inherited_calls"), 0u);
+  for (const char* f : {"main", "spawn"}) {
+    EXPECT_EQ(num(rows[f], "calls"), 2u) << f;
+    EXPECT_EQ(num(rows[f], "inherited_calls"), 1u) << f;
+  }
+  for (const auto& [name, row] : rows) {
+    EXPECT_LE(num(row, "avg_ns"), num(row, "max_ns")) << name;
+    EXPECT_LE(num(row, "min_ns"), num(row, "avg_ns")) << name;
+  }
+  TraceSummary s = summarize(trace);
+  ASSERT_EQ(s.reader->threads().size(), 2u);
+  for (uint32_t t = 0; t < 2; ++t) {
+    const auto& th = s.reader->threads()[t].record;
+    const double wall_ns = s.reader->ticks_to_ns(th.end_tick - th.start_tick);
+    auto mine = flat_report(trace, {"-t", std::to_string(t)});
+    EXPECT_EQ(num(mine["spawn"], "calls"), 1u) << "thread " << t;
+    EXPECT_EQ(num(mine["spawn"], "inherited_calls"), t == 1 ? 1u : 0u) << "thread " << t;
+    for (const auto& [name, row] : mine)
+      EXPECT_LE(static_cast<double>(num(row, "total_ns")), wall_ns + 1) << name << " in thread " << t;
+  }
+  // The text marks the child's inherited calls and says what they are.
+  RunResult text = callscope({"report", trace});
+  EXPECT_NE(text.out.find("^ includes calls already in progress where their thread's recording began (a forked "
+                          "child's copies of the frames open in its parent, counted from the fork"),
+            std::string::npos)
+      << text.out;
+}
+
 INSTANTIATE_TEST_SUITE_P(Compilers, StackMeasureTest, ::testing::ValuesIn(variants()), VariantName());
 
 INSTANTIATE_TEST_SUITE_P(Compilers, ReportTest, ::testing::ValuesIn(variants()), VariantName());

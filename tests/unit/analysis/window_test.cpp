@@ -70,17 +70,19 @@ TEST(WindowTest, TreeOfAWindowCountsOnlyItsTime) {
   for (const auto& e : sample().v)
     if (!w.feed(e, [&](const format::TraceEvent& x) { b.on_event(x); })) break;
   b.finish();
-  // main: 35 ticks, inherited (no call); a: 10 ticks of a call seen ending;
-  // b: inherited? no: entered at 40, truncated at 55 (a call, open)
+  // main: 35 ticks of a call in progress at `from` (inherited); a: 10
+  // ticks of one seen ending; b: entered at 40, truncated at 55 (a call, open)
   uint32_t main = 0, a = 0, bn = 0, c = 0;
   for (uint32_t i = 1; i < tree.size(); ++i) {
     const uint64_t k = tree.node(i).key;
     (k == 1 ? main : k == 2 ? a : k == 3 ? bn : c) = i;
   }
   EXPECT_EQ(tree.node(main).stats.total, 35u);
-  EXPECT_EQ(tree.node(main).stats.calls, 0u);
+  EXPECT_EQ(tree.node(main).stats.calls, 1u);
+  EXPECT_EQ(tree.node(main).stats.inherited, 1u);
   EXPECT_EQ(tree.node(a).stats.total, 10u);
-  EXPECT_EQ(tree.node(a).stats.calls, 0u);  // a began before the window: inherited
+  EXPECT_EQ(tree.node(a).stats.calls, 1u);  // a began before the window: inherited
+  EXPECT_EQ(tree.node(a).stats.inherited, 1u);
   EXPECT_EQ(tree.node(bn).stats.total, 15u);
   EXPECT_EQ(tree.node(bn).stats.calls, 1u);
   EXPECT_EQ(tree.node(bn).stats.open, 1u);
