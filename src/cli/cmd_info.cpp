@@ -23,7 +23,9 @@ Command info_command() {
                 ->check(CLI::IsMember({"text", "json"}))
                 ->default_str("text");
             return [o]() -> Result<int> {
-              auto trace = format::TraceReader::open(o->trace);
+              // Damage that the other commands refuse is listed here, with
+              // everything that can still be read.
+              auto trace = format::TraceReader::open(o->trace, format::TraceReader::Damage::kList);
               if (!trace) return trace.error();
               (*trace)->verify_payloads();
               // Every event is read to check each thread's balance (stray

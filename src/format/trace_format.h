@@ -492,6 +492,11 @@ enum class BlockType : uint16_t {
   kResident = 11,     // ResidentRecord[count] + strings: the resident set by module (1.6, record --memory)
 };
 inline constexpr uint16_t kBlockCompressed = 1;
+// No block holds more than this once decompressed (1 GiB): the writer refuses
+// a larger one, and a reader takes a larger raw_size for damage before it
+// allocates anything (an event block holds at most kEventsPerBlock events,
+// some 70 MB; metadata is far smaller).
+inline constexpr uint32_t kMaxBlockRawBytes = 1u << 30;
 
 struct BlockHeader {
   uint32_t magic;         // kBlockMagic

@@ -10,8 +10,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <map>
 
 #include "common/files.h"
+#include "format/resident.h"
 #include "format/varint.h"
 
 namespace callscope::format {
@@ -116,7 +118,7 @@ std::unique_ptr<TraceReader> TraceReader::growing(const FileHeader& header, cons
   return r;
 }
 
-Result<std::unique_ptr<TraceReader>> TraceReader::open(const std::string& path) {
+Result<std::unique_ptr<TraceReader>> TraceReader::open(const std::string& path, Damage damage) {
   std::unique_ptr<TraceReader> r(new TraceReader());
   r->path_ = path;
   CALLSCOPE_TRY(const OpenedFile file, open_regular_file(path, "a raw session? try 'callscope finish DIR'"));
@@ -145,6 +147,8 @@ Result<std::unique_ptr<TraceReader>> TraceReader::open(const std::string& path) 
                  "; the file was changed after callscope wrote it: read an intact copy, or record again");
   CALLSCOPE_CHECK(r->index_blocks());
   CALLSCOPE_CHECK(r->read_metadata());
+  if (Status st = r->check_references(damage); !st)
+    return Error("damaged trace '" + path + "': " + st.error().message());
   return r;
 }
 
@@ -192,9 +196,17 @@ Status TraceReader::index_blocks() {
       problem(b, "payload of " + std::to_string(h.stored_size) + " bytes runs past the end of the file (truncated)");
       break;
     }
+    off += sizeof h + h.stored_size;
+    // Sizes are checked before anything is allocated for them: a header
+    // whose check holds can still claim 4 GiB once decompressed.
+    if (h.raw_size > kMaxBlockRawBytes || (!(h.flags & kBlockCompressed) && h.raw_size != h.stored_size)) {
+      problem(b, "payload of " + std::to_string(h.raw_size) + " bytes once decompressed, " +
+                     (h.raw_size > kMaxBlockRawBytes ? "more than any block callscope writes"
+                                                     : "but it is stored uncompressed in " + std::to_string(h.stored_size)));
+      continue;
+    }
     blocks_.push_back(b);
     if (h.type == static_cast<uint16_t>(BlockType::kEnd)) complete_ = true;
-    off += sizeof h + h.stored_size;
   }
   if (!complete_) problems_.push_back("the trace has no end block: it is incomplete (the writer was interrupted?)");
   return ok_status();
@@ -237,23 +249,35 @@ size_t TraceReader::verify_payloads() {
       ++bad;
     }
   }
+  std::vector<ProfileNodeRecord> nodes;
+  for (const BlockRef& b : profile_blocks_) {
+    if (Status st = decode_tree(b, nodes); !st) {
+      problem(b, st.error().message());
+      ++bad;
+    }
+  }
   return bad;
 }
 
 Status TraceReader::read_metadata() {
-  bool have_threads = false;
-  std::vector<std::pair<ThreadNameRecord, std::string>> names;  // attached once the thread table is read
   for (const BlockRef& b : blocks_) {
     const auto type = static_cast<BlockType>(b.header.type);
     if (type == BlockType::kEvents || type == BlockType::kEnd || type == BlockType::kProfile) continue;
+    // A table whose block is damaged is lost: what points into it is not
+    // more damage (check_references).
+    auto fail = [&](const Error& e) {
+      problem(b, e.message());
+      if (type == BlockType::kProcesses) processes_table_.lost = true;
+      if (type == BlockType::kThreads) threads_table_.lost = true;
+      if (type == BlockType::kDumps) dumps_table_.lost = true;
+    };
     auto p = payload(b);
     if (!p) {
-      problem(b, p.error().message());
+      fail(p.error());
       continue;
     }
     const uint8_t* strings = nullptr;
     size_t ssize = 0;
-    auto fail = [&](const Error& e) { problem(b, e.message()); };
     switch (type) {
       case BlockType::kInfo: {
         auto recs = parse_records<InfoRecord>(*p, &strings, &ssize);
@@ -268,6 +292,7 @@ Status TraceReader::read_metadata() {
       case BlockType::kProcesses: {
         auto recs = parse_records<ProcessRecord>(*p, &strings, &ssize);
         if (!recs) { fail(recs.error()); break; }
+        processes_table_.read = true;
         for (auto& [r, unused] : *recs)
           processes_.push_back({r, str(strings, ssize, r.exe), split_nul(str(strings, ssize, r.cmdline))});
         break;
@@ -282,13 +307,14 @@ Status TraceReader::read_metadata() {
       case BlockType::kThreads: {
         auto recs = parse_records<ThreadRecord>(*p, &strings, &ssize);
         if (!recs) { fail(recs.error()); break; }
-        have_threads = true;
+        threads_table_.read = true;
         for (auto& [r, unused] : *recs) threads_.push_back({r, str(strings, ssize, r.name)});
         break;
       }
       case BlockType::kDumps: {
         auto recs = parse_records<DumpRecord>(*p, &strings, &ssize);
         if (!recs) { fail(recs.error()); break; }
+        dumps_table_.read = true;
         for (auto& [r, unused] : *recs) dumps_.push_back(r);
         break;
       }
@@ -308,45 +334,172 @@ Status TraceReader::read_metadata() {
       case BlockType::kThreadNames: {
         auto recs = parse_records<ThreadNameRecord>(*p, &strings, &ssize);
         if (!recs) { fail(recs.error()); break; }
-        for (auto& [r, unused] : *recs) names.emplace_back(r, str(strings, ssize, r.name));
+        for (auto& [r, unused] : *recs) names_.emplace_back(r, str(strings, ssize, r.name));
         break;
       }
       default:
         break;  // a block type of a later minor version
     }
   }
-  for (auto& [r, name] : names)
-    if (r.thread_index < threads_.size()) threads_[r.thread_index].names.push_back({r.tick, std::move(name)});
+  return ok_status();
+}
+
+namespace {
+
+// "process 7", "thread 3": what a record names.
+std::string named(const char* what, uint64_t index) { return std::string(what) + " " + std::to_string(index); }
+
+std::string count_of(size_t n, const char* what) {
+  return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
+}
+
+}  // namespace
+
+// Every index a record holds, against the table it points into. A record
+// that names what a table read intact does not hold is damage: refused, or
+// (kList) listed and pointed at a placeholder. Where the table itself was
+// lost to a damaged block (already a problem) or never written (a trace
+// cut short), each index it does not hold gets a placeholder of its own
+// ("?"), so the records stay apart and nothing indexes past a table.
+// Placeholders are bounded by the records that name them.
+Status TraceReader::check_references(Damage damage) {
+  std::vector<std::string> found;
+  const size_t n_processes = processes_.size();
+  std::map<uint64_t, uint32_t> process_placeholder;  // index named -> placeholder made for it
+  // Returns the index to use for process `index` named by `who`.
+  auto process_ref = [&](uint64_t index, const std::string& who) -> uint32_t {
+    if (index < n_processes) return static_cast<uint32_t>(index);
+    if (processes_table_.intact())
+      found.push_back(who + " names " + named("process", index) + ", but the trace holds " +
+                      count_of(n_processes, "process"));
+    auto [it, fresh] = process_placeholder.try_emplace(index, static_cast<uint32_t>(processes_.size()));
+    if (fresh) {
+      ProcessInfo p;
+      p.exe = "?";
+      p.record.parent_index = -1;
+      processes_.push_back(std::move(p));
+    }
+    return it->second;
+  };
+  for (size_t i = 0; i < n_processes; ++i) {
+    int32_t& parent = processes_[i].record.parent_index;
+    // A record that names itself is a zero-filled one (no parent), not
+    // damage; nothing walks the chain of parents, so a longer loop is
+    // harmless.
+    if (parent >= 0 && static_cast<size_t>(parent) == i) parent = -1;
+    if (parent == -1 || (parent >= 0 && static_cast<size_t>(parent) < n_processes)) continue;
+    found.push_back("process record " + std::to_string(i) + " names " + named("parent process", static_cast<uint32_t>(parent)) +
+                    ", but the trace holds " + count_of(n_processes, "process"));
+    parent = -1;
+  }
+  for (size_t i = 0; i < modules_.size(); ++i)
+    modules_[i].record.process_index = process_ref(modules_[i].record.process_index, "module record " + std::to_string(i));
+  for (size_t i = 0; i < threads_.size(); ++i)
+    threads_[i].record.process_index = process_ref(threads_[i].record.process_index, "thread record " + std::to_string(i));
+  for (size_t i = 0; i < dumps_.size(); ++i)
+    dumps_[i].process_index = process_ref(dumps_[i].process_index, "snapshot record " + std::to_string(i));
+  const size_t n_threads = threads_.size();
+  for (auto* marks : {&marks_, &tags_}) {
+    for (size_t i = 0; i < marks->size(); ++i) {
+      MarkRecord& m = (*marks)[i].record;
+      const std::string who = std::string(marks == &tags_ ? "tag" : "mark") + " record " + std::to_string(i);
+      m.process_index = process_ref(m.process_index, who);
+      if (m.thread_index != ~0u && m.thread_index >= n_threads) {
+        if (threads_table_.intact())
+          found.push_back(who + " names " + named("thread", m.thread_index) + ", but the trace holds " +
+                          count_of(n_threads, "thread"));
+        m.thread_index = ~0u;
+      }
+    }
+  }
+  for (size_t i = 0; i < resident_.size(); ++i) {
+    ResidentRecord& r = resident_[i].record;
+    const std::string who = "resident-set record " + std::to_string(i);
+    r.process_index = process_ref(r.process_index, who);
+    if (r.kind < static_cast<uint8_t>(ResidentKind::kCode) || r.kind > static_cast<uint8_t>(ResidentKind::kOther)) {
+      found.push_back(who + " has kind " + std::to_string(r.kind) + ", which no callscope writes");
+      r.kind = static_cast<uint8_t>(ResidentKind::kOther);
+    }
+    if (r.reason < static_cast<uint8_t>(ResidentReason::kStart) || r.reason > static_cast<uint8_t>(ResidentReason::kExit)) {
+      found.push_back(who + " has reason " + std::to_string(r.reason) + ", which no callscope writes");
+      r.reason = static_cast<uint8_t>(ResidentReason::kInterval);
+    }
+  }
+  for (auto& [r, name] : names_) {
+    if (r.thread_index < n_threads) {
+      threads_[r.thread_index].names.push_back({r.tick, std::move(name)});
+    } else if (threads_table_.intact()) {
+      found.push_back("a thread name record names " + named("thread", r.thread_index) + ", but the trace holds " +
+                      count_of(n_threads, "thread"));
+    }
+  }
+  names_.clear();
+  // Block headers: the thread and snapshot of each call tree, the thread of
+  // each event block. Such a block is skipped; without the thread table,
+  // event blocks still say which thread they belong to, and their events
+  // stay readable.
+  auto block_damage = [&](const BlockRef& b, const std::string& what) {
+    found.push_back("block " + std::to_string(b.number) + " at offset " + std::to_string(b.offset) + ": " + what);
+  };
   for (const BlockRef& b : blocks_) {
     if (b.header.type != static_cast<uint16_t>(BlockType::kProfile)) continue;
     if (b.header.aux1 >= dumps_.size()) {
-      problem(b, "a call tree of snapshot " + std::to_string(b.header.aux1) + ", which the snapshot table does not list");
+      if (dumps_table_.intact())
+        block_damage(b, "a call tree of snapshot " + std::to_string(b.header.aux1) + ", but the trace holds " +
+                            count_of(dumps_.size(), "snapshot"));
+      continue;
+    }
+    if (b.header.aux0 >= n_threads) {
+      if (threads_table_.intact())
+        block_damage(b, "a call tree of " + named("thread", b.header.aux0) + ", but the trace holds " +
+                            count_of(n_threads, "thread"));
       continue;
     }
     profile_blocks_.push_back(b);
   }
-  // Without the thread table, the event blocks still say which thread they
-  // belong to: keep their events readable.
   for (const BlockRef& b : blocks_) {
-    if (b.header.type != static_cast<uint16_t>(BlockType::kEvents)) continue;
-    if (b.header.aux0 >= threads_.size()) {
-      if (have_threads) {
-        problem(b, "events of thread " + std::to_string(b.header.aux0) + ", which the thread table does not list");
-        continue;
-      }
-      // Placeholders cost memory: a thread index far beyond what the
-      // blocks could hold is damage, not a thread.
-      if (b.header.aux0 > 16 * blocks_.size() + 4096) {
-        problem(b, "thread index " + std::to_string(b.header.aux0) + " is out of range");
-        continue;
-      }
-      while (threads_.size() <= b.header.aux0) {
-        ThreadInfo t;
-        t.name = "?";
-        threads_.push_back(t);
-      }
+    if (b.header.type != static_cast<uint16_t>(BlockType::kEvents) || b.header.aux0 < threads_.size()) continue;
+    if (threads_table_.intact()) {
+      block_damage(b, "events of " + named("thread", b.header.aux0) + ", but the trace holds " +
+                          count_of(n_threads, "thread"));
+      continue;
+    }
+    // Placeholders cost memory: a thread index far beyond what the blocks
+    // could hold is damage, not a thread.
+    if (b.header.aux0 > 16 * blocks_.size() + 4096) {
+      block_damage(b, "events of " + named("thread", b.header.aux0) + ", more threads than the file could hold");
+      continue;
+    }
+    while (threads_.size() <= b.header.aux0) {
+      ThreadInfo t;
+      t.name = "?";
+      threads_.push_back(t);
     }
   }
+  // A thread placeholder belongs to a process too.
+  for (size_t i = n_threads; i < threads_.size(); ++i)
+    if (threads_[i].record.process_index >= processes_.size())
+      threads_[i].record.process_index = process_ref(threads_[i].record.process_index, "thread " + std::to_string(i));
+  if (found.empty()) return ok_status();
+  if (damage == Damage::kList) {
+    for (std::string& f : found) problems_.push_back(std::move(f));
+    return ok_status();
+  }
+  std::string more = found.size() == 1 ? "" : " (and " + count_of(found.size() - 1, "more problem") + ")";
+  return Error(found.front() + more + "; 'callscope info " + path_ + "' lists what can still be read");
+}
+
+// One call tree: as many nodes as the header says, each parent an earlier node.
+Status TraceReader::decode_tree(const BlockRef& b, std::vector<ProfileNodeRecord>& out) {
+  auto p = payload(b);
+  if (!p) return p.error();
+  if (p->size() != uint64_t{b.header.count} * sizeof(ProfileNodeRecord))
+    return Error("a call tree of " + std::to_string(b.header.count) + " nodes in " + std::to_string(p->size()) + " bytes");
+  out.resize(b.header.count);
+  if (!out.empty()) std::memcpy(out.data(), p->data(), p->size());
+  for (size_t i = 1; i < out.size(); ++i)  // parents come first; anything else is damage
+    if (out[i].parent >= i)
+      return Error("node " + std::to_string(i) + " has parent " + std::to_string(out[i].parent) + ", not an earlier node");
   return ok_status();
 }
 
@@ -354,19 +507,10 @@ Result<std::vector<ProfileNodeRecord>> TraceReader::read_tree(uint32_t dump, uin
   std::vector<ProfileNodeRecord> out;
   for (const BlockRef& b : profile_blocks_) {
     if (b.header.aux1 != dump || b.header.aux0 != thread) continue;
-    auto p = payload(b);
-    if (!p) {
-      problem(b, p.error().message());
-      return Error("block " + std::to_string(b.number) + ": " + p.error().message());
+    if (Status st = decode_tree(b, out); !st) {
+      problem(b, st.error().message());
+      return Error("damaged trace: block " + std::to_string(b.number) + ": " + st.error().message());
     }
-    if (p->size() != uint64_t{b.header.count} * sizeof(ProfileNodeRecord))
-      return Error("block " + std::to_string(b.number) + ": a call tree of " + std::to_string(b.header.count) +
-                   " nodes in " + std::to_string(p->size()) + " bytes");
-    out.resize(b.header.count);
-    if (!out.empty()) std::memcpy(out.data(), p->data(), p->size());
-    for (size_t i = 1; i < out.size(); ++i)  // parents come first; anything else is damage
-      if (out[i].parent >= i) return Error("block " + std::to_string(b.number) + ": node " + std::to_string(i) +
-                                           " has parent " + std::to_string(out[i].parent) + ", not an earlier node");
     break;
   }
   return out;
@@ -592,6 +736,9 @@ Status TraceReader::decode_events(uint32_t thread, Out& out) {
       if (!get_varint(table, kinds, v)) bad = true;
       prev += static_cast<uint64_t>(unzigzag(v));
       fns[i] = prev;
+      // Code addresses are user-space ones, 48 bits (the runtime stores
+      // them so): analyses key their own entries above that.
+      if (prev > kRawAddrMask) bad = true;
     }
     if (bad) {
       problem(b, "damaged function table");

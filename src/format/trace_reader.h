@@ -6,6 +6,15 @@
 // payload that fails its checksum, a truncated file) is recorded in
 // problems() with the block number and file offset, and reading goes on with
 // what is intact.
+//
+// Records whose checksums hold can still name what the trace does not have
+// (a module of process 4294967295: a crafted file, or a writer's bug). Every
+// index, count and size read from the file is checked against what the
+// trace holds before anything uses it (check_references() in
+// trace_reader.cpp): by default open() refuses such a trace with one
+// message ("damaged trace: ..."), so that no command indexes past a table;
+// `info` opens it with Damage::kList, which lists each in problems() and
+// points the record at a placeholder, so the rest can still be described.
 #pragma once
 
 #include <cstdint>
@@ -75,7 +84,11 @@ struct BlockRef {
 
 class TraceReader {
  public:
-  static Result<std::unique_ptr<TraceReader>> open(const std::string& path);
+  enum class Damage {
+    kRefuse,  // records naming what the trace does not hold: open() fails
+    kList,    // listed in problems(), each pointed at a placeholder (info)
+  };
+  static Result<std::unique_ptr<TraceReader>> open(const std::string& path, Damage damage = Damage::kRefuse);
   ~TraceReader();
   TraceReader(const TraceReader&) = delete;
   TraceReader& operator=(const TraceReader&) = delete;
@@ -127,8 +140,10 @@ class TraceReader {
 
   double ticks_to_ns(uint64_t ticks) const { return static_cast<double>(ticks) / header_.ticks_per_ns; }
 
-  // Decompresses every block once to check its checksum (about 1 GB/s of
-  // raw data); damage is added to problems(). Returns the blocks found bad.
+  // Decompresses every event and call-tree block once to check its
+  // checksum (about 1 GB/s of raw data), and each call tree's shape, as
+  // read_tree() would; damage is added to problems(). Returns the blocks
+  // found bad.
   size_t verify_payloads();
 
   // Streams the events of thread `thread` in order; `f` returns false to stop.
@@ -187,6 +202,8 @@ class TraceReader {
   Result<std::vector<uint8_t>> payload(const BlockRef& b);
   Status payload_into(const BlockRef& b, std::vector<uint8_t>& out, ZSTD_DCtx_s* dctx);
   Status read_metadata();
+  Status check_references(Damage damage);
+  Status decode_tree(const BlockRef& b, std::vector<ProfileNodeRecord>& out);
   void problem(const BlockRef& b, const std::string& what);
 
   std::string path_;
@@ -204,6 +221,14 @@ class TraceReader {
   std::vector<Resident> resident_;
   std::vector<BlockRef> profile_blocks_;
   std::vector<std::string> problems_;
+  // Whether a table's block was read, and whether one was damaged: indexes
+  // into a table are checked only where it is intact.
+  struct Table {
+    bool read = false, lost = false;
+    bool intact() const { return read && !lost; }
+  };
+  Table processes_table_, threads_table_, dumps_table_;
+  std::vector<std::pair<ThreadNameRecord, std::string>> names_;  // until the thread table is checked
   bool complete_ = false;
   bool unlisted_threads_ = false;
 };

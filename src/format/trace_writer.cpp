@@ -57,6 +57,9 @@ Status TraceWriter::write_bytes(const void* p, size_t n) {
 
 Status TraceWriter::write_block(BlockType type, uint32_t aux0, uint32_t count, uint64_t first_tick,
                                 const std::vector<uint8_t>& raw, uint32_t aux1) {
+  if (raw.size() > kMaxBlockRawBytes)  // readers take a larger block for damage
+    return Error("a block of " + std::to_string(raw.size()) + " bytes is more than a trace holds (" +
+                 std::to_string(kMaxBlockRawBytes) + ")");
   compressed_.resize(ZSTD_compressBound(raw.size()));
   const size_t n = ZSTD_compress2(cctx_, compressed_.data(), compressed_.size(), raw.data(), raw.size());
   if (ZSTD_isError(n)) return Error(std::string("zstd: ") + ZSTD_getErrorName(n));

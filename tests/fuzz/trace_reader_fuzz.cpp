@@ -1,11 +1,16 @@
 // libFuzzer target: any bytes as a trace file. TraceReader::open must fail
 // cleanly or read on; for_each_event must never crash and must keep its own
-// invariants (depths, kinds, problem messages naming where).
+// invariants (depths, kinds, problem messages naming where). What opens is
+// then handed to the analyses and views every command runs (the call
+// trees of report, its text, the memory model, measured stack depths,
+// info): the reader's checks are what keep them from indexing past a table.
 //
 // Each input is tried twice: as given, and with the file header's check (1.3
 // on) and every block header's check recomputed along the chain of blocks, so
 // that mutations of header fields, sizes, types and (uncompressed) payloads
-// get past the checks to the range checks and the decoders.
+// get past the checks to the range checks and the decoders. Under libFuzzer,
+// a custom mutator also changes decompressed payloads and seals them again
+// (payload_mutation.h): a crafted file, which zstd's checksum does not stop.
 //
 // Also compiled without libFuzzer into tests/unit/format's regression test,
 // which calls LLVMFuzzerTestOneInput itself.
@@ -16,11 +21,21 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
+#include <random>
 #include <string>
 #include <vector>
 
+#include "analysis/balance.h"
+#include "analysis/memory.h"
+#include "analysis/report_model.h"
+#include "analysis/stack_depth.h"
+#include "format/module_map.h"
 #include "format/trace_format.h"
 #include "format/trace_reader.h"
+#include "payload_mutation.h"
+#include "views/info_view.h"
+#include "views/profile_view.h"
 
 namespace {
 
@@ -54,11 +69,74 @@ void set_input(const uint8_t* data, size_t size) {
 
 bool starts_with(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
 
+FILE* devnull() {
+  static FILE* f = std::fopen("/dev/null", "w");
+  if (!f) fail("/dev/null");
+  return f;
+}
+
+// What the commands do with a trace that opened: none of it may crash, hang
+// or ask for gigabytes, whatever the trace says (errors are fine).
+void exercise(TraceReader& rd) {
+  using namespace callscope;
+  const ModuleMap map(rd.modules());
+  std::vector<uint32_t> all;
+  for (uint32_t t = 0; t < rd.threads().size(); ++t) all.push_back(t);
+  for (uint32_t t : all) {
+    const uint32_t process = rd.threads()[t].record.process_index;
+    if (process >= rd.processes().size()) fail("a thread's process is not in the table");
+    size_t n = 0;
+    (void)rd.for_each_event(t, [&](const TraceEvent& e) {
+      if (is_entry(e.kind)) (void)map.at(process, e.addr, e.tick);
+      return ++n < 4096;
+    });
+  }
+  for (const auto& m : rd.modules())
+    if (m.record.process_index >= rd.processes().size()) fail("a module's process is not in the table");
+  for (const auto& d : rd.dumps())
+    if (d.process_index >= rd.processes().size()) fail("a snapshot's process is not in the table");
+  const analysis::Resolver resolve = [](uint32_t, uint64_t addr, uint64_t) {
+    return analysis::FunctionInfo{"f" + std::to_string(addr & 0xff), "m", "", 0};
+  };
+  auto p = rd.is_profile() ? analysis::build_profile_from_dumps(rd, analysis::final_dumps(rd), all, resolve)
+                           : analysis::build_profile(rd, all, resolve);
+  if (p) {
+    views::ReportOptions o;
+    (void)views::print_flat_profile(rd, *p, o, devnull());
+    o.max_depth = 64;
+    (void)views::print_call_trees(rd, *p, o, devnull());
+  }
+  if (rd.is_profile())
+    for (uint32_t d = 0; d < rd.dumps().size() && d < 8; ++d)
+      (void)analysis::build_profile_from_dumps(rd, {d}, all, resolve);
+  if (auto m = analysis::build_memory_model(rd); m) (void)analysis::memory_table(*m, analysis::MemoryQuery{});
+  if (!rd.is_profile()) (void)analysis::measure_stack(rd, all);
+  std::vector<analysis::StreamBalance> balance;
+  for (uint32_t t : all) {
+    auto b = analysis::stream_balance(rd, t);
+    balance.push_back(b ? *b : analysis::StreamBalance{});
+  }
+  views::print_info_text(rd, balance, devnull());
+  (void)views::info_json(rd, balance);
+}
+
 void read_all(const uint8_t* data, size_t size) {
   set_input(data, size);
+  // As info reads it: every damage listed, placeholders where records name
+  // what the trace does not hold. Then as every other command: refused, or
+  // read without such damage.
+  auto listed = TraceReader::open(input_path(), TraceReader::Damage::kList);
+  if (!listed) {
+    if (listed.error().message().empty()) fail("empty error message");
+    if (TraceReader::open(input_path()).ok()) fail("refused as info reads it, not otherwise");
+    return;
+  }
+  (*listed)->verify_payloads();
+  exercise(**listed);
   auto r = TraceReader::open(input_path());
   if (!r) {
-    if (r.error().message().empty()) fail("empty error message");
+    if (r.error().message().find("damaged trace") == std::string::npos) fail("refused without saying why: " + r.error().message());
+    if ((*listed)->problems().empty()) fail("refused, but info lists no problem: " + r.error().message());
     return;
   }
   TraceReader& rd = **r;
@@ -108,6 +186,11 @@ void read_all(const uint8_t* data, size_t size) {
     if (!starts_with(p, "block ") && !starts_with(p, "offset ") && !starts_with(p, "the trace has no end block"))
       fail("problem without a place: " + p);
   if (!rd.complete() && rd.problems().empty()) fail("incomplete without a problem");
+  exercise(rd);
+  // info finds every damage the other commands meet.
+  for (const std::string& p : rd.problems())
+    if (std::find((*listed)->problems().begin(), (*listed)->problems().end(), p) == (*listed)->problems().end())
+      fail("a problem info does not list: " + p);
 }
 
 // Recomputes the check of every block header along the chain; false when
@@ -141,6 +224,24 @@ bool fix_checks(std::vector<uint8_t>& b) {
 }
 
 }  // namespace
+
+#ifdef CALLSCOPE_LIBFUZZER
+extern "C" size_t LLVMFuzzerMutate(uint8_t* data, size_t size, size_t max_size);
+
+// Half the time one block's decompressed payload is changed and sealed
+// again (payload_mutation.h); else libFuzzer's own mutations of the file.
+extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max_size, unsigned int seed) {
+  std::mt19937_64 rng(seed);
+  if (rng() & 1) {
+    std::vector<uint8_t> file(data, data + size);
+    if (callscope::fuzz::mutate_payload(file, rng, LLVMFuzzerMutate) && file.size() <= max_size) {
+      std::memcpy(data, file.data(), file.size());
+      return file.size();
+    }
+  }
+  return LLVMFuzzerMutate(data, size, max_size);
+}
+#endif
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   read_all(data, size);

@@ -1,6 +1,7 @@
 # Runs one golden case: text -> trace, then each view, compared with the
 # expected files. Variables: TEXT_TRACE, CALLSCOPE, CASE (path without .txt),
-# WORK (scratch dir). A mismatch prints both versions.
+# WORK (scratch dir). A mismatch prints both versions; with -DUPDATE=1 the
+# output is written over the expected files instead (docs/testing.md).
 get_filename_component(name ${CASE} NAME)
 set(trace ${WORK}/${name}.trace)
 execute_process(COMMAND ${TEXT_TRACE} ${CASE}.txt ${trace} RESULT_VARIABLE rc ERROR_VARIABLE err)
@@ -71,7 +72,11 @@ foreach(i RANGE ${last})
   # report --diff names the trace in its labels.
   string(REPLACE "${trace}" "TRACE" out "${out}")
   file(READ ${expected_file} expected)
-  if(NOT out STREQUAL expected)
+  if(UPDATE AND NOT out STREQUAL expected)
+    # -DUPDATE=1: the views' output becomes the expected files (read the
+    # diff before committing it).
+    file(WRITE ${expected_file} "${out}")
+  elseif(NOT out STREQUAL expected)
     message(SEND_ERROR "${name}: '${view}' differs from ${expected_file}\n--- expected\n${expected}--- actual (exit ${rc})\n${out}--- stderr\n${err}")
     set(failed TRUE)
   endif()

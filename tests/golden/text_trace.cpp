@@ -103,6 +103,7 @@ Status text_to_trace(const std::string& text, const std::string& out_path) {
   std::istringstream lines(text);
   std::string line;
   int n = 0;
+  bool unchecked = false;  // `unchecked`: indexes written as given (crafted damage)
   static const std::map<std::string, fmt::EventKind> kinds = {
       {"entry", fmt::EventKind::kEntry},         {"exit", fmt::EventKind::kExit},
       {"unwound", fmt::EventKind::kExitUnwound}, {"truncated", fmt::EventKind::kExitTruncated},
@@ -119,7 +120,9 @@ Status text_to_trace(const std::string& text, const std::string& out_path) {
     if (!(in >> head)) continue;
     const std::string where = "line " + std::to_string(n);
     try {
-      if (head == "clock") {
+      if (head == "unchecked") {
+        unchecked = true;
+      } else if (head == "clock") {
         std::string c;
         in >> c;
         if (c == "tsc") {
@@ -199,7 +202,7 @@ Status text_to_trace(const std::string& text, const std::string& out_path) {
         snap.record.seq = static_cast<uint32_t>(num(f["seq"]));
         snap.record.reason = static_cast<uint32_t>(num(f["reason"]));
         snap.record.tick = num(f["tick"]);
-        if (snap.record.process_index >= procs.size())
+        if (snap.record.process_index >= procs.size() && !unchecked)
           return Error(where + ": process " + std::to_string(snap.record.process_index) + " not declared");
         snapshots.push_back(std::move(snap));
         info.flags |= fmt::kInfoProfile;
@@ -207,7 +210,8 @@ Status text_to_trace(const std::string& text, const std::string& out_path) {
         auto f = fields(in);
         if (snapshots.empty()) return Error(where + ": a node before any snapshot");
         const auto thread = static_cast<uint32_t>(num(f["thread"]));
-        if (thread >= threads.size()) return Error(where + ": thread " + std::to_string(thread) + " not declared");
+        if (thread >= threads.size() && !unchecked)
+          return Error(where + ": thread " + std::to_string(thread) + " not declared");
         auto& nodes = snapshots.back().trees[thread];
         if (nodes.empty()) nodes.push_back(root_node());
         fmt::ProfileNodeRecord r = root_node();
@@ -248,9 +252,9 @@ Status text_to_trace(const std::string& text, const std::string& out_path) {
           else if (f["kind"] != "mark") return Error(where + ": kind is mark or tag, not '" + f["kind"] + "'");
         }
         m.text = kstr.add(mark_text);
-        if (m.process_index >= procs.size())
+        if (m.process_index >= procs.size() && !unchecked)
           return Error(where + ": process " + std::to_string(m.process_index) + " not declared");
-        if (m.thread_index != ~0u && m.thread_index >= threads.size())
+        if (m.thread_index != ~0u && m.thread_index >= threads.size() && !unchecked)
           return Error(where + ": thread " + std::to_string(m.thread_index) + " not declared");
         marks.push_back(m);
       } else {

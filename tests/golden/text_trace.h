@@ -12,7 +12,10 @@
 // short name (malloc, calloc, realloc, new, new[], mmap, api, free,
 // realloc-free, delete, delete[], munmap, api-free, ...: text_trace.cpp) or
 // its number;
-// blank lines and '#' comments are ignored. Errors name the line. A thread's
+// blank lines and '#' comments are ignored. Errors name the line. A line
+// `unchecked` lets snapshots, nodes and marks name processes and threads
+// that were not declared (crafted damage: tests/golden/damaged.sh); module
+// and thread records take any process index anyway. A thread's
 // start and end are those of its events; start= and end= give them to a
 // thread without events (profile mode). untraced=ERRNO (a name -- ENOSPC,
 // EMFILE, ENFILE, EDQUOT, EFBIG, EACCES, EROFS, ENOMEM, EIO -- or a number)

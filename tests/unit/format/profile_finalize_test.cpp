@@ -376,10 +376,11 @@ class DamagedProfile : public FinalizedProfile {
         target_ = b;
     ASSERT_EQ(target_.header.type, static_cast<uint16_t>(BlockType::kProfile));
   }
-  Result<std::unique_ptr<TraceReader>> open_bytes(const std::vector<uint8_t>& bytes) {
+  Result<std::unique_ptr<TraceReader>> open_bytes(const std::vector<uint8_t>& bytes,
+                                                  TraceReader::Damage damage = TraceReader::Damage::kRefuse) {
     const std::string p = dir_.file("bad.cstrace");
     test::write_all(p, bytes);
-    return TraceReader::open(p);
+    return TraceReader::open(p, damage);
   }
   static bool has_problem(const TraceReader& r, const std::string& text) {
     for (const auto& p : r.problems())
@@ -478,6 +479,12 @@ TEST_F(DamagedProfile, BadContentsOfAnUncompressedBlock) {
         << got.error().message();
     EXPECT_NE(got.error().message().find("parent"), std::string::npos) << got.error().message();
     expect_rest_intact(**r);
+    // info's check of every block finds it too, without being asked for
+    // the tree (it once said nothing about damaged call trees).
+    auto listed = open_bytes(rewrite(payload_of(nodes), 3), TraceReader::Damage::kList);
+    ASSERT_TRUE(listed.ok());
+    EXPECT_EQ((*listed)->verify_payloads(), 1u);
+    EXPECT_TRUE(has_problem(**listed, where() + ": node 1 has parent 2, not an earlier node")) << (*listed)->problems().size();
   }
   {  // A count that does not match the payload.
     auto r = open_bytes(rewrite(payload_of(*good_tree), 1000));
@@ -496,15 +503,20 @@ TEST_F(DamagedProfile, BadContentsOfAnUncompressedBlock) {
   }
 }
 
-// A kProfile block naming a snapshot the table does not list is reported and
-// never read.
+// A kProfile block naming a snapshot the table does not list is refused;
+// info lists it, and never reads the tree.
 TEST_F(DamagedProfile, TreeOfAnUnknownSnapshot) {
   std::vector<uint8_t> bad = good_;
   BlockHeader h = target_.header;
   h.aux1 = 77;
   h.check = header_check(&h, offsetof(BlockHeader, check));
   std::memcpy(bad.data() + target_.offset, &h, sizeof h);
-  auto r = open_bytes(bad);
+  auto refused = open_bytes(bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message().find(where() + ": a call tree of snapshot 77, but the trace holds"),
+            std::string::npos)
+      << refused.error().message();
+  auto r = open_bytes(bad, TraceReader::Damage::kList);
   ASSERT_TRUE(r.ok()) << r.error().message();
   EXPECT_TRUE(has_problem(**r, where() + ": a call tree of snapshot 77"));
   EXPECT_TRUE((*r)->tree_threads(77).empty());

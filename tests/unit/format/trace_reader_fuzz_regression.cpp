@@ -17,6 +17,7 @@
 #include <new>
 #include <random>
 
+#include "payload_mutation.h"
 #include "trace_test_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
@@ -100,10 +101,21 @@ std::vector<Seed> corpus_seeds(const std::string& dir) {
   return seeds;
 }
 
-// libFuzzer-like mutations, plus structure-aware ones aimed at sizes.
+// libFuzzer-like mutations, plus structure-aware ones aimed at sizes, and
+// (a third of them) changes to a decompressed payload sealed again, as a
+// crafted file would be (tests/fuzz/payload_mutation.h).
 Bytes mutate(const Bytes& in, std::mt19937_64& rng) {
   Bytes b = in;
   auto pick = [&](size_t n) { return n ? static_cast<size_t>(rng() % n) : 0; };
+  if (rng() % 3 == 0) {
+    // The payload's own bytes: a few flipped, or a varint written in place.
+    auto bytes = [&](uint8_t* data, size_t size, size_t) {
+      for (unsigned i = 0, n = 1 + static_cast<unsigned>(rng() % 4); i < n && size; ++i)
+        data[pick(size)] ^= static_cast<uint8_t>(1u << (rng() % 8));
+      return size;
+    };
+    if (fuzz::mutate_payload(b, rng, bytes)) return b;
+  }
   const unsigned rounds = 1 + static_cast<unsigned>(rng() % 4);
   for (unsigned r = 0; r < rounds; ++r) {
     switch (rng() % 9) {

@@ -69,7 +69,7 @@ std::vector<InEvent> all_kinds_stream() {
       {EventKind::kExitStray, T + 10, 0x400abc, 0, 0},
       {EventKind::kMark, T + 11, 0, 0, 42},
       {EventKind::kLost, T + 12, 0, 0, 123456789012ull},
-      {EventKind::kEntry, T + (uint64_t{1} << 50), 0xffffffffff600000ull, 0x7ffc00001100ull, 0},  // sp above parent
+      {EventKind::kEntry, T + (uint64_t{1} << 50), 0xffffff600000ull, 0x7ffc00001100ull, 0},  // sp above parent; the vsyscall page, masked to 48 bits as the runtime stores it
       {EventKind::kExitUnwound, T + (uint64_t{1} << 50) + 1, 0, 0, 0},
       {EventKind::kExitStray, T + (uint64_t{1} << 50) + 1, 0, 0, 0},  // address unknown
       {EventKind::kMark, T + (uint64_t{1} << 50) + 2, 0, 0, UINT64_MAX},
