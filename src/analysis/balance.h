@@ -29,7 +29,8 @@ struct StreamBalance {
       case format::EventKind::kResume:
       case format::EventKind::kAlloc:
       case format::EventKind::kFree:
-      case format::EventKind::kTag: break;
+      case format::EventKind::kTag:
+      case format::EventKind::kWait: break;
     }
     if (e.depth > max_depth) max_depth = e.depth;
   }

@@ -24,7 +24,12 @@
 //    keyed kLostKey ("[lost events]") under the innermost frame that went on
 //    through it, so it is in that frame's total but not in its self time;
 //    the time of a pause counts nowhere: it is taken out of the durations of
-//    every frame that went on through it.
+//    every frame that went on through it;
+//  - waits for the recorder (kWait: the thread found its ring full) are the
+//    tracer's time, not the program's: taken out of the durations of every
+//    frame open then, as a pause's, and counted in a node keyed kWaitKey
+//    ("[waited for recorder]") at the thread's top level, one call per wait,
+//    so the thread's observed time still adds up.
 #pragma once
 
 #include <cstdint>
@@ -40,6 +45,10 @@ namespace callscope::analysis {
 inline constexpr uint32_t kRootNode = 0;
 // The key of the "[lost events]" node (no function lives at address 0).
 inline constexpr uint64_t kLostKey = 0;
+// The key of the "[waited for recorder]" node: above every code address
+// (user-space, 48 bits: the reader checks) and below the keys report_model
+// gives the calls of a reused address (bit 63).
+inline constexpr uint64_t kWaitKey = uint64_t{1} << 62;
 
 struct CallNode {
   uint32_t parent = kRootNode;  // the root's parent is itself
@@ -118,6 +127,9 @@ class CallTreeBuilder {
 
   uint64_t lost_events() const { return lost_; }
   uint64_t stray_exits() const { return stray_; }
+  // Waits for the recorder, and their ticks in all.
+  uint64_t waits() const { return waits_; }
+  uint64_t wait_ticks() const { return wait_ticks_; }
 
  private:
   // One event; value() gives its value, called once for the kinds that
@@ -151,6 +163,7 @@ class CallTreeBuilder {
       case format::EventKind::kResume:
         if (gap_start_ != kNoTick) end_gap(tick);
         break;
+      case format::EventKind::kWait: wait(tick, value()); break;
       case format::EventKind::kExitStray: ++stray_; break;
       case format::EventKind::kMark:
       case format::EventKind::kAlloc:
@@ -164,7 +177,7 @@ class CallTreeBuilder {
     bool inherited;     // opened before its stream began (Stats::inherited)
     uint64_t start;     // entry tick
     uint64_t children;  // ticks spent in direct callees so far
-    uint64_t paused;    // ticks of pauses it went on through (counted nowhere)
+    uint64_t paused;    // ticks of pauses and waits for the recorder it went on through (not its time)
   };
 
   // The gap that began at gap_start_ ends at `tick`. Frames that began
@@ -184,6 +197,18 @@ class CallTreeBuilder {
       for (size_t i = 0; i < through; ++i) stack_[i].paused += gap;
     }
     gap_start_ = kNoTick;
+  }
+
+  // The thread waited `ticks` for the recorder, up to `tick`: inside every
+  // frame open now (each began before the event the wait was for).
+  void wait(uint64_t tick, uint64_t ticks) {
+    for (size_t i = 0; i < stack_.size(); ++i) stack_[i].paused += ticks;
+    Stats& s = tree_.node(tree_.child(kRootNode, kWaitKey)).stats;
+    s.total += ticks;
+    s.self += ticks;
+    s.add_call(tick >= ticks ? tick - ticks : 0, ticks);
+    ++waits_;
+    wait_ticks_ += ticks;
   }
 
   // open: the frame's end was not seen (truncated): its time is what was observed.
@@ -229,6 +254,7 @@ class CallTreeBuilder {
   uint64_t last_tick_ = 0;
   uint64_t lost_ = 0;
   uint64_t stray_ = 0;
+  uint64_t waits_ = 0, wait_ticks_ = 0;
   uint64_t gap_start_ = kNoTick;  // a gap is open since this tick
   bool gap_lost_ = false;         // a loss (else a pause)
 };

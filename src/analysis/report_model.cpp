@@ -126,7 +126,8 @@ class FunctionTable {
   uint64_t id(uint32_t process, uint64_t key) {
     auto [it, fresh] = by_addr_.try_emplace({process, key}, 0);
     if (!fresh) return it->second;
-    FunctionInfo f = key == kLostKey ? FunctionInfo{"[lost events]", "", "", 0}
+    FunctionInfo f = key == kLostKey   ? FunctionInfo{"[lost events]", "", "", 0}
+                     : key == kWaitKey ? FunctionInfo{"[waited for recorder]", "", "", 0}
                      : reload_ && (key & ReloadKeys::kBit)
                          ? resolve_(process, reload_->of(key).first, reload_->of(key).second)
                          : resolve_(process, key, kNoTick);
@@ -152,6 +153,8 @@ void keep(Profile& p, uint32_t thread, uint32_t process, const CallTree& raw, co
   t.events = events;
   t.lost_events = b.lost_events();
   t.stray_exits = b.stray_exits();
+  t.waits = b.waits();
+  t.wait_ticks = b.wait_ticks();
   merge_tree(t.tree, raw, [&](uint64_t addr) { return table.id(process, addr); });
   p.threads.push_back(std::move(t));
 }

@@ -36,6 +36,8 @@ struct ThreadProfile {
   uint64_t events = 0;
   uint64_t lost_events = 0;
   uint64_t stray_exits = 0;
+  uint64_t waits = 0;       // waits for the recorder (the "[waited for recorder]" node)
+  uint64_t wait_ticks = 0;  // their time in all
 };
 
 struct Profile {

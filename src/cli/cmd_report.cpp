@@ -285,6 +285,7 @@ Result<int> run(const Opts& o) {
   for (const std::string& w : sym.warnings()) print_warning("report", w);
   if (const std::string w = views::loss_warning(t); !w.empty())
     print_warning("report", w);
+  if (const std::string w = views::wait_warning(t, profile); !w.empty()) print_warning("report", w);
   for (const std::string& p : t.problems()) std::fprintf(stderr, "callscope report: damaged trace: %s\n", p.c_str());
   return t.problems().empty() ? 0 : 1;
 }

@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 
 #include <chrono>
+#include <cstdlib>
 
 #include "cli/query_attach.h"
 
@@ -13,9 +14,19 @@ namespace {
 // at full speed; polling every 200 us leaves it far from full.
 constexpr auto kPoll = std::chrono::microseconds(200);
 
+// CALLSCOPE_TEST_DRAIN_INTERVAL_MS=N (tests only): poll every N ms instead,
+// a recorder that cannot keep up, so that the program's threads wait for it
+// (tests/e2e/stream_test.cpp counts the waits the trace marks).
+std::chrono::microseconds poll_interval() {
+  if (const char* v = std::getenv("CALLSCOPE_TEST_DRAIN_INTERVAL_MS"); v && *v)
+    return std::chrono::microseconds(1000 * std::strtoul(v, nullptr, 10));
+  return kPoll;
+}
+
 }  // namespace
 
-Drainer::Drainer(format::LiveStream& live, QueryServer* server) : live_(live), server_(server) {
+Drainer::Drainer(format::LiveStream& live, QueryServer* server)
+    : live_(live), server_(server), interval_(poll_interval()) {
   // One descriptor per live thread of the program: take the hard limit.
   // The program was forked before, and keeps the limits it had.
   struct rlimit r {};
@@ -55,7 +66,7 @@ void Drainer::run() {
         next_periodic_ = std::chrono::steady_clock::now() + every_;
       }
     }
-    std::this_thread::sleep_for(kPoll);
+    std::this_thread::sleep_for(interval_);
   }
 }
 

@@ -40,6 +40,7 @@ class Drainer {
   void run();
   format::LiveStream& live_;
   QueryServer* server_;
+  const std::chrono::microseconds interval_;  // between two polls
   std::atomic<bool> stop_{false};
   std::mutex periodic_lock_;
   std::chrono::nanoseconds every_{0};

@@ -430,7 +430,10 @@ void print_summary(const char* command, const fmt::FinalizeSummary& sum, const s
                  command, n, n == 1 ? "" : "s", n == 1 ? "it" : "them", which.c_str(), n == 1 ? "it" : "them");
   }
   if (sum.waits)
-    std::fprintf(stderr, "callscope %s: the program waited %.3f s in all for the recorder to keep up (%llu time%s)\n",
+    std::fprintf(stderr,
+                 "callscope %s: the program waited %.3f s in all for the recorder to keep up (%llu time%s); the "
+                 "trace marks each wait, and the reports take that time out of the calls it happened in "
+                 "('[waited for recorder]')\n",
                  command, static_cast<double>(sum.wait_ns) / 1e9, static_cast<unsigned long long>(sum.waits),
                  sum.waits == 1 ? "" : "s");
   if (sum.torn)

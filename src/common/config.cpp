@@ -570,7 +570,9 @@ Result<Config> parse_environment(const std::vector<std::string>& entries, std::s
     if (name.size() <= kPrefix.size() || lower(name.substr(0, kPrefix.size())) != lower(kPrefix)) continue;
     const auto it = std::find_if(std::begin(kKeys), std::end(kKeys), [&](const KeyInfo& k) { return name == k.env; });
     if (it == std::end(kKeys)) {
-      const bool other = std::any_of(std::begin(kOtherVariables), std::end(kOtherVariables),
+      // CALLSCOPE_TEST_*: knobs of the test suite (docs/testing.md), not settings.
+      const bool other = name.substr(0, 15) == "CALLSCOPE_TEST_" ||
+                         std::any_of(std::begin(kOtherVariables), std::end(kOtherVariables),
                                      [&](const char* v) { return name == v; });
       if (other || !warnings) continue;
       if (const std::optional<Key> near = nearest_key(name.substr(kPrefix.size()), keys))

@@ -1,5 +1,7 @@
 #include "export/timeline.h"
 
+#include <algorithm>
+
 namespace callscope::exporter {
 
 uint32_t FunctionIds::id(uint32_t process, uint64_t addr, uint64_t tick, bool reused) {
@@ -20,6 +22,12 @@ uint32_t FunctionIds::id(uint32_t process, uint64_t addr, uint64_t tick, bool re
   return id;
 }
 
+uint32_t FunctionIds::named(const std::string& name) {
+  auto [it, fresh] = by_name_.try_emplace({name, ""}, static_cast<uint32_t>(functions_.size()));
+  if (fresh) functions_.push_back({name, "", "", 0});
+  return it->second;
+}
+
 namespace {
 
 class ThreadSlices {
@@ -30,6 +38,7 @@ class ThreadSlices {
 
   void on(const format::TraceEvent& e, uint32_t process, const format::ModuleMap& modules) {
     using K = format::EventKind;
+    const uint64_t prev = last_;
     last_ = e.tick;
     switch (e.kind) {
       case K::kEntry:
@@ -58,6 +67,17 @@ class ThreadSlices {
       case K::kPause: instant(e.tick, Instant::kPause, 0); break;
       case K::kResume: instant(e.tick, Instant::kResume, 0); break;
       case K::kMark: instant(e.tick, Instant::kMark, e.arg); break;
+      case K::kWait: {
+        // The thread waited for the recorder inside the frames open now: a
+        // slice of its own under the innermost, from the wait's start (not
+        // before the event it was made for) to its end.
+        if (o_.wanted && (stack_.empty() || !stack_.back().inside)) break;
+        send_open();
+        sink_.begin(e.tick >= e.arg ? std::max(e.tick - e.arg, prev) : prev, fns_.named("[waited for recorder]"));
+        sink_.end(e.tick);
+        ++counts_.slices;
+        break;
+      }
       default: break;
     }
   }

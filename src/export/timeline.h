@@ -49,6 +49,8 @@ class FunctionIds {
  public:
   explicit FunctionIds(const analysis::Resolver& resolve) : resolve_(resolve) {}
   uint32_t id(uint32_t process, uint64_t addr, uint64_t tick, bool reused);
+  // A name of the trace's own, not a function: "[waited for recorder]".
+  uint32_t named(const std::string& name);
   const std::vector<analysis::FunctionInfo>& functions() const { return functions_; }
 
  private:

@@ -18,7 +18,9 @@ namespace callscope::format {
 namespace {
 
 constexpr uint64_t kRingBytes = uint64_t{kRingSegments} * kSegmentBytes;
-constexpr int kScanEvery = 25;  // polls between directory scans
+// Directory scans (new processes and threads) every 5 ms however often the
+// recorder polls: a thread's events wait in its ring until it is found.
+constexpr double kScanEveryNs = 5e6;
 constexpr uint64_t kSegmentWords = kSegmentBytes / 8;
 // The tap: a round (directory scan, every ring read up to its writer)
 // every 2 ms, handed over then, or sooner when this many events wait.
@@ -445,13 +447,17 @@ Status LiveStream::poll() {
   // A tap round: every thread read as far as it has got, the horizon where
   // the round began (less the margin), and what was read handed over.
   bool peek = false;
+  const uint64_t now = ticks_since(clock_, origin_);
   uint64_t round = 0;
   if (tap_) {
-    round = ticks_since(clock_, origin_);
+    round = now;
     peek = polls_ == 0 || static_cast<double>(round - std::min(round, last_peek_)) >= kTapRoundNs * ticks_per_ns_;
     if (peek) last_peek_ = round;
   }
-  if (polls_++ % kScanEvery == 0 || peek) st = scan();
+  if (polls_++ == 0 || peek || static_cast<double>(now - std::min(now, last_scan_)) >= kScanEveryNs * ticks_per_ns_) {
+    last_scan_ = now;
+    st = scan();
+  }
   for (auto& t : threads_) {
     if (!st) break;
     if (!t->done) st = drain(*t, peek);

@@ -198,6 +198,7 @@ class LiveStream {
   bool tap_only_ = false;
   double ticks_per_ns_ = 1.0;
   uint64_t last_peek_ = 0;    // trace ticks of the last tap round
+  uint64_t last_scan_ = 0;    // trace ticks of the last directory scan
   uint64_t tap_horizon_ = 0;
   size_t tap_pending_ = 0;    // events read by the tap, not handed over yet
   std::vector<std::string> tap_warnings_;

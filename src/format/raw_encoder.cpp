@@ -135,6 +135,8 @@ Status BasicRawStreamEncoder<Out>::add(const RawEvent& e) {
       return emit(EventKind::kMark, clamp(e.tick), 0, 0, e.arg);
     case RawKind::kTag:
       return emit(EventKind::kTag, clamp(e.tick), 0, 0, e.arg);
+    case RawKind::kWait:
+      return emit(EventKind::kWait, clamp(e.tick), 0, 0, e.arg);
     case RawKind::kAlloc:
     case RawKind::kFree:
       ++rec_.events;

@@ -245,6 +245,7 @@ inline bool RawDecoder::next(const uint64_t* words, size_t n, size_t& i, RawEven
         return true;
       case RawKind::kLost:
       case RawKind::kMark:
+      case RawKind::kWait:
         e.arg = w1;
         return true;
       case RawKind::kTag:

@@ -73,7 +73,11 @@ enum class RawKind : uint8_t {
   kAlloc = 12,          // (24) w1 = ptr[0:48) | AllocOp << 56; w2 = size + 1 (record --memory)
   kFree = 13,           // (16) w1 = ptr[0:48) | AllocOp << 56
   kTag = 14,            // (16) w1 = tag id (RawMark kind kMarkKindTag holds its text), or kRawTagPop
+  kWait = 15,           // (16) w1 = ticks the thread waited for the recorder (>= 1); tick: the wait's end
 };
+// A wait (ring mode: the next segment was not drained yet) is written right
+// after the event whose slot the thread was waiting for: that event's tick
+// is from before the wait, the next one's from after it.
 // A gap in a raw stream: kLost (tick: when the first event was dropped) or
 // kPause (tick: the stop), then the resync -- every frame open at the end of
 // the gap as kEntryInherited with its own entry tick -- then kResume (tick:
@@ -96,7 +100,7 @@ constexpr unsigned raw_event_words(RawKind k) {
              ? 1
              : 2;
 }
-constexpr bool raw_kind_valid(uint8_t k) { return k >= 1 && k <= 14; }
+constexpr bool raw_kind_valid(uint8_t k) { return k >= 1 && k <= 15; }
 // Every word of an event after the first is non-zero (a reader tells an event
 // stored whole from one cut short by a crash): a kAlloc's and kFree's w1
 // carries its AllocOp (never 0: format/alloc_op.h), a kAlloc's w2 its size
@@ -443,7 +447,7 @@ static_assert(sizeof(RawRecorderInfo) == 16);
 
 inline constexpr char kTraceMagic[8] = {'C', 'A', 'L', 'L', 'S', 'C', 'P', '\x1a'};
 inline constexpr uint16_t kTraceVersionMajor = 1;
-inline constexpr uint16_t kTraceVersionMinor = 7;
+inline constexpr uint16_t kTraceVersionMinor = 8;
 // The first minor version whose header carries a check.
 inline constexpr uint16_t kTraceMinorHeaderCheck = 3;
 
@@ -706,8 +710,9 @@ enum class EventKind : uint8_t {
   kAlloc = 11,          // arg column: zigzag ptr delta, size, AllocOp (1.5)
   kFree = 12,           // arg column: zigzag ptr delta, AllocOp (1.5)
   kTag = 13,            // arg column: tag id, 0: the last tag pushed is popped (1.6)
+  kWait = 14,           // arg column: ticks the thread waited for the recorder, ending at this tick (1.8)
 };
-inline constexpr uint8_t kMaxEventKind = 13;
+inline constexpr uint8_t kMaxEventKind = 14;
 constexpr bool is_memory(EventKind k) { return k == EventKind::kAlloc || k == EventKind::kFree; }
 
 // Gaps (1.2). Events of a stream can stop for a while: dropped (no space, a
@@ -723,14 +728,20 @@ constexpr bool is_memory(EventKind k) { return k == EventKind::kAlloc || k == Ev
 // under the innermost frame that went on through it); a pause's time counts
 // nowhere. A kLost without a kResume is a stream cut short: the frames still
 // open close as kExitTruncated at t0.
+//
+// Waits (1.8). A thread that found its ring full waited, inside a hook, for
+// the recorder to drain it: kWait at the wait's end, its arg the ticks
+// waited. That time is the tracer's, not the program's: analyses take it
+// out of every frame open then (as a pause's) and show it on its own, as
+// "[waited for recorder]" at the thread's top level.
 
 constexpr bool is_entry(EventKind k) {
   return k == EventKind::kEntry || k == EventKind::kEntryInherited;
 }
 // The kinds whose event has a value a call tree needs: an entry's function
-// address, a loss's count (TraceReader::CallColumns).
+// address, a loss's count, a wait's ticks (TraceReader::CallColumns).
 constexpr bool carries_value(EventKind k) {
-  return is_entry(k) || k == EventKind::kLost;
+  return is_entry(k) || k == EventKind::kLost || k == EventKind::kWait;
 }
 // How many values an event has where memory events are kept too (query's
 // alloc provider, TraceReader::CallSink::wants_memory): an alloc two (its
@@ -752,7 +763,7 @@ constexpr bool is_exit(EventKind k) {
 //   fn:        varint index into the fn table (kEntry*, kExitStray)
 //   sp:        varint zigzag of (parent_sp - sp) / kSpUnit for entries, where
 //              parent_sp is the sp of the frame on top of the stack (0 if none)
-//   arg:       varint (kLost: count; kMark, kTag: id); kAlloc: three varints --
+//   arg:       varint (kLost: count; kMark, kTag: id; kWait: ticks); kAlloc: three varints --
 //              zigzag of (ptr - the previous memory event's ptr in the
 //              block, 0 at its start), size, AllocOp; kFree: two -- the
 //              zigzag ptr delta, AllocOp

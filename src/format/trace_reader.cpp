@@ -777,7 +777,8 @@ Status TraceReader::decode_events(uint32_t thread, Out& out) {
           break;
         }
         case EventKind::kLost:
-        case EventKind::kMark: {
+        case EventKind::kMark:
+        case EventKind::kWait: {
           uint64_t a;
           if (!get_varint(arg, arg_end, a)) bad = true;
           else out.other(kind, tick, a);

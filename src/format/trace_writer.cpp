@@ -172,6 +172,7 @@ Status EventEncoder::add(EventKind kind, uint64_t tick, uint64_t addr, uint64_t 
     case EventKind::kLost:
     case EventKind::kMark:
     case EventKind::kTag:
+    case EventKind::kWait:
       arg_.varint(arg);
       break;
     case EventKind::kPause:

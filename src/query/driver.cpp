@@ -374,6 +374,11 @@ struct Driver::Impl {
         t.in_gap = false;
         break;
       }
+      case EventKind::kWait:
+        // The thread waited for the recorder inside every frame open now:
+        // the tracer's time, out of their durations (as a pause's).
+        t.paused += value;
+        break;
       default:  // stray exits, marks
         break;
     }

@@ -79,6 +79,11 @@ struct ThreadState {
   uint64_t lost_pending;    // dropped since the last kLost record
   uint64_t lost_since;      // tick of the first of them: where the gap begins
   uint64_t ring_segment;    // ring mode: the segment being written (counted from 0)
+  // Ring mode: a wait for the recorder that enter_segment just made, to be
+  // written after the event it was made for (reserve_slow): its length and
+  // end, in ticks relative to the process base. 0: none.
+  uint64_t wait_ticks;
+  uint64_t wait_end;
   // Start/stop/clear: the g_control value this thread last acted on.
   uint64_t control_seen;
   // Stops and starts (g_switches) this thread has acted on: odd while it is

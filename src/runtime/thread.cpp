@@ -90,6 +90,7 @@ CALLSCOPE_NOINSTR bool enter_segment(ThreadState* t, uint64_t n) {
     if (__atomic_load_n(&h->drained, __ATOMIC_ACQUIRE) < needed) {
       if (g_drop_when_behind) return false;
       const uint64_t since = mono_ns();
+      const uint64_t since_tick = now_tick();
       long pause_ns = 20000;
       while (__atomic_load_n(&h->drained, __ATOMIC_ACQUIRE) < needed) {
         if (__atomic_load_n(&h->drain_failed, __ATOMIC_ACQUIRE) != 0) return false;
@@ -100,6 +101,10 @@ CALLSCOPE_NOINSTR bool enter_segment(ThreadState* t, uint64_t n) {
       }
       h->wait_ns += mono_ns() - since;
       ++h->waits;
+      // The stream says where the program waited (reserve_slow writes it),
+      // so that the time is taken out of the frames it happened in.
+      t->wait_end = now_tick();
+      t->wait_ticks = t->wait_end > since_tick ? t->wait_end - since_tick : 1;
     }
   }
   // The event words are non-temporal stores: fence them before telling the
@@ -458,10 +463,10 @@ uint64_t* reserve_slow(ThreadState* t, unsigned words) {
   SignalBlock block;
   t->in_slow = 1;
   signal_fence();
-  // Room for the event, and for a gap if one is due: kLost, a resync of the
-  // whole stack (two words per frame, two more when a frame needs a new sp
-  // base), kResume and the sp base back.
-  const uint64_t need = words * 8 + (t->dropping ? 40 + uint64_t{t->depth} * 32 : 0);
+  // Room for the event, a wait it may have made (two words), and for a gap
+  // if one is due: kLost, a resync of the whole stack (two words per frame,
+  // two more when a frame needs a new sp base), kResume and the sp base back.
+  const uint64_t need = words * 8 + 16 + (t->dropping ? 40 + uint64_t{t->depth} * 32 : 0);
   if (next_space(t, need)) {
     t->no_space = 0;
     if (t->dropping) {
@@ -480,7 +485,17 @@ uint64_t* reserve_slow(ThreadState* t, unsigned words) {
         t->sp_base = base;
       }
     }
-    slot = advance_pos(t, words);
+    if (t->wait_ticks) {
+      // The event reserved for was stamped before the wait: the wait goes
+      // right after it, and the events after it were stamped after it.
+      slot = advance_pos(t, words + 2);
+      store_word(slot + words, word0(fmt::RawKind::kWait, t->wait_end));
+      signal_fence();
+      store_word(slot + words + 1, t->wait_ticks);
+      t->wait_ticks = 0;
+    } else {
+      slot = advance_pos(t, words);
+    }
   } else {
     t->no_space = 1;
     note_lost(t);  // this event

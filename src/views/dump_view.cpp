@@ -50,6 +50,7 @@ const char* event_kind_name(fmt::EventKind k) {
     case fmt::EventKind::kAlloc: return "alloc";
     case fmt::EventKind::kFree: return "free";
     case fmt::EventKind::kTag: return "tag";
+    case fmt::EventKind::kWait: return "wait";
   }
   return "?";
 }
@@ -74,6 +75,9 @@ Status print_dump(fmt::TraceReader& t, symbolize::Symbolizer& sym, const DumpOpt
           break;
         case fmt::EventKind::kMark:
           std::fprintf(out, " id=%llu", static_cast<unsigned long long>(e.arg));
+          break;
+        case fmt::EventKind::kWait:
+          std::fprintf(out, " waited=%.0fns", t.ticks_to_ns(e.arg));
           break;
         case fmt::EventKind::kTag:
           if (e.arg) std::fprintf(out, " push id=%llu", static_cast<unsigned long long>(e.arg));

@@ -329,6 +329,21 @@ json tree_json(const fmt::TraceReader& t, const an::Profile& p, const an::CallTr
 
 }  // namespace
 
+std::string wait_warning(const fmt::TraceReader& t, const an::Profile& p) {
+  uint64_t waits = 0, ticks = 0, threads = 0;
+  for (const an::ThreadProfile& tp : p.threads) {
+    waits += tp.waits;
+    ticks += tp.wait_ticks;
+    threads += tp.waits ? 1 : 0;
+  }
+  if (!waits) return "";
+  return "the program waited " + format_duration_ns(t.ticks_to_ns(ticks)) + " for the recorder to keep up (" +
+         count_of(waits, "wait", "waits") + " in " + std::to_string(threads) + " of " +
+         count_of(p.threads.size(), "thread", "threads") +
+         "): that time is the tracer's, taken out of the calls it happened in and shown as '[waited for recorder]' "
+         "(docs/recording.md)";
+}
+
 Status print_call_trees(const fmt::TraceReader& t, const an::Profile& p, const ReportOptions& o, FILE* out) {
   CALLSCOPE_TRY(std::vector<bool> want, wanted_functions(p, o));
   const bool filtered = !o.function_globs.empty() || !o.module_globs.empty();

@@ -34,6 +34,10 @@ struct ReportOptions {
   OutputFormat format = OutputFormat::kText;
 };
 
+// When threads waited for the recorder (trace 1.8): how long in all, and
+// that the time is out of the frames it happened in; "" otherwise.
+std::string wait_warning(const format::TraceReader& trace, const analysis::Profile& p);
+
 // Each fails (nothing printed) when a glob matches no function.
 Status print_flat_profile(const format::TraceReader& trace, const analysis::Profile& p, const ReportOptions& o,
                           FILE* out);

@@ -63,6 +63,7 @@ const char* replay_kind_name(ReplayKind k) {
     case ReplayKind::kMark: return "mark";
     case ReplayKind::kPause: return "pause";
     case ReplayKind::kResume: return "resume";
+    case ReplayKind::kWait: return "wait";
   }
   return "?";
 }
@@ -92,12 +93,14 @@ std::string text_body(const ReplayLine& l) {
     case ReplayKind::kMark: return "/* mark " + std::to_string(l.arg) + " */";
     case ReplayKind::kPause: return "... recording stopped ...";
     case ReplayKind::kResume: return "... recording goes on ...";
+    case ReplayKind::kWait: return "[waited for recorder]";
   }
   return f;
 }
 
 bool has_function(ReplayKind k) {
-  return k != ReplayKind::kLost && k != ReplayKind::kMark && k != ReplayKind::kPause && k != ReplayKind::kResume;
+  return k != ReplayKind::kLost && k != ReplayKind::kMark && k != ReplayKind::kPause && k != ReplayKind::kResume &&
+         k != ReplayKind::kWait;
 }
 
 long long rounded(double ns) { return std::llround(ns); }
@@ -206,6 +209,7 @@ class Replayer {
     thread_ = ti;
     process_ = trace_.threads()[ti].record.process_index;
     entry_ticks_.clear();
+    entry_waits_.clear();
     gap_ = 0;
     act_depth_ = 0;
     pending_.clear();
@@ -248,6 +252,13 @@ class Replayer {
       case fmt::EventKind::kMark: ev.kind = ReplayKind::kMark; break;
       case fmt::EventKind::kPause: ev.kind = ReplayKind::kPause; break;
       case fmt::EventKind::kResume: ev.kind = ReplayKind::kResume; break;
+      case fmt::EventKind::kWait:
+        // Shown where it happened, with its length; the frames open then
+        // do not count it (analysis/call_tree.h).
+        ev.kind = ReplayKind::kWait;
+        ev.dur_ticks = e.arg;
+        for (uint64_t& w : entry_waits_) w += e.arg;
+        break;
       case fmt::EventKind::kAlloc:
       case fmt::EventKind::kFree:
       case fmt::EventKind::kTag: break;
@@ -266,10 +277,16 @@ class Replayer {
     if (frame_open) {
       entry_ticks_.resize(e.depth - 1);
       entry_ticks_.push_back(e.tick);
+      entry_waits_.resize(e.depth - 1);
+      entry_waits_.push_back(0);
       if (!o_.functions.empty() && act_depth_ == 0 && matches(e.addr, e.tick)) act_depth_ = e.depth;
     } else if (frame_close) {
-      if (e.depth <= entry_ticks_.size()) ev.dur_ticks = e.tick - entry_ticks_[e.depth - 1];
+      if (e.depth <= entry_ticks_.size()) {
+        const uint64_t span = e.tick - entry_ticks_[e.depth - 1], waited = entry_waits_[e.depth - 1];
+        ev.dur_ticks = span > waited ? span - waited : 0;
+      }
       entry_ticks_.resize(e.depth - 1);
+      entry_waits_.resize(e.depth - 1);
     }
     const bool filtered = !o_.functions.empty();
     const bool inside = !filtered || act_depth_ != 0;
@@ -381,6 +398,7 @@ class Replayer {
   uint32_t thread_ = 0;
   uint32_t process_ = 0;
   std::vector<uint64_t> entry_ticks_;  // [depth - 1]: entry tick of each open frame
+  std::vector<uint64_t> entry_waits_;  // [depth - 1]: ticks each open frame waited for the recorder so far
   uint32_t act_depth_ = 0;             // depth of the open -F activation, 0 = none
   uint64_t gap_ = 0;                   // inside a gap: 1 a loss, 2 a stop
   std::vector<Ev> pending_;            // --min: open entries not yet shown

@@ -56,6 +56,7 @@ enum class ReplayKind {
   kMark,       // arg = id
   kPause,      // recording stopped (callscope_stop, ctl stop)
   kResume,     // recording goes on after lost events or a stop
+  kWait,       // the thread waited for the recorder (duration: how long), not counted in its frames
 };
 
 const char* replay_kind_name(ReplayKind k);  // "call", "leaf", "return", ...

@@ -247,6 +247,10 @@ TraceSummary summarize(const std::string& trace_path) {
         case K::kResume: ++ts.resumes; break;
         case K::kMark:
         case K::kTag: break;
+        case K::kWait:
+          ++ts.waits;
+          ts.wait_ticks += e.arg;
+          break;
         case K::kAlloc: ++ts.allocs; break;
         case K::kFree: ++ts.frees; break;
       }

@@ -93,6 +93,7 @@ struct ThreadSummary {
   uint64_t entries = 0, inherited = 0, exits = 0, unwound = 0, truncated = 0, stray = 0, lost = 0;
   uint64_t gaps = 0, pauses = 0, resumes = 0;  // gaps: lost and pause events
   uint64_t allocs = 0, frees = 0;              // memory events (record --memory)
+  uint64_t waits = 0, wait_ticks = 0;          // waits for the recorder (kWait), and their ticks
   uint32_t max_depth = 0;
   uint32_t final_depth = 0;
   bool balanced() const {

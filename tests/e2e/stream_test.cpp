@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <map>
+
 #include "e2e_support.h"
 
 namespace callscope::e2e {
@@ -134,6 +137,78 @@ TEST(StreamRecorder, DropWhenBehindMarksEveryLoss) {
     EXPECT_EQ(s.threads[i].lost, s.reader->threads()[i].record.lost_events) << i;
   }
   expect_every_event_accounted(s, 16u * 500000u);
+}
+
+// A recorder that cannot keep up (it drains every 200 ms: a test knob, so
+// that the program must wait) makes the program's thread wait inside hooks.
+// The trace marks each wait -- as many as the runtime counted, which
+// record's summary prints -- and the reports take that time out of the
+// calls it happened in: every call of work() lasts its span less the waits
+// inside it (worked out here from the events), the waits are a row of
+// their own, and the thread's time still adds up. (Unmarked, a 3 ns leaf
+// once showed a 1.95 s MAX.)
+TEST_P(StreamTest, WaitsForTheRecorderAreMarkedAndTakenOutOfTheCalls) {
+  const std::string trace = dir_.file("wait.trace");
+  RunResult r = run({"env", "CALLSCOPE_TEST_DRAIN_INTERVAL_MS=200", CALLSCOPE_EXE, "record", "-o", trace, "--",
+                     fixture(GetParam(), "steady"), "1", "1000000"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string said = "for the recorder to keep up (";
+  const size_t at = r.err.find(said);
+  ASSERT_NE(at, std::string::npos) << "the program never waited: " << r.err;
+  const uint64_t waits = std::stoull(r.err.substr(at + said.size()));
+  ASSERT_GT(waits, 0u);
+  EXPECT_NE(r.err.find("the trace marks each wait"), std::string::npos) << r.err;
+
+  TraceSummary s = summarize(trace);
+  ASSERT_EQ(s.threads.size(), 1u);
+  EXPECT_EQ(s.threads[0].waits, waits);
+  EXPECT_EQ(s.threads[0].lost, 0u);
+  EXPECT_TRUE(s.threads[0].balanced());
+  // Each function's longest call, less the waits inside it, from the events.
+  struct Open {
+    uint64_t addr, entry, waited;
+  };
+  std::vector<Open> open;
+  std::map<uint64_t, uint64_t> max_ticks, entries;
+  uint64_t outermost = 0;
+  ASSERT_TRUE(s.reader->for_each_event(0, [&](const format::TraceEvent& e) {
+                        if (format::is_entry(e.kind)) {
+                          if (open.empty()) outermost = e.addr;
+                          open.push_back({e.addr, e.tick, 0});
+                          ++entries[e.addr];
+                        } else if (format::is_exit(e.kind) && !open.empty()) {
+                          const Open& o = open.back();
+                          uint64_t& m = max_ticks[o.addr];
+                          m = std::max(m, e.tick - o.entry - o.waited);
+                          open.pop_back();
+                        } else if (e.kind == format::EventKind::kWait) {
+                          for (Open& o : open) o.waited += e.arg;
+                        }
+                        return true;
+                      }).ok());
+  uint64_t work = 0;
+  for (const auto& [addr, n] : entries)
+    if (n > entries[work]) work = addr;
+  ASSERT_EQ(entries[work], 1000000u);
+
+  auto rows = flat_report(trace);
+  ASSERT_TRUE(rows.count("[waited for recorder]")) << "no row for the waits";
+  EXPECT_EQ(num(rows["[waited for recorder]"], "calls"), waits);
+  EXPECT_EQ(num(rows["work"], "calls"), 1000000u);
+  const double want_max = s.reader->ticks_to_ns(max_ticks[work]);
+  EXPECT_NEAR(static_cast<double>(num(rows["work"], "max_ns")), want_max, 1.0);
+  // main, the one outermost call, less every wait: the waits are not its time.
+  EXPECT_EQ(entries[outermost], 1u);
+  EXPECT_NEAR(static_cast<double>(num(rows["main"], "total_ns")), s.reader->ticks_to_ns(max_ticks[outermost]), 1.0);
+  EXPECT_GE(static_cast<double>(num(rows["[waited for recorder]"], "total_ns")) + 1.0,
+            s.reader->ticks_to_ns(s.threads[0].wait_ticks));
+  RunResult rep = callscope({"report", trace});
+  EXPECT_NE(rep.err.find("that time is the tracer's, taken out of the calls it happened in"), std::string::npos)
+      << rep.err;
+  RunResult replay = callscope({"replay", "--format", "csv", trace});
+  size_t lines = 0;
+  for (size_t p = replay.out.find(",wait,"); p != std::string::npos; p = replay.out.find(",wait,", p + 1)) ++lines;
+  EXPECT_EQ(lines, waits);
 }
 
 INSTANTIATE_TEST_SUITE_P(Compilers, StreamTest, ::testing::ValuesIn(variants()), VariantName());

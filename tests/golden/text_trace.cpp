@@ -111,7 +111,7 @@ Status text_to_trace(const std::string& text, const std::string& out_path) {
       {"pause", fmt::EventKind::kPause},         {"resume", fmt::EventKind::kResume},
       {"inherited", fmt::EventKind::kEntryInherited}, {"mark", fmt::EventKind::kMark},
       {"alloc", fmt::EventKind::kAlloc},         {"free", fmt::EventKind::kFree},
-      {"tag", fmt::EventKind::kTag}};
+      {"tag", fmt::EventKind::kTag},             {"wait", fmt::EventKind::kWait}};
   while (std::getline(lines, line)) {
     ++n;
     if (auto hash = line.find('#'); hash != std::string::npos) line.erase(hash);
@@ -271,7 +271,7 @@ Status text_to_trace(const std::string& text, const std::string& out_path) {
         auto f = fields(in);
         for (const auto& [key, value] : f) {
           if (key == "sp") e.sp = num(value);
-          else if (key == "count" || key == "id" || key == "size") e.arg = num(value);
+          else if (key == "count" || key == "id" || key == "size" || key == "ticks") e.arg = num(value);
           else if (key == "op") e.op = alloc_op(value);
           else if (value.empty()) e.addr = num(key);
           else return Error(where + ": unknown field '" + key + "'");

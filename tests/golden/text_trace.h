@@ -7,7 +7,8 @@
 //   THREAD KIND TICK [ADDR] [sp=ADDR] [count=N]
 //   THREAD alloc TICK PTR size=N op=OP  |  THREAD free TICK PTR op=OP
 //
-// KIND is entry, exit, unwound, truncated, stray, lost, inherited or mark;
+// KIND is entry, exit, unwound, truncated, stray, lost, inherited, mark or
+// wait (ticks=N: the thread waited N ticks for the recorder, up to TICK);
 // alloc and free are memory events (record --memory), OP the AllocOp's
 // short name (malloc, calloc, realloc, new, new[], mmap, api, free,
 // realloc-free, delete, delete[], munmap, api-free, ...: text_trace.cpp) or

@@ -87,6 +87,8 @@ std::vector<InEvent> all_kinds_stream() {
       {EventKind::kTag, T + (uint64_t{1} << 51) + 5, 0, 0, 7},
       {EventKind::kAlloc, T + (uint64_t{1} << 51) + 6, 0x2000, 0, 16, static_cast<uint8_t>(AllocOp::kApi)},
       {EventKind::kTag, T + (uint64_t{1} << 51) + 7, 0, 0, 0},
+      // A wait for the recorder (1.8): its ticks in the arg column.
+      {EventKind::kWait, T + (uint64_t{1} << 51) + 1000007, 0, 0, 1000000},
   };
 }
 

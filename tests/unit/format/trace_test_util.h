@@ -134,6 +134,7 @@ inline std::vector<TraceEvent> expected_events(const std::vector<InEvent>& in) {
       case EventKind::kLost:
       case EventKind::kMark:
       case EventKind::kTag:
+      case EventKind::kWait:
         e.arg = i.arg;
         e.depth = static_cast<uint32_t>(stack.size());
         break;
@@ -163,7 +164,7 @@ inline std::vector<TraceEvent> read_events(TraceReader& r, uint32_t thread, std:
 // The events of `thread` as TraceReader::for_each_call_event_into gives
 // them (several batches when there are more than kEventBatch), as
 // TraceEvents holding what it decodes: kind, tick, and the value of the
-// kinds that carries_value() (entries' addr, losses' arg).
+// kinds that carries_value() (entries' addr, losses' and waits' arg).
 inline std::vector<TraceEvent> read_call_events(TraceReader& r, uint32_t thread) {
   struct Sink final : TraceReader::CallSink {
     std::vector<EventKind> kinds = std::vector<EventKind>(TraceReader::kEventBatch);
@@ -197,7 +198,7 @@ inline std::vector<TraceEvent> call_events_of(const std::vector<TraceEvent>& ful
     e.kind = f.kind;
     e.tick = f.tick;
     if (is_entry(f.kind)) e.addr = f.addr;
-    if (f.kind == EventKind::kLost) e.arg = f.arg;
+    if (f.kind == EventKind::kLost || f.kind == EventKind::kWait) e.arg = f.arg;
     out.push_back(e);
   }
   return out;
