@@ -18,6 +18,9 @@ packages=(build-essential cmake ninja-build pkg-config ccache gcc g++ clang libc
   procps python3 zlib1g-dev
   protobuf-compiler chromium chromium-driver python3-selenium
   gcc-arm-none-eabi gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
+# node and npm install speedscope (below) for the browser tests that open
+# the exports in it; a node from elsewhere (nodesource, nvm) will do.
+command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
 
 if [ "${CALLSCOPE_SKIP_APT:-0}" != 1 ]; then
   missing=()
@@ -31,6 +34,22 @@ if [ "${CALLSCOPE_SKIP_APT:-0}" != 1 ]; then
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   fi
+fi
+
+# speedscope, the version pinned by tests/browser/speedscope/package-lock.json
+# (its built app is served to Chromium by tests/browser/speedscope_check.py):
+# installed when missing or not the version pinned.
+speedscope=tests/browser/speedscope
+if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
+  pinned=$(node -p "require('./$speedscope/package.json').dependencies.speedscope")
+  installed=$(node -p "require('./$speedscope/node_modules/speedscope/package.json').version" 2>/dev/null || true)
+  if [ "$installed" != "$pinned" ]; then
+    echo "setup: installing speedscope $pinned in $speedscope (npm ci)"
+    (cd "$speedscope" && npm ci --ignore-scripts --no-audit --no-fund >/dev/null)
+  fi
+else
+  echo "setup: no node or npm (CALLSCOPE_SKIP_APT?): the speedscope browser tests will fail until" \
+    "'npm ci' runs in $speedscope"
 fi
 
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null

@@ -124,7 +124,8 @@ Command export_command() {
             app.footer(
                 "Formats:\n"
                 "  perfetto    calls in time, a track per thread (ui.perfetto.dev, trace_processor)\n"
-                "  chrome      Chrome trace-event JSON, a complete event per call (chrome://tracing)\n"
+                "  chrome      Chrome trace-event JSON, a begin and an end event per call (chrome://tracing;\n"
+                "              speedscope reads it unless its name ends in .chrome.json)\n"
                 "  speedscope  speedscope.app: an evented profile per thread; of a profile-mode trace, a\n"
                 "              sampled profile per thread weighted by self time\n"
                 "  folded      'a;b;c N' lines (flamegraph.pl, inferno), N per --by\n"

@@ -24,7 +24,9 @@ Result<Weight> parse_weight(const std::string& by);
 // "a;b;c N" per node whose weight is not 0, in name order. kSelf: the node's
 // own self time in ns (flamegraph.pl's widths are then total time); kTotal:
 // the node's total time; kCalls: its calls. ';' in a name becomes ':' (it
-// would split the frame); newlines become spaces.
+// would split the frame); newlines become spaces; other control bytes and
+// bytes that are not UTF-8 are written \xNN, as the text views write them
+// (terminal_safe): a thread's name cannot drive the terminal.
 std::string folded_frame(const std::string& name);
 void write_folded(const format::TraceReader& trace, const StackTree& t, Weight w, FILE* out);
 

@@ -66,26 +66,42 @@ class ChromeSink final : public SliceSink {
   ChromeSink(TimelineInput& in, Out& out) : in_(in), out_(out) {}
   void begin_thread(uint32_t thread) override {
     const auto& tr = in_.trace.threads()[thread];
-    pid_ = std::to_string(in_.trace.process(tr.record.process_index).record.pid);
-    tid_ = std::to_string(tid_of(in_.trace, thread));
+    thread_ids_ = ",\"pid\":" + std::to_string(in_.trace.process(tr.record.process_index).record.pid) +
+                  ",\"tid\":" + std::to_string(tid_of(in_.trace, thread)) + "}";
   }
-  void begin(uint64_t tick, uint32_t fn) override { stack_.push_back({tick, fn}); }
-  void end(uint64_t tick) override {
-    const auto [start, fn] = stack_.back();
-    stack_.pop_back();
+  // A begin ("B") and an end ("E") per call, each time written once.
+  // Complete ("X") events would give the end as ts + dur: readers add the
+  // two in binary floating point (the decimals of microseconds are not exact
+  // in it), so a callee that ends with its caller -- frames left by a
+  // longjmp, an exception, lost events, the end of the stream -- could end
+  // a fraction of an ulp after it, and a call could end after the next one
+  // began: speedscope then dropped the frames ("Tried to end X when Y was on
+  // top") and drew the thread wrong. A time written once reads as the same
+  // double wherever it appears, and reading is monotonic, so the order of
+  // the file is the order every reader sees.
+  void begin(uint64_t tick, uint32_t fn) override {
+    stack_.push_back(fn);
     std::string& b = out_.next();
-    b += "{\"ph\":\"X\",\"name\":";
+    b += "{\"ph\":\"B\",\"name\":";
     b += name(fn);
     b += ",\"cat\":";
     b += category(fn);
-    // The end rounded as the start is, so that a callee never ends after
-    // its caller.
-    const uint64_t from = ns_of(in_.trace, start);
     b += ",\"ts\":";
-    put_us(b, from);
-    b += ",\"dur\":";
-    put_us(b, ns_of(in_.trace, tick) - from);
-    b += ",\"pid\":" + pid_ + ",\"tid\":" + tid_ + "}";
+    put_us(b, ns_of(in_.trace, tick));
+    b += thread_ids_;
+    out_.maybe_flush();
+  }
+  // The end names its call again: speedscope matches an end to the open
+  // begin by name, and refuses an end without one.
+  void end(uint64_t tick) override {
+    const uint32_t fn = stack_.back();
+    stack_.pop_back();
+    std::string& b = out_.next();
+    b += "{\"ph\":\"E\",\"name\":";
+    b += name(fn);
+    b += ",\"ts\":";
+    put_us(b, ns_of(in_.trace, tick));
+    b += thread_ids_;
     out_.maybe_flush();
   }
   void instant(uint64_t tick, Instant what, uint64_t arg) override {
@@ -96,10 +112,9 @@ class ChromeSink final : public SliceSink {
     b += label;
     b += "\",\"cat\":\"callscope\",\"ts\":";
     put_us(b, ns_of(in_.trace, tick));
-    b += ",\"pid\":" + pid_ + ",\"tid\":" + tid_;
     if (what == Instant::kLost) b += ",\"args\":{\"events\":" + std::to_string(arg) + "}";
     if (what == Instant::kMark) b += ",\"args\":{\"id\":" + std::to_string(arg) + "}";
-    b += "}";
+    b += thread_ids_;
     out_.maybe_flush();
   }
   void end_thread(uint64_t) override {}
@@ -121,8 +136,8 @@ class ChromeSink final : public SliceSink {
 
   TimelineInput& in_;
   Out& out_;
-  std::string pid_, tid_;
-  std::vector<std::pair<uint64_t, uint32_t>> stack_;
+  std::string thread_ids_;  // ,"pid":P,"tid":T} -- the end of every event of the thread
+  std::vector<uint32_t> stack_;  // the functions of the open calls
   std::vector<std::string> names_, cats_;
 };
 

@@ -1,5 +1,6 @@
 // Folded stacks (Brendan Gregg's flamegraph.pl input, read by inferno,
 // speedscope and most flame-graph tools).
+#include "common/output_format.h"
 #include "export/ns.h"
 #include "export/aggregate_exports.h"
 
@@ -20,7 +21,9 @@ std::string folded_frame(const std::string& name) {
     if (c == ';') c = ':';
     else if (c == '\n' || c == '\r') c = ' ';
   }
-  return s;
+  // Text, often read on a terminal (-o -): names as the text views show
+  // them, whatever the output (a file is cat'ed too).
+  return terminal_safe(s);
 }
 
 void write_folded(const format::TraceReader& trace, const StackTree& t, Weight w, FILE* out) {

@@ -27,10 +27,11 @@ struct ExportCounts {
   uint64_t bytes = 0;  // written
 };
 
-// Chrome's trace-event format (JSON object form): a complete ("X") event per
-// call, its module as the category; process and thread names as metadata;
-// losses, stops and marks as instant events. Times in microseconds with ns
-// precision.
+// Chrome's trace-event format (JSON object form): a begin ("B") and an end
+// ("E") event per call, in time order, its module as the category; process
+// and thread names as metadata; losses, stops and marks as instant events.
+// Times in microseconds with ns precision, each written once (chrome.cpp:
+// why not complete "X" events).
 Result<ExportCounts> write_chrome(TimelineInput& in, FILE* out);
 // Chrome viewers slow down, then fail, past this size (a few hundred MB).
 inline constexpr uint64_t kChromeJsonLarge = 256ull << 20;

@@ -10,41 +10,21 @@ Exits 1 with the reasons on the first failed check; prints what it saw
 (one "key: value" per line) on success."""
 
 import argparse
-import shutil
 import sys
-import tempfile
 
-from selenium import webdriver
 from selenium.common.exceptions import TimeoutException
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
 
+sys.dont_write_bytecode = True  # importing chromium.py writes no __pycache__ into the source tree
+from chromium import Failed, check, run_in_chromium  # noqa: E402
 
-class Failed(Exception):
-    pass
-
-
-def check(cond, why):
-    if not cond:
-        raise Failed(why)
-
-
-def browser(profile_dir):
-    o = webdriver.ChromeOptions()
-    o.binary_location = "/usr/bin/chromium"
-    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-              "--window-size=1300,1000", "--hide-scrollbars", "--no-first-run",
-              # No network: the pages must need none.
-              "--proxy-server=127.0.0.1:9", "--proxy-bypass-list=<-loopback>",
-              # A profile of its own, removed afterwards (not one more
-              # /tmp/org.chromium.Chromium.* per run).
-              "--user-data-dir=" + profile_dir):
-        o.add_argument(a)
-    o.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=o)
+FLAGS = ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+         "--window-size=1300,1000", "--hide-scrollbars", "--no-first-run",
+         # No network: the pages must need none.
+         "--proxy-server=127.0.0.1:9", "--proxy-bypass-list=<-loopback>")
 
 
 def console_errors(d):
@@ -127,23 +107,8 @@ def main():
     p.add_argument("--function")
     p.add_argument("--min-rows", type=int, default=1)
     args = p.parse_args()
-    seen = []
-    profile_dir = tempfile.mkdtemp(prefix="callscope-chromium-")
-    d = browser(profile_dir)
-    try:
-        {"flame": flame, "html": html}[args.kind](d, args, seen)
-    except Failed as e:
-        try:
-            shot(d, args.shots, "failed", seen)
-        except Exception:
-            pass
-        sys.stderr.write("browser_check: %s\n" % e)
-        sys.exit(1)
-    finally:
-        d.quit()
-        shutil.rmtree(profile_dir, ignore_errors=True)
-    for k, v in seen:
-        print("%s: %s" % (k, v))
+    page = {"flame": flame, "html": html}[args.kind]
+    run_in_chromium("browser_check", FLAGS, args.shots, lambda d, seen: page(d, args, seen))
 
 
 def html(d, args, seen):

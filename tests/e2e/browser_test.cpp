@@ -3,9 +3,11 @@
 // tests/browser/browser_check.py) opens what `callscope flame` and
 // `callscope html` write, uses them as a person would -- clicks a frame,
 // searches, presses Escape -- and checks what shows, with no console
-// errors. Screenshots are written to build/screenshots/ for a person to
-// look at. One compiler variant: what is checked is the page, not the
-// recording.
+// errors; and speedscope (the npm package pinned in tests/browser/speedscope,
+// served locally; tests/browser/speedscope_check.py) opens what `callscope
+// export` writes for it. Screenshots are written to build/screenshots/ for a
+// person to look at. One compiler variant: what is checked is the page, not
+// the recording.
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
@@ -28,6 +30,13 @@ class BrowserTest : public ::testing::Test {
   RunResult check(const std::string& kind, const std::string& file, const std::string& name,
                   const std::vector<std::string>& args) {
     std::vector<std::string> argv = {BROWSER_PYTHON, BROWSER_CHECK, kind, file, std::string(SCREENSHOT_DIR) + "/" + name};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run(argv);
+  }
+  // speedscope_check.py APP FILE build/screenshots/NAME ARGS...
+  RunResult speedscope(const std::string& file, const std::string& name, const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {BROWSER_PYTHON, SPEEDSCOPE_CHECK, SPEEDSCOPE_APP, file,
+                                     std::string(SCREENSHOT_DIR) + "/" + name};
     argv.insert(argv.end(), args.begin(), args.end());
     return run(argv);
   }
@@ -93,6 +102,54 @@ TEST_F(BrowserTest, HtmlReportOfProfileModeAndMemory) {
   RunResult m = check("html", mpage, "html-memory", {});
   EXPECT_EQ(m.exit_code, 0) << m.err << m.out;
   EXPECT_NE(m.out.find("memory"), std::string::npos) << m.out;
+}
+
+// speedscope picks its importer by the file's name: NAME.speedscope.json for
+// its own format, any other .json sniffed (NAME.chrome.json excepted: that
+// is DevTools' timeline to it). The names docs/export.md gives.
+std::string speedscope_name(const std::string& base, const std::string& format) {
+  return base + (format == "chrome" ? "-chrome.json" : ".speedscope.json");
+}
+
+TEST_F(BrowserTest, SpeedscopeOpensTheChromeAndSpeedscopeExports) {
+  // Three threads, each a profile of its own with its functions; no warning
+  // of speedscope's importers.
+  for (const char* format : {"chrome", "speedscope"}) {
+    const std::string file = dir_.file(speedscope_name("views", format));
+    RunResult e = callscope({"export", "-f", format, "-o", file, trace_});
+    ASSERT_EQ(e.exit_code, 0) << e.err;
+    RunResult r = speedscope(file, std::string("speedscope-") + format,
+                             {"--threads", "3", "--expect", "0=main,parse,report,token", "--expect",
+                              "1=leaf,work,worker", "--expect", "2=leaf,work,worker"});
+    EXPECT_EQ(r.exit_code, 0) << format << ": " << r.err << r.out;
+    EXPECT_NE(r.out.find("thread 1: leaf work worker"), std::string::npos) << format << ": " << r.out;
+  }
+  // The Chrome export named NAME.chrome.json is refused (docs/export.md
+  // says so): speedscope reads it as DevTools' array of events.
+  const std::string devtools = dir_.file("views.chrome.json");
+  ASSERT_EQ(callscope({"export", "-f", "chrome", "-o", devtools, trace_}).exit_code, 0);
+  RunResult r = speedscope(devtools, "speedscope-devtools-name", {"--threads", "3"});
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.err.find("Failed to load format"), std::string::npos) << r.err;
+}
+
+TEST_F(BrowserTest, SpeedscopeNestsFramesLeftTogether) {
+  // longjmp leaves runner and 50 deep frames at one tick, 1,000 times.
+  // Written as Chrome's complete events (ts + dur, added in doubles by the
+  // reader), most of those ends came out of order: speedscope warned
+  // "Tried to end runner when deep was on top" hundreds of times and drew a
+  // staircase of runners. Begins and ends written once each nest exactly.
+  const std::string trace = dir_.file("longjmp.trace");
+  RunResult rec = callscope({"record", "-o", trace, "--", fixture(variant_, "longjmp")});
+  ASSERT_EQ(rec.exit_code, 0) << rec.err;
+  for (const char* format : {"chrome", "speedscope"}) {
+    const std::string file = dir_.file(speedscope_name("longjmp", format));
+    RunResult e = callscope({"export", "-f", format, "-o", file, trace});
+    ASSERT_EQ(e.exit_code, 0) << e.err;
+    RunResult r = speedscope(file, std::string("speedscope-longjmp-") + format,
+                             {"--threads", "1", "--expect", "0=after,deep,main,runner"});
+    EXPECT_EQ(r.exit_code, 0) << format << ": " << r.err << r.out;
+  }
 }
 
 }  // namespace

@@ -211,9 +211,13 @@ TEST(CliErrors, TerminalEscapesInNamesAreShownEscaped) {
       if ((c < 0x20 && c != '\n') || c == 0x7f || c == 0x9b) return true;
     return false;
   };
+  // export: folded stacks are text (the thread's frame is named after it);
+  // the JSON formats escape.
   const std::vector<std::vector<std::string>> views = {
       {"info", trace},   {"report", trace},          {"report", "--tree", trace}, {"report", "--threads", trace},
-      {"replay", trace}, {"dump", "--stats", trace}, {"dump", "-n", "5", trace}};
+      {"replay", trace}, {"dump", "--stats", trace}, {"dump", "-n", "5", trace},
+      {"export", "-f", "folded", "-o", "-", trace},   {"export", "-f", "folded", "--by", "calls", trace},
+      {"export", "-f", "chrome", trace},              {"export", "-f", "speedscope", trace}};
   for (const auto& v : views) {
     RunResult r = callscope(v);
     EXPECT_EQ(r.exit_code, 0) << v[0] << ": " << r.err;
@@ -225,6 +229,10 @@ TEST(CliErrors, TerminalEscapesInNamesAreShownEscaped) {
   EXPECT_TRUE(contains(info.out, " " + shown + " ")) << "the thread name\n" << info.out;
   RunResult replay = callscope({"replay", trace});
   EXPECT_TRUE(contains(replay.out, "\"" + shown + "\"")) << replay.out;
+  // In folded stacks, as in the text views (';' is a frame separator there:
+  // ':' instead).
+  RunResult folded = callscope({"export", "-f", "folded", "--by", "calls", trace});
+  EXPECT_TRUE(contains(folded.out, "[thread 0: x\\x1b]0:PWN\\x07\\x1b[2J];main;recurse 1\n")) << folded.out;
 
   // JSON stays valid JSON, with the name as JSON escapes it; CSV is quoted.
   RunResult json = callscope({"report", "--threads", "--format", "json", trace});

@@ -255,28 +255,68 @@ def read_perfetto(path, proto_dir):
 
 
 def read_chrome(path, _):
+    """Chrome's trace events as a viewer reads them: times are JSON numbers,
+    doubles (as in JavaScript), and every thread's slices must nest exactly
+    in those doubles, with no tolerance: a callee within its caller, a call
+    ending before the next one begins. Slices are B/E pairs, which must come
+    in the order of their times and close the open begin of the same name,
+    or X events, whose end is ts + dur added in doubles as the viewers add
+    it; a thread holds one kind or the other."""
     d = json.load(open(path))
     names, per_tid = {}, {}
     for e in d["traceEvents"]:
         if e["ph"] == "M" and e["name"] == "thread_name":
             names[(e["pid"], e["tid"])] = thread_key(e["args"]["name"])
-        elif e["ph"] == "X":
+        elif e["ph"] in ("B", "E", "X"):
             per_tid.setdefault((e["pid"], e["tid"]), []).append(e)
     counts = Counter()
     for key, evs in per_tid.items():
-        evs.sort(key=lambda e: (e["ts"], -e["dur"]))
-        stack = []  # (end, name)
-        for e in evs:
-            while stack and stack[-1][0] <= e["ts"] and not (stack[-1][0] == e["ts"] and e["dur"] == 0 and stack[-1][1] is None):
-                if stack[-1][0] < e["ts"] + e["dur"] or stack[-1][0] <= e["ts"]:
-                    stack.pop()
-                else:
-                    break
-            if stack and e["ts"] + e["dur"] > stack[-1][0] + 1e-9:
-                fail("thread %s: slice %s overlaps its parent without nesting" % (names[key], e["name"]))
-            stack.append((e["ts"] + e["dur"], e["name"]))
-            counts[";".join([names[key]] + [n for _, n in stack])] += 1
+        if key not in names:
+            fail("pid %s tid %s has slices but no thread_name" % key)
+        kinds = set(e["ph"] for e in evs)
+        if "X" in kinds and len(kinds) > 1:
+            fail("thread %s mixes X events with B/E pairs" % names[key])
+        nest = nest_complete if "X" in kinds else nest_begin_end
+        for stack in nest(names[key], evs):
+            counts[";".join([names[key]] + stack)] += 1
     return counts
+
+
+def nest_begin_end(thread, evs):
+    """The call path of each B, in the file's order; checks the pairs."""
+    stack, last = [], None
+    for e in evs:
+        if last is not None and e["ts"] < last:
+            fail("thread %s: %s at ts %r goes back in time (after %r)" % (thread, e["ph"], e["ts"], last))
+        last = e["ts"]
+        if e["ph"] == "B":
+            stack.append(e["name"])
+            yield list(stack)
+        elif not stack:
+            fail("thread %s: an end of %s at ts %r without a begin" % (thread, e.get("name"), e["ts"]))
+        elif e.get("name") != stack[-1]:
+            fail("thread %s: the end of %s at ts %r while %s is open" % (thread, e.get("name"), e["ts"], stack[-1]))
+        else:
+            stack.pop()
+    if stack:
+        fail("thread %s: %d slices never ended (%s)" % (thread, len(stack), ";".join(stack)))
+
+
+def nest_complete(thread, evs):
+    """The call path of each X, by start (the longer first at equal starts);
+    a slice that begins at or after the end of the open one is its sibling.
+    A slice of length 0 at its caller's end is ambiguous in this form: a
+    viewer takes it for the caller's sibling, and so does this."""
+    stack = []  # (end, name)
+    for e in sorted(evs, key=lambda e: (e["ts"], -e["dur"])):
+        end = e["ts"] + e["dur"]
+        while stack and stack[-1][0] <= e["ts"]:
+            stack.pop()
+        if stack and end > stack[-1][0]:
+            fail("thread %s: %s [%r, %r] ends after its caller %s (ends %r)"
+                 % (thread, e["name"], e["ts"], end, stack[-1][1], stack[-1][0]))
+        stack.append((end, e["name"]))
+        yield [n for _, n in stack]
 
 
 def read_speedscope(path, _):

@@ -77,6 +77,18 @@ TEST(Folded, FramesCannotSplitALine) {
   EXPECT_EQ(folded_frame("operator()(int)"), "operator()(int)");
 }
 
+TEST(Folded, FramesAreSafeOnATerminal) {
+  // Folded stacks are text, often read on a terminal (export -o -): a thread
+  // named "\e]0;PWN\a\e[2J" must not retitle and clear it. As the text
+  // views show names (terminal_safe): control bytes, C1 controls and bytes
+  // that are not UTF-8 as \xNN; valid UTF-8 kept.
+  EXPECT_EQ(folded_frame("[thread 0: x\x1b]0;PWN\x07\x1b[2J]"), "[thread 0: x\\x1b]0:PWN\\x07\\x1b[2J]");
+  EXPECT_EQ(folded_frame("tab\there"), "tab\\there");
+  EXPECT_EQ(folded_frame("csi\xc2\x9b"), "csi\\xc2\\x9b");
+  EXPECT_EQ(folded_frame("bad\xff"), "bad\\xff");
+  EXPECT_EQ(folded_frame("caf\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x94\xa5"), "caf\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x94\xa5");
+}
+
 TEST(Weight, ParsedOrRefusedByName) {
   EXPECT_EQ(*parse_weight("self"), Weight::kSelf);
   EXPECT_EQ(*parse_weight("total"), Weight::kTotal);
