@@ -104,14 +104,20 @@ class QueryLiveTest : public ::testing::TestWithParam<std::string> {
   std::string live_command(int n) const {
     return fixture(GetParam(), "live") + " " + std::to_string(n) + " " + gate_ + " " + done_;
   }
+  // `query -c COMMAND` counting the entries of the executable's `function`:
+  // prints "FUNCTION=N" at the end.
+  RunResult count_calls(const std::string& function, const std::string& command) const {
+    return callscope({"query", "-q", "-n",
+                      "pid$target:a.out:" + function + ":entry { @ = count(); } END { printa(\"" + function +
+                          "=%@d\\n\", @); }",
+                      "-c", command});
+  }
   TempDir dir_;
   std::string gate_ = dir_.file("gate"), done_ = dir_.file("done");
 };
 
 TEST_P(QueryLiveTest, CountsEveryCallOfEveryThread) {
-  RunResult r = callscope({"query", "-q", "-n",
-                           "pid$target:a.out:leaf:entry { @ = count(); } END { printa(\"leaf=%@d\\n\", @); }", "-c",
-                           fixture(GetParam(), "threads") + " 4 100000"});
+  RunResult r = count_calls("leaf", fixture(GetParam(), "threads") + " 4 100000");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("threads=4 calls=400000"), std::string::npos) << r.out;  // the program's own
   EXPECT_NE(r.out.find("leaf=400000\n"), std::string::npos) << r.out;
@@ -198,9 +204,7 @@ TEST_P(QueryLiveTest, TargetOverAForkSaysWhatTheOtherProcessHad) {
 // scan used to come, now and then, between a writer sizing its file for the
 // ring and saying it has one: 3 false warnings in 12 such queries).
 TEST_P(QueryLiveTest, ShortThreadsAreNeverSaidToHaveNoRing) {
-  RunResult r = callscope({"query", "-q", "-n",
-                           "pid$target:a.out:work:entry { @ = count(); } END { printa(\"work=%@d\\n\", @); }", "-c",
-                           fixture(GetParam(), "short_threads") + " 2000"});
+  RunResult r = count_calls("work", fixture(GetParam(), "short_threads") + " 2000");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("threads=2000\n"), std::string::npos) << r.out;  // the program's own
   EXPECT_NE(r.out.find("work=20000\n"), std::string::npos) << r.out;
