@@ -262,7 +262,6 @@ Status parse_text(std::string_view s, std::vector<std::string>& out) {
   return ok_status();
 }
 
-
 std::string to_text(Mode m) { return mode_name(m); }
 std::string to_text(Duration d) { return duration_text(d); }
 std::string to_text(uint32_t v) { return std::to_string(v); }
