@@ -250,7 +250,9 @@ Command query_command() {
                            "The trace file (none with -c), then the script's macro arguments $1 ... $9");
             app.footer(
                 "Over a recorded trace: clock probes (tick-1s, profile-997) fire on the trace's\n"
-                "time, and $target is the pid of the program 'callscope record' started.\n"
+                "time, and $target is the pid of the program 'callscope record' started; where\n"
+                "other processes (its children) had events pid$target left out, a note on\n"
+                "stderr says how many, and pid* (or pidPID) shows them.\n"
                 "With -c CMD: the program runs under the recorder (as 'callscope record' runs it)\n"
                 "and the script sees its events a few milliseconds after they happen; printf\n"
                 "prints as it goes, clock probes fire on time. exit() or Ctrl-C ends the query:\n"

@@ -86,7 +86,8 @@ Command record_command() {
                 "Entries come from -finstrument-functions, -pg (mcount), -pg -mfentry (__fentry__),\n"
                 "-fpatchable-function-entry=5 (nops made calls while tracing is on) and, with\n"
                 "--libcalls/--patch-imports/--patch-callers, calls into shared libraries; record\n"
-                "names the sources it found.\n"
+                "names the sources it found, and the modules whose calls through pointers kept\n"
+                "in data (tables of read, write, ...) the library-call hooks cannot see.\n"
                 "Example: callscope record -o app.trace -- ./app arg1 arg2\n"
                 "         callscope record --mode profile --exclude 'std::*' -- ./app\n"
                 "         callscope record --libcalls -- ./app    (no recompiling)\n" +

@@ -25,6 +25,7 @@
 #include "cli/drainer.h"
 #include "cli/query_attach.h"
 #include "cli/record_support.h"
+#include "common/config.h"
 #include "common/output_claim.h"
 #include "format/finalize.h"
 #include "format/live_stream.h"
@@ -33,6 +34,7 @@
 #include "inject/load.h"
 #include "inject/remote.h"
 #include "inject/sleds.h"
+#include "symbolize/data_pointers.h"
 
 namespace callscope::cli {
 namespace {
@@ -40,6 +42,28 @@ namespace {
 namespace fmt = callscope::format;
 
 volatile sig_atomic_t g_child = 0;
+
+// What the GOT hooks of a run could not see: calls through pointers to
+// hooked functions that its modules keep in data (symbolize/data_pointers.h),
+// a line per module. Read from the modules the session lists, before it goes.
+void say_data_pointers(const char* who, const std::vector<std::pair<std::string, std::string>>& env,
+                       const std::string& session) {
+  symbolize::GotHooks hooks;
+  for (const auto& [name, value] : env) {
+    if (name == "CALLSCOPE_LIBCALLS") hooks.libcalls = value == "1";
+    if (name == "CALLSCOPE_PATCH_IMPORTS") config::append_globs(value, hooks.imports);
+    if (name == "CALLSCOPE_PATCH_CALLERS") config::append_globs(value, hooks.callers);
+  }
+  if (!hooks.any()) return;
+  auto raw = fmt::read_raw_session(session);
+  if (!raw) return;
+  std::vector<symbolize::LoadedModule> modules;
+  for (const fmt::RawProcess& p : raw->processes)
+    for (const fmt::RawModuleEntry& m : p.modules)
+      if (!m.path.empty()) modules.push_back({m.path, m.path == p.exe});
+  for (const symbolize::DataPointers& d : symbolize::data_pointers(modules, hooks))
+    std::fprintf(stderr, "callscope %s: %s\n", who, terminal_safe(symbolize::describe(d)).c_str());
+}
 
 void forward_signal(int sig) {
   if (g_child > 0) ::kill(g_child, sig);
@@ -505,6 +529,7 @@ int Recording::finish(bool quiet) {
   writing.reset();
   if (!quiet) {
     print_summary(who_, *sum, o_.output);
+    say_data_pointers(who_, o_.runtime_env, session_);
     const auto written = std::chrono::steady_clock::now();
     std::fprintf(stderr, "callscope %s: the program %s %.3f s; the trace took %.3f s to write\n", who_,
                  main_reaped_ && !o_.attach_pid ? "ran" : "was traced for", std::chrono::duration<double>(s.run_end - s.run_start).count(),

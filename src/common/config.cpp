@@ -216,8 +216,6 @@ void setting_of(C& c, Key key, F&& f) {
 template <class S>
 using ValueOf = typename std::remove_cvref_t<S>::Type;
 
-void append_globs(std::string_view s, std::vector<std::string>& out);
-
 // One value from text (an environment variable, a flag). The message has
 // no place: the caller puts the variable or flag in front.
 Status parse_text(std::string_view s, Mode& out) {
@@ -264,21 +262,6 @@ Status parse_text(std::string_view s, std::vector<std::string>& out) {
   return ok_status();
 }
 
-void append_globs(std::string_view s, std::vector<std::string>& out) {
-  // A comma separates globs in a variable, a flag or a TOML string: the
-  // runtime reads lists comma-separated, so a glob cannot hold one.
-  size_t start = 0;
-  while (start <= s.size()) {
-    size_t end = s.find(',', start);
-    if (end == std::string_view::npos) end = s.size();
-    std::string_view item = s.substr(start, end - start);
-    while (!item.empty() && std::isspace(static_cast<unsigned char>(item.front()))) item.remove_prefix(1);
-    while (!item.empty() && std::isspace(static_cast<unsigned char>(item.back()))) item.remove_suffix(1);
-    if (!item.empty()) out.emplace_back(item);
-    start = end + 1;
-  }
-}
-
 std::string to_text(Mode m) { return mode_name(m); }
 std::string to_text(Duration d) { return duration_text(d); }
 std::string to_text(uint32_t v) { return std::to_string(v); }
@@ -307,6 +290,21 @@ Status check_text(KeyType type, std::string_view s) {
 }
 
 }  // namespace
+
+void append_globs(std::string_view s, std::vector<std::string>& out) {
+  // A comma separates globs in a variable, a flag or a TOML string: the
+  // runtime reads lists comma-separated, so a glob cannot hold one.
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t end = s.find(',', start);
+    if (end == std::string_view::npos) end = s.size();
+    std::string_view item = s.substr(start, end - start);
+    while (!item.empty() && std::isspace(static_cast<unsigned char>(item.front()))) item.remove_prefix(1);
+    while (!item.empty() && std::isspace(static_cast<unsigned char>(item.back()))) item.remove_suffix(1);
+    if (!item.empty()) out.emplace_back(item);
+    start = end + 1;
+  }
+}
 
 bool is_set(const Config& c, Key key) {
   bool set = false;

@@ -84,6 +84,10 @@ struct Duration {
 // A bare number is refused with "give a unit: ns, us, ms or s"; fractions of
 // a ns are rounded to the nearest ns.
 Result<Duration> parse_duration(std::string_view text);
+// A list of globs as a variable, a flag or a TOML string holds them
+// ("a.out, libfoo*"), appended to `out`: split at commas, blanks trimmed,
+// empty items dropped (the runtime reads CALLSCOPE_* lists the same way).
+void append_globs(std::string_view s, std::vector<std::string>& out);
 // The shortest exact form for people: 2500000 ns -> "2.5ms"; 0 -> "0".
 std::string duration_text(Duration d);
 

@@ -46,6 +46,29 @@ FileHeader initial_header(ClockKind clock) {
   return fh;
 }
 
+// Whether a thread file's writer has given up its ring and writes to a
+// growing file (runtime/thread.cpp). Not just "no ring_segments": a writer
+// sizes its file for the ring before it stores ring_segments (open_ring),
+// so a file of ring size may still be being set up -- taken for grow mode,
+// it made a false "no ring" warning when the recorder's scan came between
+// the two. Grow mode is the one that sets file_bytes (map_next_chunk); a
+// ring never does.
+bool grow_mode(const RawThreadHeader& h) {
+  return __atomic_load_n(&h.ring_segments, __ATOMIC_ACQUIRE) != kRingSegments &&
+         __atomic_load_n(&h.file_bytes, __ATOMIC_ACQUIRE) != 0;
+}
+
+// The same of a file not taken up (smaller than a ring), read from it;
+// false when it cannot be read (gone: its thread was never traced).
+bool grow_mode(const std::string& path) {
+  RawThreadHeader h{};
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool read_whole = ::pread(fd, &h, sizeof h, 0) == static_cast<ssize_t>(sizeof h);
+  ::close(fd);
+  return read_whole && grow_mode(h);
+}
+
 // What the tap says of a thread file without a ring (<pid>.<n>/t<tid>.ev).
 std::string unseen_thread(const std::string& path) {
   unsigned pid = 0, n = 0, tid = 0;
@@ -213,9 +236,10 @@ Status LiveStream::flush_thread(Thread& t) {
 Status LiveStream::drain(Thread& t, bool peek) {
   auto* h = reinterpret_cast<RawThreadHeader*>(t.map);
   // A file in grow mode (the writer could not set up its ring) needs nothing
-  // (and the tap cannot follow it: finalize reads it whole).
+  // (and the tap cannot follow it: finalize reads it whole); one whose ring
+  // is being set up, nothing yet.
   if (__atomic_load_n(&h->ring_segments, __ATOMIC_ACQUIRE) != kRingSegments) {
-    if (t.tap && !t.tap->unseen_said) {
+    if (grow_mode(*h) && t.tap && !t.tap->unseen_said) {
       t.tap->unseen_said = true;
       tap_warnings_.push_back(unseen_thread(t.path));
     }
@@ -404,9 +428,11 @@ void LiveStream::tap_rest() {
   if (!tap_) return;
   (void)scan();  // threads too short-lived for any poll to see
   // Files never of a ring's size now that the program has ended: threads
-  // that wrote to a growing file (their ring could not be allocated).
+  // that wrote to a growing file (their ring could not be allocated). Not
+  // a file whose ring was still being set up (a program left running when
+  // the query ended), nor one that is gone.
   for (const std::string& path : not_ringed_)
-    tap_warnings_.push_back(unseen_thread(path));
+    if (grow_mode(path)) tap_warnings_.push_back(unseen_thread(path));
   for (auto& t : threads_) {
     if (!t->tap || !t->map) continue;
     const auto* h = reinterpret_cast<const RawThreadHeader*>(t->map);

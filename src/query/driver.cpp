@@ -12,8 +12,11 @@
 #include <tuple>
 
 #include "common/glob.h"
+#include "common/output_format.h"
 #include "format/raw_encoder.h"
 #include "format/trace_reader.h"
+#include "query/other_processes.h"
+#include "query/proc_events.h"
 #include "query/thread_stream.h"
 #include "symbolize/symbolizer.h"
 
@@ -22,15 +25,6 @@ namespace {
 
 using format::EventKind;
 using format::TraceReader;
-
-constexpr uint64_t kNever = std::numeric_limits<uint64_t>::max();
-constexpr uint32_t kNoIndex = std::numeric_limits<uint32_t>::max();  // a process event of no thread
-
-// Keys order everything that happens at one tick: what starts (a process,
-// a thread, a clock tick) before the events of that tick, what ends after.
-uint64_t start_key(uint64_t tick) { return tick * 3; }
-uint64_t event_key(uint64_t tick) { return tick * 3 + 1; }
-uint64_t end_key(uint64_t tick) { return tick * 3 + 2; }
 
 // What an entry's function fires: its enabled probes (nullptr: none).
 struct FnSlot {
@@ -44,16 +38,6 @@ struct Frame {
   uint64_t child_ticks;   // callees' durations and losses while innermost
   uint64_t paused_before; // the thread's paused ticks when it began
   const ProbeInfo* ret;
-};
-
-// A process or thread event of the metadata, in time order.
-struct Meta {
-  uint64_t key;
-  int rank;  // order at one key: create, start, module-load, lwp-start; module-unload, lwp-exit, exit
-  ProcEvent what;
-  uint32_t process, thread;  // thread: kNoIndex for process events without one
-  int64_t arg0;
-  uint32_t ident = 0;  // what it is about: the process (the child, for create), thread or module index
 };
 
 }  // namespace
@@ -74,6 +58,10 @@ struct Driver::Impl {
 
   std::vector<std::unique_ptr<ProbeInfo>> info_by_id;  // index: probe id; nullptr: not enabled
   std::vector<std::pair<ProbeSpec, size_t>> specs;     // every clause's descriptions
+  // pid$target's twins (other_processes.h): probes no clause enabled that
+  // only count, by id.
+  OtherProcesses others;
+  std::vector<char> count_only;
   // Per process: entry address -> enabled probes, filled as addresses are met.
   std::vector<std::unordered_map<uint64_t, FnSlot>> fn_slots;
   std::map<std::tuple<uint32_t, uint64_t, uint8_t>, std::string> symbol_cache;  // (process, addr, form)
@@ -130,7 +118,28 @@ struct Driver::Impl {
 
   uint64_t ns(uint64_t tick) const { return static_cast<uint64_t>(static_cast<double>(tick) * ns_per_tick); }
 
+  // Names from the trace (symbols, module and executable file names) as D
+  // strings: made terminal-safe for text output (set_terminal_safe), as the
+  // other views print them, so that a name holding an escape sequence
+  // cannot drive the terminal through printf, trace() or printa.
+  bool safe_names = true;
+  uint32_t intern_name(const std::string& s) { return strings.intern(safe_names ? terminal_safe(s) : s); }
+
   const ProbeInfo* info(uint32_t id) const { return id < info_by_id.size() ? info_by_id[id].get() : nullptr; }
+  bool counts_only(const ProbeInfo* p) const { return p->id < count_only.size() && count_only[p->id]; }
+
+  // Probe `id`, enabled by no clause, fires nowhere but is counted if a
+  // twin of pid$target matches it.
+  void maybe_count(uint32_t id) {
+    if (info(id) || others.empty() || !others.matches(catalog, id)) return;
+    count_only_probe(id);
+  }
+  void count_only_probe(uint32_t id) {
+    if (info(id)) return;
+    make_info(id);
+    if (count_only.size() <= id) count_only.resize(id + 1);
+    count_only[id] = 1;
+  }
 
   void enable_probe(uint32_t id, size_t clause) {
     make_info(id);
@@ -143,10 +152,10 @@ struct Driver::Impl {
       const Probe& p = catalog.probe(id);
       auto pi = std::make_unique<ProbeInfo>();
       pi->id = id;
-      pi->provider = strings.intern(p.provider);
-      pi->module = strings.intern(p.module);
-      pi->function = strings.intern(p.function);
-      pi->name = strings.intern(p.name);
+      pi->provider = intern_name(p.provider);
+      pi->module = intern_name(p.module);
+      pi->function = intern_name(p.function);
+      pi->name = intern_name(p.name);
       info_by_id[id] = std::move(pi);
       if (p.kind == ProbeKind::kProc) proc_probes[static_cast<int>(p.proc)].push_back(info_by_id[id].get());
       if (p.kind == ProbeKind::kAlloc) {
@@ -166,6 +175,10 @@ struct Driver::Impl {
     auto it = table.find(addr);
     if (it != table.end()) return it->second;
     auto fn = catalog.function_at(process, addr);
+    // Aliases at one address: the name every view shows (the one the
+    // program imports, for a library call; symbolizer.h).
+    if (fn && catalog.has_aliases(process, addr))
+      fn = catalog.function_at(process, addr, sym.lookup(process, addr, tick).function);
     if (!fn) {
       const symbolize::Symbol& s = sym.lookup(process, addr, tick);
       const std::string name = s.function.empty() ? s.display() : s.function;
@@ -177,10 +190,11 @@ struct Driver::Impl {
       for (const auto& [spec, clause] : specs)
         for (uint32_t id : {f.entry_probe, f.return_probe})
           if (catalog.matches(spec, id)) enable_probe(id, clause);
+      for (uint32_t id : {f.entry_probe, f.return_probe}) maybe_count(id);
     }
     const PidFunction& f = catalog.functions()[*fn];
     FnSlot slot{info(f.entry_probe), info(f.return_probe), false};
-    slot.tally = slot.entry && consumer->tallies(*slot.entry);
+    slot.tally = slot.entry && !counts_only(slot.entry) && consumer->tallies(*slot.entry);
     table.emplace(addr, slot);
     return slot;
   }
@@ -314,6 +328,7 @@ struct Driver::Impl {
   }
 
   [[gnu::noinline]] void fire_entry(const Thread& t, const ProbeInfo* p, uint64_t tick, uint64_t addr) {
+    if (counts_only(p)) return others.count(t.process);
     Firing f = context(t, p, tick);
     f.arg0 = static_cast<int64_t>(addr);
     fire(f);
@@ -321,6 +336,7 @@ struct Driver::Impl {
 
   [[gnu::noinline]] void fire_return(const Thread& t, const ProbeInfo* p, uint64_t tick, uint64_t dur,
                                      uint64_t child) {
+    if (counts_only(p)) return others.count(t.process);
     Firing f = context(t, p, tick);
     f.duration = ns(dur);
     f.selfduration = ns(dur > child ? dur - child : 0);
@@ -476,7 +492,7 @@ struct Driver::Impl {
         f.process = m.process;
         f.pid = proc.record.pid;
         f.ppid = proc.record.ppid;
-        if (live) f.execname = strings.intern(proc.exe.substr(proc.exe.rfind('/') + 1));
+        if (live) f.execname = intern_name(proc.exe.substr(proc.exe.rfind('/') + 1));
       }
       f.arg0 = m.arg0;
       fire(f);
@@ -485,72 +501,7 @@ struct Driver::Impl {
   }
 
   std::vector<Meta> metadata() const {
-    std::vector<Meta> out;
-    const auto& procs = trace.processes();
-    // A process's events happen in its first (main) thread.
-    std::vector<uint32_t> main_thread(procs.size(), kNoIndex);
-    for (uint32_t i = 0; i < threads.size(); ++i) {
-      const auto& r = trace.threads()[i].record;
-      if (r.process_index >= procs.size()) continue;
-      uint32_t& m = main_thread[r.process_index];
-      if (m == kNoIndex || (r.flags & format::kThreadMain)) m = i;
-    }
-    // A process's span is its threads' (a record's own may be coarser: a
-    // trace written by hand, a recorder that saw the process late), so that
-    // start comes before its threads' events and exit after them.
-    std::vector<uint64_t> first(procs.size(), kNever), last(procs.size(), 0);
-    for (uint32_t i = 0; i < threads.size(); ++i) {
-      const auto& r = trace.threads()[i].record;
-      if (r.process_index >= procs.size()) continue;
-      first[r.process_index] = std::min(first[r.process_index], r.start_tick);
-      last[r.process_index] = std::max(last[r.process_index], r.end_tick);
-    }
-    // Live, a process's events wait for its first thread (they fire in
-    // it), unless it has ended without one.
-    auto waiting = [&](uint32_t pi) {
-      return live && main_thread[pi] == kNoIndex && procs[pi].record.how == 0;
-    };
-    for (uint32_t pi = 0; pi < procs.size(); ++pi) {
-      if (waiting(pi)) continue;
-      const auto& r = procs[pi].record;
-      const uint32_t mt = main_thread[pi];
-      const uint64_t start = first[pi] == kNever ? r.start_tick : std::max(r.start_tick, first[pi]);
-      const uint64_t end = first[pi] == kNever ? r.end_tick : std::min(r.end_tick, last[pi]);
-      if (r.incarnation > 0) {
-        out.push_back({start_key(start), 1, ProcEvent::kExecSuccess, pi, mt, 0, pi});
-      } else {
-        out.push_back({start_key(start), 1, ProcEvent::kStart, pi, mt, 0, pi});
-        // D fires create in the parent as it forks, before the child runs.
-        if (r.parent_index >= 0 && static_cast<size_t>(r.parent_index) < procs.size())
-          out.push_back({start_key(start), 0, ProcEvent::kCreate, static_cast<uint32_t>(r.parent_index),
-                         main_thread[static_cast<size_t>(r.parent_index)], static_cast<int64_t>(r.pid), pi});
-      }
-      const auto how = static_cast<format::ExitHow>(r.how);
-      if (how == format::ExitHow::kExited || how == format::ExitHow::kSignaled) {
-        // D's arg0 of proc:::exit: CLD_EXITED 1, CLD_KILLED 2, CLD_DUMPED 3.
-        const int64_t reason = how == format::ExitHow::kExited ? 1 : r.core_dumped ? 3 : 2;
-        out.push_back({end_key(end), 2, ProcEvent::kExit, pi, mt, reason, pi});
-      }
-    }
-    for (uint32_t i = 0; i < threads.size(); ++i) {
-      const auto& r = trace.threads()[i].record;
-      out.push_back({start_key(r.start_tick), 3, ProcEvent::kLwpStart, r.process_index, i, 0, i});
-      if (!live || threads[i].live_ended)
-        out.push_back({end_key(r.end_tick), 1, ProcEvent::kLwpExit, r.process_index, i, 0, i});
-    }
-    for (uint32_t mi = 0; mi < trace.modules().size(); ++mi) {
-      const auto& m = trace.modules()[mi];
-      if (m.record.process_index >= procs.size() || waiting(m.record.process_index)) continue;
-      const uint32_t mt = main_thread[m.record.process_index];
-      out.push_back({start_key(m.record.load_tick), 2, ProcEvent::kModuleLoad, m.record.process_index, mt,
-                     static_cast<int64_t>(m.record.low), mi});
-      if (m.record.flags & format::kModuleUnloaded)
-        out.push_back({end_key(m.record.unload_tick), 0, ProcEvent::kModuleUnload, m.record.process_index, mt,
-                       static_cast<int64_t>(m.record.low), mi});
-    }
-    std::stable_sort(out.begin(), out.end(),
-                     [](const Meta& a, const Meta& b) { return a.key != b.key ? a.key < b.key : a.rank < b.rank; });
-    return out;
+    return process_events(trace, threads.size(), live, [this](uint32_t i) { return threads[i].live_ended; });
   }
 
   // tick-N fires once per interval outside any thread; profile-N in every
@@ -588,7 +539,7 @@ struct Driver::Impl {
       t.pid = p.record.pid;
       t.ppid = p.record.ppid;
       // D's execname: the executable's file name.
-      t.execname = strings.intern(p.exe.substr(p.exe.rfind('/') + 1));
+      t.execname = intern_name(p.exe.substr(p.exe.rfind('/') + 1));
     }
   }
 
@@ -677,9 +628,11 @@ struct Driver::Impl {
       modules_known = trace.modules().size();
       sym.refresh();
     }
-    for (uint32_t id = static_cast<uint32_t>(probes_before) + 1; id <= catalog.probes().size(); ++id)
+    for (uint32_t id = static_cast<uint32_t>(probes_before) + 1; id <= catalog.probes().size(); ++id) {
       for (const auto& [spec, clause] : specs)
         if (catalog.matches(spec, id)) enable_probe(id, clause);
+      maybe_count(id);
+    }
     fn_slots.resize(trace.processes().size());
     const size_t known = threads.size();
     threads.resize(trace.threads().size());
@@ -744,8 +697,12 @@ Status Driver::enable(const std::vector<std::vector<ProbeSpec>>& clauses, bool a
       impl_->specs.emplace_back(spec, c);
       if (ids.empty() && !allow_zero && !impl_->catalog.may_match_later(spec)) return Error(no_match_message(spec));
       for (uint32_t id : ids) impl_->enable_probe(id, c);
+      impl_->others.add(spec);
     }
   }
+  // Last: a probe some clause enables fires, whatever a twin matches.
+  if (!impl_->others.empty())
+    for (uint32_t id : impl_->others.match(impl_->catalog)) impl_->count_only_probe(id);
   return ok_status();
 }
 
@@ -770,10 +727,13 @@ std::string Driver::symbol(uint32_t process, uint64_t addr, uint8_t form) {
   } else {
     it->second = s.module + "`" + s.function;
   }
+  if (impl_->safe_names) it->second = terminal_safe(it->second);
   return it->second;
 }
 
 const ProbeInfo& Driver::probe_info(uint32_t id) { return impl_->make_info(id); }
+
+void Driver::set_terminal_safe(bool on) { impl_->safe_names = on; }
 
 void Driver::live_begin(Consumer& consumer, uint64_t since) {
   Impl& d = *impl_;
@@ -820,6 +780,11 @@ bool Driver::exited() const { return impl_->stop; }
 std::vector<format::EventColumns> Driver::take_spent() { return std::exchange(impl_->spent, {}); }
 
 std::vector<std::string> Driver::take_warnings() { return std::exchange(impl_->warnings, {}); }
+
+std::string Driver::other_processes_note() const {
+  const TraceReader& trace = impl_->trace;
+  return impl_->others.note([&trace](uint32_t process) { return trace.process(process).record.pid; });
+}
 
 std::optional<uint64_t> Driver::target_pid(const TraceReader& trace) {
   if (trace.info().record.main_pid != 0) return trace.info().record.main_pid;

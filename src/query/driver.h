@@ -74,6 +74,10 @@ class Driver {
   // the threads' call paths are not kept: entries fire, exits cost nothing.
   Status enable(const std::vector<std::vector<ProbeSpec>>& clauses, bool allow_zero, Consumer& consumer,
                 bool reads_stack = true);
+  // Whether names from the trace become terminal-safe D strings (text
+  // output, the default) or stay as they are (JSON quotes them itself).
+  // Before enable().
+  void set_terminal_safe(bool on);
   // The engine's view of probe `id` (dtrace:::ERROR for set_error_probe),
   // valid as long as the driver.
   const ProbeInfo& probe_info(uint32_t id);
@@ -104,6 +108,10 @@ class Driver {
   std::vector<format::EventColumns> take_spent();
   // What matching new modules' functions met (unreadable symbols).
   std::vector<std::string> take_warnings();
+
+  // What pid$target left out of a trace of several processes (a line to
+  // say on stderr: other_processes.h), or "".
+  std::string other_processes_note() const;
 
   // The name Stacks print for an address: "module`function" (form 0) or
   // "module" (form 1), cached.

@@ -35,6 +35,7 @@ struct ProbeSpec {
   std::string provider, module, function, name;
   std::string text;  // as written (for messages)
   int line = 0;
+  bool target = false;  // the provider was written with $target (pid$target): one process of several
 };
 
 class Program {

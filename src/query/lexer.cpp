@@ -348,6 +348,7 @@ Token Lexer::probe_desc() {
         m.line = line_;
         return m;
       }
+      if (whole == "$target" && t.text.find(':') == std::string::npos) t.target_in_first = true;
       if (m.kind == Tok::kInt) t.text += std::to_string(m.value);
       else t.text += m.text;
       continue;

@@ -35,6 +35,9 @@ struct Token {
   uint64_t value = 0;
   bool is_unsigned = false;
   int line = 1;
+  // probe_desc(): $target was expanded in the first field (pid$target:...),
+  // so that a query can say what such a provider left out (driver.h).
+  bool target_in_first = false;
 };
 
 struct MacroArgs {

@@ -3,6 +3,7 @@
 // DT_TOK_EPRED.
 #include "query/parser.h"
 
+#include <algorithm>
 #include <map>
 #include <optional>
 
@@ -323,6 +324,8 @@ class Parser {
         fail(d.line, spec.error().message());
         return false;
       }
+      // The first field is the provider when all four are given.
+      spec->target = d.target_in_first && std::count(d.text.begin(), d.text.end(), ':') == 3;
       c.probes.push_back(std::move(*spec));
       const auto after = lex_.pos();
       advance();

@@ -11,6 +11,7 @@
 
 #include "common/files.h"
 #include "common/glob.h"
+#include "common/output_format.h"
 #include "format/trace_reader.h"
 #include "symbolize/elf_symbols.h"
 #include "symbolize/symbolizer.h"
@@ -153,6 +154,7 @@ const char* alloc_probe_name(uint8_t op) {
 void Catalog::extend(const CatalogInput& input) {
   for (size_t pi = pids_.size(); pi < input.processes.size(); ++pi) pids_.push_back(input.processes[pi].pid);
   by_addr_.resize(pids_.size());
+  aliases_.resize(pids_.size());
   unlisted_.resize(pids_.size());
   // Thousands of functions a library: room made once, not doubled (a
   // probe's move is four strings').
@@ -176,8 +178,9 @@ void Catalog::extend(const CatalogInput& input) {
         if (fresh) {
           it->second = add_function(pi, f.addr, m.name, f.name, m.main);
           functions_[it->second].mangled = f.mangled;
-        } else {
-          by_addr_[pi].try_emplace(f.addr, it->second);
+        } else if (auto [at, fresh_addr] = by_addr_[pi].try_emplace(f.addr, it->second);
+                   !fresh_addr && at->second != it->second) {
+          aliases_[pi][f.addr].push_back(it->second);
         }
       }
     }
@@ -206,15 +209,23 @@ uint32_t Catalog::add_function(uint32_t process, uint64_t addr, const std::strin
     (k == ProbeKind::kEntry ? f.entry_probe : f.return_probe) = add(std::move(p));
   }
   functions_.push_back(std::move(f));
-  by_addr_[process].try_emplace(addr, index);
+  if (auto [it, fresh] = by_addr_[process].try_emplace(addr, index); !fresh) aliases_[process][addr].push_back(index);
   return index;
 }
 
-std::optional<uint32_t> Catalog::function_at(uint32_t process, uint64_t addr) const {
+std::optional<uint32_t> Catalog::function_at(uint32_t process, uint64_t addr, std::string_view prefer) const {
   if (process >= by_addr_.size()) return std::nullopt;
   auto it = by_addr_[process].find(addr);
   if (it == by_addr_[process].end()) return std::nullopt;
+  if (!prefer.empty() && functions_[it->second].name != prefer)
+    if (auto a = aliases_[process].find(addr); a != aliases_[process].end())
+      for (uint32_t other : a->second)
+        if (functions_[other].name == prefer) return other;
   return it->second;
+}
+
+bool Catalog::has_aliases(uint32_t process, uint64_t addr) const {
+  return process < aliases_.size() && aliases_[process].count(addr) > 0;
 }
 
 bool Catalog::matches(const ProbeSpec& spec, uint32_t id) const {
@@ -394,8 +405,13 @@ std::string list_line(const Probe& p) {
     return std::string(buf);
   }();
   // Names can be longer than the columns: printed whole, as dtrace does.
-  auto pad = [](const std::string& s, size_t w) { return s.size() >= w ? s : std::string(w - s.size(), ' ') + s; };
-  return head + pad(p.module, 17) + " " + pad(p.function, 33) + " " + p.name + "\n";
+  // They come from symbol tables and file names: terminal-safe, as every
+  // text view prints them.
+  auto pad = [](const std::string& raw, size_t w) {
+    const std::string s = terminal_safe(raw);
+    return s.size() >= w ? s : std::string(w - s.size(), ' ') + s;
+  };
+  return head + pad(p.module, 17) + " " + pad(p.function, 33) + " " + terminal_safe(p.name) + "\n";
 }
 
 }  // namespace callscope::query

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -111,8 +112,13 @@ class Catalog {
   const std::vector<Probe>& probes() const { return probes_; }
   const Probe& probe(uint32_t id) const { return probes_[id - 1]; }
   const std::vector<PidFunction>& functions() const { return functions_; }
-  // The function of `process` whose symbol starts at `addr`, if any.
-  std::optional<uint32_t> function_at(uint32_t process, uint64_t addr) const;
+  // The function of `process` whose symbol starts at `addr`, if any. Where
+  // several names start there (aliases: libc's lseek, lseek64, llseek), the
+  // one named `prefer` when it is one of them (the symbolizer's choice: the
+  // name the program imports), else the first listed.
+  std::optional<uint32_t> function_at(uint32_t process, uint64_t addr, std::string_view prefer = {}) const;
+  // Whether several names start at `addr`.
+  bool has_aliases(uint32_t process, uint64_t addr) const;
   // A function the symbol tables did not list (a stripped module, a file
   // that is gone): given a name by the caller, it gets its entry and return
   // probes now. Returns its index in functions().
@@ -138,6 +144,7 @@ class Catalog {
   std::vector<int64_t> pids_;  // per process
   std::vector<std::vector<std::pair<std::string, bool>>> unlisted_;  // per process: (module, main) without symbols
   std::vector<std::unordered_map<uint64_t, uint32_t>> by_addr_;  // per process: addr -> function
+  std::vector<std::unordered_map<uint64_t, std::vector<uint32_t>>> aliases_;  // per process: addr -> the other names
 };
 
 // Parses D's clock probe names: "tick-1s", "profile-997" (no unit: hz),
@@ -166,7 +173,8 @@ std::string no_match_message(const ProbeSpec& spec);
 CatalogInput catalog_input(const format::TraceReader& trace, std::vector<std::string>& warnings,
                            size_t first_module = 0);
 
-// dtrace -l's layout: "   ID   PROVIDER            MODULE ..." and a line per probe.
+// dtrace -l's layout: "   ID   PROVIDER            MODULE ..." and a line per
+// probe, its names terminal-safe (common/output_format.h).
 std::string list_header();
 std::string list_line(const Probe& p);
 

@@ -139,6 +139,18 @@ void say_matched(const QueryRequest& req, const Program& program, size_t n, std:
   std::fprintf(err, "callscope query: %s matched %zu probe%s\n", terminal_safe(what).c_str(), n, n == 1 ? "" : "s");
 }
 
+// A warning: its paths and names come from the trace, made terminal-safe.
+void warn(std::FILE* err, const std::string& w) {
+  std::fprintf(err, "callscope query: warning: %s\n", terminal_safe(w).c_str());
+}
+
+// Said even when quiet, on stderr (scripts parse stdout): what pid$target
+// left out of a trace of several processes.
+void say_other_processes(const Driver& driver, std::FILE* err) {
+  if (const std::string note = driver.other_processes_note(); !note.empty())
+    std::fprintf(err, "callscope query: note: %s\n", note.c_str());
+}
+
 std::vector<std::vector<ProbeSpec>> clauses_of(const Program& program) {
   std::vector<std::vector<ProbeSpec>> clauses;
   for (size_t c = 0; c < program.clause_count(); ++c) clauses.push_back(program.clause_probes(c));
@@ -210,7 +222,7 @@ Result<int> run_query(const QueryRequest& req, std::FILE* out, std::FILE* err) {
 
   std::vector<std::string> warnings;
   Catalog catalog(trace ? catalog_input(*trace, warnings) : CatalogInput{});
-  for (const std::string& w : warnings) std::fprintf(err, "callscope query: warning: %s\n", w.c_str());
+  for (const std::string& w : warnings) warn(err, w);
 
   std::string source, file;
   CALLSCOPE_CHECK(load_source(req, source, file));
@@ -274,6 +286,7 @@ Result<int> run_query(const QueryRequest& req, std::FILE* out, std::FILE* err) {
   Stacks stacks;
   std::string text;
   Driver driver(*trace, catalog, sym, strings);
+  driver.set_terminal_safe(!req.json);
   stacks.set_symbol([&driver](uint32_t process, uint64_t addr, uint8_t form) { return driver.symbol(process, addr, form); });
   Engine engine(program, strings, stacks, text);
   nlohmann::json records = nlohmann::json::array();
@@ -289,9 +302,10 @@ Result<int> run_query(const QueryRequest& req, std::FILE* out, std::FILE* err) {
   consumer.flush(nullptr);
   std::fflush(out);
 
-  for (const std::string& w : sym.warnings()) std::fprintf(err, "callscope query: warning: %s\n", w.c_str());
+  say_other_processes(driver, err);
+  for (const std::string& w : sym.warnings()) warn(err, w);
   if (req.warnings)
-    for (const std::string& w : req.warnings(*trace)) std::fprintf(err, "callscope query: warning: %s\n", w.c_str());
+    for (const std::string& w : req.warnings(*trace)) warn(err, w);
   const int status = engine.exited() ? engine.exit_status() : 0;
   if (req.json) write_document(out, nlohmann::json(req.trace), co, std::move(records), status, engine, driver);
   if (!ran) return ran.error();
@@ -380,12 +394,13 @@ Result<int> run_live(const QueryRequest& req, std::FILE* out, std::FILE* err) {
 
   std::vector<std::string> warnings;
   Catalog catalog(catalog_input(live->trace(), warnings));
-  for (const std::string& w : warnings) std::fprintf(err, "callscope query: warning: %s\n", w.c_str());
+  for (const std::string& w : warnings) warn(err, w);
   symbolize::Symbolizer sym(live->trace());
   Strings strings;
   Stacks stacks;
   std::string text;
   Driver driver(live->trace(), catalog, sym, strings);
+  driver.set_terminal_safe(!req.json);
   stacks.set_symbol([&driver](uint32_t process, uint64_t addr, uint8_t form) { return driver.symbol(process, addr, form); });
   Engine engine(program, strings, stacks, text);
   nlohmann::json records = nlohmann::json::array();
@@ -413,7 +428,7 @@ Result<int> run_live(const QueryRequest& req, std::FILE* out, std::FILE* err) {
       for (const auto& [index, end] : d.ended) driver.live_ended(index);
       horizon = std::max(horizon, d.horizon);
       last_seen = last_seen || d.last;
-      for (const std::string& w : d.warnings) std::fprintf(err, "callscope query: warning: %s\n", w.c_str());
+      for (const std::string& w : d.warnings) warn(err, w);
     }
   };
   feed(backlog);
@@ -436,7 +451,7 @@ Result<int> run_live(const QueryRequest& req, std::FILE* out, std::FILE* err) {
     driver.live_advance(last_seen ? ~uint64_t{0} : horizon, last_seen ? live->now_tick() : ~uint64_t{0});
     live->give_back(driver.take_spent());
     std::fflush(out);
-    for (const std::string& w : driver.take_warnings()) std::fprintf(err, "callscope query: warning: %s\n", w.c_str());
+    for (const std::string& w : driver.take_warnings()) warn(err, w);
     if (driver.exited() || last_seen || (req.interrupted && *req.interrupted)) break;
     if (!program_done && !req.host->poll()) {
       // Everything has ended: the trace is written, the tap gets the rest.
@@ -459,7 +474,7 @@ Result<int> run_live(const QueryRequest& req, std::FILE* out, std::FILE* err) {
     std::vector<std::string> problems;
     live->release();  // first: a delivery waiting for room must not hold the host up
     const std::vector<int64_t> left = req.host->stop_tracing(problems);
-    for (const std::string& w : problems) std::fprintf(err, "callscope query: warning: %s\n", w.c_str());
+    for (const std::string& w : problems) warn(err, w);
     finish_status = req.host->finish();
     // Said even when quiet: those processes are no longer traced.
     if (!left.empty()) {
@@ -473,7 +488,8 @@ Result<int> run_live(const QueryRequest& req, std::FILE* out, std::FILE* err) {
   engine.finish();
   consumer.flush(nullptr);
   std::fflush(out);
-  for (const std::string& w : sym.warnings()) std::fprintf(err, "callscope query: warning: %s\n", w.c_str());
+  say_other_processes(driver, err);
+  for (const std::string& w : sym.warnings()) warn(err, w);
   const int status = engine.exited() ? engine.exit_status() : 0;
   if (req.json)
     write_document(out, req.keep_trace.empty() ? nlohmann::json(nullptr) : nlohmann::json(req.keep_trace), co,

@@ -5,12 +5,14 @@
 #include <elfutils/libdwfl.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <algorithm>
 #include <map>
 
 #include "common/files.h"
+#include "symbolize/elf_symbols.h"
 
 namespace callscope::symbolize {
 namespace {
@@ -85,6 +87,12 @@ struct Symbolizer::Process {
     bool cu_ranges_built = false;
   };
   std::vector<Mod> mods;                          // the process's modules, in trace order
+  // The names the modules import (undefined symbols of their .dynsym), each
+  // with the first module, in trace order, that imports it: built on the
+  // first need (imported()).
+  std::unordered_map<std::string, size_t> imports;
+  bool imports_read = false;
+  const std::unordered_map<std::string, size_t>& imported();
   std::unordered_map<uint32_t, size_t> mod_of;    // trace module index -> mods index
   std::unordered_map<uint64_t, Symbol> cache;     // address alone
   std::map<std::pair<int64_t, uint64_t>, Symbol> by_module;  // (mods index, address), reused ranges only
@@ -209,15 +217,26 @@ int alias_rank(const GElf_Sym& sym, const char* name) {
   return rank * 3 + (at == nullptr ? 0 : at[1] == '@' ? 1 : 2);
 }
 
-// Reads a module's function symbols once, sorted, one name per address (the
-// best alias: alias_rank), with ends filled in.
-void load_symbols(Symbolizer::Process::Mod& m) {
+// Reads a module's function symbols once, sorted, one name per address, with
+// ends filled in. Of the aliases of one address, the name a module of the
+// process imports comes first (the executable's before a library's: trace
+// order), so that a library call shows as the program wrote it -- lseek64,
+// open64, fopen64 for a program built with _FILE_OFFSET_BITS=64, where libc
+// defines llseek, lseek, lseek64 and __lseek at one address -- then
+// alias_rank.
+void load_symbols(Symbolizer::Process::Mod& m, const std::unordered_map<std::string, size_t>& imports) {
   m.loaded = true;
   Dwarf_Addr dwarf_bias = 0;
   m.has_dwarf = dwfl_module_getdwarf(m.dm, &dwarf_bias) != nullptr;
   struct Candidate {
     Symbolizer::Process::Sym sym;
+    size_t importer;  // the first module that imports the name; SIZE_MAX: none
     int rank;
+  };
+  auto importer = [&imports](const char* name) {
+    if (imports.empty()) return SIZE_MAX;
+    auto it = imports.find(std::string(name, std::strcspn(name, "@")));
+    return it == imports.end() ? SIZE_MAX : it->second;
   };
   std::vector<Candidate> all;
   const int n = dwfl_module_getsymtab(m.dm);
@@ -227,10 +246,11 @@ void load_symbols(Symbolizer::Process::Mod& m) {
     const char* name = dwfl_module_getsym_info(m.dm, i, &sym, &addr, nullptr, nullptr, nullptr);
     const int type = GELF_ST_TYPE(sym.st_info);
     if (!name || !*name || (type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF) continue;
-    all.push_back({{addr, sym.st_size ? addr + sym.st_size : 0, name}, alias_rank(sym, name)});
+    all.push_back({{addr, sym.st_size ? addr + sym.st_size : 0, name}, importer(name), alias_rank(sym, name)});
   }
   std::sort(all.begin(), all.end(), [](const Candidate& a, const Candidate& b) {
     if (a.sym.start != b.sym.start) return a.sym.start < b.sym.start;
+    if (a.importer != b.importer) return a.importer < b.importer;
     if (a.rank != b.rank) return a.rank < b.rank;
     const size_t la = std::strlen(a.sym.name), lb = std::strlen(b.sym.name);
     return la != lb ? la < lb : std::strcmp(a.sym.name, b.sym.name) < 0;
@@ -276,6 +296,22 @@ void source_by_units(Symbolizer::Process::Mod& m, uint64_t addr, Symbol& s) {
 
 }  // namespace
 
+const std::unordered_map<std::string, size_t>& Symbolizer::Process::imported() {
+  if (imports_read) return imports;
+  imports_read = true;
+  for (size_t i = 0; i < mods.size(); ++i) {
+    if (!mods[i].usable) continue;
+    GElf_Addr bias = 0;
+    Elf* elf = dwfl_module_getelf(mods[i].dm, &bias);
+    if (!elf) continue;
+    for_each_elf_symbol(elf, SHT_DYNSYM, [&](const GElf_Sym& sym, const char* name) {
+      if (sym.st_shndx == SHN_UNDEF && name && *name) imports.try_emplace(name, i);
+      return true;
+    });
+  }
+  return imports;
+}
+
 Symbol Symbolizer::resolve(Process& p, int64_t mod_index, uint64_t addr) {
   Symbol s;
   s.offset = addr;
@@ -284,7 +320,7 @@ Symbol Symbolizer::resolve(Process& p, int64_t mod_index, uint64_t addr) {
     s.module = mod->name;
     s.offset = addr - mod->bias;
     if (mod->usable) {
-      if (!mod->loaded) load_symbols(*mod);
+      if (!mod->loaded) load_symbols(*mod, p.imported());
       auto after = std::upper_bound(mod->syms.begin(), mod->syms.end(), addr,
                                     [](uint64_t a, const Process::Sym& sym) { return a < sym.start; });
       if (after != mod->syms.begin() && addr < std::prev(after)->end) {
@@ -343,7 +379,7 @@ const Symbol& Symbolizer::lookup(uint32_t process_index, uint64_t addr) {
       int64_t holds = -1;
       for (size_t m : usable) {
         Process::Mod& mod = p.mods[m];
-        if (!mod.loaded) load_symbols(mod);
+        if (!mod.loaded) load_symbols(mod, p.imported());
         auto after = std::upper_bound(mod.syms.begin(), mod.syms.end(), addr,
                                       [](uint64_t a, const Process::Sym& sym) { return a < sym.start; });
         if (after == mod.syms.begin() || addr >= std::prev(after)->end) continue;

@@ -11,7 +11,11 @@
 // is found in the file itself, or separately by build-id or .gnu_debuglink
 // (libdwfl's standard search: /usr/lib/debug and next to the file). A module
 // whose file is gone, or whose build-id no longer matches the one recorded,
-// is reported once and its addresses are shown as module+0xoffset.
+// is reported once and its addresses are shown as module+0xoffset. Where a
+// library defines several names at one address (glibc's lseek, lseek64,
+// llseek), the address is named by the one a module of the process imports
+// (a library call shows as the program wrote it), else by the name a
+// program would call (alias_rank in symbolizer.cpp).
 #pragma once
 
 #include <cstdint>

@@ -4,7 +4,8 @@
 // variadic snprintf), with longjmp out of a callback, calls from a signal
 // handler, threads, a fork child, a library loaded and unloaded 30 times,
 // C++ exceptions thrown through qsort, the -fno-plt/-z now/CET shape, and
-// the -finstrument-functions hooks in the same trace.
+// the -finstrument-functions hooks in the same trace; calls through pointers
+// kept in data (not recorded, and said), and the names a program imports.
 
 #include <csignal>
 
@@ -148,6 +149,52 @@ TEST_P(LibcallsTest, AStackSwitchAcrossAHookedCallStopsTheProgramWithTheReason) 
   // What was recorded before is in the trace.
   TraceSummary s = summarize(trace);
   EXPECT_EQ(s.calls_of("qsort"), 1u);
+}
+
+// Calls through a table of pointers in the executable's data go straight
+// to libc: not recorded, and record says so, naming the functions; the
+// direct calls are recorded and counted. The calls show under the names the
+// program imports (lseek64, not llseek, which libc defines at the same
+// address). Checked against the fixture's own counts and its relocations
+// and imports as binutils reads them.
+TEST_P(LibcallsTest, PointersInDataAreSaidAndImportedNamesShown) {
+  TraceSummary s = record("libcalls_table", {"--libcalls"}, {"25"});
+  expect_balanced(s);
+  EXPECT_EQ(counts_["direct"], 50);
+  EXPECT_EQ(counts_["table"], 50);
+  EXPECT_EQ(s.calls_of("write"), 25u);
+  EXPECT_EQ(s.calls_of("read"), 25u);
+  const std::string program = fixture(GetParam(), "libcalls_table");
+  RunResult relocs = run({"readelf", "-rW", program});
+  ASSERT_EQ(relocs.exit_code, 0) << relocs.err;
+  size_t in_data = 0;
+  for (size_t at = relocs.out.find("R_X86_64_64 "); at != std::string::npos;
+       at = relocs.out.find("R_X86_64_64 ", at + 1)) {
+    const std::string line = relocs.out.substr(at, relocs.out.find('\n', at) - at);
+    in_data += line.find(" read@") != std::string::npos || line.find(" write@") != std::string::npos;
+  }
+  ASSERT_EQ(in_data, 2u) << relocs.out;  // the fixture is what the test means
+  const size_t said = last_.err.find("callscope record: libcalls_table: 2 pointers to hooked functions stored in data (");
+  ASSERT_NE(said, std::string::npos) << last_.err;
+  const std::string line = last_.err.substr(said, last_.err.find('\n', said) - said);
+  EXPECT_NE(line.find("write"), std::string::npos) << line;
+  EXPECT_NE(line.find("read"), std::string::npos) << line;
+  EXPECT_NE(line.find("): calls through them are not recorded"), std::string::npos) << line;
+  RunResult imports = run({"nm", "-D", "--undefined-only", program});
+  ASSERT_EQ(imports.exit_code, 0) << imports.err;
+  for (const char* name : {"open64", "lseek64", "fopen64"}) {
+    EXPECT_NE(imports.out.find(std::string(" ") + name + "@"), std::string::npos) << name << " in\n" << imports.out;
+    EXPECT_EQ(s.calls_of(name), 1u) << name;
+  }
+  EXPECT_EQ(s.calls_of("llseek") + s.calls_of("lseek") + s.calls_of("__lseek") + s.calls_of("open") +
+                s.calls_of("__open64") + s.calls_of("fopen") + s.calls_of("_IO_fopen"),
+            0u);
+}
+
+// Without library-call hooks, a table of pointers is nobody's business: not said.
+TEST_P(LibcallsTest, PointersInDataAreNotSaidWithoutTheHooks) {
+  record("libcalls_table", {"--patch-imports", "libnothing*"}, {"1"});
+  EXPECT_EQ(last_.err.find("pointers to hooked functions"), std::string::npos) << last_.err;
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, LibcallsTest, ::testing::ValuesIn(variants()), VariantName());

@@ -1,7 +1,8 @@
 // `callscope query` over real recordings, for every compiler variant: D's
 // one-liners give the exact call counts of tests/fixtures/record/profile.c,
-// durations that hold its 10 ms sleep, its call paths by name; and over the
-// threads fixture, every thread's calls, merged in time order.
+// durations that hold its 10 ms sleep, its call paths by name; over the
+// threads fixture, every thread's calls, merged in time order; over a fork,
+// what pid$target leaves out, said.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -100,7 +101,82 @@ TEST_P(QueryTest, ExitStopsWithItsStatus) {
   EXPECT_EQ(r.out, "middle\nend\n\n");
 }
 
+// pid$target over a program that forks (tests/fixtures/record/fork.c: the
+// parent calls f() 100 times and h() 50 times, the child child_main() once
+// and g() 200 times): the first process's calls only, as before, and a note
+// on stderr -- not stdout -- of the child's 201 and how to see them, which
+// pid* then does.
+TEST_P(QueryTest, TargetOverAForkSaysWhatTheOtherProcessHad) {
+  record("fork");
+  const std::string script = "pid$target:a.out::entry { @[probefunc] = count(); } END { printa(\"%s %@d\\n\", @); }";
+  RunResult r = query(script);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto n = pairs(r.out);
+  EXPECT_EQ(n["f"], 100u) << r.out;
+  EXPECT_EQ(n["h"], 50u) << r.out;
+  EXPECT_EQ(n.count("g") + n.count("child_main"), 0u) << r.out;
+  EXPECT_EQ(r.out.find("note"), std::string::npos) << r.out;
+  const std::string note = "callscope query: note: pid$target matched process ";
+  const size_t at = r.err.find(note);
+  ASSERT_NE(at, std::string::npos) << r.err;
+  const std::string tail = " only; 1 other process had 201 matching events: use pid* (or pid";
+  ASSERT_NE(r.err.find(tail, at), std::string::npos) << r.err;
+  // The child's pid, as the note names it, is the one pid* shows.
+  const size_t pid_at = r.err.find(tail, at) + tail.size();
+  const std::string child = r.err.substr(pid_at, r.err.find(')', pid_at) - pid_at);
+  RunResult all = query("pid" + child + ":a.out::entry { @[probefunc] = count(); } END { printa(\"%s %@d\\n\", @); }");
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  auto c = pairs(all.out);
+  EXPECT_EQ(c["g"], 200u) << all.out;
+  EXPECT_EQ(c["child_main"], 1u) << all.out;
+  EXPECT_EQ(all.err.find("note:"), std::string::npos) << all.err;
+  // A description that names its processes is taken as written: no note.
+  RunResult star = query("pid*:a.out::entry { @[probefunc] = count(); }");
+  ASSERT_EQ(star.exit_code, 0) << star.err;
+  EXPECT_EQ(star.err.find("note:"), std::string::npos) << star.err;
+}
+
 INSTANTIATE_TEST_SUITE_P(Variants, QueryTest, ::testing::ValuesIn(variants()), VariantName());
+
+// Names from the trace reach the terminal escaped, as in every view: an
+// executable (probemod, execname) and a function (probefunc, ustack(), -l)
+// named with an escape sequence that would clear the screen. A copy of the
+// profile fixture under such a name, its leaf() renamed by objcopy. With
+// --format json, the names are as they are (JSON quotes them); what the
+// script itself writes is printed as written.
+TEST(QueryTerminal, NamesFromTheTraceAreEscaped) {
+  TempDir dir;
+  const std::string program = dir.file("app\x1b[2J");
+  RunResult copy =
+      run({"objcopy", "--redefine-sym", "leaf=le\x1b[2Jaf", fixture(variants().front(), "profile"), program});
+  ASSERT_EQ(copy.exit_code, 0) << copy.err;
+  ASSERT_EQ(run({"chmod", "+x", program}).exit_code, 0);
+  const std::string trace = dir.file("t.trace");
+  RunResult rec = callscope({"record", "-o", trace, "--", program});
+  ASSERT_EQ(rec.exit_code, 0) << rec.err;
+  RunResult r = callscope({"query", "-q", "-n",
+                           "pid$target::*af:entry /n++ == 0/ { "
+                           "printf(\"%s|%s|%s|\x1b[0m\\n\", execname, probemod, probefunc); ustack(); } "
+                           "pid$target::*af:entry { @[probefunc, umod(arg0)] = count(); }",
+                           trace});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("app\\x1b[2J|app\\x1b[2J|le\\x1b[2Jaf|\x1b[0m\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("app\\x1b[2J`le\\x1b[2Jaf"), std::string::npos) << r.out;  // ustack()
+  EXPECT_NE(r.out.find("le\\x1b[2Jaf"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("500"), std::string::npos) << r.out;  // printa's key, 500 calls
+  // The one escape is the script's own.
+  EXPECT_EQ(r.out.find('\x1b'), r.out.rfind('\x1b')) << r.out;
+  RunResult listed = callscope({"query", "-l", "-n", "pid$target::*af:entry", trace});
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  EXPECT_NE(listed.out.find("app\\x1b[2J"), std::string::npos) << listed.out;
+  EXPECT_NE(listed.out.find("le\\x1b[2Jaf entry"), std::string::npos) << listed.out;
+  EXPECT_EQ(listed.out.find('\x1b'), std::string::npos) << listed.out;
+  RunResult json = callscope(
+      {"query", "-q", "--format", "json", "-n", "pid$target::*af:entry /n++ == 0/ { trace(probefunc); }", trace});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_NE(json.out.find("le\\u001b[2Jaf"), std::string::npos) << json.out;
+  EXPECT_EQ(json.out.find('\x1b'), std::string::npos) << json.out;
+}
 
 TEST(QueryErrors, MissingTraceAndBadScript) {
   RunResult r = callscope({"query", "-n", "BEGIN { exit(0); }", "/nonexistent/x.trace"});

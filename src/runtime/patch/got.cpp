@@ -10,7 +10,7 @@
 //   CALLSCOPE_PATCH_CALLERS=GLOBS every slot, in any module, bound to a function of the modules named
 // Never hooked: the slots of the runtime, the dynamic linker and the vDSO;
 // calls into those; and functions that return twice or read their own
-// return address (kNeverHooked).
+// return address (never_hooked.h).
 //
 // The target is what the slot holds: `record --libcalls` runs the program
 // with LD_BIND_NOW=1, so every slot is bound at load (with lazy binding, the
@@ -39,6 +39,7 @@
 #include "runtime/engine_state.h"
 #include "runtime/filter.h"
 #include "runtime/module_bounds.h"
+#include "runtime/patch/never_hooked.h"
 #include "runtime/patch/patch.h"
 #include "runtime/runtime.h"
 
@@ -53,25 +54,6 @@ GlobList g_imports, g_callers;
 bool g_enabled = false;
 bool g_bind_now_env = false;
 pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
-
-// Functions that return twice (setjmp would save our trampoline as where to
-// come back, vfork's child would return through the parent's frame), that
-// use their caller's address (dlsym(RTLD_NEXT), dlopen's $ORIGIN and
-// namespace), or that switch stacks (ucontext, boost.context's *_fcontext).
-constexpr const char* kNeverHooked[] = {
-    "setjmp",   "_setjmp",   "__sigsetjmp", "sigsetjmp",   "savectx",   "getcontext",  "swapcontext",
-    "setcontext", "makecontext", "vfork",  "__vfork",     "clone",      "clone3",      "__clone",
-    "dlsym",    "dlvsym",    "dlopen",      "dlmopen",     "__libc_dlopen_mode", "__libc_dlsym",
-    "__tls_get_addr", "__libc_start_main", "_dl_find_object", "__libc_single_threaded",
-};
-
-CALLSCOPE_NOINSTR bool never_hooked(const char* name) {
-  if (strncmp(name, "_Unwind_", 8) == 0 || strncmp(name, "_dl_", 4) == 0) return true;
-  if (strstr(name, "fcontext") != nullptr) return true;  // boost.context's stack switches (jump_fcontext, ...)
-  for (const char* n : kNeverHooked)
-    if (strcmp(n, name) == 0) return true;
-  return false;
-}
 
 // ---- modules -------------------------------------------------------------------
 

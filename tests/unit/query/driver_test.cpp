@@ -112,6 +112,32 @@ TEST(Catalog, PartialDescriptionsReadFromTheRight) {
   EXPECT_EQ(names(c, "entry").size(), 5u);
 }
 
+// libc's lseek, lseek64 and llseek at one address: each its own probe, and
+// an address names the one asked for (the symbolizer's: what the program
+// imports), else the first listed.
+TEST(Catalog, AliasesAtOneAddressEachHaveProbes) {
+  CatalogInput in;
+  CatalogInput::Process p;
+  p.pid = 100;
+  p.modules = {CatalogInput::Module{
+      "libc.so.6", false, {{"llseek", "", 0x5000}, {"lseek", "", 0x5000}, {"lseek64", "", 0x5000}, {"read", "", 0x6000}}}};
+  in.processes.push_back(p);
+  Catalog c(in);
+  EXPECT_EQ(names(c, "pid100:libc::entry").size(), 4u);
+  auto name_at = [&](uint64_t addr, std::string_view prefer) {
+    auto fn = c.function_at(0, addr, prefer);
+    return fn ? c.functions()[*fn].name : std::string("none");
+  };
+  EXPECT_TRUE(c.has_aliases(0, 0x5000));
+  EXPECT_FALSE(c.has_aliases(0, 0x6000));
+  EXPECT_EQ(name_at(0x5000, ""), "llseek");
+  EXPECT_EQ(name_at(0x5000, "lseek64"), "lseek64");
+  EXPECT_EQ(name_at(0x5000, "lseek"), "lseek");
+  EXPECT_EQ(name_at(0x5000, "nosuch"), "llseek");
+  EXPECT_EQ(name_at(0x6000, "lseek64"), "read");
+  EXPECT_EQ(name_at(0x7000, ""), "none");
+}
+
 TEST(Catalog, OffsetProbesAreRefused) {
   Catalog c(sample_input());
   auto r = c.match(spec("pid100:a.out:main:4"));

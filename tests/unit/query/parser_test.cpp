@@ -77,6 +77,24 @@ TEST(Parser, ClauseShapes) {
   EXPECT_EQ(show(*p.script.clauses[3].predicate), "(== (/ y 2) 1)");
 }
 
+// Which descriptions name their provider with $target (what a query over
+// several processes says it left out): only $target itself, in the
+// provider's field.
+TEST(Parser, DescriptionsWrittenWithTargetAreMarked) {
+  auto p = must_parse("pid$target:a.out::entry, fpid$target:::return, pid9:::entry, pid*:::entry, "
+                      "pid$1:::entry, $target:::entry, ::$target:entry, pid$target::entry {}",
+                      MacroArgs{{"9"}, 9, false});
+  std::vector<bool> target;
+  std::vector<std::string> providers;
+  for (const ProbeSpec& s : p.script.clauses[0].probes) {
+    target.push_back(s.target);
+    providers.push_back(s.provider);
+  }
+  EXPECT_EQ(target, (std::vector<bool>{true, true, false, false, false, true, false, false}));
+  EXPECT_EQ(providers[0], "pid9");
+  EXPECT_EQ(providers[7], "");  // three fields: "pid9" is the module
+}
+
 TEST(Parser, PartialDescriptionsReadFromTheRight) {
   auto a = split_probe_description("entry", 1);
   EXPECT_EQ(a->name, "entry");
