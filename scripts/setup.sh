@@ -12,12 +12,15 @@ cd "$(dirname "$0")/.."
 # the Perfetto and pprof exports in the tests; chromium, its driver and
 # selenium open the HTML report and flame graphs in the browser tests. The
 # cross compilers build the Cortex-M and AArch64 fixtures of `callscope stack`.
+# nginx-light: a real forking server for `record --memory` (docs/memory.md,
+# "Processes": its workers free what the master allocated).
 packages=(build-essential cmake ninja-build pkg-config ccache gcc g++ clang libclang-rt-14-dev
   libdw-dev libelf-dev libunwind-dev libcapstone-dev libzstd-dev libcli11-dev nlohmann-json3-dev
   libtomlplusplus-dev libgtest-dev libgmock-dev libbenchmark-dev elfutils binutils
   procps python3 zlib1g-dev
   protobuf-compiler chromium chromium-driver python3-selenium
-  gcc-arm-none-eabi gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
+  gcc-arm-none-eabi gcc-aarch64-linux-gnu libc6-dev-arm64-cross
+  nginx-light)
 # node and npm install speedscope (below) for the browser tests that open
 # the exports in it; a node from elsewhere (nodesource, nvm) will do.
 command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)

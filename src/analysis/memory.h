@@ -1,12 +1,14 @@
 // Where the memory goes (issue 12): the memory events of a trace (record
-// --memory) replayed in time order across threads. Every block is kept with
-// the call path open in its thread when it was allocated (the shadow stack:
-// nothing is unwound), the tag pushed then (callscope_tag_push), when it was
-// allocated and freed. The tables -- by function, call path, module, tag or
-// thread, for a window of time -- are made from the blocks: WPA's classes
-// (allocated inside or outside the window x freed inside or outside it),
-// the peak of outstanding bytes and what was live then, leaks, the
-// outstanding bytes over time, sizes, and the frees that do not match.
+// --memory) replayed in time order across threads and processes
+// (memory_model.cpp). Every block is kept with the call path open in its
+// thread when it was allocated (the shadow stack: nothing is unwound), the
+// tag pushed then (callscope_tag_push), when it was allocated and freed, or
+// when its process ended with it (a leak of that process). The tables -- by
+// function, call path, module, tag, thread or process, for a window of time
+// -- are made from the blocks (memory.cpp): WPA's classes (allocated inside
+// or outside the window x freed inside or outside it), the peak of
+// outstanding bytes and what was live then, leaks, the outstanding bytes
+// over time, sizes, and the frees that do not match.
 #pragma once
 
 #include <array>
@@ -42,8 +44,11 @@ struct MemoryFunction {
   uint64_t tick = 0;
 };
 
+// A block's end is its free, or its process's end when the program never
+// freed it (`ended`: a leak of that process). Either way it is no longer
+// outstanding from then on.
 struct MemoryBlock {
-  uint64_t alloc_tick = 0, free_tick = kMemoryNever;  // kMemoryNever: still allocated at the end
+  uint64_t alloc_tick = 0, free_tick = kMemoryNever;  // kMemoryNever: no end (a model built by hand)
   uint64_t alloc_seq = 0, free_seq = kMemoryNever;    // places in the time order of all memory events
   uint64_t size = 0;
   uint32_t path = 0;  // MemoryPathNode
@@ -51,12 +56,14 @@ struct MemoryBlock {
   uint32_t thread = 0;
   uint8_t op = 0;     // format::AllocOp
   uint8_t free_op = 0;
-  bool leaked() const { return free_seq == kMemoryNever; }
+  bool ended = false;  // never freed: still allocated when its process exited, exec'd or stopped being recorded
+  bool leaked() const { return ended || free_seq == kMemoryNever; }
 };
 
 // A free that does not match: of a block never allocated (or allocated
 // before recording began, or freed already), or by the wrong family (free
-// of a new'd block).
+// of a new'd block). A fork child's free of a block its parent had live at
+// the fork is not one (MemoryModel::inherited_frees).
 struct MemoryMismatch {
   uint32_t thread = 0;
   uint64_t tick = 0;
@@ -67,8 +74,17 @@ struct MemoryMismatch {
   uint64_t alloc_tick = 0;
 };
 
+// A process of the trace as the memory sees it (index: the trace's).
+struct MemoryProcess {
+  uint64_t start_tick = 0;  // a fork child's: the fork (its process record's start)
+  uint64_t end_tick = 0;    // its exit, exec or the end of its recording: its blocks still allocated end here
+  int32_t parent = -1;      // a fork child: the process it was forked from, whose live blocks it inherited
+  uint64_t inherited_frees = 0;  // its frees of blocks inherited at the fork
+};
+
 struct MemoryModel {
   std::vector<MemoryPathNode> paths;
+  std::vector<MemoryProcess> processes;  // every process of the trace (and any a damaged thread record names)
   std::vector<MemoryFunction> functions;
   std::vector<std::string> modules;  // file names; [0]: "" (no module: outside every instrumented function)
   std::vector<std::string> tags;     // [0]: "" (untagged)
@@ -77,6 +93,7 @@ struct MemoryModel {
   BigVector<uint64_t> order;
   uint64_t frees = 0;               // every free, known block or not
   uint64_t unknown_frees = 0;       // of blocks the trace never saw allocated
+  uint64_t inherited_frees = 0;     // by fork children, of blocks their parent had live at the fork (among `frees`)
   std::vector<MemoryMismatch> mismatches;  // in time order (at most 1000 kept)
   uint64_t mismatch_count = 0;
   uint64_t first_tick = 0, last_tick = 0;  // of the memory events
@@ -91,8 +108,12 @@ struct MemoryModel {
 // Reads every thread of `trace`.
 Result<MemoryModel> build_memory_model(format::TraceReader& trace);
 
-// What the rows of a table are keyed by.
-enum class MemoryKey : uint8_t { kFunction, kPath, kModule, kTag, kThread };
+// What the rows of a table are keyed by. Function, path and thread values
+// belong to one process; module and tag values are shared by all.
+enum class MemoryKey : uint8_t { kFunction, kPath, kModule, kTag, kThread, kProcess };
+inline bool memory_key_per_process(MemoryKey k) {
+  return k == MemoryKey::kFunction || k == MemoryKey::kPath || k == MemoryKey::kThread;
+}
 // "function", "path", ... and back; an unknown name is an error naming the valid ones.
 const char* memory_key_name(MemoryKey k);
 Result<std::vector<MemoryKey>> parse_memory_keys(const std::string& list);
@@ -110,13 +131,15 @@ struct MemoryTotals {
   uint64_t transient = 0, transient_bytes = 0;     // allocated and freed inside (AIFI)
   uint64_t short_lived = 0, short_lived_bytes = 0; // of those: freed less than the threshold after
   uint64_t before_freed = 0, before_freed_bytes = 0;  // allocated before, freed inside (AOFI)
-  uint64_t before_kept = 0, before_kept_bytes = 0;    // allocated before, not freed inside (AOFO)
-  uint64_t leaked = 0, leaked_bytes = 0;           // allocated inside, never freed in the trace
+  uint64_t before_kept = 0, before_kept_bytes = 0;    // allocated before, not freed inside (AOFO; or leaked by a
+                                                      // process that ended inside)
+  uint64_t leaked = 0, leaked_bytes = 0;           // allocated inside, never freed before their process ended
   uint64_t peak_bytes = 0;                         // outstanding at the highest inside the window
   uint64_t peak_tick = 0;                          // when first reached
   void add_block(const MemoryBlock& b, const MemoryWindow& w, uint64_t short_ticks);
 };
 
+// At most 5 keys make a row: path and function do not go together.
 struct MemoryGroup {
   std::array<uint32_t, 5> key{};  // one value per key of the table, in its order
   MemoryTotals totals;

@@ -33,9 +33,12 @@ Result<int> export_timeline(const Opts& o, ViewInput& in) {
     return Error("'" + o.trace + "' holds call trees (profile mode), not calls in time: --format " + o.format +
                  " draws a timeline and cannot show them; use --format speedscope, folded or pprof, or "
                  "'callscope flame'");
-  if (t.info().record.flags & format::kInfoUnwound)
-    print_warning("export", "the calls of this trace were unwound at allocations: a slice is a frame seen between "
-                            "two allocations, not a call's real duration");
+  if (const views::CallSources c = views::call_sources(t); c.any_unwound())
+    print_warning("export", (c.mixed() ? "the calls of " + views::count_of(c.unwound_processes, "process", "processes") +
+                                             " of this trace (the others' are from hooks)"
+                                       : std::string("the calls of this trace")) +
+                                " were unwound at allocations: a slice is a frame seen between two allocations, not "
+                                "a call's real duration");
   exporter::FunctionIds fns(in.resolve);
   exporter::TimelineInput ti{t, in.threads, fns, {in.window, in.wanted}};
   CALLSCOPE_TRY(std::unique_ptr<OutputFile> out, OutputFile::open(o.output, o.format != "chrome" && o.format != "speedscope"));

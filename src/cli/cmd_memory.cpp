@@ -31,8 +31,9 @@ Command memory_command() {
             auto o = std::make_shared<Opts>();
             app.add_option("trace", o->trace, "Trace file (written by 'callscope record --memory')")->required();
             app.add_option("--by", o->by,
-                           "Rows keyed by KEYS, comma-separated: function, path (a call tree), module, tag, thread "
-                           "(default: a table by module, one by tag when there are tags, one by function)")
+                           "Rows keyed by KEYS, comma-separated: function, path (a call tree), module, tag, thread, "
+                           "process (default: a table by process when there are several, one by module, one by tag "
+                           "when there are tags, one by function)")
                 ->type_name("KEYS");
             app.add_option("--window", o->window,
                            "Count what happens between FROM and TO: times since the trace start (1.5s) or the text of "
@@ -75,7 +76,11 @@ Command memory_command() {
                 "the window is the whole trace: impacting is what leaked. PEAK: the highest\n"
                 "outstanding bytes (of the row's blocks) in the window. A free of a block of\n"
                 "another family (free of a new'd block, delete of a malloc'd one) or of a block\n"
-                "the trace never saw allocated is listed as mismatched. See docs/memory.md.");
+                "the trace never saw allocated is listed as mismatched. A process's blocks end\n"
+                "with it: those it never freed are its leaks, no longer outstanding after its\n"
+                "exit or exec. A fork child's frees of blocks its parent had at the fork pair\n"
+                "with them (they stay the parent's). In a trace of several processes, rows of\n"
+                "functions, paths and threads say their process. See docs/memory.md.");
             return [o]() -> Result<int> {
               auto trace = format::TraceReader::open(o->trace);
               if (!trace) return trace.error();

@@ -229,9 +229,28 @@ Result<int> run(const Opts& o) {
   symbolize::Symbolizer sym(t, {!o.no_demangle});
   if (o.stack && t.is_profile())
     return Error("--stack needs a trace of every call ('callscope record' without --mode=profile)");
-  if (o.stack && (t.info().record.flags & format::kInfoUnwound))
-    return Error("--stack needs the stack pointer of every call: the calls of this trace were unwound at "
-                 "allocations (record --memory of a program without -finstrument-functions), without one");
+  if (o.stack) {
+    // Unwound frames carry no stack pointer: measured only where every
+    // selected thread's calls came from hooks (a mixed trace: `-t` picks them).
+    const views::CallSources c = views::call_sources(t);
+    std::vector<uint32_t> unwound;
+    for (uint32_t ti : threads)
+      if (std::find(c.unwound_threads.begin(), c.unwound_threads.end(), ti) != c.unwound_threads.end())
+        unwound.push_back(ti);
+    if (!unwound.empty() && (c.hooked_threads.empty() || c.hooked_calls == 0))
+      return Error("--stack needs the stack pointer of every call: the calls of this trace were unwound at "
+                   "allocations (record --memory of a program without -finstrument-functions), without one");
+    if (!unwound.empty()) {
+      std::string hooked;
+      for (size_t i = 0; i < c.hooked_threads.size() && i < 8; ++i)
+        hooked += " -t " + std::to_string(c.hooked_threads[i]);
+      return Error("--stack needs the stack pointer of every call: the calls of " +
+                   views::count_of(unwound.size(), "thread", "threads") + " chosen (#" + std::to_string(unwound[0]) +
+                   (unwound.size() > 1 ? ", ..." : "") +
+                   ") were unwound at allocations, without one; the trace's hooked threads are measured with" +
+                   hooked + (c.hooked_threads.size() > 8 ? " ..." : ""));
+    }
+  }
   if (o.stack) {
     CALLSCOPE_TRY(analysis::StackDepths depths, analysis::measure_stack(t, threads));
     // --static: each binary's worst cases, looked up by module name.

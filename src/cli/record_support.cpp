@@ -399,10 +399,10 @@ void print_summary(const char* command, const fmt::FinalizeSummary& sum, const s
                  "-finstrument-functions, -pg, or -fpatchable-function-entry=5, or record its library calls "
                  "with --libcalls (the trace holds no calls)\n",
                  command);
-  std::fprintf(stderr, "callscope %s: %llu %s in %u thread%s of %u process%s -> %s (%llu bytes",
-               command, static_cast<unsigned long long>(sum.calls), sum.unwound ? "unwound frames" : "calls", sum.threads, sum.threads == 1 ? "" : "s",
-               sum.processes, sum.processes == 1 ? "" : "es", output.c_str(),
-               static_cast<unsigned long long>(sum.file_bytes));
+  // A trace may mix hooked processes with processes unwound at allocations.
+  std::fprintf(stderr, "callscope %s: %s -> %s (%llu bytes", command,
+               views::calls_summary(sum.calls, sum.unwound_calls, sum.threads, sum.processes, sum.unwound_processes).c_str(),
+               output.c_str(), static_cast<unsigned long long>(sum.file_bytes));
   // Bytes per call say what recording every call costs; a profile-mode
   // trace holds call trees, whose size does not follow the calls.
   if (sum.profile)

@@ -253,6 +253,11 @@ Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::
       if (it != index_of.end()) pr.parent_index = it->second;
     }
     pr.start_tick = to_trace(p, 0);
+    // A fork child's raw ticks count from its parent's base (to_trace(p, 0)
+    // is the parent's start): it starts at the fork, when its runtime took
+    // its calibration pair. (Its inherited frames keep their older ticks.)
+    if (p.has_start && (p.start.flags & kRawProcessForked) && p.start.calib_tick >= cal.origin)
+      pr.start_tick = std::max(pr.start_tick, p.start.calib_tick - cal.origin);
     pr.exe = proc_strings.add(p.exe);
     pr.cmdline = proc_strings.add(p.cmdline);
     const bool later_incarnation = i + 1 < s.processes.size() && s.processes[i + 1].pid == p.pid;
@@ -317,6 +322,12 @@ Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::
     r.blocks = blocks;
     if (h.flags & kRawThreadMain) r.flags |= kThreadMain;
     if (h.end_tick) r.flags |= kThreadExitedCleanly;
+    // Its process unwound at allocations (record --memory --unwind): its
+    // calls are frames, and a trace may mix them with hooked processes'.
+    if (pi < s.processes.size() && s.processes[pi].mode && (s.processes[pi].mode->flags & kRawModeUnwound)) {
+      r.flags |= kThreadUnwound;
+      sum.unwound_calls += r.calls;
+    }
     r.name = thread_strings.add(std::string(h.name, strnlen(h.name, sizeof(RawThreadHeader::name))));
     sum.events += r.events;
     sum.calls += r.calls;
@@ -399,7 +410,10 @@ Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::
   for (size_t pi = 0; pi < s.processes.size(); ++pi) {
     const RawProcess& p = s.processes[pi];
     if (p.mode && (p.mode->flags & kRawModeFiltered)) any_filtered = true;
-    if (p.mode && (p.mode->flags & kRawModeUnwound)) any_unwound = true;
+    if (p.mode && (p.mode->flags & kRawModeUnwound)) {
+      any_unwound = true;
+      ++sum.unwound_processes;
+    }
     if (!p.mode || p.mode->mode != static_cast<uint32_t>(TraceMode::kProfile)) continue;
     any_profile = true;
     const uint64_t offset = to_trace(p, 0);

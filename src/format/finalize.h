@@ -45,7 +45,9 @@ struct FinalizeSummary {
   uint64_t file_bytes = 0;
   bool profile = false;    // profile mode: `calls` are those of the snapshots' call trees
   uint32_t snapshots = 0;  // profile mode
-  bool unwound = false;    // record --unwind: `calls` are frames found at allocations
+  bool unwound = false;    // record --unwind: some of `calls` are frames found at allocations
+  uint64_t unwound_calls = 0;      // those frames (the rest of `calls` are hooked calls)
+  uint32_t unwound_processes = 0;  // processes whose calls were unwound (of `processes`)
   std::vector<std::string> warnings;
 };
 

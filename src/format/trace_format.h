@@ -611,7 +611,7 @@ struct ThreadRecord {
   uint64_t calls;            // entry events
   uint64_t lost_events;
   uint64_t torn_events;      // half-written events found at a crash point
-  uint32_t flags;            // kThreadMain, kThreadExitedCleanly, kThreadUntraced
+  uint32_t flags;            // kThreadMain, kThreadExitedCleanly, kThreadUntraced, kThreadUnwound
   uint32_t blocks;           // kEvents blocks of this thread
   StrRef name;               // the last name it had (1.2; before: at its exit, else at its start)
   int32_t untraced_error;    // 1.4, kThreadUntraced: the errno that kept it from being traced
@@ -624,6 +624,11 @@ inline constexpr uint32_t kThreadExitedCleanly = 2;
 // events; start_tick is its first call, end_tick the same (its end is
 // unknown).
 inline constexpr uint32_t kThreadUntraced = 4;
+// 1.7: the thread's calls were unwound at allocations (record --memory
+// --unwind; its process's RawMode had kRawModeUnwound), not told by hooks.
+// A trace with kInfoUnwound and no thread flagged was written before the
+// flag: every thread's calls were unwound.
+inline constexpr uint32_t kThreadUnwound = 8;
 
 // A snapshot of every thread's call tree of one process.
 struct DumpRecord {

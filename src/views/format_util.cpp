@@ -43,6 +43,8 @@ std::string format_bytes(uint64_t bytes) {
   }
   if (u == 0)
     std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
+  else if (v >= 100)  // three digits or four ("1000 KiB": %.3g would write 1e+03)
+    std::snprintf(buf, sizeof buf, "%.0f %s", v, units[u]);
   else
     std::snprintf(buf, sizeof buf, "%.3g %s", v, units[u]);
   return buf;
@@ -101,11 +103,65 @@ std::string fit_name(const std::string& name, size_t width) {
   return name.substr(0, offset_of(width - kEllipsis.size())) + std::string(kEllipsis);
 }
 
+CallSources call_sources(const format::TraceReader& trace) {
+  CallSources c;
+  const bool any = (trace.info().record.flags & format::kInfoUnwound) != 0;
+  bool flagged = false;  // else written before kThreadUnwound: every thread was unwound
+  for (const format::ThreadInfo& t : trace.threads()) flagged = flagged || (t.record.flags & format::kThreadUnwound);
+  std::vector<uint8_t> kinds(trace.processes().size());  // bit 0: hooked threads, bit 1: unwound threads
+  for (uint32_t i = 0; i < trace.threads().size(); ++i) {
+    const format::ThreadRecord& r = trace.threads()[i].record;
+    if (r.flags & format::kThreadUntraced) continue;
+    const bool unwound = any && (!flagged || (r.flags & format::kThreadUnwound));
+    (unwound ? c.unwound_calls : c.hooked_calls) += r.calls;
+    (unwound ? c.unwound_threads : c.hooked_threads).push_back(i);
+    if (r.process_index < kinds.size()) kinds[r.process_index] |= unwound ? 2 : 1;
+  }
+  for (uint8_t k : kinds) {
+    c.hooked_processes += k & 1;
+    c.unwound_processes += k >> 1;
+  }
+  return c;
+}
+
+std::string calls_summary(uint64_t calls, uint64_t unwound_calls, uint32_t threads, uint32_t processes,
+                          uint32_t unwound_processes) {
+  const std::string where = count_of(threads, "thread", "threads") + " of " + count_of(processes, "process", "processes");
+  if (unwound_processes == 0 || unwound_calls == 0) return std::to_string(calls) + " calls in " + where;
+  if (unwound_calls == calls) return std::to_string(calls) + " unwound frames in " + where;
+  return std::to_string(calls - unwound_calls) + " calls from hooks in " +
+         count_of(processes - std::min(processes, unwound_processes), "process", "processes") + ", " +
+         count_of(unwound_calls, "frame", "frames") + " unwound at allocations in " +
+         count_of(unwound_processes, "process", "processes") + " (" + count_of(threads, "thread", "threads") + ")";
+}
+
 std::string unwound_warning(const format::TraceReader& trace) {
-  if (!(trace.info().record.flags & format::kInfoUnwound)) return "";
-  return "the calls of this trace were unwound at allocations (record --memory of a program without "
-         "-finstrument-functions): their counts and times are not the program's; 'callscope memory' and "
-         "'report --metric alloc_bytes' read them right";
+  const CallSources c = call_sources(trace);
+  if (!c.any_unwound()) return "";
+  if (!c.mixed())
+    return "the calls of this trace were unwound at allocations (record --memory of a program without "
+           "-finstrument-functions): their counts and times are not the program's; 'callscope memory' and "
+           "'report --metric alloc_bytes' read them right";
+  // Which is which: the processes of the smaller part by pid and program.
+  const bool name_hooked = c.hooked_processes <= c.unwound_processes;
+  std::vector<uint32_t> named;
+  for (uint32_t t : name_hooked ? c.hooked_threads : c.unwound_threads) {
+    const uint32_t p = trace.threads()[t].record.process_index;
+    if (std::find(named.begin(), named.end(), p) == named.end()) named.push_back(p);
+  }
+  std::string which;
+  for (size_t i = 0; i < named.size() && i < 3; ++i) {
+    const auto& p = trace.processes()[named[i]];
+    which += (i ? ", " : "") + std::string("pid ") + std::to_string(p.record.pid) + " " +
+             terminal_safe(p.exe.substr(p.exe.rfind('/') + 1));
+  }
+  if (named.size() > 3) which += ", ...";
+  return "this trace mixes calls from hooks (" + std::to_string(c.hooked_calls) + " in " +
+         count_of(c.hooked_processes, "process", "processes") + ") with frames unwound at allocations (" +
+         std::to_string(c.unwound_calls) + " in " + count_of(c.unwound_processes, "process", "processes") +
+         ", record --memory of programs without -finstrument-functions); the " + (name_hooked ? "hooked" : "unwound") +
+         " ones: " + which + ". The unwound frames' counts and times are not the programs' calls; 'callscope memory' "
+         "and 'report --metric alloc_bytes' read both right";
 }
 
 std::string loss_warning(const format::TraceReader& trace) {

@@ -29,9 +29,28 @@ std::string format_realtime(uint64_t ns_since_epoch);  // "2026-11-20 23:40:01 U
 // threads, and what that means for the figures; "" otherwise. Every command
 // that reads events prints it ("callscope CMD: warning: ...").
 std::string loss_warning(const format::TraceReader& trace);
-// For a trace whose calls were unwound at allocations (kInfoUnwound): that
-// the views of calls count and time those frames, not the program's calls;
-// "" otherwise.
+// Where the calls of a trace come from: the hooks, or unwinding the stack
+// at allocations (record --memory --unwind, per process: a build's
+// compilers may be unwound while a tool built with hooks is not). A thread
+// flagged kThreadUnwound was unwound; in a trace with kInfoUnwound and no
+// flagged thread (written before the flag), every thread was.
+struct CallSources {
+  uint64_t hooked_calls = 0, unwound_calls = 0;
+  uint32_t hooked_processes = 0, unwound_processes = 0;  // a process with a thread of each counts in both
+  std::vector<uint32_t> hooked_threads, unwound_threads;  // thread indices, traced threads only
+  bool any_unwound() const { return !unwound_threads.empty(); }
+  bool mixed() const { return any_unwound() && hooked_calls != 0; }
+};
+CallSources call_sources(const format::TraceReader& trace);
+// "812 calls in 3 threads of 1 process"; "812 unwound frames in ..." when
+// every call was unwound; and a mixed trace as what it is: "6512345 calls
+// from hooks in 3 processes, 812004 frames unwound at allocations in 1205
+// processes (2417 threads)".
+std::string calls_summary(uint64_t calls, uint64_t unwound_calls, uint32_t threads, uint32_t processes,
+                          uint32_t unwound_processes);
+// For a trace whose calls were unwound at allocations, all or some (then
+// which processes): that the views of calls count and time those frames,
+// not the program's calls; "" otherwise.
 std::string unwound_warning(const format::TraceReader& trace);
 // Why a thread could not be traced, from its errno: "No space left on
 // device (ENOSPC)".

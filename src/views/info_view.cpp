@@ -95,7 +95,13 @@ void print_info_text(const fmt::TraceReader& t, const std::vector<analysis::Stre
                  count_of(x.untraced, "thread", "threads").c_str());
   if (info.record.flags & fmt::kInfoNotInstrumented)
     std::fprintf(out, "note:       no instrumented function ran (compile with -finstrument-functions)\n");
-  if (info.record.flags & fmt::kInfoUnwound)
+  if (const CallSources c = call_sources(t); c.mixed())
+    std::fprintf(out,
+                 "note:       %s: the frames say where memory was allocated, not how often functions ran or for how "
+                 "long\n",
+                 calls_summary(c.hooked_calls + c.unwound_calls, c.unwound_calls, static_cast<uint32_t>(t.threads().size()),
+                               static_cast<uint32_t>(t.processes().size()), c.unwound_processes).c_str());
+  else if (info.record.flags & fmt::kInfoUnwound)
     std::fprintf(out,
                  "note:       calls unwound at allocations (record --memory --unwind): they say where memory "
                  "was allocated, not how often functions ran or for how long\n");
@@ -278,6 +284,11 @@ nlohmann::json info_json(const fmt::TraceReader& t, const std::vector<analysis::
   j["mode"] = t.is_profile() ? "profile" : "record";
   j["filtered"] = (info.record.flags & fmt::kInfoFiltered) != 0;
   j["unwound"] = (info.record.flags & fmt::kInfoUnwound) != 0;
+  if (const CallSources c = call_sources(t); c.any_unwound()) {  // all, or some processes' (a mixed trace)
+    j["hooked_calls"] = c.hooked_calls;
+    j["unwound_calls"] = c.unwound_calls;
+    j["unwound_processes"] = c.unwound_processes;
+  }
   j["snapshots"] = json::array();
   for (const auto& d : t.dumps())
     j["snapshots"].push_back({{"process_index", d.process_index},

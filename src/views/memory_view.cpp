@@ -53,12 +53,26 @@ class Names {
         const auto& t = trace_.threads()[v];
         return "#" + std::to_string(v) + " " + t.name + " (" + std::to_string(t.record.tid) + ")";
       }
+      case an::MemoryKey::kProcess: {
+        if (v >= trace_.processes().size()) return "#" + std::to_string(v);  // a damaged thread record's
+        const auto& p = trace_.processes()[v];
+        return "#" + std::to_string(v) + " " + p.exe.substr(p.exe.rfind('/') + 1) + " (" +
+               std::to_string(p.record.pid) + ")";
+      }
     }
     return "?";
   }
   Json json_value(an::MemoryKey k, uint32_t v) {
     if (k == an::MemoryKey::kPath) return path(v);
     if (k == an::MemoryKey::kThread) return v;
+    if (k == an::MemoryKey::kProcess) {
+      Json j{{"index", v}};
+      if (v < trace_.processes().size()) {
+        j["pid"] = trace_.processes()[v].record.pid;
+        j["exe"] = trace_.processes()[v].exe;
+      }
+      return j;
+    }
     return value(k, v);
   }
 
@@ -138,6 +152,22 @@ class Printer {
     });
   }
 
+  bool several_processes() const { return trace_.processes().size() > 1; }
+  // A function, path or thread is one process's: in a trace of several
+  // processes its rows say which (a PROCESS column), unless the keys name
+  // it already. (A path tree in text says it at each process's root.)
+  std::vector<an::MemoryKey> with_process(std::vector<an::MemoryKey> keys) const {
+    if (!several_processes() || keys.size() >= 5 ||
+        std::find(keys.begin(), keys.end(), an::MemoryKey::kProcess) != keys.end() ||
+        std::none_of(keys.begin(), keys.end(), an::memory_key_per_process))
+      return keys;
+    keys.push_back(an::MemoryKey::kProcess);
+    return keys;
+  }
+  bool text_tree(const std::vector<an::MemoryKey>& keys) const {
+    return o_.format == OutputFormat::kText && keys.size() == 1 && keys[0] == an::MemoryKey::kPath;
+  }
+
   // ---- the summary and tables of totals ----
 
   Status summary() {
@@ -145,13 +175,14 @@ class Printer {
     if (!o_.keys.empty()) {
       tables.push_back(o_.keys);
     } else {
+      if (several_processes() && !o_.table_only) tables.push_back({an::MemoryKey::kProcess});
       tables.push_back({an::MemoryKey::kModule});
       if (m_.tags.size() > 1) tables.push_back({an::MemoryKey::kTag});
       tables.push_back({an::MemoryKey::kFunction});
     }
     std::vector<an::MemoryTable> results;
     for (const auto& keys : tables) {
-      query_.keys = keys;
+      query_.keys = text_tree(keys) ? keys : with_process(keys);
       results.push_back(an::memory_table(m_, query_));
       sort(results.back().groups);
     }
@@ -163,6 +194,7 @@ class Printer {
       j["summary"]["frees"] = m_.frees;
       j["summary"]["unknown_frees"] = m_.unknown_frees;
       j["summary"]["mismatched_frees"] = m_.mismatch_count;
+      j["summary"]["inherited_frees"] = m_.inherited_frees;
       j["window"] = window_json();
       j["short_lived_under_ns"] = o_.short_ns;
       Json tabs = Json::array();
@@ -180,8 +212,14 @@ class Printer {
     std::fprintf(out_, "allocations: %llu (%s)%s, frees: %llu%s\n", static_cast<unsigned long long>(t.allocs),
                  format_bytes(t.bytes).c_str(), window_title().c_str(), static_cast<unsigned long long>(m_.frees),
                  windowed() ? " (in the whole trace)" : "");
-    std::fprintf(out_, "peak:        %s outstanding, first at %s\n", format_bytes(t.peak_bytes).c_str(),
-                 when(t.peak_tick).c_str());
+    std::string peak_where;  // several processes: how many held blocks then
+    if (several_processes() && t.peak_bytes)
+      peak_where = " (in " +
+                   count_of(an::memory_live_at(m_, {an::MemoryKey::kProcess}, results.front().peak_seq).groups.size(),
+                            "process", "processes") +
+                   ")";
+    std::fprintf(out_, "peak:        %s outstanding%s, first at %s\n", format_bytes(t.peak_bytes).c_str(),
+                 peak_where.c_str(), when(t.peak_tick).c_str());
     std::fprintf(out_, "impacting:   %s (%s) allocated%s\n", count_of(t.impacting, "block", "blocks").c_str(),
                  format_bytes(t.impacting_bytes).c_str(),
                  windowed() ? " in the window and not freed in it" : " and not freed by the end");
@@ -193,8 +231,14 @@ class Printer {
       std::fprintf(out_, "from before: %s (%s) freed in the window, %s (%s) outstanding through it\n",
                    count_of(t.before_freed, "block", "blocks").c_str(), format_bytes(t.before_freed_bytes).c_str(),
                    count_of(t.before_kept, "block", "blocks").c_str(), format_bytes(t.before_kept_bytes).c_str());
-    std::fprintf(out_, "leaked:      %s (%s) still allocated at the end%s\n", count_of(t.leaked, "block", "blocks").c_str(),
-                 format_bytes(t.leaked_bytes).c_str(), windowed() ? " (of those allocated in the window)" : "");
+    std::fprintf(out_, "leaked:      %s (%s) still allocated when %s%s\n", count_of(t.leaked, "block", "blocks").c_str(),
+                 format_bytes(t.leaked_bytes).c_str(), leak_end().c_str(),
+                 windowed() ? " (of those allocated in the window)" : "");
+    if (m_.inherited_frees)
+      std::fprintf(out_,
+                   "inherited:   %s in fork children of blocks their parent had allocated before the fork (paired "
+                   "with them; the blocks stay the parent's)\n",
+                   count_of(m_.inherited_frees, "free", "frees").c_str());
     if (m_.mismatch_count)
       std::fprintf(out_, "mismatched:  %s (listed below)\n", count_of(m_.mismatch_count, "free", "frees").c_str());
     for (const an::MemoryTable& r : results) {
@@ -207,8 +251,18 @@ class Printer {
     return ok_status();
   }
 
+  // When leaks are counted: each process's blocks end with it.
+  std::string leak_end() {
+    if (!several_processes()) return "the process ended";
+    uint32_t with = 0;
+    query_.keys = {an::MemoryKey::kProcess};
+    for (const an::MemoryGroup& g : an::memory_table(m_, query_).groups) with += g.totals.leaked != 0;
+    return "their process ended, in " + std::to_string(with) + " of " +
+           count_of(trace_.processes().size(), "process", "processes");
+  }
+
   Status table_text_or_tree(const an::MemoryTable& r) {
-    if (r.keys.size() == 1 && r.keys[0] == an::MemoryKey::kPath) tree_text(r);
+    if (text_tree(r.keys)) tree_text(r);
     else table_text(r);
     return ok_status();
   }
@@ -295,9 +349,7 @@ class Printer {
       std::string name = names_.node(n);
       if (root) {
         const uint32_t p = m_.paths[n].process;
-        name = trace_.processes().size() > 1 && p < trace_.processes().size()
-                   ? "[process " + std::to_string(trace_.processes()[p].record.pid) + "]"
-                   : "[all]";
+        name = several_processes() ? "[process " + names_.value(an::MemoryKey::kProcess, p) + "]" : "[all]";
       }
       row.push_back(std::string(2 * level, ' ') + name);
       table.add(row);
@@ -410,7 +462,7 @@ class Printer {
   // ---- the peak, leaks: blocks by path (or --by) ----
 
   std::vector<an::MemoryKey> keys_or(an::MemoryKey k) const {
-    return o_.keys.empty() ? std::vector<an::MemoryKey>{k} : o_.keys;
+    return with_process(o_.keys.empty() ? std::vector<an::MemoryKey>{k} : o_.keys);
   }
 
   // Rows of blocks: count and bytes per group.
@@ -478,7 +530,8 @@ class Printer {
   }
 
   Status leaks() {
-    query_.keys = keys_or(an::MemoryKey::kPath);
+    const std::vector<an::MemoryKey> keys = keys_or(an::MemoryKey::kPath);
+    query_.keys = keys;
     an::MemoryTable t = an::memory_table(m_, query_);
     std::vector<an::MemoryGroup> groups;
     for (const an::MemoryGroup& g : t.groups)
@@ -493,14 +546,28 @@ class Printer {
     head["leaked_bytes"] = t.total.leaked_bytes;
     head["window"] = window_json();
     if (o_.format == OutputFormat::kText)
-      std::fprintf(out_, "leaked: %s (%s) allocated%s and still allocated at the end of the trace\n",
+      std::fprintf(out_, "leaked: %s (%s) allocated%s and still allocated when %s\n",
                    count_of(t.total.leaked, "block", "blocks").c_str(), format_bytes(t.total.leaked_bytes).c_str(),
-                   windowed() ? " in the window" : "");
-    blocks_out("leaks", query_.keys, rows, head);
+                   windowed() ? " in the window" : "", leak_end().c_str());
+    blocks_out("leaks", keys, rows, head);
     return ok_status();
   }
 
   // ---- outstanding bytes over time ----
+
+  // A row's name; a function's, path's or thread's with its process when
+  // there are several (one key: no PROCESS column).
+  bool named_with_process(an::MemoryKey k) const { return several_processes() && an::memory_key_per_process(k); }
+  uint32_t process_of(an::MemoryKey k, uint32_t v) const {
+    return k == an::MemoryKey::kFunction ? m_.functions[v].process
+           : k == an::MemoryKey::kPath   ? m_.paths[v].process
+                                         : trace_.threads()[v].record.process_index;
+  }
+  std::string timeline_name(an::MemoryKey k, uint32_t v) {
+    std::string name = names_.value(k, v);
+    if (!named_with_process(k)) return name;
+    return name + "  [process " + names_.value(an::MemoryKey::kProcess, process_of(k, v)) + "]";
+  }
 
   Status timeline() {
     const an::MemoryKey key = o_.keys.empty() ? an::MemoryKey::kModule : o_.keys.front();
@@ -518,6 +585,7 @@ class Printer {
       for (size_t i = 0; i < tl.keys.size(); ++i) {
         Json s;
         s["key"] = names_.json_value(key, tl.keys[i]);
+        if (named_with_process(key)) s["process"] = names_.json_value(an::MemoryKey::kProcess, process_of(key, tl.keys[i]));
         s["bytes"] = tl.bytes[i];
         series.push_back(s);
       }
@@ -532,7 +600,7 @@ class Printer {
                      static_cast<unsigned long long>(tl.total[b]));
       for (size_t i = 0; i < tl.keys.size(); ++i)
         for (size_t b = 0; b < buckets; ++b)
-          std::fprintf(out_, "%s,%.0f,%llu\n", csv_field(names_.value(key, tl.keys[i])).c_str(),
+          std::fprintf(out_, "%s,%.0f,%llu\n", csv_field(timeline_name(key, tl.keys[i])).c_str(),
                        ns(tl.from) + span * static_cast<double>(b) / static_cast<double>(buckets),
                        static_cast<unsigned long long>(tl.bytes[i][b]));
       return ok_status();
@@ -554,7 +622,7 @@ class Printer {
     for (size_t i = 0; i < tl.keys.size(); ++i) {
       if (o_.limit && shown >= o_.limit) break;
       ++shown;
-      row(format_bytes(peak_of(tl.bytes[i])), sparkline(tl.bytes[i]), names_.value(key, tl.keys[i]));
+      row(format_bytes(peak_of(tl.bytes[i])), sparkline(tl.bytes[i]), timeline_name(key, tl.keys[i]));
     }
     if (o_.limit && tl.keys.size() > o_.limit)
       std::fprintf(out_, "(%zu more rows: -n 0 shows all)\n", tl.keys.size() - o_.limit);

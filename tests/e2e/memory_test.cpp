@@ -2,10 +2,14 @@
 // malloc and its family, every operator new and delete -- is in its thread's
 // stream, where it happened among the calls, with its block, size and op;
 // blocks freed by another thread, exceptions' objects, and threads included.
-// Read through `callscope dump`, as a user sees them.
+// Read through `callscope dump`, as a user sees them. Across processes
+// (issue 30): each process's blocks end with it, and a fork child's frees
+// of its parent's blocks pair with them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 
@@ -72,7 +76,9 @@ size_t count(const std::vector<MemEvent>& ev, bool alloc, const std::string& op,
 }
 
 // `callscope memory TRACE ARGS --format csv -n 0`: each row's numbers by
-// its key (the first column) and column name.
+// its key (the first column) and column name. Rows of the same first key (a
+// function in several processes: a PROCESS column follows) are summed, but
+// for their peak, the highest of theirs; text columns are left out.
 std::map<std::string, std::map<std::string, uint64_t>> memory_rows(const std::string& trace,
                                                                    std::vector<std::string> args) {
   std::vector<std::string> cmd{"memory", trace};
@@ -96,9 +102,25 @@ std::map<std::string, std::map<std::string, uint64_t>> memory_rows(const std::st
     const auto cells = split(line);
     if (cells.empty() || cells.size() != header.size()) continue;  // a C++ name with a comma is quoted: not here
     auto& row = rows[cells[0]];
-    for (size_t i = 1; i < cells.size(); ++i) row[header[i]] = std::stoull(cells[i]);
+    for (size_t i = 1; i < cells.size(); ++i) {
+      if (cells[i].empty() || !std::isdigit(static_cast<unsigned char>(cells[i][0]))) continue;
+      const uint64_t v = std::stoull(cells[i]);
+      uint64_t& cell = row[header[i]];
+      cell = header[i].rfind("peak", 0) == 0 ? std::max(cell, v) : cell + v;
+    }
   }
   return rows;
+}
+
+// Whether a line of `text` holds `first`, then `then` (table cells whose
+// padding depends on the other rows).
+bool has_row(const std::string& text, const std::string& first, const std::string& then) {
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    const size_t at = line.find(first);
+    if (at != std::string::npos && line.find(then, at + first.size()) != std::string::npos) return true;
+  }
+  return false;
 }
 
 // The memory fixture's figures by function, the same with hooks and unwound:
@@ -264,13 +286,14 @@ TEST_P(MemoryTest, TagsPoolsMappingsForkAndWindows) {
   EXPECT_EQ(mem.exit_code, 0) << mem.err;
   EXPECT_EQ(mem.out.find("mismatched"), std::string::npos) << mem.out;
   // The peak: maps()'s 2 MiB mapping and setup()'s blocks were live then.
+  // Two processes: each row says whose (the parent is #0, the child #1).
   RunResult peak = callscope({"memory", trace, "--peak"});
   EXPECT_EQ(peak.exit_code, 0) << peak.err;
-  EXPECT_NE(peak.out.find("2 MiB  main > maps\n"), std::string::npos) << peak.out;
-  EXPECT_NE(peak.out.find("9.77 KiB  main > setup\n"), std::string::npos) << peak.out;
+  EXPECT_TRUE(has_row(peak.out, "2 MiB  main > maps ", "#0 memory_api (")) << peak.out;
+  EXPECT_TRUE(has_row(peak.out, "9.77 KiB  main > setup ", "#0 memory_api (")) << peak.out;
   RunResult leaks = callscope({"memory", trace, "--leaks"});
-  EXPECT_NE(leaks.out.find("4.14 KiB  main > leak\n"), std::string::npos) << leaks.out;
-  EXPECT_NE(leaks.out.find("777 B  main > child_work\n"), std::string::npos) << leaks.out;
+  EXPECT_TRUE(has_row(leaks.out, "4.14 KiB  main > leak ", "#0 memory_api (")) << leaks.out;
+  EXPECT_TRUE(has_row(leaks.out, "777 B  main > child_work ", "#1 memory_api (")) << leaks.out;
   // The call tree weighted by bytes: maps() first under main.
   RunResult tree = callscope({"report", "--tree", "--metric", "alloc_bytes", trace});
   EXPECT_EQ(tree.exit_code, 0) << tree.err;
@@ -428,6 +451,137 @@ TEST_P(MemoryTest, UnwindChosenByHand) {
   EXPECT_NE(r.err.find("has no -finstrument-functions hooks (nor -pg or patchable entries); running it anyway"), std::string::npos) << r.err;
   rows = memory_rows(off, {"--by", "function"});
   EXPECT_EQ(rows.count("churn"), 0u);
+}
+
+// `memory --by process` rows by pid (their key ends "(PID)"), of the
+// processes whose executable's name is `exe`.
+std::map<uint32_t, std::map<std::string, uint64_t>> rows_of_processes(const std::string& trace, const std::string& exe) {
+  std::map<uint32_t, std::map<std::string, uint64_t>> out;
+  for (auto& [key, row] : memory_rows(trace, {"--by", "process"})) {
+    const size_t open = key.rfind(" (");
+    if (open == std::string::npos || key.find(" " + exe + " (") == std::string::npos) continue;
+    out[static_cast<uint32_t>(std::stoul(key.substr(open + 2)))] = row;
+  }
+  return out;
+}
+
+nlohmann::json memory_json(const std::string& trace) {
+  RunResult r = callscope({"memory", trace, "--format", "json"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return nlohmann::json::parse(r.out, nullptr, false);
+}
+
+// A build in small: 12 children, at most two at once, each exec'ing a
+// program built without hooks (its paths unwound at allocations) that
+// allocates and exits without freeing. Each child's leaks are its own --
+// exactly what it says it allocated -- and end with it: the trace-wide peak
+// is what two children held at once, not what the twelve allocated. The
+// trace mixes the hooked parent's calls with the children's unwound frames,
+// and says so.
+TEST_P(MemoryTest, AProcessesBlocksEndWithIt) {
+  const std::string trace = dir_.file("build.trace");
+  const std::string child = fixture(GetParam(), "memory_children_unhooked");
+  RunResult r = callscope({"record", "--memory", "-o", trace, "--", fixture(GetParam(), "memory_children"), "12", child});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_NE(r.out.find("ran 12 children, at most 2 at once"), std::string::npos) << r.out;
+  // What each child says: "child I pid P allocated B bytes in K blocks".
+  std::map<uint32_t, std::pair<uint64_t, uint64_t>> told;  // pid -> bytes, blocks
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    int i = 0;
+    unsigned pid = 0;
+    unsigned long long bytes = 0, blocks = 0;
+    if (std::sscanf(line.c_str(), "child %d pid %u allocated %llu bytes in %llu blocks", &i, &pid, &bytes, &blocks) == 4)
+      told[pid] = {bytes, blocks};
+  }
+  ASSERT_EQ(told.size(), 12u) << r.out;
+  const auto children = rows_of_processes(trace, "memory_children_unhooked");
+  EXPECT_EQ(children.size(), 12u);
+  for (const auto& [pid, said] : told) {
+    SCOPED_TRACE("pid " + std::to_string(pid));
+    ASSERT_EQ(children.count(pid), 1u);
+    const auto& row = children.at(pid);
+    EXPECT_EQ(row.at("allocs"), said.second);
+    EXPECT_EQ(row.at("leaked"), said.second);
+    EXPECT_EQ(row.at("leaked_bytes"), said.first);
+    EXPECT_EQ(row.at("peak_bytes"), said.first);
+  }
+  std::vector<uint64_t> sizes;
+  uint64_t all = 0;
+  for (const auto& [pid, said] : told) {
+    sizes.push_back(said.first);
+    all += said.first;
+  }
+  std::sort(sizes.rbegin(), sizes.rend());
+  // Besides the children, the parent and the fork children before their
+  // exec: whatever they held at most, counted as slack.
+  uint64_t others = 0;
+  for (const auto& [key, row] : memory_rows(trace, {"--by", "process"}))
+    if (key.find(" memory_children_unhooked (") == std::string::npos) others += row.at("peak_bytes");
+  const nlohmann::json j = memory_json(trace);
+  ASSERT_TRUE(j.is_object());
+  const uint64_t peak = j["summary"]["peak_bytes"];
+  EXPECT_GE(peak, sizes[0]);
+  EXPECT_LE(peak, sizes[0] + sizes[1] + others) << "the twelve together: " << all;
+  EXPECT_GE(j["summary"]["leaked_bytes"].get<uint64_t>(), all);
+  EXPECT_EQ(j["summary"]["mismatched_frees"], 0);
+  RunResult text = callscope({"memory", trace});
+  EXPECT_NE(text.out.find("still allocated when their process ended, in "), std::string::npos) << text.out;
+  // What the trace is: hooked calls in the parent, frames unwound in the
+  // twelve images the children exec'd.
+  EXPECT_NE(r.err.find(" calls from hooks in "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(" frames unwound at allocations in 12 processes"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("unwound frames in"), std::string::npos) << r.err;
+  RunResult report = callscope({"report", trace});
+  EXPECT_EQ(report.exit_code, 0) << report.err;
+  EXPECT_NE(report.err.find("this trace mixes calls from hooks"), std::string::npos) << report.err;
+  RunResult info = callscope({"info", trace});
+  EXPECT_NE(info.out.find("frames unwound at allocations in 12 processes"), std::string::npos) << info.out;
+  // The same in info's JSON, which the HTML report's Run section reads.
+  RunResult info_json = callscope({"info", "--format", "json", trace});
+  const nlohmann::json ij = nlohmann::json::parse(info_json.out, nullptr, false);
+  ASSERT_TRUE(ij.is_object()) << info_json.out;
+  EXPECT_EQ(ij["unwound_processes"], 12);
+  EXPECT_GT(ij["hooked_calls"].get<uint64_t>(), 0u);
+  EXPECT_GT(ij["unwound_calls"].get<uint64_t>(), 0u);
+  RunResult stack = callscope({"report", "--stack", trace});
+  EXPECT_EQ(stack.exit_code, 1);
+  EXPECT_NE(stack.err.find("were unwound at allocations, without one; the trace's hooked threads are measured with -t "),
+            std::string::npos)
+      << stack.err;
+}
+
+// A forking server (nginx's master and workers): the workers free their
+// copies of the master's configuration on their way out. Those frees pair
+// with the blocks inherited at the fork: no mismatched free, and no leak
+// anywhere (the master frees its own copy).
+TEST_P(MemoryTest, AForkChildFreesWhatItsParentAllocated) {
+  const std::string trace = dir_.file("server.trace");
+  RunResult r = callscope({"record", "--memory", "-o", trace, "--", fixture(GetParam(), "memory_fork_server"), "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_NE(r.out.find("master stopped"), std::string::npos) << r.out;
+  uint64_t said = 0;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    int w = 0, n = 0;
+    unsigned pid = 0;
+    if (std::sscanf(line.c_str(), "worker %d pid %u freed %d inherited blocks", &w, &pid, &n) == 3) said += n;
+  }
+  EXPECT_EQ(said, 10u) << r.out;
+  const nlohmann::json j = memory_json(trace);
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(j["summary"]["mismatched_frees"], 0);
+  EXPECT_EQ(j["summary"]["unknown_frees"], 0);
+  EXPECT_EQ(j["summary"]["inherited_frees"].get<uint64_t>(), said);
+  RunResult text = callscope({"memory", trace});
+  EXPECT_EQ(text.out.find("mismatched"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("inherited:   10 frees in fork children"), std::string::npos) << text.out;
+  auto fn = memory_rows(trace, {"--by", "function"});
+  EXPECT_EQ(fn["load_config"]["allocs"], 5u);
+  EXPECT_EQ(fn["load_config"]["bytes"], 5010u);
+  EXPECT_EQ(fn["load_config"]["leaked"], 0u);  // the master's, freed by the master
+  EXPECT_EQ(fn["serve"]["allocs"], 21u);       // 10 and 11 requests
+  EXPECT_EQ(fn["serve"]["leaked"], 0u);
 }
 
 TEST(MemoryErrorTest, RefusesWhatItCannotRecord) {

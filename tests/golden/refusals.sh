@@ -74,7 +74,7 @@ expect 1 "is a profile-mode trace" dump prof.trace
 
 # memory (docs/memory.md): keys, windows and modes that do not make sense.
 "$TT" "$CASES/memory.txt" mem.trace || exit 1
-expect 1 "--by: unknown key 'size' (function, path, module, tag, thread)" memory --by size mem.trace
+expect 1 "--by: unknown key 'size' (function, path, module, tag, thread, process)" memory --by size mem.trace
 expect 1 "--by: 'tag' is given twice" memory --by tag,tag mem.trace
 expect 1 "--by: 'path' and 'function' together: a path ends in its function already" memory --by path,function mem.trace
 expect 1 "--window 'phase2' is not FROM..TO" memory --window phase2 mem.trace
@@ -88,6 +88,12 @@ expect 1 "is a profile-mode trace" memory prof.trace
 expect 1 "unknown --metric 'bogus' (valid: time, allocs, alloc_bytes, leaked_bytes)" report --metric bogus mem.trace
 expect 1 "--metric leaked_bytes shows the call tree (--tree) or functions by memory: it does not take --thread" report --metric leaked_bytes -t 1 mem.trace
 expect 1 "needs a trace of 'callscope record --memory'" report --metric allocs rec.trace
+# A trace mixing hooked processes with processes unwound at allocations:
+# --stack measures hooked threads only, and says which they are.
+"$TT" "$CASES/memory_processes.txt" mixed.trace || exit 1
+expect 1 "--stack needs the stack pointer of every call: the calls of 1 thread chosen (#2) were unwound at allocations, without one; the trace's hooked threads are measured with -t 0 -t 1 -t 3 -t 4" report --stack mixed.trace
+expect 0 "this trace mixes calls from hooks (3 in 4 processes) with frames unwound at allocations (1 in 1 process, record --memory of programs without -finstrument-functions); the unwound ones: pid 201 cc." report mixed.trace
+expect 0 "the calls of 1 process of this trace (the others' are from hooks) were unwound at allocations" export -f chrome -o mixed.json mixed.trace
 
 # One snapshot is "1 snapshot" (info), and a profile-mode trace gives no
 # bytes per call (its calls are those of the call trees, not events).

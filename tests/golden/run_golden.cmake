@@ -31,6 +31,10 @@ list(APPEND views "memory" "memory --by path --threshold 0" "memory --peak" "mem
 list(APPEND suffixes "memory" "memory_path" "memory_peak" "memory_leaks" "memory_window" "memory_window_csv"
   "memory_json" "memory_timeline" "memory_sizes" "memory_leaks_csv" "memory_peak_json" "memory_tree_metric"
   "memory_metric_csv")
+# memory across processes (docs/memory.md, "Processes"): the process key.
+list(APPEND views "memory --by process" "memory --by process,function --format csv"
+  "memory --timeline --width 16 --by process" "memory --window 1us..5.5us --by process --format csv")
+list(APPEND suffixes "memory_by_process" "memory_by_process_csv" "memory_timeline_process" "memory_window_process_csv")
 # Profile mode (docs/profile.md): snapshots and the difference between two
 # (--diff takes the trace first: TRACE stands for it).
 list(APPEND views "report --dump 1" "report --tree --dump 1" "report TRACE --diff 1 2"

@@ -99,6 +99,7 @@ Status text_to_trace(const std::string& text, const std::string& out_path) {
   std::vector<fmt::MarkRecord> marks;
   fmt::StringTable kstr;
   std::vector<std::pair<uint64_t, uint64_t>> declared_span;  // per thread: start=, end=
+  std::map<size_t, uint64_t> proc_end;                        // per process: end=
 
   std::istringstream lines(text);
   std::string line;
@@ -138,6 +139,8 @@ Status text_to_trace(const std::string& text, const std::string& out_path) {
         p.ppid = static_cast<uint32_t>(num(f["ppid"]));
         p.parent_index = f.count("parent") ? static_cast<int32_t>(num(f["parent"])) : -1;
         p.incarnation = f.count("incarnation") ? static_cast<uint32_t>(num(f["incarnation"])) : 0;
+        p.start_tick = f.count("start") ? num(f["start"]) : 0;
+        if (f.count("end")) proc_end[procs.size()] = num(f["end"]);
         p.exe = pstr.add(f["exe"]);
         std::string argv = f["argv"];
         for (char& c : argv) if (c == ',') c = '\0';
@@ -187,6 +190,10 @@ Status text_to_trace(const std::string& text, const std::string& out_path) {
                                    f["untraced"] + "'");
           t.flags |= fmt::kThreadUntraced;
           t.untraced_error = e;
+        }
+        if (f.count("unwound")) {  // record --memory --unwind: its calls are frames seen at allocations
+          t.flags |= fmt::kThreadUnwound;
+          info.flags |= fmt::kInfoUnwound;
         }
         threads.push_back(t);
         declared_span.emplace_back(f.count("start") ? num(f["start"]) : 0, f.count("end") ? num(f["end"]) : 0);
@@ -346,7 +353,7 @@ Status text_to_trace(const std::string& text, const std::string& out_path) {
   }
   std::stable_sort(marks.begin(), marks.end(),
                    [](const fmt::MarkRecord& a, const fmt::MarkRecord& b) { return a.tick < b.tick; });
-  for (auto& p : procs) p.end_tick = last;
+  for (size_t i = 0; i < procs.size(); ++i) procs[i].end_tick = proc_end.count(i) ? proc_end[i] : last;
   info.duration_ticks = last;
   info.cmdline = istr.add(info_argv);
   info.cwd = istr.add("/golden");

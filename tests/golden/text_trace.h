@@ -2,8 +2,9 @@
 //
 //   clock monotonic | tsc TICKS_PER_NS
 //   process pid=100 ppid=1 exe=/bin/app argv=app,-v exit=0|signal=11|exec|unknown [parent=K]
+//           [start=TICK] [end=TICK]
 //   module process=0 path=/bin/app low=0x400000 high=0x401000 bias=0 [build_id=HEX] [unloaded=TICK]
-//   thread process=0 tid=100 name=main [start=TICK end=TICK] [untraced=ENOSPC]
+//   thread process=0 tid=100 name=main [start=TICK end=TICK] [untraced=ENOSPC] [unwound]
 //   THREAD KIND TICK [ADDR] [sp=ADDR] [count=N]
 //   THREAD alloc TICK PTR size=N op=OP  |  THREAD free TICK PTR op=OP
 //
@@ -22,6 +23,10 @@
 // EMFILE, ENFILE, EDQUOT, EFBIG, EACCES, EROFS, ENOMEM, EIO -- or a number)
 // makes a thread that ran without being recorded (kThreadUntraced): it has
 // no events, start= is when it was found untraced, and its end is its start.
+// A process's start is 0 and its end the trace's last tick unless start=
+// and end= say otherwise. `unwound` marks a thread whose calls were unwound
+// at allocations (record --memory --unwind: kThreadUnwound, and the trace's
+// kInfoUnwound).
 //
 // Profile mode (what finalize writes for CALLSCOPE_MODE=profile: kProfile
 // blocks, kDumps, kMarks, InfoRecord flag kInfoProfile):

@@ -174,7 +174,9 @@
       ["shown", D.filters || "everything"], ["callscope", info.tool_version]]));
     if (info.lost_events)
       node.appendChild(el("div", {cls: "warn", text: fmtCount(info.lost_events) + " events were lost; the trace marks where, and the time of each gap counts as \u201c[lost events]\u201d."}));
-    if (info.unwound)
+    if (info.unwound && info.hooked_calls && info.unwound_calls)
+      node.appendChild(el("div", {cls: "warn", text: "This trace mixes " + fmtCount(info.hooked_calls) + " calls from hooks with " + fmtCount(info.unwound_calls) + " frames unwound at allocations in " + fmtCount(info.unwound_processes) + " of its " + (info.processes || []).length + " processes: those frames say where memory was allocated, not how often or how long functions ran."}));
+    else if (info.unwound)
       node.appendChild(el("div", {cls: "warn", text: "The calls of this trace were unwound at allocations: frames say where memory was allocated, not how often or how long functions ran."}));
     (info.problems || []).forEach(function (p) { node.appendChild(el("div", {cls: "warn", text: "damaged trace: " + p})); });
     node.appendChild(el("h2", {text: "Processes"}));

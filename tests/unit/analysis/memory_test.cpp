@@ -190,7 +190,12 @@ TEST(MemoryKeys, ParsedAndRefused) {
   EXPECT_FALSE(parse_memory_keys("tag,").ok());
   EXPECT_FALSE(parse_memory_keys("tag,tag").ok());
   EXPECT_FALSE(parse_memory_keys("path,function").ok());
-  EXPECT_NE(parse_memory_keys("size").error().message().find("function, path, module, tag, thread"), std::string::npos);
+  EXPECT_NE(parse_memory_keys("size").error().message().find("function, path, module, tag, thread, process"),
+            std::string::npos);
+  keys = parse_memory_keys("process,function");
+  ASSERT_TRUE(keys.ok());
+  EXPECT_EQ(*keys, (std::vector<MemoryKey>{MemoryKey::kProcess, MemoryKey::kFunction}));
+  EXPECT_FALSE(parse_memory_keys("process,process").ok());
 }
 
 }  // namespace
