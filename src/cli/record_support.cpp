@@ -400,7 +400,9 @@ void print_summary(const char* command, const fmt::FinalizeSummary& sum, const s
                  "with --libcalls (the trace holds no calls)\n",
                  command);
   std::fprintf(stderr, "callscope %s: %llu %s in %u thread%s of %u process%s -> %s (%llu bytes",
-               command, static_cast<unsigned long long>(sum.calls), sum.unwound ? "unwound frames" : "calls", sum.threads, sum.threads == 1 ? "" : "s",
+               command, static_cast<unsigned long long>(sum.calls),
+               sum.unwound ? (sum.calls == 1 ? "unwound frame" : "unwound frames") : (sum.calls == 1 ? "call" : "calls"),
+               sum.threads, sum.threads == 1 ? "" : "s",
                sum.processes, sum.processes == 1 ? "" : "es", output.c_str(),
                static_cast<unsigned long long>(sum.file_bytes));
   // Bytes per call say what recording every call costs; a profile-mode
@@ -412,9 +414,9 @@ void print_summary(const char* command, const fmt::FinalizeSummary& sum, const s
   std::fprintf(stderr, ")\n");
   if (sum.lost)
     std::fprintf(stderr,
-                 "callscope %s: warning: %llu events were lost (no space for them, or dropped with "
+                 "callscope %s: warning: %llu %s lost (no space for them, or dropped with "
                  "--drop-when-behind); the trace marks where\n",
-                 command, static_cast<unsigned long long>(sum.lost));
+                 command, static_cast<unsigned long long>(sum.lost), sum.lost == 1 ? "event was" : "events were");
   if (!sum.untraced_threads.empty()) {
     std::string which;
     for (size_t i = 0; i < sum.untraced_threads.size() && i < 3; ++i) {
