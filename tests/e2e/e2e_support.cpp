@@ -123,7 +123,7 @@ std::vector<std::string> private_tmp_shell(const std::string& script, const std:
   )SH";
   std::vector<std::string> argv{"env", std::string("CALLSCOPE_BUILD_DIR=") + BUILD_DIR};
   argv.insert(argv.end(), env.begin(), env.end());
-  argv.insert(argv.end(), {"unshare", ::geteuid() == 0 ? "-m" : "-rm", "sh", "-c", kPrelude + script});
+  argv.insert(argv.end(), {"unshare", "-m", "sh", "-c", kPrelude + script});
   return argv;
 }
 
