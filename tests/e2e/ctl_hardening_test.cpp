@@ -334,7 +334,8 @@ TEST_F(CtlHardeningTest, TakenTmpDirectoryFallsBackToXdgRuntimeDir) {
 // /tmp/callscope-0), nobody through the one it makes in
 // /tmp/callscope-65534 once it is nobody; a dump works for both (its files
 // were opened while it was root); attach refuses a second runtime, as
-// either, saying why; and the sockets go at the end. In a private /tmp, as
+// either, saying why; and the sockets go at the end. And root's ctl finds
+// a program started as nobody, in nobody's directory. In a private /tmp, as
 // the directories are the default ones.
 TEST_F(CtlHardeningTest, AProgramThatBecameNobodyIsServedToRootAndToNobody) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root: the program becomes uid 65534";
@@ -365,10 +366,25 @@ TEST_F(CtlHardeningTest, AProgramThatBecameNobodyIsServedToRootAndToNobody) {
     echo "== record exit $?"
     echo "== err"; cat /tmp/err
     echo "== left"; ls -A /tmp/callscope-0 /tmp/callscope-65534
+    # A program started as nobody (the runtime preloaded, no record): root's
+    # ctl finds its socket in nobody's directory.
+    cp "$SERVER" "$RUNTIME" "$STUB" /tmp/bin/ && chmod 0755 /tmp/bin/*
+    mkdir -m 0777 /tmp/nobody && mkfifo -m 0666 /tmp/in2
+    (cd /tmp/nobody && as_nobody env LD_PRELOAD=/tmp/bin/$(basename "$RUNTIME") LD_LIBRARY_PATH=/tmp/bin \
+       /tmp/bin/$(basename "$SERVER") < /tmp/in2 > /tmp/out2 2>&1) &
+    exec 4> /tmp/in2
+    wait_for '[ -n "$(ls /tmp/callscope-65534 2>/dev/null)" ]'
+    pid2=$(ls /tmp/callscope-65534 | sed 's/[.]sock$//')
+    echo "== root ctl of nobody's"; "$EXE" ctl "$pid2" status | grep "^pid: $pid2$"; echo "exit $?"
+    exec 4>&-
+    wait
     echo "== info"; "$EXE" info /tmp/x.trace
     echo "== report"; "$EXE" report /tmp/x.trace --dump 2 --format csv
   )SH";
-  RunResult r = run(private_tmp_shell(script, {std::string("EXE=") + CALLSCOPE_EXE, "SERVER=" + fx("server")}));
+  const std::string stub = std::string(RUNTIME_PATH).substr(0, std::string(RUNTIME_PATH).rfind('/')) +
+                           "/libcallscope-stub.so";
+  RunResult r = run(private_tmp_shell(script, {std::string("EXE=") + CALLSCOPE_EXE, "SERVER=" + fx("server"),
+                                               std::string("RUNTIME=") + RUNTIME_PATH, "STUB=" + stub}));
   if (contains(r.out, "SKIP")) GTEST_SKIP() << r.out;
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // The program did become nobody (its own word, and the kernel's).
@@ -381,7 +397,9 @@ TEST_F(CtlHardeningTest, AProgramThatBecameNobodyIsServedToRootAndToNobody) {
   EXPECT_FALSE(contains(r.out, "-finstrument-functions")) << r.out;
   EXPECT_EQ(count(r.out, "\nexit 1\n"), 2u) << r.out;  // both attaches refused
   EXPECT_TRUE(contains(r.out, "== record exit 0\n")) << r.out;
-  EXPECT_TRUE(contains(r.out, "== left\n/tmp/callscope-0:\n\n/tmp/callscope-65534:\n== info")) << r.out;
+  EXPECT_TRUE(contains(r.out, "== left\n/tmp/callscope-0:\n\n/tmp/callscope-65534:\n== root ctl")) << r.out;
+  EXPECT_TRUE(contains(r.out, "== root ctl of nobody's\npid: ")) << r.out;
+  EXPECT_TRUE(contains(r.out, "\nexit 0\n== info")) << r.out;
   // The two snapshots, by the numbers ctl gave, and what the second holds:
   // 8 workers' 2 requests each.
   EXPECT_TRUE(contains(r.out, "callscope ctl dump")) << r.out;
