@@ -152,6 +152,11 @@ Result<double> attach_runtime(pid_t pid, const std::string& runtime, const std::
     return Error("cannot attach to process " + std::to_string(pid) + ": " + r.error +
                  " (each attach leaves a copy of the runtime loaded, and glibc's space for the thread-local "
                  "storage of libraries loaded late is used up: restart the program to attach to it again)");
+  // The program ended after the runtime had started in it (its process
+  // record is in the session) before we read the loader's word: attached,
+  // and what it recorded is kept; the recording ends at once.
+  if (!r.ok && r.ended && ::access((session + "/" + std::to_string(pid) + ".0/meta").c_str(), F_OK) == 0)
+    return r.stopped_ms;
   if (!r.ok) return Error("cannot attach to process " + std::to_string(pid) + ": " + r.error);
   switch (r.entry_result) {
     case 0: return r.stopped_ms;

@@ -188,6 +188,7 @@ LoadResult load_library(pid_t pid, const LoadRequest& request) {
   for (;;) {
     if (!read_remote(pid, data, &out, sizeof out)) {
       result.error = "the process ended while the library was loading";
+      result.ended = true;
       return result;
     }
     if (out.state != 0) break;
