@@ -7,6 +7,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <set>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -300,6 +301,34 @@ std::vector<uint32_t> final_dumps(const format::TraceReader& trace) {
   for (auto& [process, index] : last) out.push_back(index);
   std::sort(out.begin(), out.end());
   return out;
+}
+
+std::vector<uint32_t> snapshot_numbers(const format::TraceReader& trace) {
+  std::vector<uint32_t> out;
+  std::set<uint32_t> seen;
+  bool unique = true;
+  for (const format::DumpRecord& d : trace.dumps()) {
+    out.push_back(d.seq);
+    unique = unique && d.seq != 0 && seen.insert(d.seq).second;
+  }
+  if (!unique)
+    for (uint32_t i = 0; i < out.size(); ++i) out[i] = i + 1;
+  return out;
+}
+
+std::optional<uint32_t> snapshot_index(const format::TraceReader& trace, uint32_t k) {
+  const std::vector<uint32_t> numbers = snapshot_numbers(trace);
+  for (uint32_t i = 0; i < numbers.size(); ++i)
+    if (numbers[i] == k) return i;
+  return std::nullopt;
+}
+
+std::vector<uint32_t> snapshots_by_number(const format::TraceReader& trace) {
+  const std::vector<uint32_t> numbers = snapshot_numbers(trace);
+  std::vector<uint32_t> order(numbers.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return numbers[a] < numbers[b]; });
+  return order;
 }
 
 Result<Profile> build_profile_from_dumps(format::TraceReader& trace, const std::vector<uint32_t>& dumps,

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,18 @@ Result<Profile> build_profile_from_dumps(format::TraceReader& trace, const std::
                                          const std::vector<uint32_t>& threads, const Resolver& resolve);
 // The snapshots a report shows by default: the final state of every process.
 std::vector<uint32_t> final_dumps(const format::TraceReader& trace);
+// The number of each snapshot (by index into TraceReader::dumps()): the K of
+// `report --dump K`, of `info` and of `ctl PID dump`'s "ok dump K". That is
+// DumpRecord::seq, the session's one numbering of every process's snapshots
+// (the final states after them); traces whose processes numbered their
+// snapshots apart (made before that: the same seq in two processes) are
+// numbered by their place in the trace, as they were shown then.
+std::vector<uint32_t> snapshot_numbers(const format::TraceReader& trace);
+// The index of snapshot K, or nullopt.
+std::optional<uint32_t> snapshot_index(const format::TraceReader& trace, uint32_t k);
+// The indexes of the snapshots by number: the order they were taken in,
+// every process's together (the trace keeps each process's apart).
+std::vector<uint32_t> snapshots_by_number(const format::TraceReader& trace);
 // Adds one thread's snapshot nodes into `tree` (keyed by address); returns
 // the calls added. A node flagged open holds one call still in progress (in
 // Stats::open); `open_counted` false (traces before 1.2) adds that call,

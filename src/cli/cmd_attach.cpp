@@ -9,11 +9,13 @@
 // tracing stopped) and then writes the trace. The program's signals are
 // its own: attach forwards none.
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -23,6 +25,7 @@
 #include "cli/record_flags.h"
 #include "cli/record_support.h"
 #include "cli/recording.h"
+#include "cli/traced_process.h"
 #include "common/config.h"
 #include "common/output_format.h"
 #include "inject/attachable.h"
@@ -47,23 +50,50 @@ bool running(pid_t pid) {
   return paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] != 'Z';
 }
 
+// Why `pid` cannot take a runtime of ours: one traces it already. A second
+// would find the program's hooks bound to the first (and say, wrongly, that
+// the program has none), and its session would stay behind. Found by the
+// session files the runtime maps and holds open (traced_process.h), which
+// a program that rewrote its argv and environment still shows, and which a
+// detached runtime has let go of (a later attach is welcome then).
+std::optional<std::string> traced_already(pid_t pid) {
+  const std::string p = std::to_string(pid);
+  const std::string ctl = "'callscope ctl " + p + " ...' controls it";
+  if (const std::string session = session_of(pid); !session.empty()) {
+    switch (session_kind(session)) {
+      case SessionKind::kAttach:
+        return "process " + p + " is traced by callscope already (attached): 'callscope detach " + p +
+               "' ends that attach";
+      case SessionKind::kRecord:
+        return "process " + p + " runs under callscope record already: " + ctl;
+      case SessionKind::kRuntime:
+        return "process " + p + " runs with callscope's runtime already (preloaded or linked in; it writes to " +
+               session + "): " + ctl;
+      case SessionKind::kNotOurs: {
+        struct stat st {};
+        const std::string owner =
+            ::stat(session.c_str(), &st) == 0 ? "uid " + std::to_string(st.st_uid) : "another user";
+        return "process " + p + " is traced by callscope already, into a session of " + owner + " (" + session +
+               "; it changed its user since it started): " + ctl + ", as its user or as root";
+      }
+    }
+  }
+  // A runtime whose files we cannot see, whose socket answers.
+  if (find_socket(pid).found && ctl_request(pid, "status", 2))
+    return "process " + p + " is traced by callscope already: " + ctl;
+  return std::nullopt;
+}
+
 Result<int> run_attach(RecordOptions o, const AttachOptions& a) {
   const pid_t pid = static_cast<pid_t>(std::stol(a.pid));  // checked by check_pid
   const inject::ProcessFacts facts = inject::gather_facts(pid);
   if (auto why = inject::refusal(facts)) return Error(*why);
+  if (auto why = traced_already(pid)) return Error(*why);
   if (facts.uid != ::geteuid())
     return Error("process " + a.pid + " runs as user " + std::to_string(facts.uid) +
-                 ": callscope attach must run as that user (its control socket answers its own user only): "
+                 ": callscope attach must run as that user (the runtime it loads runs as that user, and must write "
+                 "into the session attach makes): "
                  "sudo -u '#" + std::to_string(facts.uid) + "' callscope attach " + a.pid);
-  // Traced already: under record (the runtime preloaded, its settings in
-  // the environment), or attached (its control socket answers).
-  for (const std::string& var : nul_separated(read_proc(pid, "environ")))
-    if (var.rfind("CALLSCOPE_DIR=", 0) == 0 && read_proc(pid, "maps").find("/libcallscope-rt") != std::string::npos)
-      return Error("process " + a.pid + " runs under callscope record already: 'callscope ctl " + a.pid +
-                   " ...' controls it");
-  if (find_socket(pid).found && ctl_request(pid, "status", 2))
-    return Error("process " + a.pid + " is traced by callscope already (attached): 'callscope detach " + a.pid +
-                 "' ends that attach");
   uint64_t duration_ns = 0;
   if (!a.duration.empty()) duration_ns = *views::parse_duration_ns(a.duration);  // checked by duration_check
   o.attach_pid = pid;

@@ -34,6 +34,7 @@
 
 #include "cli/command.h"
 #include "cli/ctl_socket.h"
+#include "cli/traced_process.h"
 
 namespace callscope::cli {
 namespace {
@@ -108,6 +109,27 @@ Result<Target> find_target(pid_t pid) {
   return Error(who + ", tracing processes " + join(served_names, " and ") + ": give one of those pids");
 }
 
+// `detach` of a program that callscope attach did not enter: its runtime
+// has been there from the start, and stays to the end.
+Status attached_at_all(pid_t pid) {
+  const std::string p = std::to_string(pid);
+  const std::string session = session_of(pid);
+  const std::string meanwhile = "; 'callscope ctl " + p + " stop' stops its tracing meanwhile";
+  if (session.empty()) return ok_status();  // the runtime's own answer says
+  switch (session_kind(session)) {
+    case SessionKind::kRecord:
+      return Error("process " + p + " is not attached: it runs under callscope record, whose recording ends with "
+                   "the program (or at Ctrl-C of record)" + meanwhile);
+    case SessionKind::kRuntime:
+      return Error("process " + p + " is not attached: it runs with callscope's runtime from its start (preloaded "
+                   "or linked in), which ends with it" + meanwhile);
+    case SessionKind::kAttach:
+    case SessionKind::kNotOurs:
+      break;
+  }
+  return ok_status();
+}
+
 struct CtlOptions {
   std::string pid;
   std::string command;
@@ -126,7 +148,8 @@ Result<int> run_ctl(const CtlOptions& o) {
     return Error("no process " + o.pid);
   }
   if (::kill(pid, 0) != 0 && errno == EPERM && !find_socket(pid).found)
-    return Error("process " + o.pid + " belongs to another user: only its owner can control it");
+    return Error("process " + o.pid + " belongs to another user: only its user (or root) can control it");
+  if (o.command == "detach") CALLSCOPE_CHECK(attached_at_all(pid));
   CALLSCOPE_TRY(Target target, find_target(pid));
   // A socket in a directory another user could steer: the program made it
   // before the directory was opened up, or someone else planted it (the
@@ -179,8 +202,11 @@ Command ctl_command() {
                 "/tmp/callscope-UID/PID.sock (UID: your effective uid), or, when another\n"
                 "user took that directory, $XDG_RUNTIME_DIR/callscope or $HOME/.callscope-ctl\n"
                 "(the program says so). The directory is yours alone (0700), every parent of\n"
-                "it belongs to root or you and is not writable by others, and only your uid\n"
-                "is served. Run ctl with the same CALLSCOPE_CTL_DIR as the program.\n"
+                "it belongs to root or you and is not writable by others, and only the\n"
+                "program's user and root are served. A program that changed its user (a\n"
+                "server's worker that became nobody) serves root from its first directory and\n"
+                "its new user from that user's. Run ctl with the same CALLSCOPE_CTL_DIR as the\n"
+                "program.\n"
                 "Exit status: 0 ok, 1 error. See docs/ctl.md.\n"
                 "Example: callscope ctl 4242 dump --timeout 60");
             return [o]() -> Result<int> { return run_ctl(*o); };

@@ -87,9 +87,14 @@ Result<int> run(const Opts& o) {
     hi.stack = std::move(depths);
   }
   if (t.is_profile()) {
-    const size_t n = t.dumps().size(), first = n > 100 ? n - 100 : 0;
-    for (size_t k = first; k < n; ++k) {
-      CALLSCOPE_TRY(analysis::Profile sp, analysis::build_profile_from_dumps(t, {static_cast<uint32_t>(k)}, in.threads, in.resolve));
+    // The last 100 by number (the order they were taken in, every
+    // process's together), labelled with the K that --dump takes.
+    const std::vector<uint32_t> numbers = analysis::snapshot_numbers(t);
+    const std::vector<uint32_t> order = analysis::snapshots_by_number(t);
+    const size_t n = order.size(), first = n > 100 ? n - 100 : 0;
+    for (size_t j = first; j < n; ++j) {
+      const uint32_t k = order[j];
+      CALLSCOPE_TRY(analysis::Profile sp, analysis::build_profile_from_dumps(t, {k}, in.threads, in.resolve));
       // Each snapshot's heaviest functions: all of them fit in the page.
       std::vector<analysis::NamedFlat> rows = analysis::flat_ns(sp, 1.0 / t.header().ticks_per_ns);
       std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.v.total_ns > b.v.total_ns; });
@@ -100,7 +105,7 @@ Result<int> run(const Opts& o) {
       const auto& d = t.dumps()[k];
       char when[64];
       std::snprintf(when, sizeof when, "%.6f s", t.ticks_to_ns(d.tick) / 1e9);
-      hi.snapshot_labels.push_back("snapshot " + std::to_string(k + 1) + " (pid " +
+      hi.snapshot_labels.push_back("snapshot " + std::to_string(numbers[k]) + " (pid " +
                                    std::to_string(t.process(d.process_index).record.pid) + ", at " + when + ")");
       hi.snapshot_flats.push_back(std::move(flat));
     }

@@ -1,3 +1,5 @@
+// Finding, reaching and removing the control socket of a traced process
+// (ctl_socket.h).
 #include "cli/ctl_socket.h"
 
 #include <dirent.h>
@@ -22,6 +24,7 @@
 #include <string_view>
 #include <cstring>
 #include <memory>
+#include <optional>
 
 #include "format/ctl_dir.h"
 
@@ -32,6 +35,22 @@ void Fd::reset() {
   fd_ = -1;
 }
 
+namespace {
+
+// The effective uid of process PID (/proc/PID/status), nullopt if unknown.
+std::optional<uid_t> euid_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("Uid:", 0) != 0) continue;
+    std::istringstream fields(line.substr(4));
+    unsigned long real = 0, effective = 0;
+    if (fields >> real >> effective) return static_cast<uid_t>(effective);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 SocketSearch find_socket(pid_t pid) {
   SocketSearch s;
   s.name = std::to_string(pid) + ".sock";
@@ -39,13 +58,20 @@ SocketSearch find_socket(pid_t pid) {
   auto cands = std::make_unique<ctldir::Candidates>();
   ctldir::candidates(*cands, euid, [](const char* name) -> const char* { return ::getenv(name); });
   s.explicit_dir = cands->explicit_dir;
+  // Root looks in the directory of the program's user too: a program that
+  // became that user (a worker of a server root started) made its socket
+  // there, and one of that user's programs serves root as well.
+  std::vector<std::pair<std::string, uid_t>> dirs;  // and the uid that must own it
+  for (int i = 0; i < cands->count; ++i) dirs.emplace_back(cands->path[i], euid);
+  if (const auto theirs = euid_of(pid); euid == 0 && !s.explicit_dir && theirs && *theirs != 0)
+    dirs.emplace_back("/tmp/callscope-" + std::to_string(*theirs), *theirs);
   auto scratch = std::make_unique<ctldir::Scratch>();
   std::string why_buf(3 * ctldir::kPathMax, '\0');
-  for (int i = 0; i < cands->count && !s.found; ++i) {
-    const std::string dir = cands->path[i];
+  for (size_t i = 0; i < dirs.size() && !s.found; ++i) {
+    const auto& [dir, owner] = dirs[i];
     s.looked.push_back(dir + "/" + s.name);
     ctldir::Text why(why_buf.data(), why_buf.size());
-    Fd fd(ctldir::open_private_dir(dir.c_str(), false, euid, *scratch, why));
+    Fd fd(ctldir::open_private_dir(dir.c_str(), false, owner, *scratch, why));
     const bool safe = fd.get() >= 0;
     if (!safe) {
       // Not a directory we may act in; still one the program may have made
@@ -87,8 +113,10 @@ int connect_socket(const SocketSearch& s) {
 bool remove_socket(const SocketSearch& s) {
   if (!s.found || !s.safe) return false;
   struct stat st;
+  // Root removes a socket of the program's user too (found in that user's
+  // directory, checked safe for that user).
   if (::fstatat(s.dir_fd.get(), s.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISSOCK(st.st_mode) ||
-      st.st_uid != ::geteuid())
+      (st.st_uid != ::geteuid() && ::geteuid() != 0))
     return false;
   return ::unlinkat(s.dir_fd.get(), s.name.c_str(), 0) == 0;
 }
@@ -127,12 +155,14 @@ Result<int> connect_to(pid_t pid, const SocketSearch& socket) {
   }
   Fd guard(fd);
   // The listener must be the target itself, running as us: a socket planted
-  // under its name by someone else gets no request from us.
+  // under its name by someone else gets no request from us. (Root talks to
+  // the process it was asked about, whatever its user: a worker that became
+  // nobody serves a socket it made as nobody.)
   ucred cred{};
   socklen_t len = sizeof cred;
   if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
     return system_error("cannot identify the server of " + path, errno);
-  if (cred.uid != ::geteuid())
+  if (cred.uid != ::geteuid() && ::geteuid() != 0)
     return Error("refusing to talk to " + path + ": it is served by uid " + std::to_string(cred.uid) +
                  ", not by us (uid " + std::to_string(::geteuid()) + ")");
   if (cred.pid != pid)
@@ -200,54 +230,6 @@ std::string check_pid(const std::string& s) {
       v > INT32_MAX)
     return "'" + s + "' is not a process id (a positive integer)";
   return {};
-}
-
-std::string read_proc(pid_t pid, const char* what) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/" + what, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-std::vector<std::string> nul_separated(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, '\0')) out.push_back(item);
-  return out;
-}
-
-// Whether PID runs `callscope record` (by its command line).
-bool is_recorder(pid_t pid) {
-  const auto args = nul_separated(read_proc(pid, "cmdline"));
-  if (args.size() < 2) return false;
-  const std::string exe = args[0].substr(args[0].rfind('/') + 1);
-  return exe.rfind("callscope", 0) == 0 && std::find(args.begin() + 1, args.end(), "record") != args.end();
-}
-
-// The children of `recorder` that it started to trace: record sets
-// CALLSCOPE_RECORDER_PID to its own pid in their environment.
-std::vector<pid_t> traced_children(pid_t recorder) {
-  std::vector<pid_t> out;
-  const std::string mark = "CALLSCOPE_RECORDER_PID=" + std::to_string(recorder);
-  std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir("/proc"), ::closedir);
-  if (!d) return out;
-  while (dirent* e = ::readdir(d.get())) {
-    if (!std::isdigit(static_cast<unsigned char>(e->d_name[0]))) continue;
-    const pid_t child = static_cast<pid_t>(std::atol(e->d_name));
-    // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
-    const std::string stat = read_proc(child, "stat");
-    const size_t close = stat.rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream rest(stat.substr(close + 1));
-    std::string state;
-    long ppid = 0;
-    if (!(rest >> state >> ppid) || ppid != recorder) continue;
-    const auto env = nul_separated(read_proc(child, "environ"));
-    if (std::find(env.begin(), env.end(), mark) != env.end()) out.push_back(child);
-  }
-  std::sort(out.begin(), out.end());
-  return out;
 }
 
 }  // namespace callscope::cli

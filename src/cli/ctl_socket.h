@@ -82,17 +82,8 @@ Result<std::string> exchange(int fd, pid_t pid, const std::string& command, doub
 // tracing): its reply, or the error it answered or met.
 Result<std::string> ctl_request(pid_t pid, const std::string& command, double timeout_s);
 
-// Processes, by what /proc says of them.
 // A process id given on the command line: "" when valid, else why not (a
 // CLI11 validator: a bad value is a usage error, exit 2).
 std::string check_pid(const std::string& s);
-// /proc/PID/WHAT ("" when unreadable), and its NUL-separated items.
-std::string read_proc(pid_t pid, const char* what);
-std::vector<std::string> nul_separated(const std::string& text);
-// Whether PID runs `callscope record` (by its command line).
-bool is_recorder(pid_t pid);
-// The children of `recorder` that it started to trace: record sets
-// CALLSCOPE_RECORDER_PID to its own pid in their environment.
-std::vector<pid_t> traced_children(pid_t recorder);
 
 }  // namespace callscope::cli

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "cli/traced_process.h"
 #include "format/finalize.h"
 #include "format/live_wire.h"
 
@@ -239,12 +240,14 @@ Result<Attached> attach_to(pid_t pid, double ticks_per_ns) {
                          "process %d\n", p.c_str(), static_cast<int>(target));
   }
   const std::string t = std::to_string(target);
-  const std::string environ = read_proc(target, "environ");
-  if (environ.empty() && ::kill(target, 0) != 0 && errno == EPERM)
-    return Error("process " + t + " belongs to another user");
-  std::string session;
-  for (const std::string& v : nul_separated(environ))
-    if (v.rfind("CALLSCOPE_DIR=", 0) == 0) session = v.substr(std::strlen("CALLSCOPE_DIR="));
+  // From the files of the session its runtime maps and holds open, not from
+  // its environment, which the program may have written over.
+  std::string unreadable;
+  const std::string session = session_of(target, &unreadable);
+  if (session.empty() && !unreadable.empty()) {
+    if (::kill(target, 0) != 0 && errno == EPERM) return Error("process " + t + " belongs to another user");
+    return Error("cannot tell whether process " + t + " is recorded: " + unreadable);
+  }
   if (session.empty())
     return Error("process " + t +
                  " is not recorded by callscope (query -p attaches to a program that 'callscope record' runs; "

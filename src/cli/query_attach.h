@@ -61,9 +61,10 @@ struct Attached {
   uint64_t origin = 0;
   uint64_t now_tick = 0;  // when the recorder took us on (trace ticks)
 };
-// Finds the recording PID is in (its environment names the session), and
-// attaches to it; `ticks_per_ns`: our measure of the clock (the recorder's
-// rounds of the tap are timed with it).
+// Finds the recording PID is in (by the session files its runtime maps and
+// holds open, traced_process.h: not by its environment, which the program
+// may have written over), and attaches to it; `ticks_per_ns`: our measure
+// of the clock (the recorder's rounds of the tap are timed with it).
 Result<Attached> attach_to(pid_t pid, double ticks_per_ns);
 // The next delivery (its `last` set after the program's end), or an error:
 // the connection closed (the recorder ended, or let us go), or damage.

@@ -412,9 +412,9 @@ void print_summary(const char* command, const fmt::FinalizeSummary& sum, const s
   std::fprintf(stderr, ")\n");
   if (sum.lost)
     std::fprintf(stderr,
-                 "callscope %s: warning: %llu events were lost (no space for them, or dropped with "
+                 "callscope %s: warning: %llu %s lost (no space for them, or dropped with "
                  "--drop-when-behind); the trace marks where\n",
-                 command, static_cast<unsigned long long>(sum.lost));
+                 command, static_cast<unsigned long long>(sum.lost), sum.lost == 1 ? "event was" : "events were");
   if (!sum.untraced_threads.empty()) {
     std::string which;
     for (size_t i = 0; i < sum.untraced_threads.size() && i < 3; ++i) {

@@ -25,6 +25,7 @@
 #include "cli/drainer.h"
 #include "cli/query_attach.h"
 #include "cli/record_support.h"
+#include "cli/traced_process.h"
 #include "common/config.h"
 #include "common/output_claim.h"
 #include "format/finalize.h"
@@ -153,12 +154,15 @@ Result<double> attach_runtime(pid_t pid, const std::string& runtime, const std::
   // stopped for it), so that the runtime can patch them safely.
   const inject::SledResult sleds = inject::join_single_nop_sleds(pid);
   if (!sleds.ok) return Error("cannot attach to process " + std::to_string(pid) + ": " + sleds.error);
-  if (sleds.sleds)
-    std::fprintf(stderr,
-                 "callscope attach: %llu of gcc's patchable entries made one instruction each; the %llu threads "
-                 "were stopped %.2f ms for it\n",
-                 static_cast<unsigned long long>(sleds.sleds), static_cast<unsigned long long>(sleds.threads),
+  if (sleds.sleds) {
+    const std::string entries =
+        sleds.sleds == 1 ? "1 of gcc's patchable entries made one instruction"
+                         : std::to_string(sleds.sleds) + " of gcc's patchable entries made one instruction each";
+    const std::string threads =
+        sleds.threads == 1 ? "its one thread was" : "the " + std::to_string(sleds.threads) + " threads were";
+    std::fprintf(stderr, "callscope attach: %s; %s stopped %.2f ms for it\n", entries.c_str(), threads.c_str(),
                  sleds.stopped_ms);
+  }
   inject::LoadRequest req;
   req.library = library;
   req.entry = "callscope_rt_attach";
@@ -172,6 +176,11 @@ Result<double> attach_runtime(pid_t pid, const std::string& runtime, const std::
     return Error("cannot attach to process " + std::to_string(pid) + ": " + r.error +
                  " (each attach leaves a copy of the runtime loaded, and glibc's space for the thread-local "
                  "storage of libraries loaded late is used up: restart the program to attach to it again)");
+  // The program ended after the runtime had started in it (its process
+  // record is in the session) before we read the loader's word: attached,
+  // and what it recorded is kept; the recording ends at once.
+  if (!r.ok && r.ended && ::access((session + "/" + std::to_string(pid) + ".0/meta").c_str(), F_OK) == 0)
+    return r.stopped_ms;
   if (!r.ok) return Error("cannot attach to process " + std::to_string(pid) + ": " + r.error);
   switch (r.entry_result) {
     case 0: return r.stopped_ms;

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -56,11 +57,20 @@ Result<std::vector<uint32_t>> pick_dumps(const format::TraceReader& t, uint32_t 
     return std::vector<uint32_t>{};
   }
   if (k == 0) return analysis::final_dumps(t);
-  if (k > t.dumps().size())
-    return Error("no snapshot " + std::to_string(k) + " in '" + t.path() + "': it has " +
-                 std::to_string(t.dumps().size()) + " (1 to " + std::to_string(t.dumps().size()) +
-                 "; 'callscope info' lists them)");
-  return std::vector<uint32_t>{k - 1};
+  if (const auto index = analysis::snapshot_index(t, k)) return std::vector<uint32_t>{*index};
+  std::vector<uint32_t> numbers = analysis::snapshot_numbers(t);
+  std::sort(numbers.begin(), numbers.end());
+  std::string have;
+  for (size_t i = 0; i < numbers.size(); ++i) {
+    // Runs of consecutive numbers as "1 to 4".
+    size_t j = i;
+    while (j + 1 < numbers.size() && numbers[j + 1] == numbers[j] + 1) ++j;
+    have += (have.empty() ? "" : ", ") + std::to_string(numbers[i]) +
+            (j > i ? (j == i + 1 ? ", " : " to ") + std::to_string(numbers[j]) : "");
+    i = j;
+  }
+  return Error("no snapshot " + std::to_string(k) + " in '" + t.path() + "': it has " +
+               std::to_string(numbers.size()) + " (" + have + "; 'callscope info' lists them)");
 }
 
 Error nothing_wanted(const ViewFilters& f) {
@@ -142,7 +152,7 @@ Result<DiffSide> open_diff_side(const std::string& spec, const std::string& trac
   CALLSCOPE_TRY(side.profile, load_view_profile(side.in, f));
   if (snapshot) {
     char when[64];
-    std::snprintf(when, sizeof when, "%.6f s", t.ticks_to_ns(t.dumps()[f.dump - 1].tick) / 1e9);
+    std::snprintf(when, sizeof when, "%.6f s", t.ticks_to_ns(t.dumps()[*analysis::snapshot_index(t, f.dump)].tick) / 1e9);
     side.label = path + " snapshot " + spec + " (at " + when + ")";
   } else {
     side.label = path + (t.is_profile() ? " (final state)" : "");

@@ -477,7 +477,7 @@ Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::
     }
     DumpRecord d{};
     d.process_index = static_cast<uint32_t>(pi);
-    d.seq = dumps.empty() || dumps.back().process_index != pi ? 1 : dumps.back().seq + 1;
+    d.seq = 0;     // numbered below, after every snapshot of the session
     d.reason = 4;  // the end: exit, or death (the process record says how)
     d.tick = procs[pi].end_tick;
     for (auto& [file_stem, t] : finals) {
@@ -503,6 +503,13 @@ Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::
     }
     dumps.push_back(d);
   }
+  // The snapshots keep the session's numbers (the runtime counts them for
+  // all its processes together: what `ctl dump` answered); each process's
+  // final state comes after them all, in process order.
+  uint32_t last_seq = 0;
+  for (const DumpRecord& d : dumps) last_seq = std::max(last_seq, d.seq);
+  for (DumpRecord& d : dumps)
+    if (d.reason == 4) d.seq = ++last_seq;
   if (any_profile) sum.calls = profile_calls;
   sum.profile = any_profile;
   sum.unwound = any_unwound;

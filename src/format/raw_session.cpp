@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <string_view>
 #include <tuple>
 
 #include "common/files.h"
@@ -176,6 +177,45 @@ bool thread_file_before(const std::string& a, const std::string& b) {
 
 void sort_thread_files(std::vector<std::string>& files) {
   std::sort(files.begin(), files.end(), thread_file_before);
+}
+
+namespace {
+
+// "<pid>.<n>": a process directory's name.
+bool is_process_dir_name(std::string_view name) {
+  const size_t dot = name.find('.');
+  auto digits = [](std::string_view s) {
+    return !s.empty() && s.size() <= 10 && s.find_first_not_of("0123456789") == std::string_view::npos;
+  };
+  return dot != std::string_view::npos && digits(name.substr(0, dot)) && digits(name.substr(dot + 1));
+}
+
+// A file the runtime makes in a process directory.
+bool is_process_file_name(std::string_view name) {
+  if (name == "meta" || name == "dumps") return true;
+  if (name.size() < 2 || name[0] != 't' || name[1] < '0' || name[1] > '9') return false;
+  for (std::string_view suffix : {".ev", ".spill", ".prof"})
+    if (name.size() > suffix.size() && name.substr(name.size() - suffix.size()) == suffix)
+      return name.substr(1, name.size() - 1 - suffix.size()).find_first_not_of("0123456789.") ==
+             std::string_view::npos;
+  return false;
+}
+
+}  // namespace
+
+std::optional<std::string> session_of_path(const std::string& path) {
+  static constexpr std::string_view kDeleted = " (deleted)";
+  std::string_view p = path;
+  if (p.empty() || p[0] != '/' ||
+      (p.size() > kDeleted.size() && p.substr(p.size() - kDeleted.size()) == kDeleted))
+    return std::nullopt;
+  auto last = [](std::string_view s) { return s.substr(s.rfind('/') + 1); };
+  auto parent = [](std::string_view s) { return s.substr(0, s.rfind('/')); };
+  if (is_process_file_name(last(p))) p = parent(p);
+  if (!is_process_dir_name(last(p))) return std::nullopt;
+  p = parent(p);
+  if (p.empty()) return std::nullopt;  // "/<pid>.<n>": no session directory above it
+  return std::string(p);
 }
 
 Result<RawSession> read_raw_session(const std::string& dir) {

@@ -72,6 +72,16 @@ Result<RawSession> read_raw_session(const std::string& dir);
 bool thread_file_before(const std::string& a, const std::string& b);
 void sort_thread_files(std::vector<std::string>& files);
 
+// The session directory a path of a running process's runtime lies in: a
+// process directory "<dir>/<pid>.<n>" (held open), or a file the runtime
+// makes in one and maps or holds open ("meta", "dumps", "t<tid>[.<k>].ev",
+// "t<tid>.spill", "t<tid>.prof"); nullopt for any other path, and for one
+// of a file since removed (" (deleted)", as /proc shows it). How `ctl`,
+// `query -p` and `attach` tell the session of a process from
+// /proc/PID/maps and /proc/PID/fd: a program can overwrite its environment,
+// not those.
+std::optional<std::string> session_of_path(const std::string& path);
+
 // Appends one record (header, body, extra bytes, padding) to a meta file
 // opened with O_APPEND, in one write(2). Nothing when fd < 0.
 void append_meta_record(int fd, RawMetaType type, const void* body, size_t size, const std::string& extra = {});

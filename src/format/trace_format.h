@@ -41,6 +41,7 @@ enum class ClockKind : uint32_t {
 //
 // <session dir>/                     CALLSCOPE_DIR, made by `callscope record`
 //   recorder.meta                    records written by the recorder itself
+//   snapshots.seq                    profile mode: the session's count of snapshots (u32, mapped)
 //   <pid>.<n>/                       one process incarnation (n counts execs)
 //     meta                           RawMeta* records, appended with write(2)
 //     t<tid>.ev                      RawThreadHeader page, then event words
@@ -387,7 +388,7 @@ inline constexpr uint32_t kProfFrameMin = 8;       // a minimum duration applies
 inline constexpr char kRawDumpMagic[8] = {'C', 'S', 'R', 'A', 'W', 'D', 'P', '1'};
 struct RawDumpHeader {
   char magic[8];
-  uint32_t seq;       // 1, 2, ... in the process
+  uint32_t seq;       // 1, 2, ... in the session: every process counts in <session>/snapshots.seq
   uint32_t reason;    // DumpReason (runtime/control.h): 1 API, 2 ctl, 3 interval, 4 exit
   uint64_t tick;
   uint32_t threads;
@@ -633,7 +634,7 @@ inline constexpr uint32_t kThreadUnwound = 8;
 // A snapshot of every thread's call tree of one process.
 struct DumpRecord {
   uint32_t process_index;
-  uint32_t seq;              // the process's own numbering (1, 2, ...)
+  uint32_t seq;              // the K of report --dump K: the session's numbering (docs/trace-format.md)
   uint32_t reason;           // 1 API, 2 ctl, 3 interval, 4 exit (final state, also after a crash)
   uint32_t threads;          // kProfile blocks of this snapshot
   uint64_t tick;

@@ -154,7 +154,9 @@ LoadResult load_library(pid_t pid, const LoadRequest& request) {
   d.arg = put(request.arg);
   d.thread_name = request.thread_name.empty() ? 0 : put(request.thread_name.substr(0, 15));
   std::memcpy(block.data(), &d, sizeof d);
-  std::vector<unsigned char> text(kPage, 0xcc);  // the trap at 0
+  std::vector<unsigned char> text(kPage, 0xcc);
+  static_assert(sizeof kReturnStub <= kLoaderOffset - kTrapOffset);
+  std::memcpy(text.data() + kTrapOffset, kReturnStub, sizeof kReturnStub);  // where pthread_create returns
   std::memcpy(text.data() + kLoaderOffset, callscope_inject_loader, loader_size);
   if (!write_remote(pid, data, block.data(), kPage) || !write_remote(pid, code, text.data(), kPage) ||
       (fails_here("write") && (errno = EFAULT)))
@@ -186,6 +188,7 @@ LoadResult load_library(pid_t pid, const LoadRequest& request) {
   for (;;) {
     if (!read_remote(pid, data, &out, sizeof out)) {
       result.error = "the process ended while the library was loading";
+      result.ended = true;
       return result;
     }
     if (out.state != 0) break;

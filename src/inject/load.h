@@ -26,6 +26,7 @@ struct LoadResult {
   int64_t entry_result = 0;   // what the entry returned
   double stopped_ms = 0;      // how long a thread of the program was held (taken to given back)
   pid_t borrowed = 0;         // which thread
+  bool ended = false;         // the process ended while the library was loading (how far it got is unknown)
 };
 
 // Borrows a thread of `pid` (its main thread first, then the others), maps

@@ -88,6 +88,20 @@ bool memory_syscall(int64_t nr) {
          nr == SYS_madvise;
 }
 
+// Whether stopped thread `tid` blocks glibc's internal signals, SIGCANCEL
+// (32) and SIGSETXID (33): only glibc itself does (a program's
+// pthread_sigmask cannot: glibc leaves those two out), in its windows with
+// every signal blocked -- pthread_create around its clone, a thread's last
+// moments, posix_spawn. A thread taken there would start our loader with
+// that mask for its own (attach would then find it blocking SIGTRAP), and
+// may hold glibc's lock of thread stacks, which our pthread_create takes.
+bool in_signals_window(pid_t tid) {
+  uint64_t mask = 0;  // PTRACE_GETSIGMASK: the blocked mask, as the kernel has it
+  if (::ptrace(PTRACE_GETSIGMASK, tid, sizeof mask, &mask) != 0) return false;
+  constexpr uint64_t kInternal = (uint64_t{1} << (32 - 1)) | (uint64_t{1} << (33 - 1));
+  return (mask & kInternal) != 0;
+}
+
 void set_args(user_regs_struct& regs, std::initializer_list<uint64_t> args, bool syscall) {
   unsigned long long* const call_regs[6] = {&regs.rdi, &regs.rsi, &regs.rdx, &regs.rcx, &regs.r8, &regs.r9};
   unsigned long long* const sys_regs[6] = {&regs.rdi, &regs.rsi, &regs.rdx, &regs.r10, &regs.r8, &regs.r9};
@@ -208,7 +222,8 @@ std::optional<BorrowedThread> BorrowedThread::take(pid_t pid, pid_t tid, int tim
   for (;;) {
     if (!is_syscall_stop(status) && !is_event_stop(status)) sig = WSTOPSIG(status);  // the program's signal
     int64_t nr = -1;
-    if (is_syscall_stop(status) && syscall_stop_kind(tid, &nr) == PTRACE_SYSCALL_INFO_ENTRY && !memory_syscall(nr))
+    if (is_syscall_stop(status) && syscall_stop_kind(tid, &nr) == PTRACE_SYSCALL_INFO_ENTRY && !memory_syscall(nr) &&
+        !in_signals_window(tid))
       break;
     if (::ptrace(PTRACE_SYSCALL, tid, nullptr, sig) != 0) return let_go("ptrace: " + errno_text(errno));
     sig = 0;
@@ -297,18 +312,35 @@ std::optional<uint64_t> BorrowedThread::call(uint64_t fn, std::initializer_list<
   if (!set_regs(tid_, regs)) return std::nullopt;
   int status = 0;
   int sig = 0;
+  // Every system call of the function stops it too: ours is the getpid of
+  // kReturnStub (its first stop there is the entry).
+  const uint64_t stub_end = trap + sizeof kReturnStub;
   for (;;) {
-    if (::ptrace(PTRACE_CONT, tid_, nullptr, sig) != 0 || !wait_stop(tid_, &status)) {
+    if (::ptrace(PTRACE_SYSCALL, tid_, nullptr, sig) != 0 || !wait_stop(tid_, &status)) {
       if (error) *error = "the thread ended during the call";
       held_ = false;
       return std::nullopt;
     }
     sig = 0;
-    if (is_event_stop(status) || is_syscall_stop(status)) continue;
-    if (WSTOPSIG(status) == SIGTRAP && get_regs(tid_, &regs) && regs.rip == trap + 1) break;
-    sig = WSTOPSIG(status);  // the program's own signal (or a fault of the call: it is the program's then)
+    if (is_event_stop(status)) continue;
+    if (!is_syscall_stop(status)) {
+      sig = WSTOPSIG(status);  // the program's own signal (or a fault of the call: it is the program's then)
+      continue;
+    }
+    if (get_regs(tid_, &regs) && regs.orig_rax == SYS_getpid && regs.rip == stub_end) break;
   }
-  return regs.rax;
+  // Held back as take() holds the thread's own call: no system call (-1),
+  // on to its exit stop, where the next syscall(), call() or give_back()
+  // starts from.
+  const uint64_t result = regs.rdi;
+  regs.orig_rax = static_cast<unsigned long long>(-1);
+  if (!set_regs(tid_, regs) || ::ptrace(PTRACE_SYSCALL, tid_, nullptr, 0) != 0 || !wait_stop(tid_, &status) ||
+      !is_syscall_stop(status)) {
+    if (error) *error = "the thread could not be held after the call";
+    held_ = false;
+    return std::nullopt;
+  }
+  return result;
 }
 
 bool BorrowedThread::give_back(std::string* error) {

@@ -64,6 +64,17 @@ bool is_event_stop(int status);
 // back. Taken at a system call, the thread is outside the code it was
 // running (not halfway through the allocator, which makes its own system
 // calls only for memory: those are let through and the next one taken).
+// Nor inside glibc's own windows with every signal blocked (pthread_create
+// around its clone, a thread's last moments, posix_spawn): a thread it
+// starts there would inherit that mask as its own (and the thread may hold
+// glibc's lock of thread stacks).
+// Where a call made in a borrowed thread returns to: `mov %rax,%rdi; mov
+// $SYS_getpid,%eax; syscall`, a system call whose entry stops the thread
+// with the result in rdi. Not a breakpoint: a SIGTRAP the thread blocks (or
+// ignores) would be forced on it, and the kernel unblocks it in the thread
+// and resets its handler to the default for good.
+inline constexpr unsigned char kReturnStub[10] = {0x48, 0x89, 0xc7, 0xb8, 39, 0, 0, 0, 0x0f, 0x05};
+
 class BorrowedThread {
  public:
   // Seizes thread `tid` of process `pid` and waits up to `timeout_ms` for
@@ -82,9 +93,9 @@ class BorrowedThread {
   // (it died).
   std::optional<int64_t> syscall(int64_t nr, std::initializer_list<uint64_t> args);
   // Calls the function at `fn` with up to six integer arguments, on the
-  // thread's stack below its red zone, returning to the breakpoint byte
-  // (0xcc) at `trap`, which must be executable code of ours in the process;
-  // the function's result. Signals that arrive meanwhile are delivered.
+  // thread's stack below its red zone, returning to `trap`, which must hold
+  // kReturnStub in executable code of ours in the process; the function's
+  // result. Signals that arrive meanwhile are delivered.
   std::optional<uint64_t> call(uint64_t fn, std::initializer_list<uint64_t> args, uint64_t trap, std::string* error);
   // The thread as it was when taken, its system call made as it meant to,
   // no longer traced. False when it could not be (the thread is gone).

@@ -107,57 +107,80 @@ bool poke(pid_t tid, uint64_t addr, const uint8_t* bytes, size_t n) {
 
 namespace {
 
+// How many times every thread is stopped again while one is seen blocking
+// SIGTRAP, 2 ms apart, before it is taken to block it for good.
+constexpr int kStops = 50;
+
+// Whether stopped thread `tid` of `pid` blocks SIGTRAP.
+bool blocks_trap(pid_t pid, pid_t tid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("SigBlk:", 0) == 0) return (std::stoull(line.substr(7), nullptr, 16) >> (SIGTRAP - 1)) & 1;
+  return false;
+}
+
 // Stops every thread of `pid`, then unless one blocks SIGTRAP: moves a
 // thread inside [site + 1, site + 5) of any of `sites` past it, and writes
 // `bytes` (5) at each site; lets them all go.
 SledResult rewrite_stopped(pid_t pid, const std::vector<uint64_t>& sites, const uint8_t* bytes) {
   SledResult r;
   if (sites.empty()) return r;
-  const auto t0 = std::chrono::steady_clock::now();
-  // Every thread stopped; threads a thread started before it stopped are
-  // found by listing again, until a listing brings none.
+  auto t0 = std::chrono::steady_clock::now();
   std::map<pid_t, int> stopped;  // tid -> the signal to give back at the detach
   auto release = [&] {
     for (const auto& [tid, sig] : stopped) ::ptrace(PTRACE_DETACH, tid, nullptr, sig);
+    stopped.clear();
     r.stopped_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   };
-  for (bool more = true; more;) {
-    more = false;
-    for (pid_t tid : threads_of(pid)) {
-      if (stopped.count(tid)) continue;
-      if (::ptrace(PTRACE_SEIZE, tid, nullptr, nullptr) != 0) {
-        if (errno == ESRCH) continue;  // ended meanwhile
-        r.ok = false;
-        r.error = "cannot stop thread " + std::to_string(tid) + ": " + std::strerror(errno);
-        release();
-        return r;
+  // Every thread stopped; threads a thread started before it stopped are
+  // found by listing again, until a listing brings none.
+  auto stop_all = [&]() -> bool {
+    t0 = std::chrono::steady_clock::now();
+    for (bool more = true; more;) {
+      more = false;
+      for (pid_t tid : threads_of(pid)) {
+        if (stopped.count(tid)) continue;
+        if (::ptrace(PTRACE_SEIZE, tid, nullptr, nullptr) != 0) {
+          if (errno == ESRCH) continue;  // ended meanwhile
+          r.ok = false;
+          r.error = "cannot stop thread " + std::to_string(tid) + ": " + std::strerror(errno);
+          release();
+          return false;
+        }
+        int status = 0;
+        if (::ptrace(PTRACE_INTERRUPT, tid, nullptr, nullptr) != 0 || !wait_stop(tid, &status, now_ms() + 2000)) {
+          stopped[tid] = 0;  // detached as it is
+          if (errno == ESRCH) continue;
+          r.ok = false;
+          r.error = "thread " + std::to_string(tid) + " did not stop";
+          release();
+          return false;
+        }
+        // A signal arriving first is the program's: given back at the detach.
+        stopped[tid] = is_event_stop(status) ? 0 : WSTOPSIG(status);
+        more = true;
       }
-      int status = 0;
-      if (::ptrace(PTRACE_INTERRUPT, tid, nullptr, nullptr) != 0 || !wait_stop(tid, &status, now_ms() + 2000)) {
-        stopped[tid] = 0;  // detached as it is
-        if (errno == ESRCH) continue;
-        r.ok = false;
-        r.error = "thread " + std::to_string(tid) + " did not stop";
-        release();
-        return r;
-      }
-      // A signal arriving first is the program's: given back at the detach.
-      stopped[tid] = is_event_stop(status) ? 0 : WSTOPSIG(status);
-      more = true;
     }
-  }
-  r.threads = stopped.size();
+    return true;
+  };
   // A thread that blocks SIGTRAP would die at a site being changed: the
   // runtime then changes none, and the sleds stay as they are too (read
-  // while every thread is stopped: no mask changes meanwhile).
-  for (const auto& [tid, sig] : stopped) {
-    std::ifstream status("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/status");
-    for (std::string line; std::getline(status, line);)
-      if (line.rfind("SigBlk:", 0) == 0 && ((std::stoull(line.substr(7), nullptr, 16) >> (SIGTRAP - 1)) & 1)) {
-        release();
-        return r;
-      }
+  // while every thread is stopped: no mask changes meanwhile). One may
+  // block it only for a moment: glibc blocks every signal in a thread's
+  // first and last moments and in pthread_create around the clone, and an
+  // earlier attach's control thread ends just after its detach. So the
+  // threads run on a little and are stopped again, kStops times, before
+  // one seen blocking it counts.
+  for (int stops = 0;; ++stops) {
+    if (!stop_all()) return r;
+    bool blocked = false;
+    for (const auto& [tid, sig] : stopped) blocked = blocked || blocks_trap(pid, tid);
+    if (!blocked) break;
+    release();
+    if (stops == kStops) return r;
+    ::usleep(2000);
   }
+  r.threads = stopped.size();
   // A thread inside a sled goes on after it: the nops it skips do nothing.
   for (const auto& [tid, sig] : stopped) {
     user_regs_struct regs{};

@@ -5,9 +5,17 @@
 // can steer the way to it (src/format/ctl_dir.h: a real directory, owned by
 // our euid, mode 0700, every parent owned by root or us and not writable by
 // others; else we serve nothing), and every peer is asked for its uid
-// (SO_PEERCRED), which must equal our euid. The socket file itself is 0600
-// besides. The socket is made and removed relative to the directory's
-// descriptor, never by path.
+// (SO_PEERCRED), which must be our euid now, or root's (root may trace and
+// kill us anyway). The socket file itself is 0600 besides. The socket is made
+// and removed relative to the directory's descriptor, never by path.
+//
+// A program that changes its euid (a server started as root whose workers
+// become nobody) keeps the socket it made, in the directory of its first
+// euid, where root finds it; and gets a second one in the directory of the
+// new euid, for that user's ctl. glibc's setuid family changes every
+// thread's credentials by a signal to each, which wakes this thread's poll:
+// it then sees the new euid (and, while the process still could change it,
+// looks once a second besides, for a change made just before it slept).
 //
 // The thread is started at process initialization and again in a fork child
 // (threads do not survive fork). It runs with every signal blocked, so the
@@ -46,17 +54,29 @@ constexpr int kPeerTimeoutSec = 1;
 constexpr uint64_t kStopWaitNs = 10'000'000'000;
 constexpr size_t kMaxRequest = 64;  // bytes of a request line, newline included
 
-int g_listen_fd = -1;
-// The socket directory, opened and checked (src/format/ctl_dir.h), its path
-// (for messages only) and identity; the socket's name in it (empty when this
-// process has no socket) and identity.
-int g_dir_fd = -1;
-char g_dir[ctldir::kPathMax];
-dev_t g_dir_dev = 0;
-ino_t g_dir_ino = 0;
-char g_sock_name[32];
-dev_t g_sock_dev = 0;
-ino_t g_sock_ino = 0;
+// A socket we listen on: the directory it is in, opened and checked
+// (src/format/ctl_dir.h), its path (for messages only) and identity; the
+// socket's name in it (empty when there is none) and identity.
+struct Listener {
+  int fd = -1;
+  int dir_fd = -1;
+  char dir[ctldir::kPathMax] = {};
+  dev_t dir_dev = 0;
+  ino_t dir_ino = 0;
+  char name[32] = {};
+  dev_t sock_dev = 0;
+  ino_t sock_ino = 0;
+  uid_t uid = 0;  // the euid it was made as: its directory's owner
+};
+// [kFirst]: made at start (and in a fork child), served to the end.
+// [kChanged]: made by the control thread when the process changed its euid,
+// in the directory of the new one; replaced at the next change, closed when
+// the euid is the first one's again.
+// constinit: the runtime may start (control_start) before any dynamic
+// initializer has run, and must find fd -1 there, not a zero.
+enum { kFirst = 0, kChanged = 1 };
+constinit Listener g_sock[2];
+uid_t g_served_euid = 0;  // the euid g_sock was last brought up to date for
 // Scratch for control_start, which runs once at a time (initialization, or
 // the only thread of a fork child): kept off the stack of whichever program
 // thread happens to initialize the runtime.
@@ -64,7 +84,7 @@ ctldir::Candidates g_candidates;
 ctldir::Scratch g_scratch;
 char g_why[3 * ctldir::kPathMax];
 char g_note[4 * ctldir::kPathMax];
-int g_owner_pid = 0;    // the process that made g_listen_fd, g_dir_fd and the socket
+int g_owner_pid = 0;    // the process that made g_sock
 bool g_thread_running = false;
 // control_stop sets g_stopping, then waits until g_busy is 0; the thread sets
 // g_busy, then checks g_stopping, before every operation. Sequentially
@@ -74,9 +94,9 @@ int g_stopping = 0;
 int g_busy = 0;
 int g_detach_done = 0;  // detached: the thread removes the socket and ends after its reply
 
-CALLSCOPE_NOINSTR void close_dir() {
-  if (g_dir_fd >= 0) ::close(g_dir_fd);
-  g_dir_fd = -1;
+CALLSCOPE_NOINSTR void close_dir(Listener& l) {
+  if (l.dir_fd >= 0) ::close(l.dir_fd);
+  l.dir_fd = -1;
 }
 
 CALLSCOPE_NOINSTR void write_all(int fd, const char* s, size_t n) {
@@ -97,14 +117,13 @@ CALLSCOPE_NOINSTR void say(const char* prefix, const char* what) {
   (void)ignored;
 }
 
-CALLSCOPE_NOINSTR void say_disabled(const char* why) { say("callscope: control socket disabled: ", why); }
+constexpr const char* kSocketDisabled = "callscope: control socket disabled: ";
 
-// Opens the socket directory (made if missing) into g_dir_fd, its path in
-// g_dir; false (with the reason in g_why) when no candidate is ours alone.
-// When the first choice is refused and a later one is taken (another user
-// made /tmp/callscope-UID first), says so.
-CALLSCOPE_NOINSTR bool prepare_dir() {
-  const uid_t euid = ::geteuid();
+// Opens the socket directory of `euid` (made if missing) into l.dir_fd, its
+// path in l.dir; false (with the reason in g_why) when no candidate is ours
+// alone. When the first choice is refused and a later one is taken (another
+// user made /tmp/callscope-UID first), says so.
+CALLSCOPE_NOINSTR bool prepare_dir(Listener& l, uid_t euid) {
   ctldir::candidates(g_candidates, euid, setting);
   ctldir::Text why(g_why, sizeof g_why);
   for (int i = 0; i < g_candidates.count; ++i) {
@@ -113,8 +132,8 @@ CALLSCOPE_NOINSTR bool prepare_dir() {
     const size_t before = why.size();
     const int fd = ctldir::open_private_dir(dir, true, euid, g_scratch, why);
     if (fd < 0) continue;
-    g_dir_fd = fd;
-    ctldir::Text(g_dir, sizeof g_dir).add(dir);
+    l.dir_fd = fd;
+    ctldir::Text(l.dir, sizeof l.dir).add(dir);
     if (i > 0) {
       // g_why holds the refusals of the earlier candidates.
       g_why[before >= 2 ? before - 2 : before] = '\0';
@@ -132,70 +151,91 @@ CALLSCOPE_NOINSTR bool prepare_dir() {
   return false;
 }
 
-// Makes <dir>/<pid>.sock and listens on it; -1 (having said why) on failure.
-// Every operation is relative to g_dir_fd, never by path: bind through
-// /proc/self/fd/N/, which names the directory we opened and checked.
-CALLSCOPE_NOINSTR int open_socket(int pid) {
+// Makes <dir>/<pid>.sock in the directory of our euid and listens on it;
+// false (having said why, after `disabled`) on failure. Every operation is
+// relative to l.dir_fd, never by path: bind through /proc/self/fd/N/, which
+// names the directory we opened and checked.
+CALLSCOPE_NOINSTR bool open_socket(Listener& l, int pid, const char* disabled) {
   g_why[0] = '\0';
-  if (!prepare_dir()) {
-    say_disabled(g_why);
-    return -1;
+  l.uid = ::geteuid();
+  l.name[0] = '\0';
+  if (!prepare_dir(l, l.uid)) {
+    say(disabled, g_why);
+    return false;
   }
-  ctldir::Text name(g_sock_name, sizeof g_sock_name);
+  ctldir::Text name(l.name, sizeof l.name);
   name.add_uint(static_cast<uint64_t>(pid)).add(".sock");
   ctldir::Text why(g_why, sizeof g_why);
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   ctldir::Text bind_path(addr.sun_path, sizeof addr.sun_path);
-  ctldir::fd_path(bind_path, g_dir_fd, g_sock_name);
+  ctldir::fd_path(bind_path, l.dir_fd, l.name);
   // Non-blocking: a client that gives up between poll and accept must not
   // leave accept waiting.
   const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) {
     why.add("cannot create a socket: ").add_error(errno);
-    say_disabled(g_why);
-    close_dir();
-    return -1;
+    say(disabled, g_why);
+    l.name[0] = '\0';
+    close_dir(l);
+    return false;
   }
   // bind() makes the file with the socket inode's mode less the umask; the
   // umask is the whole process's, so we change the inode, never the umask.
   ::fchmod(fd, 0600);
   // A socket of an earlier process with our pid: one that died without
   // removing it, or our own image before an exec.
-  ::unlinkat(g_dir_fd, g_sock_name, 0);
+  ::unlinkat(l.dir_fd, l.name, 0);
   struct stat st;
   if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::fchmodat(g_dir_fd, g_sock_name, 0600, 0) != 0 || ::listen(fd, 16) != 0 ||
-      ::fstatat(g_dir_fd, g_sock_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-    why.add("cannot listen on ").add(g_dir).add("/").add(g_sock_name).add(": ").add_error(errno);
-    say_disabled(g_why);
-    ::unlinkat(g_dir_fd, g_sock_name, 0);
+      ::fchmodat(l.dir_fd, l.name, 0600, 0) != 0 || ::listen(fd, 16) != 0 ||
+      ::fstatat(l.dir_fd, l.name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    why.add("cannot listen on ").add(l.dir).add("/").add(l.name).add(": ").add_error(errno);
+    say(disabled, g_why);
+    ::unlinkat(l.dir_fd, l.name, 0);
+    l.name[0] = '\0';
     ::close(fd);
-    close_dir();
-    return -1;
+    close_dir(l);
+    return false;
   }
-  g_sock_dev = st.st_dev;
-  g_sock_ino = st.st_ino;
-  if (::fstat(g_dir_fd, &st) == 0) {
-    g_dir_dev = st.st_dev;
-    g_dir_ino = st.st_ino;
+  l.sock_dev = st.st_dev;
+  l.sock_ino = st.st_ino;
+  if (::fstat(l.dir_fd, &st) == 0) {
+    l.dir_dev = st.st_dev;
+    l.dir_ino = st.st_ino;
   }
-  return fd;
+  l.fd = fd;
+  return true;
 }
 
 // Removes our socket, relative to the directory we checked: never through
 // a path another user could have changed since. Only the very file we made
 // is removed: a program may have closed our descriptor (and the number may
 // name another directory now), or a process with our pid in another pid
-// namespace may have replaced the socket with its own.
-CALLSCOPE_NOINSTR void remove_socket() {
-  if (g_dir_fd < 0 || !g_sock_name[0]) return;
+// namespace may have replaced the socket with its own. (After a change of
+// euid the first one's directory may be closed to us: the file stays, and
+// ctl or record removes it once we are gone.)
+CALLSCOPE_NOINSTR void remove_socket(Listener& l) {
+  if (l.dir_fd < 0 || !l.name[0]) return;
   struct stat st;
-  if (::fstat(g_dir_fd, &st) == 0 && st.st_dev == g_dir_dev && st.st_ino == g_dir_ino &&
-      ::fstatat(g_dir_fd, g_sock_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISSOCK(st.st_mode) &&
-      st.st_dev == g_sock_dev && st.st_ino == g_sock_ino)
-    ::unlinkat(g_dir_fd, g_sock_name, 0);
-  g_sock_name[0] = '\0';
+  if (::fstat(l.dir_fd, &st) == 0 && st.st_dev == l.dir_dev && st.st_ino == l.dir_ino &&
+      ::fstatat(l.dir_fd, l.name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISSOCK(st.st_mode) &&
+      st.st_dev == l.sock_dev && st.st_ino == l.sock_ino)
+    ::unlinkat(l.dir_fd, l.name, 0);
+  l.name[0] = '\0';
+}
+
+// Removes the socket and closes everything of it (the control thread's own
+// sockets only: see control_stop for one a poll may be waiting on).
+CALLSCOPE_NOINSTR void drop_socket(Listener& l) {
+  remove_socket(l);
+  if (l.fd >= 0) ::close(l.fd);
+  l.fd = -1;
+  close_dir(l);
+}
+
+CALLSCOPE_NOINSTR void remove_sockets() {
+  for (Listener& l : g_sock) remove_socket(l);
 }
 
 // ---- the thread ------------------------------------------------------------
@@ -279,7 +319,7 @@ CALLSCOPE_NOINSTR void answer(int fd, const char* req) {
       } else {
         // Gone before the reply: whoever reads it may attach again at once,
         // and must not find this socket.
-        remove_socket();
+        remove_sockets();
         reply.add("ok detached\n");
         __atomic_store_n(&g_detach_done, 1, __ATOMIC_SEQ_CST);
       }
@@ -312,16 +352,19 @@ CALLSCOPE_NOINSTR void serve_one(int listen_fd) {
   timeval tv{kPeerTimeoutSec, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-  // Strict: the peer's uid must be our euid, root included.
+  // The peer's uid must be our euid now (after a setuid, the new one's), or
+  // root's: root may trace or kill us anyway, and a server started as root
+  // is what it controls.
   const uid_t euid = ::geteuid();
   ucred cred{};
   socklen_t len = sizeof cred;
   if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
     static const char kUnknown[] = "error: refused: cannot identify the peer\n";
     write_all(fd, kUnknown, sizeof kUnknown - 1);
-  } else if (cred.uid != euid) {
+  } else if (cred.uid != euid && cred.uid != 0) {
     PathBuf reply;
-    reply.add("error: refused: peer uid ").add_uint(cred.uid).add(" is not the owner (uid ").add_uint(euid).add(")\n");
+    reply.add("error: refused: peer uid ").add_uint(cred.uid).add(" is not the owner (uid ").add_uint(euid);
+    reply.add(euid == 0 ? ")\n" : ") nor root\n");
     write_all(fd, reply.c_str(), reply.size());
   } else {
     char req[kMaxRequest + 1];
@@ -373,19 +416,48 @@ CALLSCOPE_NOINSTR bool module_count_changed() {
   return changed;
 }
 
+// Whether this process could still change its euid: it is root, or a
+// set-user-ID program whose real, effective and saved uids differ.
+CALLSCOPE_NOINSTR bool euid_may_change() {
+  uid_t r = 0, e = 0, s = 0;
+  if (::getresuid(&r, &e, &s) != 0) return false;
+  return r == 0 || e == 0 || s == 0 || r != e || e != s;
+}
+
+// After a change of our euid: a socket in the new euid's directory too,
+// where its user's ctl looks (the first one stays, for root); the one of
+// an earlier change goes. `listening` says which of g_sock to poll.
+CALLSCOPE_NOINSTR void follow_euid(int pid, bool (&listening)[2]) {
+  const uid_t euid = ::geteuid();
+  if (euid == g_served_euid) return;
+  g_served_euid = euid;
+  drop_socket(g_sock[kChanged]);
+  listening[kChanged] = false;
+  if (euid == g_sock[kFirst].uid) return;
+  PathBuf disabled;
+  disabled.add("callscope: control socket for uid ").add_uint(euid).add(" disabled: ");
+  listening[kChanged] = open_socket(g_sock[kChanged], pid, disabled.c_str());
+}
+
 CALLSCOPE_NOINSTR void* control_main(void*) {
   // The runtime's own thread: the library calls it makes (and libc makes
   // for it, up to its end) are never the program's.
   current_thread()->in_hook = 1;
-  int listen_fd = g_listen_fd;
+  // The sockets of g_sock we poll: not one control_stop shut down.
+  bool listening[2] = {g_sock[kFirst].fd >= 0, false};
+  const int pid = g_owner_pid;
   uint64_t next_dump = 0;  // mono ns; 0: no interval
   while (__atomic_load_n(&g_stopping, __ATOMIC_SEQ_CST) == 0) {
+    if (begin_op()) {
+      follow_euid(pid, listening);
+      end_op();
+    }
     // Read every time round: the interval may be set or changed while we run.
     const uint64_t interval = dump_interval_ns();
     const uint64_t now = mono_ns();
     if (interval == 0) {
       next_dump = 0;
-      if (listen_fd < 0 && !g_attached) break;  // nothing left to do
+      if (!listening[kFirst] && !listening[kChanged] && !g_attached) break;  // nothing left to do
     } else if (next_dump == 0) {
       next_dump = now + interval;
     } else if (now >= next_dump) {
@@ -398,12 +470,22 @@ CALLSCOPE_NOINSTR void* control_main(void*) {
       if (next_dump <= now) next_dump = mono_ns() + interval;
       continue;
     }
-    pollfd p{listen_fd, POLLIN, 0};
+    pollfd p[2];
+    int which[2];
+    nfds_t count = 0;
+    for (int i = 0; i < 2; ++i)
+      if (listening[i]) {
+        p[count] = pollfd{g_sock[i].fd, POLLIN, 0};
+        which[count++] = i;
+      }
     int timeout = next_dump ? ms_until(next_dump, now) : -1;
     // Attached: `callscope attach` is looked after every 100 ms. Killed, it
     // can neither detach nor drain: we detach ourselves.
     if (g_attached && (timeout < 0 || timeout > 100)) timeout = 100;
-    const int n = ::poll(&p, listen_fd >= 0 ? 1 : 0, timeout);
+    // A setuid wakes us (EINTR), unless it came just before poll: looked
+    // for once a second too, while the process may still make one.
+    if ((timeout < 0 || timeout > 1000) && euid_may_change()) timeout = 1000;
+    const int n = ::poll(p, count, timeout);
     if (g_attached && !detached() && recorder_gone() && begin_op()) {
       if (!op_detach()) __atomic_store_n(&g_detach_done, 1, __ATOMIC_SEQ_CST);
       end_op();
@@ -416,20 +498,18 @@ CALLSCOPE_NOINSTR void* control_main(void*) {
       modules_changed(module_count_changed(), false);
       end_op();
     }
-    if (n > 0 && listen_fd >= 0 && (p.revents & POLLIN)) serve_one(listen_fd);
+    for (nfds_t k = 0; n > 0 && k < count; ++k)
+      if ((p[k].revents & POLLIN) && !__atomic_load_n(&g_detach_done, __ATOMIC_SEQ_CST)) serve_one(p[k].fd);
     if (__atomic_load_n(&g_detach_done, __ATOMIC_SEQ_CST)) {
       __atomic_store_n(&g_stopping, 1, __ATOMIC_SEQ_CST);
-      remove_socket();
-      if (listen_fd >= 0) ::close(listen_fd);
-      g_listen_fd = -1;
+      for (Listener& l : g_sock) drop_socket(l);
       if (g_recorder_pidfd >= 0) ::close(g_recorder_pidfd);
       g_recorder_pidfd = -1;
-      close_dir();
       break;
     }
-    if (n <= 0 || listen_fd < 0) continue;
     // Shut down (control_stop) or broken: stop listening, keep dumping.
-    if (p.revents & (POLLERR | POLLHUP | POLLNVAL)) listen_fd = -1;
+    for (nfds_t k = 0; n > 0 && k < count; ++k)
+      if (p[k].revents & (POLLERR | POLLHUP | POLLNVAL)) listening[which[k]] = false;
   }
   __atomic_store_n(&g_thread_running, false, __ATOMIC_RELEASE);
   return nullptr;
@@ -444,19 +524,22 @@ void control_start() {
     errno = saved_errno;
     return;
   }
-  // In a fork child: the listening socket is the parent's (it keeps serving
-  // it), and its thread, whatever it was doing, does not exist here.
-  if (g_listen_fd >= 0) ::close(g_listen_fd);
-  g_listen_fd = -1;
-  close_dir();
-  g_sock_name[0] = '\0';
+  // In a fork child: the listening sockets are the parent's (it keeps
+  // serving them), and its thread, whatever it was doing, does not exist
+  // here.
+  for (Listener& l : g_sock) {
+    if (l.fd >= 0) ::close(l.fd);
+    l.fd = -1;
+    close_dir(l);
+    l.name[0] = '\0';
+  }
   g_thread_running = false;
   g_stopping = 0;
   g_busy = 0;
   g_owner_pid = pid;
+  g_served_euid = ::geteuid();
 
-  g_listen_fd = open_socket(pid);
-  if (g_listen_fd < 0 && dump_interval_ns() == 0 && !g_attached) {
+  if (!open_socket(g_sock[kFirst], pid, kSocketDisabled) && dump_interval_ns() == 0 && !g_attached) {
     errno = saved_errno;
     return;
   }
@@ -475,13 +558,8 @@ void control_start() {
     ::pthread_setname_np(thread, "callscope-ctl");
   } else {
     g_thread_running = false;
-    say_disabled("cannot start the control thread");
-    if (g_listen_fd >= 0) {
-      remove_socket();
-      ::close(g_listen_fd);
-      g_listen_fd = -1;
-    }
-    close_dir();
+    say(kSocketDisabled, "cannot start the control thread");
+    drop_socket(g_sock[kFirst]);
   }
   ::pthread_attr_destroy(&attr);
   ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
@@ -489,7 +567,7 @@ void control_start() {
 }
 
 bool control_serving() {
-  return g_listen_fd >= 0 && __atomic_load_n(&g_thread_running, __ATOMIC_ACQUIRE);
+  return g_sock[kFirst].fd >= 0 && __atomic_load_n(&g_thread_running, __ATOMIC_ACQUIRE);
 }
 
 void control_stop() {
@@ -501,17 +579,19 @@ void control_stop() {
     return;
   }
   __atomic_store_n(&g_stopping, 1, __ATOMIC_SEQ_CST);
-  remove_socket();
-  // Wake the thread from poll (it sees POLLHUP). The descriptor stays open:
-  // closing it under the thread's poll could hand its number to a file of
-  // the program's, which the thread would then accept on.
-  if (g_listen_fd >= 0) ::shutdown(g_listen_fd, SHUT_RDWR);
-  // Let an operation in progress finish before the process tears down.
+  // Let an operation in progress finish before the process tears down (and
+  // before we touch g_sock: the thread replaces a socket as an operation).
   const uint64_t deadline = mono_ns() + kStopWaitNs;
   while (__atomic_load_n(&g_busy, __ATOMIC_SEQ_CST) && mono_ns() < deadline) {
     timespec ts{0, 1'000'000};
     ::nanosleep(&ts, nullptr);
   }
+  remove_sockets();
+  // Wake the thread from poll (it sees POLLHUP). The descriptors stay open:
+  // closing one under the thread's poll could hand its number to a file of
+  // the program's, which the thread would then accept on.
+  for (Listener& l : g_sock)
+    if (l.fd >= 0) ::shutdown(l.fd, SHUT_RDWR);
   errno = saved_errno;
 }
 

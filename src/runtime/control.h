@@ -22,9 +22,16 @@ enum DumpReason : uint32_t {
 void op_start();
 void op_stop();
 void op_clear();
-// Writes a snapshot of every thread's call tree; returns its number (1-based),
-// 0 when none was written (not in profile mode, or an I/O error).
+// Writes a snapshot of every thread's call tree; returns its number, 0 when
+// none was written (not in profile mode, or an I/O error). Numbers are the
+// session's, 1, 2, ... over all its processes: what `report --dump K` takes.
 uint32_t op_dump(uint32_t reason);
+// Profile mode: the process's snapshots file and the session's snapshot
+// counter, opened as the process starts (and in a fork child, after the
+// reset): a program that changes its user later (a server's worker that
+// becomes nobody) may not make files in the session any more, and
+// `ctl dump` must still work for it.
+void dumps_prepare();
 // "key: value" lines, one per line, NUL-terminated; returns the length.
 // Keys: mode, profiling (profile mode) or recording (record mode), pid,
 // threads, live_threads, calls, nodes, buffer_bytes, buffer_use, dumps,

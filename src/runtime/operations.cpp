@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -56,7 +57,13 @@ pthread_mutex_t g_reg_lock = PTHREAD_MUTEX_INITIALIZER;
 
 pthread_mutex_t g_dump_lock = PTHREAD_MUTEX_INITIALIZER;
 int g_dump_fd = -1;
-uint32_t g_dump_seq = 0;
+uint32_t g_dumps_written = 0;  // by this process (status)
+// The session's count of snapshots, one numbering for all its processes
+// (what `ctl dump` answers is what `report --dump K` takes): a word of
+// <session>/snapshots.seq, mapped shared; a fork child inherits the mapping,
+// an exec'd image maps it again.
+uint32_t* g_snapshot_count = nullptr;
+constexpr uint64_t kCounterBytes = 4096;
 
 }  // namespace
 
@@ -141,13 +148,31 @@ CALLSCOPE_NOINSTR bool write_all(int fd, const void* p, uint64_t n) {
 
 void operations_reset_after_fork() {
   // Other threads do not exist here; the parent's trees are the parent's.
+  // (The snapshot counter is the session's: shared with the parent still.)
   g_reg_count = 0;
   pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
   g_reg_lock = fresh;
   g_dump_lock = fresh;
   g_op_lock = fresh;
   g_dump_fd = -1;
-  g_dump_seq = 0;
+  g_dumps_written = 0;
+}
+
+void dumps_prepare() {
+  if (!g_profile_mode) return;
+  ::pthread_mutex_lock(&g_dump_lock);
+  if (g_dump_fd < 0) g_dump_fd = process_dir_open("dumps", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (!g_snapshot_count) {
+    const int fd = session_dir_open("snapshots.seq", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    struct stat st;
+    // Made by the first process that needs it; the others find it sized.
+    if (fd >= 0 && ::fstat(fd, &st) == 0 && (st.st_size >= 4 || ::ftruncate(fd, 4) == 0)) {
+      void* p = ::mmap(nullptr, kCounterBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      if (p != MAP_FAILED) g_snapshot_count = static_cast<uint32_t*>(p);
+    }
+    if (fd >= 0) ::close(fd);
+  }
+  ::pthread_mutex_unlock(&g_dump_lock);
 }
 
 // ---- operations ---------------------------------------------------------------
@@ -209,6 +234,8 @@ uint32_t op_dump(uint32_t reason) {
   const int saved_errno = errno;
   ::pthread_mutex_lock(&g_dump_lock);
   uint32_t seq = 0;
+  // Opened at the start (dumps_prepare), while the process could: one that
+  // changed its user since may not make files in the session any more.
   if (g_dump_fd < 0) g_dump_fd = process_dir_open("dumps", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   const uint32_t threads = __atomic_load_n(&g_reg_count, __ATOMIC_ACQUIRE);
   // Node counts first: the snapshot's size is fixed before anything is written.
@@ -232,11 +259,13 @@ uint32_t op_dump(uint32_t reason) {
     bytes += sizeof(fmt::RawDumpThread) + counts[i] * sizeof(RawProfNode);
   }
   auto* buf = static_cast<RawProfNode*>(map_anon(max_count * sizeof(RawProfNode) + 4096));
-  if (g_dump_fd >= 0 && counts && buf) {
+  // Without the session's counter no number would be sure to be the
+  // snapshot's alone: none is written.
+  if (g_dump_fd >= 0 && counts && buf && g_snapshot_count) {
     const uint64_t now = now_tick();
     fmt::RawDumpHeader dh{};
     memcpy(dh.magic, fmt::kRawDumpMagic, sizeof dh.magic);
-    dh.seq = g_dump_seq + 1;
+    dh.seq = __atomic_add_fetch(g_snapshot_count, 1, __ATOMIC_SEQ_CST);
     dh.reason = reason;
     dh.tick = now;
     dh.threads = with_tree;
@@ -253,7 +282,10 @@ uint32_t op_dump(uint32_t reason) {
       memcpy(dt.name, h->name, sizeof dt.name);
       ok = write_all(g_dump_fd, &dt, sizeof dt) && write_all(g_dump_fd, buf, dt.nodes * sizeof(RawProfNode));
     }
-    if (ok) seq = ++g_dump_seq;
+    if (ok) {
+      seq = dh.seq;
+      ++g_dumps_written;
+    }
   }
   if (buf) ::munmap(buf, max_count * sizeof(RawProfNode) + 4096);
   if (counts) ::munmap(counts, uint64_t{threads} * 16 + 8);
@@ -274,6 +306,9 @@ void release_files_at_detach() {
   ::pthread_mutex_lock(&g_dump_lock);
   if (g_dump_fd >= 0) ::close(g_dump_fd);  // used under this lock only
   g_dump_fd = -1;
+  // The counter's page becomes memory of our own, in one system call.
+  if (g_snapshot_count)
+    ::mmap(g_snapshot_count, kCounterBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
   ::pthread_mutex_unlock(&g_dump_lock);
   process_release_files(devnull);
   ::close(devnull);
@@ -316,7 +351,7 @@ size_t op_status(char* buf, size_t cap) {
     out.add("buffer_bytes: ").add_uint(bytes).add("\n");
     out.add("buffer_use: ").add_uint(nodes * sizeof(RawProfNode)).add(" of ").add_uint(uint64_t{reg} * kMaxNodes * sizeof(RawProfNode)).add(" bytes (").add_uint(nodes).add(" of ").add_uint(uint64_t{reg} * kMaxNodes).add(" nodes)\n");
     out.add("dropped_calls: ").add_uint(dropped).add("\n");
-    out.add("dumps: ").add_uint(g_dump_seq).add("\n");
+    out.add("dumps: ").add_uint(g_dumps_written).add("\n");
   } else {
     out.add("event_bytes: ").add_uint(event_bytes).add("\n");
     out.add("buffer_use: ring of ").add_uint(uint64_t{fmt::kRingSegments} * fmt::kSegmentBytes).add(" bytes per thread\n");

@@ -479,6 +479,7 @@ CALLSCOPE_NOINSTR void on_fork_child() {
   g_meta_fd = -1;
   if (start_process_record(g_incarnation, fmt::kRawProcessForked)) {
     thread_reset_after_fork(t);
+    dumps_prepare();  // its own snapshots file (the engine's reset forgot the parent's)
     tags_after_fork();
     control_start();  // the parent's control thread does not exist here
     snapshot_smaps("start");
@@ -516,6 +517,7 @@ CALLSCOPE_NOINSTR bool do_init() {
   if (::pthread_key_create(&key, thread_exit) != 0) return false;
   g_thread_key = key;
   if (!start_process_record(~0u, g_attached ? fmt::kRawProcessAttached : 0)) return false;
+  dumps_prepare();
   // Attached, the program's threads run meanwhile: the ways in are opened
   // once we are ready (callscope_rt_attach), so that none of them waits
   // here for the rest of initialization.
@@ -605,9 +607,11 @@ void notice(const char* a, const char* b, const char* c, const char* d) {
   errno = saved_errno;
 }
 
-int process_dir_open(const char* name, int flags, unsigned mode) {
+namespace {
+
+CALLSCOPE_NOINSTR int open_in(const KnownDir& d, const char* name, int flags, unsigned mode) {
   bool fresh = false;
-  const int dir = known_dir_fd(g_process, &fresh);
+  const int dir = known_dir_fd(d, &fresh);
   if (dir < 0) return -1;
   const int fd = ::openat(dir, name, flags, mode);
   if (fresh) {
@@ -617,6 +621,12 @@ int process_dir_open(const char* name, int flags, unsigned mode) {
   }
   return fd;
 }
+
+}  // namespace
+
+int process_dir_open(const char* name, int flags, unsigned mode) { return open_in(g_process, name, flags, mode); }
+
+int session_dir_open(const char* name, int flags, unsigned mode) { return open_in(g_session, name, flags, mode); }
 
 void process_dir_unlink(const char* name) {
   const int e = errno;

@@ -379,6 +379,8 @@ bool process_ready();
 // relative to the directory the runtime made and checked, never through a
 // path another user could change; -1 with errno on failure.
 int process_dir_open(const char* name, int flags, unsigned mode);
+// The same in the session's directory (files all its processes share).
+int session_dir_open(const char* name, int flags, unsigned mode);
 // Removes NAME from the current process's directory (a file we made and
 // could not set up); errno is kept.
 void process_dir_unlink(const char* name);

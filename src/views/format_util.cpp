@@ -127,8 +127,8 @@ CallSources call_sources(const format::TraceReader& trace) {
 std::string calls_summary(uint64_t calls, uint64_t unwound_calls, uint32_t threads, uint32_t processes,
                           uint32_t unwound_processes) {
   const std::string where = count_of(threads, "thread", "threads") + " of " + count_of(processes, "process", "processes");
-  if (unwound_processes == 0 || unwound_calls == 0) return std::to_string(calls) + " calls in " + where;
-  if (unwound_calls == calls) return std::to_string(calls) + " unwound frames in " + where;
+  if (unwound_processes == 0 || unwound_calls == 0) return count_of(calls, "call", "calls") + " in " + where;
+  if (unwound_calls == calls) return count_of(calls, "unwound frame", "unwound frames") + " in " + where;
   return std::to_string(calls - unwound_calls) + " calls from hooks in " +
          count_of(processes - std::min(processes, unwound_processes), "process", "processes") + ", " +
          count_of(unwound_calls, "frame", "frames") + " unwound at allocations in " +

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "analysis/report_model.h"
 #include "views/format_util.h"
 
 namespace callscope::views {
@@ -192,9 +193,10 @@ void print_info_text(const fmt::TraceReader& t, const std::vector<analysis::Stre
   }
   if (!t.dumps().empty()) {
     std::fprintf(out, "\nsnapshots (report --dump K):\n  %5s %7s %12s %8s  %s\n", "K", "PID", "TIME", "THREADS", "TAKEN BY");
-    for (size_t i = 0; i < t.dumps().size(); ++i) {
+    const std::vector<uint32_t> numbers = analysis::snapshot_numbers(t);
+    for (uint32_t i : analysis::snapshots_by_number(t)) {
       const auto& d = t.dumps()[i];
-      std::fprintf(out, "  %5zu %7u %12s %8u  %s\n", i + 1, pid_of(t, d.process_index),
+      std::fprintf(out, "  %5u %7u %12s %8u  %s\n", numbers[i], pid_of(t, d.process_index),
                    format_timestamp_ns(t.ticks_to_ns(d.tick)).c_str(), d.threads, dump_reason(d.reason));
     }
   }
@@ -290,12 +292,15 @@ nlohmann::json info_json(const fmt::TraceReader& t, const std::vector<analysis::
     j["unwound_processes"] = c.unwound_processes;
   }
   j["snapshots"] = json::array();
-  for (const auto& d : t.dumps())
+  const std::vector<uint32_t> numbers = analysis::snapshot_numbers(t);
+  for (size_t i = 0; i < t.dumps().size(); ++i) {
+    const auto& d = t.dumps()[i];
     j["snapshots"].push_back({{"process_index", d.process_index},
-                              {"seq", d.seq},
+                              {"seq", numbers[i]},  // the K of report --dump K
                               {"reason", dump_reason(d.reason)},
                               {"threads", d.threads},
                               {"time_ns", t.ticks_to_ns(d.tick)}});
+  }
   j["marks"] = json::array();
   for (const auto& m : t.marks())
     j["marks"].push_back({{"process_index", m.record.process_index},

@@ -9,7 +9,9 @@
 //  - a /tmp/callscope-UID made first by another user moves the socket to
 //    $XDG_RUNTIME_DIR/callscope, and the program says so; ctl finds it;
 //  - `ctl status` in record mode says "recording", and ctl given the pid of
-//    `callscope record` acts on the program it traces and says so.
+//    `callscope record` acts on the program it traces and says so;
+//  - (issue 30, item 5) a program that changes its user (root to nobody) is
+//    controlled by root and by its new user, and refuses a second runtime.
 //
 // "Another user" is played by uid 65534 where we run as root (chown), and
 // otherwise by a directory open to everyone without a sticky bit, which is
@@ -36,6 +38,12 @@ namespace {
 constexpr uid_t kNobody = 65534;
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+size_t count(const std::string& s, const std::string& part) {
+  size_t n = 0;
+  for (size_t at = s.find(part); at != std::string::npos; at = s.find(part, at + 1)) ++n;
+  return n;
+}
 
 std::vector<std::string> entries(const std::string& dir) {
   std::vector<std::string> out;
@@ -279,13 +287,14 @@ TEST_F(CtlHardeningTest, CtlActsOnlyInSafeDirectories) {
 // ---- item 10: /tmp/callscope-UID made first by another user ----------------
 
 // Runs in a mount namespace of its own with a fresh /tmp, so the real
-// /tmp/callscope-UID of whoever runs the tests is never touched.
+// /tmp/callscope-UID of whoever runs the tests is never touched (and the
+// build tree stays reachable, wherever it is: private_tmp_shell).
 TEST_F(CtlHardeningTest, TakenTmpDirectoryFallsBackToXdgRuntimeDir) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: a private /tmp needs a mount namespace (private_tmp_shell)";
   const std::string script = R"SH(
-    mount -t tmpfs tmpfs /tmp 2>/dev/null || { echo SKIP: cannot mount a private /tmp; exit 0; }
     uid=$(id -u)
     mkdir -m 0700 /tmp/callscope-$uid
-    chown 65534:65534 /tmp/callscope-$uid 2>/dev/null || chmod 0777 /tmp/callscope-$uid
+    chown 65534:65534 /tmp/callscope-$uid
     mkdir -m 0700 /tmp/xdg
     export XDG_RUNTIME_DIR=/tmp/xdg
     unset CALLSCOPE_CTL_DIR
@@ -305,11 +314,7 @@ TEST_F(CtlHardeningTest, TakenTmpDirectoryFallsBackToXdgRuntimeDir) {
     echo "== err"; cat /tmp/err
     echo "== left"; ls -A /tmp/callscope-$uid /tmp/xdg/callscope
   )SH";
-  const bool root = ::geteuid() == 0;
-  std::vector<std::string> argv{"env", std::string("EXE=") + CALLSCOPE_EXE, "SERVER=" + fx("server"), "unshare"};
-  argv.push_back(root ? "-m" : "-rm");
-  argv.insert(argv.end(), {"sh", "-c", script});
-  RunResult r = run(argv);
+  RunResult r = run(private_tmp_shell(script, {std::string("EXE=") + CALLSCOPE_EXE, "SERVER=" + fx("server")}));
   if (contains(r.out, "SKIP") || (r.out.empty() && contains(r.err, "unshare")))
     GTEST_SKIP() << "no private mount namespace here: " << r.out << r.err;
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -317,10 +322,91 @@ TEST_F(CtlHardeningTest, TakenTmpDirectoryFallsBackToXdgRuntimeDir) {
   EXPECT_TRUE(contains(r.out, "record exit 0\n")) << r.out;
   EXPECT_TRUE(contains(r.out, "recording: on\n")) << r.out;
   EXPECT_TRUE(contains(r.out, "callscope: control socket in /tmp/xdg/callscope instead: /tmp/callscope-")) << r.out;
-  EXPECT_TRUE(contains(r.out, root ? " is owned by uid 65534, not by us (uid 0)" : " is open to other users"))
-      << r.out;
+  EXPECT_TRUE(contains(r.out, " is owned by uid 65534, not by us (uid 0)")) << r.out;
   EXPECT_TRUE(contains(r.out, "== left\n/tmp/callscope-")) << r.out;
   EXPECT_FALSE(contains(r.out, ".sock")) << "a socket left behind: " << r.out;
+}
+
+// ---- issue 30, item 5: a program that changes its user -------------------
+
+// A server's worker started as root becomes nobody (nginx's default): root
+// still controls it through the socket made at its start (in
+// /tmp/callscope-0), nobody through the one it makes in
+// /tmp/callscope-65534 once it is nobody; a dump works for both (its files
+// were opened while it was root); attach refuses a second runtime, as
+// either, saying why; and the sockets go at the end. And root's ctl finds
+// a program started as nobody, in nobody's directory. In a private /tmp, as
+// the directories are the default ones.
+TEST_F(CtlHardeningTest, AProgramThatBecameNobodyIsServedToRootAndToNobody) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: the program becomes uid 65534";
+  if (run({"sh", "-c", "command -v setpriv"}).exit_code != 0) GTEST_SKIP() << "setpriv(1) is not installed";
+  const std::string script = R"SH(
+    as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+    wait_for() { i=0; until eval "$1" || [ $i -ge 3000 ]; do sleep 0.01; i=$((i+1)); done; }
+    # A copy nobody may run wherever the build tree is (a home 0700).
+    mkdir -m 0755 /tmp/bin && cp "$EXE" /tmp/bin/callscope && chmod 0755 /tmp/bin/callscope
+    mkfifo /tmp/in
+    "$EXE" record --mode profile -o /tmp/x.trace -- "$SERVER" < /tmp/in > /tmp/out 2> /tmp/err &
+    rec=$!
+    exec 3> /tmp/in
+    wait_for '[ -n "$(ls /tmp/callscope-0 2>/dev/null)" ]'
+    pid=$(ls /tmp/callscope-0 | sed 's/[.]sock$//')
+    echo "work 2" >&3
+    echo "setuid 65534" >&3
+    wait_for 'grep -q "^uid 65534$" /tmp/out'
+    wait_for '[ -S /tmp/callscope-65534/$pid.sock ]'
+    echo "== program"; cat /tmp/out; grep '^Uid:' /proc/$pid/status
+    echo "== root dump"; "$EXE" ctl "$pid" dump; echo "exit $?"
+    echo "== nobody dump"; as_nobody /tmp/bin/callscope ctl "$pid" dump; echo "exit $?"
+    echo "== nobody status"; as_nobody /tmp/bin/callscope ctl "$pid" status; echo "exit $?"
+    echo "== nobody attach"; as_nobody /tmp/bin/callscope attach "$pid" -o /tmp/a.trace 2>&1; echo "exit $?"
+    echo "== root attach"; "$EXE" attach "$pid" -o /tmp/b.trace 2>&1; echo "exit $?"
+    exec 3>&-
+    wait $rec
+    echo "== record exit $?"
+    echo "== err"; cat /tmp/err
+    echo "== left"; ls -A /tmp/callscope-0 /tmp/callscope-65534
+    # A program started as nobody (the runtime preloaded, no record): root's
+    # ctl finds its socket in nobody's directory.
+    cp "$SERVER" "$RUNTIME" "$STUB" /tmp/bin/ && chmod 0755 /tmp/bin/*
+    mkdir -m 0777 /tmp/nobody && mkfifo -m 0666 /tmp/in2
+    (cd /tmp/nobody && as_nobody env LD_PRELOAD=/tmp/bin/$(basename "$RUNTIME") LD_LIBRARY_PATH=/tmp/bin \
+       /tmp/bin/$(basename "$SERVER") < /tmp/in2 > /tmp/out2 2>&1) &
+    exec 4> /tmp/in2
+    wait_for '[ -n "$(ls /tmp/callscope-65534 2>/dev/null)" ]'
+    pid2=$(ls /tmp/callscope-65534 | sed 's/[.]sock$//')
+    echo "== root ctl of nobody's"; "$EXE" ctl "$pid2" status | grep "^pid: $pid2$"; echo "exit $?"
+    exec 4>&-
+    wait
+    echo "== info"; "$EXE" info /tmp/x.trace
+    echo "== report"; "$EXE" report /tmp/x.trace --dump 2 --format csv
+  )SH";
+  const std::string stub = std::string(RUNTIME_PATH).substr(0, std::string(RUNTIME_PATH).rfind('/')) +
+                           "/libcallscope-stub.so";
+  RunResult r = run(private_tmp_shell(script, {std::string("EXE=") + CALLSCOPE_EXE, "SERVER=" + fx("server"),
+                                               std::string("RUNTIME=") + RUNTIME_PATH, "STUB=" + stub}));
+  if (contains(r.out, "SKIP")) GTEST_SKIP() << r.out;
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // The program did become nobody (its own word, and the kernel's).
+  ASSERT_TRUE(contains(r.out, "== program\ndone 2\nuid 65534\nUid:\t65534\t65534\t65534\t65534\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, "== root dump\nok dump 1\nexit 0\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, "== nobody dump\nok dump 2\nexit 0\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, "dumps: 2\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, "is traced by callscope already, into a session of uid 0")) << r.out;
+  EXPECT_TRUE(contains(r.out, "runs under callscope record already: 'callscope ctl ")) << r.out;
+  EXPECT_FALSE(contains(r.out, "-finstrument-functions")) << r.out;
+  EXPECT_EQ(count(r.out, "\nexit 1\n"), 2u) << r.out;  // both attaches refused
+  EXPECT_TRUE(contains(r.out, "== record exit 0\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, "== left\n/tmp/callscope-0:\n\n/tmp/callscope-65534:\n== root ctl")) << r.out;
+  EXPECT_TRUE(contains(r.out, "== root ctl of nobody's\npid: ")) << r.out;
+  EXPECT_TRUE(contains(r.out, "\nexit 0\n== info")) << r.out;
+  // The two snapshots, by the numbers ctl gave, and what the second holds:
+  // 8 workers' 2 requests each.
+  EXPECT_TRUE(contains(r.out, "callscope ctl dump")) << r.out;
+  EXPECT_TRUE(contains(r.out, "handle_request")) << r.out;
+  const auto rows = csv_by(r.out.substr(r.out.find("== report\n") + 10), "function");
+  ASSERT_TRUE(rows.count("handle_request")) << r.out;
+  EXPECT_EQ(num(rows.at("handle_request"), "calls"), 16u) << r.out;
 }
 
 // ---- item 13: what ctl says about record mode and record's own pid --------

@@ -23,6 +23,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -300,6 +301,53 @@ TEST_F(CtlTest, DumpInProfileMode) {
   EXPECT_TRUE(contains(status.out, "mode: profile\n")) << status.out;
   EXPECT_TRUE(contains(status.out, "dumps: 1\n")) << status.out;
   EXPECT_EQ(server.finish(), 0) << server.err();
+}
+
+// One numbering of snapshots (issue 30, item 6): the server started by a
+// shell is the trace's second process, after the shell (whose final state
+// is a snapshot too). The K that `ctl PID dump` answers picks that very
+// snapshot in `report --dump K` -- told by what it holds: 8 workers x 1
+// request, then x 3 -- and `info` lists it as K, with the server's pid.
+TEST_F(CtlTest, SnapshotNumbersAreTheSameInCtlInfoAndReport) {
+  TracedProgram traced({"/bin/sh", "-c", "\"$0\"; exit $?", server_fixture()}, ctl_dir_, {"CALLSCOPE_MODE=profile"});
+  // The shell serves a socket too: the server's is the one of a process
+  // named "server".
+  pid_t pid = 0;
+  for (int i = 0; i < 1000 && pid == 0; ++i) {
+    if (DIR* d = ::opendir(ctl_dir_.c_str())) {
+      while (dirent* e = ::readdir(d)) {
+        const pid_t p = static_cast<pid_t>(std::atol(e->d_name));
+        if (p > 0 && read_file("/proc/" + std::to_string(p) + "/comm") == "server\n") pid = p;
+      }
+      ::closedir(d);
+    }
+    if (pid == 0) ::usleep(10000);
+  }
+  ASSERT_GT(pid, 0) << traced.err();
+  const std::string p = std::to_string(pid);
+  EXPECT_EQ(traced.command("work 1"), "done 1");
+  EXPECT_EQ(ctl(ctl_dir_, {p, "dump"}).out, "ok dump 1\n");
+  EXPECT_EQ(traced.command("work 2"), "done 2");
+  EXPECT_EQ(ctl(ctl_dir_, {p, "dump"}).out, "ok dump 2\n");
+  EXPECT_EQ(traced.finish(), 0) << traced.err();
+
+  for (const auto& [k, requests] : {std::pair{1, 8u}, std::pair{2, 24u}}) {
+    auto rows = flat_report(traced.trace(), {"--dump", std::to_string(k)});
+    EXPECT_EQ(num(rows["handle_request"], "calls"), requests) << "snapshot " << k;
+  }
+  RunResult info = callscope({"info", traced.trace()});
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  std::istringstream lines(info.out.substr(info.out.find("snapshots (report --dump K):")));
+  std::map<int, std::string> taken;  // K -> "PID  TAKEN BY" (the columns' last two spaces apart)
+  for (std::string line; std::getline(lines, line) && !line.empty();) {
+    std::istringstream fields(line);
+    int k = 0;
+    std::string pid_text;
+    if (fields >> k >> pid_text) taken[k] = pid_text + line.substr(line.rfind("  "));
+  }
+  EXPECT_EQ(taken[1], p + "  callscope ctl dump") << info.out;
+  EXPECT_EQ(taken[2], p + "  callscope ctl dump") << info.out;
+  EXPECT_EQ(taken.size(), 4u) << info.out;  // and the two processes' final states
 }
 
 TEST_F(CtlTest, IntervalDumpsRunWithoutASocket) {

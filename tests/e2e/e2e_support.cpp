@@ -106,6 +106,27 @@ std::string read_file(const std::string& path) {
 
 std::string plain_fixture() { return std::string(FIXTURE_DIR) + "/plain"; }
 
+std::vector<std::string> private_tmp_shell(const std::string& script, const std::vector<std::string>& env) {
+  // The build tree is kept by a descriptor opened before the new /tmp hides
+  // it, and bound back at its path (through the descriptor: mount(8) is
+  // told not to resolve that path, which would now lead into the new /tmp).
+  static const char kPrelude[] = R"SH(
+    exec 9<"$CALLSCOPE_BUILD_DIR" || { echo "SKIP: cannot open the build tree"; exit 0; }
+    mount -t tmpfs tmpfs /tmp 2>/dev/null || { echo "SKIP: cannot mount a private /tmp"; exit 0; }
+    case "$CALLSCOPE_BUILD_DIR" in
+      /tmp/*)
+        { mkdir -p "$CALLSCOPE_BUILD_DIR" &&
+          mount --no-canonicalize --bind /proc/self/fd/9 "$CALLSCOPE_BUILD_DIR"; } 2>/dev/null ||
+          { echo "SKIP: cannot keep the build tree in the private /tmp"; exit 0; } ;;
+    esac
+    exec 9<&-
+  )SH";
+  std::vector<std::string> argv{"env", std::string("CALLSCOPE_BUILD_DIR=") + BUILD_DIR};
+  argv.insert(argv.end(), env.begin(), env.end());
+  argv.insert(argv.end(), {"unshare", "-m", "sh", "-c", kPrelude + script});
+  return argv;
+}
+
 TempDir::TempDir() {
   std::string tmpl = (std::getenv("TMPDIR") ? std::string(std::getenv("TMPDIR")) : std::string("/tmp")) +
                      "/callscope-e2e.XXXXXX";

@@ -32,6 +32,17 @@ RunResult callscope(const std::vector<std::string>& args);
 // `callscope ctl ARGS...` with CALLSCOPE_CTL_DIR=ctl_dir.
 RunResult ctl(const std::string& ctl_dir, const std::vector<std::string>& args);
 
+// The argv that runs `sh -c script` in a mount namespace of its own
+// (`unshare -m`: root only; in a user namespace, `unshare -rm`, '/' belongs
+// to an unmapped uid, which the runtime's directory checks rightly refuse)
+// whose /tmp is a fresh tmpfs: a test can use the default places
+// (/tmp/callscope-UID) without touching anyone's. The build tree stays
+// reachable where it was, also when it is under /tmp (a clone in /tmp/x
+// builds in /tmp/x/build). `env`: NAME=value settings for the script. Where
+// no such namespace can be made, the script does not run and "SKIP: why"
+// is printed instead.
+std::vector<std::string> private_tmp_shell(const std::string& script, const std::vector<std::string>& env = {});
+
 std::vector<std::string> variants();                  // "gcc-O0", ...
 // A variant as a test name: "gcc-O0" -> "gcc_O0" (gtest allows no '-').
 std::string variant_test_name(std::string variant);

@@ -104,8 +104,7 @@ TEST(Inject, BorrowedThreadMakesCallsThereAndTheProgramRunsOn) {
   const uint64_t data = static_cast<uint64_t>(*page), code = data + 4096;
   const char text[] = "1729 callscope was here";
   ASSERT_TRUE(inject::write_remote(target.pid(), data, text, sizeof text));
-  const uint8_t trap = 0xcc;
-  ASSERT_TRUE(inject::write_remote(target.pid(), code, &trap, 1));
+  ASSERT_TRUE(inject::write_remote(target.pid(), code, inject::kReturnStub, sizeof inject::kReturnStub));
   EXPECT_EQ(thread->syscall(SYS_mprotect, {code, 4096, PROT_READ | PROT_EXEC}), 0);
   // A function of its libc called there: atoi of our text.
   auto maps = inject::read_maps(target.pid(), &error);

@@ -281,11 +281,12 @@ class QueryAttachTest : public QueryLiveTest {
   // `record` of live 1000 GATE DONE in the background, and the program's
   // pid once it waits at the gate (its first 1000 beats done).
   pid_t start_recording(std::unique_ptr<Background>& rec, const std::vector<std::string>& record_flags = {},
-                        int beats = 1000) {
+                        int beats = 1000, const std::vector<std::string>& program_args = {}) {
     std::vector<std::string> args{"record", "-o", dir_.file("rec.trace")};
     args.insert(args.end(), record_flags.begin(), record_flags.end());
     for (const std::string& a : {std::string("--"), fixture(GetParam(), "live"), std::to_string(beats), gate_, done_})
       args.push_back(a);
+    args.insert(args.end(), program_args.begin(), program_args.end());
     rec = std::make_unique<Background>(dir_, args, "record");
     EXPECT_TRUE(wait_until([&] { return exists(gate_ + ".ready"); })) << rec->err();
     RunResult ps = run({"pgrep", "-P", std::to_string(rec->pid())});
@@ -336,6 +337,32 @@ TEST_P(QueryAttachTest, ExitDetachesAndGivenTheRecorderItAttachesToItsProgram) {
   RunResult offline =
       callscope({"query", "-q", "-n", "pid$target:a.out:beat:entry { @ = count(); }", dir_.file("rec.trace")});
   EXPECT_NE(offline.out.find("             2000\n"), std::string::npos) << offline.out;
+}
+
+// A program that wrote over its argv and environment (setproctitle, as
+// nginx, PostgreSQL and redis do) is found all the same (issue 30, item 4):
+// by the session files its runtime maps, not by CALLSCOPE_DIR in
+// /proc/PID/environ, which is gone. ctl given the recorder's pid finds it too.
+TEST_P(QueryAttachTest, FindsAProgramThatRewroteItsArgvAndEnvironment) {
+  std::unique_ptr<Background> rec;
+  const pid_t pid = start_recording(rec, {}, 1000, {"retitle"});
+  ASSERT_GT(pid, 0);
+  const std::string proc = "/proc/" + std::to_string(pid);
+  EXPECT_EQ(read_file(proc + "/cmdline").rfind("live: worker process", 0), 0u) << read_file(proc + "/cmdline");
+  EXPECT_EQ(read_file(proc + "/environ").find("CALLSCOPE_DIR="), std::string::npos) << "not written over";
+  Background query(dir_, {"query", "-n", "pid$target:a.out:beat:entry { @beats = count(); }", "-p",
+                          std::to_string(pid)});
+  ASSERT_TRUE(wait_until([&] { return query.err().find("matched") != std::string::npos; })) << query.err();
+  RunResult ctl = callscope({"ctl", std::to_string(rec->pid()), "status"});
+  EXPECT_EQ(ctl.exit_code, 0) << ctl.err;
+  EXPECT_NE(ctl.err.find("acting on the program it traces, process " + std::to_string(pid)), std::string::npos)
+      << ctl.err;
+  EXPECT_NE(ctl.out.find("pid: " + std::to_string(pid) + "\n"), std::string::npos) << ctl.out;
+  touch(gate_);
+  ASSERT_EQ(query.wait(), 0) << query.err();
+  EXPECT_NE(query.out().find("             1000\n"), std::string::npos) << query.out();
+  ASSERT_EQ(rec->wait(), 0) << rec->err();
+  EXPECT_EQ(slurp(done_), "beats=2000\n");
 }
 
 TEST_P(QueryAttachTest, ADescriptionThatMatchesNothingDetaches) {

@@ -37,9 +37,11 @@
 //        first=T first_tick=TICK] [excluded] [open]
 //   mark process=0 [thread=N] tick=TICK id=N text=TEXT TO THE END OF THE LINE
 //
-// `snapshot` starts the next snapshot (K of `report --dump K` counts them in
-// the order written: each process's own, its final state -- reason 4 --
-// last). Each `node` line adds a node to the tree of `thread` in the current
+// `snapshot` starts the next snapshot, written in the order given (each
+// process's own, its final state -- reason 4 -- last); `seq` is its number,
+// the K of `report --dump K`, when no two snapshots share one (the
+// session's numbering), else K counts them in that order (older traces,
+// whose processes numbered apart). Each `node` line adds a node to the tree of `thread` in the current
 // snapshot; a tree's nodes are numbered 1, 2, ... in order, `parent` names
 // an earlier one (0, the default, is the root). Unset statistics are those
 // of a node without a completed call (min and first_tick none). A snapshot

@@ -285,6 +285,34 @@ TEST(analysis_final_dumps, LastSnapshotOfEachProcess) {
   }
 }
 
+// The K of `report --dump K` (and of `ctl dump`'s answer): the session's
+// numbering, kept in DumpRecord::seq; a trace whose processes numbered their
+// snapshots apart is numbered by place, as before.
+TEST(analysis_snapshot_numbers, TheSessionsNumbersOrPlaces) {
+  TempDir dir;
+  const std::vector<fmt::ProfileNodeRecord> one = {root(), pn(0xa, 0, {1, 10, 10, 10, 10, 1, 10})};
+  {  // A shell (process 0, its final state only) and the server it started,
+     // which took snapshots 1 and 2; the final states after them.
+    auto t = write_trace(dir.file("a.trace"), 2, {0, 1},
+                         {{0, 3, 4, 10, {{0, one}}}, {1, 1, 2, 15, {{1, one}}}, {1, 2, 2, 25, {{1, one}}},
+                          {1, 4, 4, 30, {{1, one}}}});
+    ASSERT_TRUE(t);
+    EXPECT_EQ(snapshot_numbers(*t), (std::vector<uint32_t>{3, 1, 2, 4}));
+    EXPECT_EQ(snapshot_index(*t, 1), 1u);
+    EXPECT_EQ(snapshot_index(*t, 3), 0u);
+    EXPECT_EQ(snapshot_index(*t, 5), std::nullopt);
+    EXPECT_EQ(snapshot_index(*t, 0), std::nullopt);
+    EXPECT_EQ(snapshots_by_number(*t), (std::vector<uint32_t>{1, 2, 0, 3}));
+  }
+  {  // Each process from 1 (older traces): by place.
+    auto t = write_trace(dir.file("b.trace"), 2, {0, 1},
+                         {{0, 1, 4, 10, {{0, one}}}, {1, 1, 2, 15, {{1, one}}}, {1, 2, 4, 30, {{1, one}}}});
+    ASSERT_TRUE(t);
+    EXPECT_EQ(snapshot_numbers(*t), (std::vector<uint32_t>{1, 2, 3}));
+    EXPECT_EQ(snapshot_index(*t, 2), 1u);
+  }
+}
+
 TEST(analysis_build_profile_from_dumps, TreesOfChosenSnapshots) {
   TempDir dir;
   const std::vector<fmt::ProfileNodeRecord> s1 = {root(), pn(0xa, 0, {1, 90, 30, 90, 90, 1, 90, fmt::kProfNodeOpen}),

@@ -81,7 +81,8 @@ void build_profile_session(const std::string& dir) {
   c1.tid = 200;
   c1.nodes = {root(), pnode(0x401000, 0, {0, 40, 30, kNone, 0, kNone, 0, kProfNodeOpen}),
               pnode(0x401300, 1, {1, 10, 10, 10, 10, 40, 10})};
-  write_bytes(dir + "/200.0/dumps", snapshot_bytes(1, 3, 50, {c1}));
+  // The session's numbering: process 100 took snapshots 1 and 2, this one 3.
+  write_bytes(dir + "/200.0/dumps", snapshot_bytes(3, 3, 50, {c1}));
 }
 
 class FinalizedProfile : public ::testing::Test {
@@ -164,11 +165,13 @@ TEST_F(FinalizedProfile, DumpsInOrderFinalStateLast) {
     uint32_t process, seq, reason, threads;
     uint64_t tick;
   };
+  // Numbers: the snapshots keep the session's, the final states come after
+  // them all (what `report --dump K` takes).
   const Want want[] = {
       {0, 1, 1, 1, 200},   {0, 2, 2, 1, 400},
-      {0, 3, 4, 1, 600},   // final state: the process's end
-      {1, 1, 3, 1, 2050},  // ticks moved by the process's offset
-      {1, 2, 4, 2, 2700},
+      {0, 4, 4, 1, 600},   // final state: the process's end
+      {1, 3, 3, 1, 2050},  // ticks moved by the process's offset
+      {1, 5, 4, 2, 2700},
   };
   for (size_t i = 0; i < std::size(want); ++i) {
     SCOPED_TRACE("dump " + std::to_string(i));

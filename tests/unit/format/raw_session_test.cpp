@@ -566,5 +566,25 @@ TEST_F(Finalized, EventsBalancedGapsKeepFramesThatWentOnAndCutsAreMarked) {
   }
 }
 
+// The session of a process, from the paths /proc shows of the files its
+// runtime maps and holds open (ctl, query -p and attach look there: the
+// environment may have been written over).
+TEST(SessionOfPath, FilesAndDirectoriesOfAProcess) {
+  const std::string s = "/dev/shm/callscope-x.trace.Ab12Cd";
+  for (const char* tail : {"/4242.0", "/4242.0/meta", "/4242.0/dumps", "/4242.0/t4242.ev", "/4242.1/t4250.3.ev",
+                           "/4242.0/t4250.spill", "/4242.0/t4250.prof"})
+    EXPECT_EQ(session_of_path(s + tail), s) << tail;
+  // Spaces and dots in the session's own path are its own.
+  EXPECT_EQ(session_of_path("/tmp/a b/c.1/callscope-4.raw/17.0/t17.ev"), "/tmp/a b/c.1/callscope-4.raw");
+}
+
+TEST(SessionOfPath, OtherPathsAreNot) {
+  for (const char* path : {"", "relative/4242.0/meta", "/4242.0/meta", "/lib/x86_64-linux-gnu/libc.so.6",
+                           "/s/4242.0/notes", "/s/4242.0/t.ev", "/s/4242.0/tx1.ev", "/s/4242/t1.ev", "/s/42.4.2/meta",
+                           "/s/4242.0/meta (deleted)", "/s/4242.0 (deleted)", "/s/recorder.meta", "/s/.0/meta",
+                           "/s/4242./meta", "socket:[123]", "/dev/null"})
+    EXPECT_EQ(session_of_path(path), std::nullopt) << path;
+}
+
 }  // namespace
 }  // namespace callscope::format
