@@ -280,6 +280,7 @@ uint64_t add_snapshot(CallTree& tree, const std::vector<format::ProfileNodeRecor
     s.first = r.first;
     s.first_tick = r.calls ? r.first_tick : kNoTick;
     s.open = (r.flags & format::kProfNodeOpen) ? 1 : 0;
+    s.inherited = r.flags >> format::kProfNodeInheritedShift;
     if (s.open && !open_counted) {  // trace 1.1: the open call's time is there, not the call
       if (s.calls == 0) {  // its time alone; when it began is not known
         s.min = s.max = s.first = s.total;

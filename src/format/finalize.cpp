@@ -127,7 +127,8 @@ Status write_tree(TraceWriter& w, const RawTree& t, uint32_t thread, uint32_t du
     ProfileNodeRecord r{};
     r.fn = i == 0 ? 0 : n.fn;
     r.parent = i == 0 ? 0 : n.parent;
-    r.flags = n.flags & (kProfNodeExcluded | kProfNodeOpen);
+    r.flags = (n.flags & (kProfNodeExcluded | kProfNodeOpen)) |
+              std::min<uint32_t>(n.inherited, 0xffff) << kProfNodeInheritedShift;
     r.calls = n.calls;
     r.total = n.total;
     r.self = n.self;

@@ -13,6 +13,7 @@ namespace callscope::format {
 // A node with no call: what a new node starts with and a clear leaves.
 __attribute__((no_instrument_function)) inline void reset_node_stats(RawProfNode& n) {
   n.calls = n.total = n.self = n.max = n.first = 0;
+  n.inherited = 0;
   n.min = ~uint64_t{0};
   n.first_tick = ~uint64_t{0};
 }
@@ -43,6 +44,7 @@ __attribute__((no_instrument_function)) inline void add_open_time(RawProfNode* n
     if (f.node < count && f.node != 0) {
       RawProfNode& n = nodes[f.node];
       ++n.calls;
+      if (f.flags & kProfFrameInherited) ++n.inherited;
       n.total += el;
       const uint64_t below = child + above;
       n.self += el > below ? el - below : 0;

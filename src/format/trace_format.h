@@ -360,12 +360,13 @@ struct RawProfNode {
   uint32_t depth;            // 1 = outermost
   uint32_t flags;            // kProfNode*
   uint32_t next;             // runtime only: the sibling entered after this one last time
-  uint32_t reserved;
+  uint32_t inherited;        // of `calls`, those already in progress at a start (1.8; before: 0)
 };
 static_assert(sizeof(RawProfNode) == 88);
 inline constexpr uint32_t kProfNodeExcluded = 1;  // filtered out: its time counts in its parent
 inline constexpr uint32_t kProfNodeChrono = 2;    // a chrono function: events are recorded below it
 inline constexpr uint32_t kProfNodeOpen = 4;      // (snapshots) a call was in progress: counted, with its time so far
+inline constexpr unsigned kProfNodeInheritedShift = 16;  // ProfileNodeRecord::flags: the inherited calls
 
 struct RawProfFrame {
   uint64_t fn;
@@ -381,6 +382,9 @@ inline constexpr uint32_t kProfFrameExcluded = 1;  // not counted (filter, depth
 inline constexpr uint32_t kProfFrameChrono = 2;    // opened a chrono region
 inline constexpr uint32_t kProfFrameEmitted = 4;   // its entry event was written
 inline constexpr uint32_t kProfFrameMin = 8;       // a minimum duration applies: the runtime's slow path closes it
+// Entered while recording was stopped and open at the start: a call from
+// the start on, counted in RawProfNode::inherited too (1.8).
+inline constexpr uint32_t kProfFrameInherited = 1u << 18;
 
 // dumps: snapshots, one after the other; each a RawDumpHeader, then per
 // thread a RawDumpThread and its nodes. A snapshot cut short by a crash has
@@ -645,7 +649,8 @@ static_assert(sizeof(DumpRecord) == 24);
 struct ProfileNodeRecord {
   uint64_t fn;
   uint32_t parent;           // index into the same block; the root (0) is its own parent
-  uint32_t flags;            // kProfNodeExcluded, kProfNodeOpen
+  uint32_t flags;            // kProfNodeExcluded, kProfNodeOpen; bits 16-31 (1.8): of `calls`, those
+                             // already in progress at a start (kProfNodeInheritedShift; at most 65535)
   uint64_t calls;
   uint64_t total;
   uint64_t self;

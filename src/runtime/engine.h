@@ -21,8 +21,8 @@ inline constexpr uint64_t kProfNoTick = ~uint64_t{0};
 // t<tid>.prof look at kProfFrameExcluded only). Stop and start (profile.cpp):
 inline constexpr uint32_t kFrameStopped = 1u << 16;    // entered while stopped: no node yet, never counted
 inline constexpr uint32_t kFrameBanked = 1u << 17;     // stopped: its time up to the pause is in its node
-inline constexpr uint32_t kFrameInherited = 1u << 18;  // entered while stopped, open at the start: its time
-                                                       // from the start counts, not as a call
+inline constexpr uint32_t kFrameInherited = fmt::kProfFrameInherited;  // entered while stopped, open at the
+                                                                        // start: a call from there (inherited)
 
 // The per-thread table of (parent, fn) -> node: open addressing, 0 = empty.
 CALLSCOPE_NOINSTR inline uint32_t engine_hash(uint32_t parent, uint64_t fn, uint32_t mask) {

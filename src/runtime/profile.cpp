@@ -242,7 +242,9 @@ CALLSCOPE_NOINSTR void count_frame(ThreadState* t, const RawProfFrame& f, uint64
   n.total += d;
   n.self += d > f.child ? d - f.child : 0;
   parent->child += d;
-  if (f.flags & kFrameInherited) return;  // began while stopped: not a call
+  // A frame begun while stopped is a call from the start on, as a recording
+  // counts it (analysis/stats.h): avg never exceeds max.
+  if (f.flags & kFrameInherited) ++n.inherited;
   ++n.calls;
   if (d < n.min) n.min = d;
   if (d > n.max) n.max = d;

@@ -229,6 +229,24 @@ std::string TracedProgram::err() const {
   return ss.str();
 }
 
+uint64_t entries_streamed(const std::string& partial_trace_path) {
+  auto reader = format::TraceReader::open(partial_trace_path);
+  if (!reader) {
+    ADD_FAILURE() << reader.error().message();
+    return 0;
+  }
+  (*reader)->allow_unlisted_threads();
+  uint64_t n = 0;
+  for (uint32_t t = 0; t < (*reader)->threads().size(); ++t) {
+    Status st = (*reader)->for_each_event(t, [&](const format::TraceEvent& e) {
+      n += e.kind == format::EventKind::kEntry;
+      return true;
+    });
+    EXPECT_TRUE(st.ok()) << st.error().message();
+  }
+  return n;
+}
+
 TraceSummary summarize(const std::string& trace_path) {
   TraceSummary s;
   auto reader = format::TraceReader::open(trace_path);

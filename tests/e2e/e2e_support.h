@@ -131,6 +131,11 @@ struct TraceSummary {
 // Reads the whole trace; fails the current test on a damaged trace.
 TraceSummary summarize(const std::string& trace_path);
 
+// The function entries of every thread of a trace a recorder was still
+// streaming when it died (a copy of its NAME.tmp.* file: no thread records
+// yet, no end block); 0 when it cannot be read (the test then fails).
+uint64_t entries_streamed(const std::string& partial_trace_path);
+
 // The calls of one thread of a trace in order, one word per event: "+f" an
 // entry of f, "-f" its exit, "~f" closed as unwound, "!f" as truncated, "?f"
 // a stray exit (names as in TraceSummary::calls); fails the current test on

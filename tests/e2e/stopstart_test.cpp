@@ -215,13 +215,19 @@ TEST_P(StopStartTest, StartOffThenStartFromTheProgram) {
       EXPECT_EQ(s.calls_of("work"), kK);
       EXPECT_EQ(s.calls_of("nap"), 0u);
     }
-    // main, outer and works began while stopped: their time after the start
-    // counts, not as a call; the calls made after it are under them.
+    // main and outer began while stopped: each is a call from the start on,
+    // inherited, in either mode (AVG never exceeds MAX); the calls made
+    // after it are under them.
     auto rows = flat();
     auto paths = tree();
     EXPECT_EQ(num(rows["work"], "calls"), kK) << mode;
     EXPECT_EQ(num(rows["works"], "calls"), 1u) << mode;
-    EXPECT_EQ(num(rows["outer"], "calls"), 0u) << mode;
+    EXPECT_EQ(num(rows["works"], "inherited_calls"), 0u) << mode;
+    for (const char* f : {"main", "outer"}) {
+      EXPECT_EQ(num(rows[f], "calls"), 1u) << mode << ": " << f;
+      EXPECT_EQ(num(rows[f], "inherited_calls"), 1u) << mode << ": " << f;
+      EXPECT_LE(num(rows[f], "avg_ns"), num(rows[f], "max_ns")) << mode << ": " << f;
+    }
     EXPECT_EQ(paths["main/outer/works/work"], kK) << mode;
     EXPECT_EQ(paths["main/outer/works"], 1u) << mode;
     EXPECT_EQ(paths["work"], 0u) << mode;
