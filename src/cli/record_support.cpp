@@ -209,6 +209,38 @@ Result<std::string> make_session_dir(const std::string& raw_dir, const std::stri
   return std::string(real);
 }
 
+namespace {
+
+bool preloadable(const std::string& path) { return path.find_first_of(" \t\n:") == std::string::npos; }
+
+}  // namespace
+
+Result<std::string> preload_value(const std::vector<std::string>& libs, const std::string& session,
+                                  std::string& made_dir) {
+  std::string value;
+  for (const std::string& lib : libs) {
+    std::string path = lib;
+    if (!preloadable(path)) {
+      std::string dir = session;
+      if (!preloadable(dir)) {
+        if (made_dir.empty()) {
+          char tmpl[] = "/tmp/callscope-preload.XXXXXX";
+          if (!::mkdtemp(tmpl)) return system_error("cannot create a directory in /tmp for the runtime's link", errno);
+          made_dir = tmpl;
+        }
+        dir = made_dir;
+      }
+      path = dir + "/" + lib.substr(lib.rfind('/') + 1);
+      if (!preloadable(path))
+        return Error("cannot preload '" + lib + "': its file name holds a space or a colon, which LD_PRELOAD cannot carry");
+      if (::symlink(lib.c_str(), path.c_str()) != 0 && errno != EEXIST)
+        return system_error("cannot link '" + path + "' to '" + lib + "'", errno);
+    }
+    value += (value.empty() ? "" : ":") + path;
+  }
+  return value;
+}
+
 void remove_tree(const std::string& dir) {
   ::nftw(
       dir.c_str(),

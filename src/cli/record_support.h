@@ -34,6 +34,14 @@ std::string instrumentation_sources(const std::string& path);
 std::string default_raw_dir(const std::string& output);
 // A fresh session directory: <raw_dir>/callscope-<output name>.XXXXXX
 Result<std::string> make_session_dir(const std::string& raw_dir, const std::string& output);
+// LD_PRELOAD's value for `libs`, in that order. The dynamic linker splits
+// the variable at spaces and colons, with no way to quote one: a library
+// whose path holds either (a build in "/home/u/my projects") is preloaded
+// through a link of a plain name, in `session` when its path is plain too,
+// else in a directory made for it in /tmp, whose path goes to `made_dir`
+// (the caller removes it once the program has ended).
+Result<std::string> preload_value(const std::vector<std::string>& libs, const std::string& session,
+                                  std::string& made_dir);
 void remove_tree(const std::string& dir);
 
 

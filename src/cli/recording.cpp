@@ -280,13 +280,13 @@ Result<std::unique_ptr<Recording>> Recording::start(const RecordOptions& o, cons
     CALLSCOPE_TRY(s.claim, OutputClaim::take(o.output, o.force));
   }
   CALLSCOPE_TRY(std::string runtime, find_runtime());
-  std::string preload = runtime;
+  std::vector<std::string> preload = {runtime};
   if (o.memory) {
     // Beside the runtime, and before it: its allocator wrappers call the runtime.
     const std::string mem = runtime.substr(0, runtime.rfind('/') + 1) + "libcallscope-mem.so";
     if (::access(mem.c_str(), R_OK) != 0)
       return system_error("--memory needs " + mem + " (beside the runtime)", errno);
-    preload = mem + ":" + runtime;
+    preload = {mem, runtime};
     // The runtime's engine (profile mode, filters) writes no memory events yet.
     for (const auto& [name, value] : o.runtime_env) {
       if (name == "CALLSCOPE_MODE" && value != "record")
@@ -403,7 +403,9 @@ Result<std::unique_ptr<Recording>> Recording::start(const RecordOptions& o, cons
     if (stopped) r->attach_stopped_ms_ = *stopped;
     else child = stopped.error();
   } else {
-    child = spawn(program, o.command, preload, session, env);
+    auto value = preload_value(preload, session, r->preload_dir_);
+    if (value) child = spawn(program, o.command, *value, session, env);
+    else child = value.error();
   }
   ::sigaction(SIGINT, &ignore, nullptr);
   ::sigaction(SIGQUIT, &ignore, nullptr);
@@ -445,6 +447,7 @@ Recording::~Recording() {
     s_->restore();
   }
   if (remove_later_) remove_tree(session_);
+  if (!preload_dir_.empty()) remove_tree(preload_dir_);
   if (g_child == child_) g_child = 0;
 }
 

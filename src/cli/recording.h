@@ -102,6 +102,7 @@ class Recording {
   int main_status_ = 0;
   bool main_reaped_ = false;
   bool remove_later_ = false;
+  std::string preload_dir_;  // links to the preloaded libraries, when their paths hold spaces (preload_value)
   bool drain_here_ = false;
   double attach_stopped_ms_ = 0;
   void remove_session();
