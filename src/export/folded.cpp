@@ -5,6 +5,7 @@
 #include "export/aggregate_exports.h"
 
 #include <cmath>
+#include <map>
 
 namespace callscope::exporter {
 
@@ -29,6 +30,11 @@ std::string folded_frame(const std::string& name) {
 void write_folded(const format::TraceReader& trace, const StackTree& t, Weight w, FILE* out) {
   std::vector<std::string> names(t.labels.size());
   for (size_t i = 0; i < names.size(); ++i) names[i] = folded_frame(t.labels[i]);
+  constexpr uint32_t kElided = ~0u;
+  const std::string elided_name = folded_frame(kElidedFramesLabel);
+  // Lines of stacks too deep to show whole (stacks.h): alike once elided,
+  // summed and written after the others, in order.
+  std::map<std::string, uint64_t> elided_lines;
   std::string line;
   walk_stacks(t, [&](uint32_t id, const std::vector<uint32_t>& path) {
     const StackNode& n = t.nodes[id];
@@ -41,15 +47,21 @@ void write_folded(const format::TraceReader& trace, const StackTree& t, Weight w
     }
     if (v == 0) return;
     line.clear();
-    for (size_t i = 0; i < path.size(); ++i) {
+    const std::vector<uint32_t> shown = shown_frames(path, kElided);
+    for (size_t i = 0; i < shown.size(); ++i) {
       if (i) line += ';';
-      line += names[path[i]];
+      line += shown[i] == kElided ? elided_name : names[shown[i]];
+    }
+    if (shown.size() != path.size()) {
+      elided_lines[line] += v;
+      return;
     }
     line += ' ';
     line += std::to_string(v);
     line += '\n';
     std::fwrite(line.data(), 1, line.size(), out);
   });
+  for (const auto& [stack, v] : elided_lines) std::fprintf(out, "%s %llu\n", stack.c_str(), static_cast<unsigned long long>(v));
 }
 
 }  // namespace callscope::exporter

@@ -119,25 +119,46 @@ Result<std::string> pprof_profile(const format::TraceReader& trace, const StackT
         });
     });
   };
+  // Stacks too deep to show whole (stacks.h) read alike once elided: their
+  // samples are summed, and written after the others, in order.
+  const analysis::FunctionInfo elided_frame{kElidedFramesLabel, "", "", 0};
+  std::map<std::pair<std::vector<uint64_t>, int64_t>, std::vector<uint64_t>> elided;
+  auto add_sample = [&](const std::vector<uint64_t>& locs, const std::vector<uint64_t>& values, int64_t thread,
+                        bool was_elided) {
+    if (!was_elided) return sample(locs, values, thread);
+    auto [it, fresh] = elided.try_emplace({locs, thread}, values.size(), 0);
+    for (size_t i = 0; i < values.size(); ++i) it->second[i] += values[i];
+  };
+  constexpr uint32_t kElided = ~0u;
   walk_stacks(t, [&](uint32_t id, const std::vector<uint32_t>& path) {
     const StackNode& n = t.nodes[id];
     if (n.function < 0) return;
     location(p.functions[static_cast<size_t>(n.function)]);
     if (!n.counted || (n.stats.calls == 0 && n.own_ticks == 0 && n.stats.total == 0)) return;
+    const std::vector<uint32_t> shown = shown_frames(path, kElided);
     std::vector<uint64_t> locs;
-    for (size_t i = path.size(); i-- > 0;) {
-      const StackNode& f = t.nodes[path[i]];
+    for (size_t i = shown.size(); i-- > 0;) {
+      if (shown[i] == kElided) {
+        locs.push_back(location(elided_frame));
+        continue;
+      }
+      const StackNode& f = t.nodes[shown[i]];
       if (f.function >= 0) locs.push_back(location(p.functions[static_cast<size_t>(f.function)]));
     }
     std::vector<uint64_t> values = {n.stats.calls, ns_of(trace, n.stats.total), ns_of(trace, n.own_ticks)};
     if (with_memory) values.insert(values.end(), {0, 0, 0});
-    sample(locs, values, t.per_thread ? static_cast<int64_t>(t.nodes[path.front()].thread) : -1);
+    add_sample(locs, values, t.per_thread ? static_cast<int64_t>(t.nodes[path.front()].thread) : -1,
+               shown.size() != path.size());
   });
   for (const MemorySample& s : memory) {
+    std::vector<const analysis::FunctionInfo*> frames;
+    for (const analysis::FunctionInfo& f : s.path) frames.push_back(&f);
+    const std::vector<const analysis::FunctionInfo*> shown = shown_frames(frames, &elided_frame);
     std::vector<uint64_t> locs;
-    for (size_t i = s.path.size(); i-- > 0;) locs.push_back(location(s.path[i]));
-    sample(locs, {0, 0, 0, s.allocs, s.bytes, s.leaked_bytes}, s.thread);
+    for (size_t i = shown.size(); i-- > 0;) locs.push_back(location(*shown[i]));
+    add_sample(locs, {0, 0, 0, s.allocs, s.bytes, s.leaked_bytes}, s.thread, shown.size() != s.path.size());
   }
+  for (const auto& [key, values] : elided) sample(key.first, values, key.second);
 
   // Mappings, one per module (pprof groups by them), then locations and
   // functions.

@@ -60,4 +60,26 @@ StackTree build_stacks(const format::TraceReader& trace, const analysis::Profile
 // in order.
 void walk_stacks(const StackTree& t, const std::function<void(uint32_t, const std::vector<uint32_t>&)>& f);
 
+// Deep stacks, bounded. The pictures that write a whole path per node
+// (folded stacks, pprof samples) show at most kOuterFrames + 1 +
+// kInnerFrames frames of it: its outermost ones, one "[frames elided]",
+// its innermost ones -- as perf caps its stacks (127 frames by default).
+// Unbounded, a 100,000-deep recursion made 10 GB of folded lines and
+// minutes of pprof: the work was quadratic in the depth. The stacks of such
+// a recursion's deep frames then read alike, and the pictures merge them.
+inline constexpr size_t kOuterFrames = 64;
+inline constexpr size_t kInnerFrames = 63;
+inline constexpr const char* kElidedFramesLabel = "[frames elided]";
+
+// The frames of `path` to show, outermost first, `elided` standing for the
+// frames left out of a deeper one.
+template <class T>
+std::vector<T> shown_frames(const std::vector<T>& path, const T& elided) {
+  if (path.size() <= kOuterFrames + 1 + kInnerFrames) return path;
+  std::vector<T> out(path.begin(), path.begin() + kOuterFrames);
+  out.push_back(elided);
+  out.insert(out.end(), path.end() - kInnerFrames, path.end());
+  return out;
+}
+
 }  // namespace callscope::exporter

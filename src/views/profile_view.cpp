@@ -101,10 +101,16 @@ constexpr const char* kStatHeaders[] = {"CALLS", "TOTAL", "SELF", "AVG", "SELF A
 constexpr const char* kStatCsv[] = {"calls", "total_ns", "self_ns", "avg_ns", "self_avg_ns", "min_ns", "max_ns", "first_ns",
                                     "open_calls", "inherited_calls"};
 
+// A tree's names are indented two spaces a level, down to this level: a
+// 100,000-deep recursion would otherwise print 10 GB of spaces (the text
+// quadratic in the depth).
+constexpr uint32_t kMaxIndentLevel = 100;
+
 // What a text table's marks mean, said under it: '*' calls whose end was
 // not recorded, '^' calls whose start was not (analysis/stats.h).
 struct CallNotes {
   bool open = false, inherited = false;
+  uint32_t indent_capped = 0;  // the deepest level indented as kMaxIndentLevel
   void add(const an::Stats& s) {
     open = open || s.open;
     inherited = inherited || s.inherited;
@@ -114,6 +120,10 @@ struct CallNotes {
       std::fprintf(out,
                    "* includes calls whose end was not recorded (in progress when their thread or process ended or "
                    "the snapshot was taken, or ended while events were lost), with the time recorded\n");
+    if (indent_capped)
+      std::fprintf(out,
+                   "levels deeper than %u (down to %u) are indented as level %u: DEPTH says which they are\n",
+                   kMaxIndentLevel, indent_capped, kMaxIndentLevel);
     if (inherited)
       std::fprintf(out,
                    "^ includes calls already in progress where their thread's recording began (a forked child's "
@@ -121,6 +131,11 @@ struct CallNotes {
                    "lost or recording was stopped, or before --from), with the time recorded\n");
   }
 };
+
+std::string tree_indent(uint32_t depth, CallNotes& notes) {
+  if (depth > kMaxIndentLevel) notes.indent_capped = std::max(notes.indent_capped, depth);
+  return std::string(2 * (std::min(depth, kMaxIndentLevel) - 1), ' ');
+}
 
 std::vector<std::string> stat_text(const fmt::TraceReader& t, const an::Stats& s) {
   const bool c = s.calls != 0;
@@ -300,6 +315,13 @@ std::vector<uint32_t> tree_order(const an::CallTree& tree, const std::vector<boo
   return order;
 }
 
+// JSON trees nest at most this deep: a node at this level holds, instead of
+// its children, how many nodes lie below it ("elided_nodes"; CSV lists every
+// node with its parent). Deeper, the document would be unreadable to most
+// parsers (Python's stops at about 1,000 levels), and its pretty-printed
+// indentation quadratic in the depth: 10 GB for a 100,000-deep recursion.
+constexpr uint32_t kMaxJsonDepth = 256;
+
 json tree_json(const fmt::TraceReader& t, const an::Profile& p, const an::CallTree& tree,
                const std::vector<uint32_t>& order) {
   // `order` is depth first: a node's children follow it. Build bottom-up with
@@ -315,6 +337,11 @@ json tree_json(const fmt::TraceReader& t, const an::Profile& p, const an::CallTr
   };
   for (uint32_t id : order) {
     const an::CallNode& n = tree.node(id);
+    if (n.depth > kMaxJsonDepth) {
+      json& at_limit = open.back().second;  // depth first: the node at the limit above this one is open
+      at_limit["elided_nodes"] = at_limit.value("elided_nodes", uint64_t{0}) + 1;
+      continue;
+    }
     close_to(n.depth);
     json j;
     j["depth"] = n.depth;
@@ -370,7 +397,7 @@ Status print_call_trees(const fmt::TraceReader& t, const an::Profile& p, const R
         const an::CallNode& n = tree.node(id);
         const std::vector<std::string> st = stat_text(t, n.stats);  // calls total self avg self_avg min max first
         table.add({std::to_string(n.depth), st[0], st[1], st[3], st[2], st[4], st[7], st[5], st[6],
-                   std::string(2 * (n.depth - 1), ' ') + fit_name(terminal_safe(p.functions[n.key].name), o.name_width)});
+                   tree_indent(n.depth, notes) + fit_name(terminal_safe(p.functions[n.key].name), o.name_width)});
         notes.add(n.stats);
       }
       table.print(out);

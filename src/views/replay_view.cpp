@@ -113,10 +113,18 @@ std::string replay_text_header() {
   return std::string(buf) + "FUNCTION";
 }
 
+// Lines are indented two spaces a level, down to this level; deeper ones
+// say their level instead ("[level 12345] f() {"): a 100,000-deep recursion
+// would otherwise print 20 GB of spaces (the text quadratic in the depth).
+constexpr uint32_t kMaxIndentLevel = 100;
+
 std::string format_replay_text(const ReplayLine& l) {
   char buf[64];
   const std::string dur = l.duration_ns ? format_duration_ns(*l.duration_ns) : "";
   std::snprintf(buf, sizeof buf, kTextColumns, format_timestamp_ns(l.time_ns).c_str(), dur.c_str());
+  if (l.level > kMaxIndentLevel)
+    return std::string(buf) + std::string(2 * size_t{kMaxIndentLevel}, ' ') + "[level " + std::to_string(l.level) +
+           "] " + text_body(l);
   return std::string(buf) + std::string(2 * static_cast<size_t>(l.level), ' ') + text_body(l);
 }
 

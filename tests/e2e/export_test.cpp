@@ -8,6 +8,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -301,6 +302,54 @@ TEST_P(ExportTest, DamagedTracesExportWhatSurvivesAndSaySo) {
   RunResult r = callscope({"export", "-f", "perfetto", "-o", dir_.file("junk.pf"), junk});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("is not a callscope trace"), std::string::npos) << r.err;
+}
+
+// A 100,000-deep recursion: every picture and listing stays linear in the
+// depth. Folded stacks and pprof samples show the 64 outermost and 63
+// innermost frames of a deeper path with "[frames elided]" between (and
+// merge what then reads alike), report --tree and replay stop indenting at
+// level 100 and say so, JSON trees stop nesting at 256 levels and count the
+// nodes below. Unbounded, report --tree wrote 10 GB, replay 20 GB, pprof
+// ran for minutes. The bounds are checked as counts: bytes, lines, frames,
+// and every call still counted.
+TEST(DeepRecursion, EveryViewStaysLinearInTheDepth) {
+  TempDir dir;
+  const std::string trace = dir.file("deep.trace");
+  RunResult r = run({"sh", "-c", "ulimit -s unlimited; exec \"$0\" record -o \"$1\" -- \"$2\" 100000", CALLSCOPE_EXE,
+                     trace, fixture(variants().front(), "recursion")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(r.out, "100000\n");
+  for (const char* format : {"folded", "pprof"}) {
+    const std::string out = dir.file(std::string("deep.") + format);
+    std::vector<std::string> args = {"export", "-f", format, "-o", out, trace};
+    if (std::string(format) == "folded") args.insert(args.end(), {"--by", "calls"});
+    RunResult e = callscope(args);
+    ASSERT_EQ(e.exit_code, 0) << format << ": " << e.err;
+    const Paths paths = read_export(format, out);
+    uint64_t calls = 0;
+    size_t deepest = 0;
+    for (const auto& [path, n] : paths) {
+      calls += n;
+      deepest = std::max<size_t>(deepest, std::count(path.begin(), path.end(), ';'));
+      if (std::count(path.begin(), path.end(), ';') > 127) ADD_FAILURE() << format << ": " << path.substr(0, 200);
+    }
+    EXPECT_EQ(calls, 100002u) << format << ": main and 100,001 calls of recurse, every one";
+    EXPECT_LE(paths.size(), 130u) << format;
+    EXPECT_EQ(deepest, 127u) << format;  // 128 fields: 64 frames (the thread's first), the elision, 63
+    EXPECT_EQ(paths.count("0;main;recurse"), 1u) << format;
+  }
+  RunResult tree = callscope({"report", "--tree", trace});
+  ASSERT_EQ(tree.exit_code, 0) << tree.err;
+  EXPECT_LT(tree.out.size(), 64u << 20);
+  EXPECT_NE(tree.out.find("levels deeper than 100 (down to 100002) are indented as level 100"), std::string::npos);
+  RunResult json_tree = callscope({"report", "--tree", "--format", "json", trace});
+  ASSERT_EQ(json_tree.exit_code, 0) << json_tree.err;
+  EXPECT_LT(json_tree.out.size(), 16u << 20);
+  EXPECT_NE(json_tree.out.find("\"elided_nodes\": 99746"), std::string::npos);  // 100,002 levels, 256 shown
+  RunResult replay = callscope({"replay", trace});
+  ASSERT_EQ(replay.exit_code, 0) << replay.err;
+  EXPECT_LT(replay.out.size(), 128u << 20);
+  EXPECT_NE(replay.out.find("[level 100001] recurse();"), std::string::npos);
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, ExportTest, ::testing::ValuesIn(variants()), VariantName());
