@@ -444,8 +444,8 @@ void print_summary(const char* command, const fmt::FinalizeSummary& sum, const s
   std::fprintf(stderr, ")\n");
   if (sum.lost)
     std::fprintf(stderr,
-                 "callscope %s: warning: %llu %s lost (no space for them, or dropped with "
-                 "--drop-when-behind); the trace marks where\n",
+                 "callscope %s: warning: %llu %s lost (dropped by the program's threads: no space for them, a "
+                 "recorder that died or could not write the trace, or --drop-when-behind); the trace marks where\n",
                  command, static_cast<unsigned long long>(sum.lost), sum.lost == 1 ? "event was" : "events were");
   if (!sum.untraced_threads.empty()) {
     std::string which;

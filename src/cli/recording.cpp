@@ -500,17 +500,20 @@ int Recording::finish(bool quiet) {
   std::optional<WritingSignals> writing;
   if (!o_.scratch_output) writing.emplace(session_, o_.output, unfinished, s.claim.get(), who_, main_reaped_);
   s.drainer->stop();
+  // The stream failed while the program ran (a full disk): its threads
+  // dropped their events from then on, which no finish brings back.
   if (!s.drainer->failure().empty())
-    print_warning(who_, s.drainer->failure() + "; the program's threads dropped events from then on");
+    print_warning(who_, s.drainer->failure() + "; the program's threads dropped their events from then on");
   s.drainer.reset();
   live_->tap_rest();
   s.server.reset();  // an attached query has had the last events: it sees the end
   if (o_.scratch_output) {
     // Nothing to keep: the session goes, and the trace in it. The one
     // thing the trace's summary would have said that matters here.
-    if (const auto [wait_ns, waits] = live_->waits(); waits && !quiet)
+    if (const auto c = live_->writer_counts(); c.waits && !quiet)
       std::fprintf(stderr, "callscope %s: the program waited %.3f s in all for the query to keep up (%llu time%s)\n",
-                   who_, static_cast<double>(wait_ns) / 1e9, static_cast<unsigned long long>(waits), waits == 1 ? "" : "s");
+                   who_, static_cast<double>(c.wait_ns) / 1e9, static_cast<unsigned long long>(c.waits),
+                   c.waits == 1 ? "" : "s");
     s.restore();
     remove_session();
     return 0;
@@ -527,6 +530,16 @@ int Recording::finish(bool quiet) {
     if (s.claim->conflict()) {
       // The trace is complete, under its temporary name (the error says where).
       remove_session();
+    } else if (const uint64_t dropped = live_->writer_counts().lost; dropped) {
+      // Say what happened: the events dropped are gone; what was recorded
+      // before is kept.
+      std::fprintf(stderr,
+                   "callscope %s: %llu event%s %s dropped by the program's threads after the trace could not be "
+                   "written (the events before are kept: the raw events in '%s', the unfinished trace in '%s'); "
+                   "'callscope finish %s -o %s' makes a trace of them, the dropped ones marked as lost, once there "
+                   "is space\n",
+                   who_, static_cast<unsigned long long>(dropped), dropped == 1 ? "" : "s", dropped == 1 ? "was" : "were",
+                   session_.c_str(), unfinished.c_str(), session_.c_str(), o_.output.c_str());
     } else {
       std::fprintf(stderr,
                    "callscope %s: nothing is lost: the raw events are kept in '%s' and the unfinished trace "

@@ -450,15 +450,16 @@ void LiveStream::tap_rest() {
   tap_deliver(~uint64_t{0}, true);
 }
 
-std::pair<uint64_t, uint64_t> LiveStream::waits() const {
-  uint64_t ns = 0, n = 0;
+LiveStream::WriterCounts LiveStream::writer_counts() const {
+  WriterCounts c;
   for (const auto& t : threads_) {
     RawThreadHeader h = t->header;
     if (t->map) std::memcpy(&h, t->map, sizeof h);
-    ns += h.wait_ns;
-    n += h.waits;
+    c.wait_ns += h.wait_ns;
+    c.waits += h.waits;
+    c.lost += h.lost_events;
   }
-  return {ns, n};
+  return c;
 }
 
 void LiveStream::give_up() {

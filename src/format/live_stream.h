@@ -165,9 +165,14 @@ class LiveStream {
   uint64_t segments_taken() const { return segments_; }
   // The stream stopped (a write failed): the threads drop their events.
   bool failed() const { return failed_; }
-  // How long, and how many times, the program's threads waited for a free
-  // segment (their rings full: the recorder, or its tap, behind).
-  std::pair<uint64_t, uint64_t> waits() const;
+  // What the program's threads said of themselves in their raw headers:
+  // how long, and how many times, they waited for a free segment (their
+  // rings full: the recorder, or its tap, behind), and the events they
+  // dropped (a stream that failed, a full disk).
+  struct WriterCounts {
+    uint64_t wait_ns = 0, waits = 0, lost = 0;
+  };
+  WriterCounts writer_counts() const;
 
  private:
   LiveStream() = default;

@@ -210,6 +210,59 @@ TEST(WritingSignals, ASecondSignalStopsAndSaysHowToFinishWithNothingLost) {
   EXPECT_TRUE(entries(dir.path(), "x.trace.tmp.").empty());
 }
 
+// ---- the output's disk fills while the program runs ------------------------
+
+// The trace's file system (a 256 KiB tmpfs, in a mount namespace of its own)
+// fills while the program runs: the stream stops, the program's threads drop
+// their events from then on. record says so -- how many were dropped, where
+// what was recorded before is kept, and the finish that makes a trace of it
+// (it once said "nothing is lost") -- and that finish's trace agrees: the
+// same count lost, and every event the program made recorded or counted
+// lost, exactly.
+TEST(DiskFull, RecordSaysWhatWasDroppedAndFinishAgrees) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: a small tmpfs needs a mount namespace (private_tmp_shell)";
+  const std::string script = R"SH(
+    mkdir /tmp/small /tmp/raw && mount -t tmpfs -o size=256k tmpfs /tmp/small || { echo SKIP: no tmpfs; exit 0; }
+    "$EXE" record --raw-dir /tmp/raw -o /tmp/small/x.trace -- "$PROG" 2 2000000 > /dev/null 2> /tmp/rec.err
+    echo "record exit $?"
+    "$EXE" finish -o /tmp/out.trace /tmp/raw/callscope-x.trace.* > /dev/null 2> /tmp/fin.err
+    echo "finish exit $?"
+    echo "== record"; cat /tmp/rec.err
+    echo "== finish"; cat /tmp/fin.err
+    echo "== stats"; "$EXE" dump --stats /tmp/out.trace
+  )SH";
+  RunResult r = run(private_tmp_shell(script, {std::string("EXE=") + CALLSCOPE_EXE, "PROG=" + fixture(one_variant(), "steady")}));
+  if (r.out.find("SKIP") != std::string::npos) GTEST_SKIP() << r.out;
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("record exit 1\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("finish exit 0\n"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("nothing is lost"), std::string::npos) << r.out;
+  const std::string said = " events were dropped by the program's threads after the trace could not be written";
+  const size_t at = r.out.find(said);
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const size_t from = r.out.rfind(' ', at - 1) + 1;
+  const uint64_t dropped = std::stoull(r.out.substr(from, at - from));
+  EXPECT_GT(dropped, 0u);
+  EXPECT_NE(r.out.find("'callscope finish /tmp/raw/callscope-x.trace."), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("warning: " + std::to_string(dropped) + " events were lost"), std::string::npos) << r.out;
+  // dump --stats: "#  ENTRIES  EXITS  UNWOUND  TRUNCATED  STRAY  LOST ..." per thread. Each thread made
+  // 2,000,000 calls of work and one of loop (the first also main): entries
+  // and exits recorded plus the events counted lost are all of them.
+  std::istringstream stats(r.out.substr(r.out.find("== stats\n") + 9));
+  std::string line;
+  std::getline(stats, line);  // the header
+  uint64_t lost_sum = 0;
+  for (int t = 0; t < 2 && std::getline(stats, line); ++t) {
+    std::istringstream row(line);
+    uint64_t index, entries, exits, unwound, truncated, stray, lost;
+    ASSERT_TRUE(static_cast<bool>(row >> index >> entries >> exits >> unwound >> truncated >> stray >> lost)) << line;
+    const uint64_t made = 2 * (2000000 + 1 + (index == 0 ? 1 : 0));
+    EXPECT_EQ(entries + exits + lost, made) << "thread " << index << ": " << line;
+    lost_sum += lost;
+  }
+  EXPECT_EQ(lost_sum, dropped);
+}
+
 // ---- 3. finish on a session still being written ----------------------------
 
 // record is killed while the program runs: finish refuses the session while
