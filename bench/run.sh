@@ -145,7 +145,7 @@ for p in $PROGRAMS; do
   fi
   log "$p ${A[*]}: counting calls, trace sizes at zstd levels $LEVELS"
   raw=$WORK/raw.$p
-  rm -rf "$raw" && mkdir -p "$raw"
+  rm -rf "$raw" && mkdir -m 0700 -p "$raw"
   env LD_PRELOAD="$RT" CALLSCOPE_DIR="$raw" "$BIN/$p.cyg" "${A[@]}" >/dev/null
   rawbytes=$(du -sb "$raw" | cut -f1)
   calls=
@@ -202,11 +202,11 @@ run_config() {  # prog config rep
     plain) cmd=("$BIN/$p.plain" "${A[@]}") ;;
     floor) cmd=(env LD_PRELOAD="$BIN/libfloor_hook.so" "$BIN/$p.cyg" "${A[@]}") ;;
     floor-static) cmd=("$BIN/$p.floorstatic" "${A[@]}") ;;
-    callscope-run) cmd=(env LD_PRELOAD="$RT" CALLSCOPE_DIR="$out/raw" "$BIN/$p.cyg" "${A[@]}"); mkdir -p "$out/raw" ;;
+    callscope-run) cmd=(env LD_PRELOAD="$RT" CALLSCOPE_DIR="$out/raw" "$BIN/$p.cyg" "${A[@]}"); mkdir -m 0700 -p "$out/raw" ;;
     callscope-record) cmd=("$CS" record --raw-dir "$out" -f -o "$out/t.trace" -- "$BIN/$p.cyg" "${A[@]}") ;;
     callscope-profile) cmd=("$CS" record --mode=profile --raw-dir "$out" -f -o "$out/t.trace" -- "$BIN/$p.cyg" "${A[@]}") ;;
     # The trace goes beside the sampled directory, not into it.
-    callscope-rawpeak) mkdir -p "$out/raw"; cmd=("$BIN/rawpeak" -i "$RAW_SAMPLE_MS" -d "$out/raw" -o "$WORK/peak" -- "$CS" record --raw-dir "$out/raw" -f -o "$out/t.trace" -- "$BIN/$p.cyg" "${A[@]}") ;;
+    callscope-rawpeak) mkdir -m 0700 -p "$out/raw"; cmd=("$BIN/rawpeak" -i "$RAW_SAMPLE_MS" -d "$out/raw" -o "$WORK/peak" -- "$CS" record --raw-dir "$out/raw" -f -o "$out/t.trace" -- "$BIN/$p.cyg" "${A[@]}") ;;
     gprof) cmd=(sh -c 'cd "$1" && shift && exec "$@"' sh "$out" "$BIN/$p.pg" "${A[@]}") ;;  # gmon.out in $out
     uftrace-cyg) cmd=(uftrace record --no-libcall -d "$out/uftrace.data" "$BIN/$p.cyg" "${A[@]}") ;;
     uftrace-pg) cmd=(uftrace record --no-libcall -d "$out/uftrace.data" "$BIN/$p.pg" "${A[@]}") ;;
