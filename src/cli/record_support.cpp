@@ -277,6 +277,15 @@ std::vector<SessionWriter> session_writers(const fmt::RawSession& session) {
       std::fclose(f);
       while (!w.name.empty() && w.name.back() == '\n') w.name.pop_back();
     }
+    // A zombie holds no file; its /proc/PID/fd is root's whoever it was (a
+    // program killed with its recorder waits there until a parent reaps it).
+    if (FILE* f = std::fopen((proc + "/stat").c_str(), "re")) {
+      char stat[512] = {};
+      const size_t n = std::fread(stat, 1, sizeof stat - 1, f);
+      std::fclose(f);
+      const char* close = std::strrchr(stat, ')');
+      if (n > 0 && close && close[1] == ' ' && (close[2] == 'Z' || close[2] == 'X')) continue;
+    }
     DIR* d = ::opendir((proc + "/fd").c_str());
     if (!d) {
       if (errno == ENOENT) continue;  // ended meanwhile

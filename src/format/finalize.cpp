@@ -162,7 +162,7 @@ const ProcessRecord* main_process(const std::vector<RawProcess>& raw, const std:
 
 bool tsc_is_invariant() {
   unsigned a, b, c, d;
-  if (__get_cpuid_max(0x80000000u, nullptr) < 0x80000007u) return false;
+  if (static_cast<unsigned>(__get_cpuid_max(0x80000000u, nullptr)) < 0x80000007u) return false;
   __cpuid(0x80000007u, a, b, c, d);
   return (d >> 8) & 1u;
 }

@@ -535,9 +535,11 @@ Status TraceReader::for_each_event(uint32_t thread, const std::function<bool(con
 
 Status TraceReader::for_each_event_batch(uint32_t thread, const std::function<bool(const TraceEvent*, size_t)>& f) {
   struct Batch final : EventSink {
-    explicit Batch(const std::function<bool(const TraceEvent*, size_t)>& fn)
-        : f(fn), events(new TraceEvent[kEventBatch]) {}  // uninitialised: the decoder fills what it hands over
-    TraceEvent* buffer() override { return events.get(); }
+    explicit Batch(const std::function<bool(const TraceEvent*, size_t)>& fn) : f(fn) {}
+    TraceEvent* buffer() override {  // at the thread's first block
+      if (!events) events.reset(new TraceEvent[kEventBatch]);
+      return events.get();
+    }
     bool commit(size_t n) override { return f(events.get(), n); }
     const std::function<bool(const TraceEvent*, size_t)>& f;
     std::unique_ptr<TraceEvent[]> events;
@@ -691,13 +693,21 @@ Status TraceReader::decode_events(uint32_t thread, Out& out) {
   // A trace cut short (a recorder that died while streaming) has event
   // blocks but no thread records yet: its threads are read by index.
   if (thread >= threads_.size() && !unlisted_threads_) return Error("no thread " + std::to_string(thread) + " in the trace");
-  if (!out.start()) return ok_status();
-  std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
+  // The output's buffer and the decompression context are made at the
+  // thread's first block: a trace of thousands of threads, most with no
+  // events, costs no allocation per thread and view.
+  bool started = false;
+  std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx(nullptr, ZSTD_freeDCtx);
   std::vector<uint8_t> raw;
   std::vector<uint64_t> fns;
   uint64_t tick = 0;
   for (const BlockRef& b : blocks_) {
     if (b.header.type != static_cast<uint16_t>(BlockType::kEvents) || b.header.aux0 != thread) continue;
+    if (!started) {
+      if (!out.start()) return ok_status();
+      dctx.reset(ZSTD_createDCtx());
+      started = true;
+    }
     if (auto p = payload_into(b, raw, dctx.get()); !p) {
       problem(b, p.error().message());
       continue;
@@ -808,7 +818,7 @@ Status TraceReader::decode_events(uint32_t thread, Out& out) {
     }
     if (bad) problem(b, "damaged event columns; the rest of the block is skipped");
   }
-  out.finish();
+  if (started) out.finish();
   return ok_status();
 }
 

@@ -11,8 +11,15 @@ CS=$1 TT=$2 WORK=$3
 mkdir -p "$WORK" || exit 1
 cd "$WORK" || exit 1
 failed=0
-# A command that takes more than 4 GB of memory fails rather than swap.
-ulimit -v 4194304 2>/dev/null
+# A command that takes more than 4 GB of memory fails rather than swap. An
+# AddressSanitizer build reserves terabytes of address space for its shadow,
+# so there the sanitizer's own limits stand in for ulimit -v.
+if grep -q -a __asan_init "$CS"; then
+  ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}hard_rss_limit_mb=4096:max_allocation_size_mb=4096"
+  export ASAN_OPTIONS
+else
+  ulimit -v 4194304 2>/dev/null
+fi
 
 # record_case NAME: the text trace on stdin becomes NAME.trace.
 record_case() {

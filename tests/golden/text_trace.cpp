@@ -342,7 +342,7 @@ Status text_to_trace(const std::string& text, const std::string& out_path) {
       std::memcpy(raw.data(), nodes.data(), raw.size());
       CALLSCOPE_CHECK(writer->write_block(fmt::BlockType::kProfile, thread, static_cast<uint32_t>(nodes.size()),
                                           snap.record.tick, raw, d));
-      if (snap.record.reason == 4) {  // a final state: the thread's calls
+      if (snap.record.reason == 4 && thread < threads.size()) {  // a final state: the thread's calls
         uint64_t calls = 0;
         for (size_t k = 1; k < nodes.size(); ++k) calls += nodes[k].calls;
         threads[thread].calls = std::max(threads[thread].calls, calls);
