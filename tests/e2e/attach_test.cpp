@@ -131,7 +131,7 @@ void attach_cycle(AttachTest& t, Server& s, const std::string& plugin, const std
   auto a = t.attach(s.pid(), args);
   EXPECT_EQ(s.command("run 1000"), "ran 1000\n");
   EXPECT_EQ(s.command("fork 100"), "forked 100 status=0\n");
-  EXPECT_EQ(s.command("dlopen " + plugin + " 50"), "plugin 50\n");
+  EXPECT_EQ(s.command("dlopen " + plain_path(plugin) + " 50"), "plugin 50\n");
   RunResult d = t.detach(s.pid());
   EXPECT_EQ(d.exit_code, 0) << d.err;
   EXPECT_EQ(d.out, "ok detached\n");

@@ -302,7 +302,7 @@ TEST(CliErrors, FinishOnSomethingThatIsNotASession) {
 // callscope-<pid>.raw in the current directory, and `finish` makes a trace.
 TEST(CliErrors, FinishMakesATraceFromARunWithoutRecord) {
   TempDir dir;
-  const std::string script = "cd '" + dir.path() + "' && LD_PRELOAD='" + std::string(RUNTIME_PATH) + "' '" +
+  const std::string script = "cd '" + dir.path() + "' && LD_PRELOAD='" + plain_path(RUNTIME_PATH) + "' '" +
                              any_fixture("recursion") + "' 100 && '" + CALLSCOPE_EXE + "' finish callscope-*.raw";
   RunResult r = run({"/bin/sh", "-c", script});
   EXPECT_EQ(r.exit_code, 0) << r.err;

@@ -156,7 +156,7 @@ RunResult run_without_record(const std::string& cwd, const std::function<void(pi
     ::unsetenv("CALLSCOPE_DIR");
     ::unsetenv("CALLSCOPE_RECORDER_PID");
     ::setenv("CALLSCOPE_CTL_DIR", (cwd + "/ctl").c_str(), 1);
-    ::setenv("LD_PRELOAD", RUNTIME_PATH, 1);
+    ::setenv("LD_PRELOAD", plain_path(RUNTIME_PATH).c_str(), 1);
     plant(::getpid());
   });
 }
@@ -231,7 +231,7 @@ TEST_F(CtlHardeningTest, ExecKeepsItsSessionWithoutRecord) {
     if (::chdir(base_.path().c_str()) != 0) ::_exit(120);
     ::unsetenv("CALLSCOPE_DIR");
     ::setenv("CALLSCOPE_CTL_DIR", base_.file("ctl").c_str(), 1);
-    ::setenv("LD_PRELOAD", RUNTIME_PATH, 1);
+    ::setenv("LD_PRELOAD", plain_path(RUNTIME_PATH).c_str(), 1);
   });
   EXPECT_EQ(r.exit_code, 0) << r.err;
   std::vector<std::string> sessions;
@@ -249,7 +249,7 @@ TEST_F(CtlHardeningTest, GivenSessionDirectoryThatIsALinkIsRefused) {
   const std::string link = base_.file("session");
   ASSERT_EQ(::symlink(loot.c_str(), link.c_str()), 0);
   RunResult r = run({"env", "CALLSCOPE_DIR=" + link, "CALLSCOPE_CTL_DIR=" + base_.file("ctl"),
-                     std::string("LD_PRELOAD=") + RUNTIME_PATH, fx("recursion"), "10"});
+                     "LD_PRELOAD=" + plain_path(RUNTIME_PATH), fx("recursion"), "10"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(contains(r.err, "callscope: not recording: CALLSCOPE_DIR " + link + ": it is a symbolic link\n"))
       << r.err;

@@ -5,14 +5,17 @@
 #include <ftw.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <tuple>
 
@@ -95,8 +98,25 @@ std::vector<std::string> variants() {
   return out;
 }
 
+std::string one_variant() {
+  const auto vs = variants();
+  for (const std::string& v : vs)
+    if (v == "gcc-O2") return v;
+  return vs.empty() ? "" : vs.front();
+}
+
 std::string fixture(const std::string& variant, const std::string& name) {
   return std::string(FIXTURE_DIR) + "/" + variant + "/" + name;
+}
+
+std::string plain_path(const std::string& path) {
+  if (path.find_first_of(" \t:") == std::string::npos) return path;
+  const std::string dir = "/tmp/callscope-e2e-links/" + std::to_string(std::hash<std::string>{}(path));
+  const std::string link = dir + path.substr(path.rfind('/'));
+  ::mkdir("/tmp/callscope-e2e-links", 0755);
+  ::mkdir(dir.c_str(), 0755);
+  if (::symlink(path.c_str(), link.c_str()) != 0 && errno != EEXIST) ADD_FAILURE() << "cannot link " << link;
+  return link;
 }
 
 std::string read_file(const std::string& path) {

@@ -44,6 +44,9 @@ RunResult ctl(const std::string& ctl_dir, const std::vector<std::string>& args);
 std::vector<std::string> private_tmp_shell(const std::string& script, const std::vector<std::string>& env = {});
 
 std::vector<std::string> variants();                  // "gcc-O0", ...
+// One variant, for tests whose subject does not depend on the compiler (the
+// recorder's side): gcc-O2 when built, else the first; "" when none.
+std::string one_variant();
 // A variant as a test name: "gcc-O0" -> "gcc_O0" (gtest allows no '-').
 std::string variant_test_name(std::string variant);
 // For INSTANTIATE_TEST_SUITE_P over variants().
@@ -54,6 +57,11 @@ struct VariantName {
   }
 };
 std::string fixture(const std::string& variant, const std::string& name);
+// `path` itself, or, when it holds a blank or a colon, a symbolic link to it
+// of a plain path (/tmp/callscope-e2e-links/HASH/NAME): for what splits
+// there -- LD_PRELOAD, query -c's command, the attach server's commands --
+// when the checkout's path holds one.
+std::string plain_path(const std::string& path);
 // A file's bytes ("" if it cannot be read).
 std::string read_file(const std::string& path);
 std::string plain_fixture();

@@ -309,7 +309,7 @@ TEST_P(MemoryTest, TagsPoolsMappingsForkAndWindows) {
 // The D alloc provider, while the program runs (query -c records it with
 // --memory because the script names alloc probes) and over its trace.
 TEST_P(MemoryTest, AllocProviderLiveAndOffline) {
-  const std::string program = fixture(GetParam(), "memory");
+  const std::string program = plain_path(fixture(GetParam(), "memory"));  // -c splits at blanks
   const std::string script = "alloc:::malloc /arg1 == 32/ { @n = count(); @b = sum(arg1); } "
                              "alloc:::free /arg0 != 0/ { @f[ustack(1)] = count(); }";
   const std::string trace = dir_.file("q.trace");

@@ -87,7 +87,7 @@ TEST_P(MetadataTest, ForkChildrenEndingWithUnderscoreExitRecordTheirExit) {
 
 TEST_P(MetadataTest, UnderscoreExitWithoutRecorder) {
   const std::string script = "cd '" + dir_.path() + "' && CALLSCOPE_CTL_DIR='" + ctl_dir_ + "' LD_PRELOAD='" +
-                             std::string(RUNTIME_PATH) + "' '" + fixture(GetParam(), "exits") + "' fork 2; '" +
+                             plain_path(RUNTIME_PATH) + "' '" + fixture(GetParam(), "exits") + "' fork 2; '" +
                              CALLSCOPE_EXE + "' finish -o exits.trace callscope-*.raw";
   RunResult r = run({"/bin/sh", "-c", script});
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -26,12 +26,6 @@ namespace {
 
 const std::string kExe = CALLSCOPE_EXE;
 
-std::string one_variant() {
-  for (const std::string& v : variants())
-    if (v == "gcc-O2") return v;
-  return variants().empty() ? "" : variants().front();
-}
-
 bool exists(const std::string& path) {
   struct stat st;
   return ::lstat(path.c_str(), &st) == 0;
@@ -84,7 +78,7 @@ TEST(OutputClaim, ASecondWriterOfTheSameOutputIsRefusedAtOnce) {
                              "' record --force -o '" + out + "' -- '" + prog + "' 1 10 2>&1; echo rc3=$?; '" + kExe +
                              "' finish --force -o '" + out + "' callscope-*.raw 2>&1; echo rc4=$?; ";
   // A raw session for finish to make a trace of: the runtime without record.
-  const std::string script = "cd '" + dir.path() + "' && LD_PRELOAD='" + std::string(RUNTIME_PATH) +
+  const std::string script = "cd '" + dir.path() + "' && LD_PRELOAD='" + plain_path(RUNTIME_PATH) +
                              "' /bin/true 2>/dev/null; '" + kExe + "' record -o '" + out +
                              "' -- /bin/sleep 1 2>/dev/null & rec=$!; n=0; "
                              "while [ ! -e '" + out + "' ] && [ $n -lt 500 ]; do sleep 0.01; n=$((n+1)); done; " +
@@ -318,7 +312,7 @@ TEST(FinishLive, ASessionStillWrittenIsRefusedUnlessForced) {
 // before finish: finish says so, marks the loss, and report warns.
 TEST(FinishDamage, AThreadFileCutShortIsReportedAndMarkedLost) {
   TempDir dir;
-  const std::string script = "cd '" + dir.path() + "' && LD_PRELOAD='" + std::string(RUNTIME_PATH) + "' '" +
+  const std::string script = "cd '" + dir.path() + "' && LD_PRELOAD='" + plain_path(RUNTIME_PATH) + "' '" +
                              fixture(one_variant(), "steady") + "' 1 3000000 >/dev/null 2>&1; "
                              "f=$(ls callscope-*.raw/*/t*.ev); truncate -s $(( $(stat -c %s $f) / 2 )) $f; "
                              "'" + kExe + "' finish -o t.trace callscope-*.raw";

@@ -102,7 +102,7 @@ class QueryLiveTest : public ::testing::TestWithParam<std::string> {
  protected:
   // live N GATE DONE, as one -c string.
   std::string live_command(int n) const {
-    return fixture(GetParam(), "live") + " " + std::to_string(n) + " " + gate_ + " " + done_;
+    return plain_path(fixture(GetParam(), "live")) + " " + std::to_string(n) + " " + gate_ + " " + done_;
   }
   // `query -c COMMAND` counting the entries of the executable's `function`:
   // prints "FUNCTION=N" at the end.
@@ -117,7 +117,7 @@ class QueryLiveTest : public ::testing::TestWithParam<std::string> {
 };
 
 TEST_P(QueryLiveTest, CountsEveryCallOfEveryThread) {
-  RunResult r = count_calls("leaf", fixture(GetParam(), "threads") + " 4 100000");
+  RunResult r = count_calls("leaf", plain_path(fixture(GetParam(), "threads")) + " 4 100000");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("threads=4 calls=400000"), std::string::npos) << r.out;  // the program's own
   EXPECT_NE(r.out.find("leaf=400000\n"), std::string::npos) << r.out;
@@ -178,7 +178,7 @@ TEST_P(QueryLiveTest, FollowsForksAndExecs) {
                            "proc:::start,proc:::exec-success,proc:::exit { @p[probename] = count(); } "
                            "pid*:a.out::entry { @[probefunc] = count(); } "
                            "END { printa(\"%s=%@d\\n\", @p); printa(\"%s=%@d\\n\", @); }",
-                           "-c", fixture(GetParam(), "fork_exec")});
+                           "-c", plain_path(fixture(GetParam(), "fork_exec"))});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const char* line : {"start=2\n", "exec-success=1\n", "exit=2\n", "main=2\n", "before_fork=10\n",
                            "in_child=20\n", "after_exec=30\n"})
@@ -190,7 +190,7 @@ TEST_P(QueryLiveTest, FollowsForksAndExecs) {
 TEST_P(QueryLiveTest, TargetOverAForkSaysWhatTheOtherProcessHad) {
   RunResult r = callscope({"query", "-q", "-n",
                            "pid$target:a.out::entry { @[probefunc] = count(); } END { printa(\"%s=%@d\\n\", @); }",
-                           "-c", fixture(GetParam(), "fork")});
+                           "-c", plain_path(fixture(GetParam(), "fork"))});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("child exit=7\n"), std::string::npos) << r.out;  // the program's own
   EXPECT_NE(r.out.find("f=100\n"), std::string::npos) << r.out;
@@ -204,7 +204,7 @@ TEST_P(QueryLiveTest, TargetOverAForkSaysWhatTheOtherProcessHad) {
 // scan used to come, now and then, between a writer sizing its file for the
 // ring and saying it has one: 3 false warnings in 12 such queries).
 TEST_P(QueryLiveTest, ShortThreadsAreNeverSaidToHaveNoRing) {
-  RunResult r = count_calls("work", fixture(GetParam(), "short_threads") + " 2000");
+  RunResult r = count_calls("work", plain_path(fixture(GetParam(), "short_threads")) + " 2000");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("threads=2000\n"), std::string::npos) << r.out;  // the program's own
   EXPECT_NE(r.out.find("work=20000\n"), std::string::npos) << r.out;
@@ -223,11 +223,11 @@ TEST_P(QueryLiveTest, LiveAndOverTheKeptTraceAgree) {
       "proc:::exit, proc:::lwp-exit { @ends[probename] = count(); }";
   const std::vector<std::pair<std::string, std::vector<std::string>>> runs = {
       {"threads", {"4", "20000"}}, {"exceptions", {}}, {"longjmp", {}}, {"recursion", {}},
-      {"fork_exec", {}},           {"signals", {"300"}}, {"dlopen_main", {fixture(GetParam(), "libplugin.so")}}};
+      {"fork_exec", {}},           {"signals", {"300"}}, {"dlopen_main", {plain_path(fixture(GetParam(), "libplugin.so"))}}};
   for (const auto& [name, args] : runs) {
     SCOPED_TRACE(name);
     const std::string kept = dir_.file(name + ".trace");
-    std::string command = fixture(GetParam(), name);
+    std::string command = plain_path(fixture(GetParam(), name));
     for (const std::string& a : args) command += " " + a;
     RunResult live =
         run({"env", "CALLSCOPE_CLOCK=monotonic", CALLSCOPE_EXE, "query", "-q", "-n", script, "-o", kept, "-c", command});
@@ -248,7 +248,7 @@ TEST_P(QueryLiveTest, LiveAndOverTheKeptTraceAgree) {
 TEST_P(QueryLiveTest, BulkCountsOverManyChunksCountEveryCall) {
   const std::string kept = dir_.file("bulk.trace");
   RunResult live = run({CALLSCOPE_EXE, "query", "-q", "-n", "pid$target:a.out::entry { @[probefunc] = count(); }", "-o",
-                        kept, "-c", fixture(GetParam(), "threads") + " 3 400000"});
+                        kept, "-c", plain_path(fixture(GetParam(), "threads")) + " 3 400000"});
   ASSERT_EQ(live.exit_code, 0) << live.err;
   EXPECT_NE(live.out.find("leaf                                                        1200000"), std::string::npos)
       << live.out;
@@ -258,7 +258,7 @@ TEST_P(QueryLiveTest, BulkCountsOverManyChunksCountEveryCall) {
   EXPECT_EQ(live.out.substr(live.out.size() - offline.out.size()), offline.out);
   // Without -o the query's own thread drains the rings: the same counts.
   RunResult alone = run({CALLSCOPE_EXE, "query", "-q", "-n", "pid$target:a.out::entry { @[probefunc] = count(); }",
-                         "-c", fixture(GetParam(), "threads") + " 3 400000"});
+                         "-c", plain_path(fixture(GetParam(), "threads")) + " 3 400000"});
   ASSERT_EQ(alone.exit_code, 0) << alone.err;
   EXPECT_EQ(alone.out, live.out);
 }
@@ -284,7 +284,7 @@ class QueryAttachTest : public QueryLiveTest {
                         int beats = 1000, const std::vector<std::string>& program_args = {}) {
     std::vector<std::string> args{"record", "-o", dir_.file("rec.trace")};
     args.insert(args.end(), record_flags.begin(), record_flags.end());
-    for (const std::string& a : {std::string("--"), fixture(GetParam(), "live"), std::to_string(beats), gate_, done_})
+    for (const std::string& a : {std::string("--"), plain_path(fixture(GetParam(), "live")), std::to_string(beats), gate_, done_})
       args.push_back(a);
     args.insert(args.end(), program_args.begin(), program_args.end());
     rec = std::make_unique<Background>(dir_, args, "record");
@@ -471,7 +471,7 @@ TEST(QueryLiveErrorTest, AProbeThatMatchesNothingStopsTheProgram) {
   // The program would wait at its gate for a minute: the query ends it.
   const auto start = std::chrono::steady_clock::now();
   RunResult r = callscope({"query", "-n", "pid$target:a.out:no_such_function:entry {}", "-c",
-                           fixture(variant, "live") + " 1 " + dir.file("gate") + " " + dir.file("done")});
+                           plain_path(fixture(variant, "live")) + " 1 " + dir.file("gate") + " " + dir.file("done")});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("does not match any probes"), std::string::npos) << r.err;
   EXPECT_LT(std::chrono::steady_clock::now() - start, 50s);
@@ -490,7 +490,7 @@ TEST(QueryLiveErrorTest, AThreadWithoutARingIsSaid) {
   const std::string script =
       "mount -t tmpfs -o size=300k tmpfs /dev/shm 2>/dev/null || { echo SKIP: cannot mount a tmpfs; exit 0; }\n'" +
       std::string(CALLSCOPE_EXE) + "' query -q -n 'pid$target:a.out:beat:entry { @ = count(); }' -c '" +
-      fixture(variants().front(), "live") + " 2 " + dir.file("gate") + " " + dir.file("done") +
+      plain_path(fixture(variants().front(), "live")) + " 2 " + dir.file("gate") + " " + dir.file("done") +
       "'\necho \"query exit $?\"\n";
   RunResult r = run({"unshare", "-m", "sh", "-c", script});
   if (r.out.find("SKIP") != std::string::npos || (r.out.empty() && r.err.find("unshare") != std::string::npos))

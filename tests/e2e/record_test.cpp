@@ -188,7 +188,7 @@ TEST_P(RecordTest, DlopenedLibraryIsMappedAndNamed) {
 // the recorder's drainer writes the data, and the program's limit does not
 // apply to it).
 TEST_P(RecordTest, EventsWithoutSpaceAreCountedAsLost) {
-  const std::string script = "cd '" + dir_.path() + "' && LD_PRELOAD='" + std::string(RUNTIME_PATH) + "' '" +
+  const std::string script = "cd '" + dir_.path() + "' && LD_PRELOAD='" + plain_path(RUNTIME_PATH) + "' '" +
                              fixture(GetParam(), "lost") + "' && '" + CALLSCOPE_EXE +
                              "' finish -o lost.trace callscope-*.raw";
   last_ = run({"/bin/sh", "-c", script});

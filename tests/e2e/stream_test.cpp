@@ -106,13 +106,6 @@ TEST_P(StreamTest, WithoutTheDeadRecordersTraceTheRingsAreKeptAndTheRestMarkedLo
 // 64 threads busy on two cores: the recorder falls behind, the program
 // waits, and nothing is lost (it used to give up after 10 s of waiting).
 // The recorder's side does not depend on the compiler: one variant.
-std::string one_variant() {
-  const auto vs = variants();
-  for (const std::string& v : vs)
-    if (v == "gcc-O2") return v;
-  return vs.empty() ? "" : vs.front();
-}
-
 TEST(StreamRecorder, ManyBusyThreadsWaitInsteadOfLosingEvents) {
   TempDir dir;
   const std::string trace = dir.file("t.trace");

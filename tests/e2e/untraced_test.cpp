@@ -121,7 +121,7 @@ TEST_P(UntracedTest, FinishNamesIt) {
   const std::string raw = dir_.file("raw");
   const std::string trace = dir_.file("finished.trace");
   ASSERT_EQ(run({"mkdir", "-m", "0700", raw}).exit_code, 0);
-  RunResult p = run({"env", "LD_PRELOAD=" + std::string(RUNTIME_PATH), "CALLSCOPE_DIR=" + raw,
+  RunResult p = run({"env", "LD_PRELOAD=" + plain_path(RUNTIME_PATH), "CALLSCOPE_DIR=" + raw,
                      fixture(GetParam(), "untraced"), "nofile"});
   ASSERT_EQ(p.exit_code, 0) << p.err;
   RunResult f = callscope({"finish", "-o", trace, raw});
