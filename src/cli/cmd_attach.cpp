@@ -20,18 +20,25 @@
 #include <thread>
 
 #include "cli/command.h"
-#include "cli/ctl_socket.h"
 #include "cli/options.h"
 #include "cli/record_flags.h"
-#include "cli/record_support.h"
-#include "cli/recording.h"
-#include "cli/traced_process.h"
 #include "common/config.h"
 #include "common/output_format.h"
 #include "inject/attachable.h"
+#include "recorder/attached.h"
+#include "recorder/record_support.h"
+#include "recorder/recording.h"
 #include "views/replay_view.h"
 
 namespace callscope::cli {
+using recorder::RecordOptions;
+using recorder::AttachEnd;
+using recorder::check_pid;
+using recorder::Recording;
+using recorder::detach_all;
+using recorder::traced_already;
+using recorder::wait_attached;
+
 namespace {
 
 volatile sig_atomic_t g_end_signal = 0;
@@ -41,48 +48,6 @@ struct AttachOptions {
   std::string pid;
   std::string duration;  // "" or 0: until Ctrl-C or detach
 };
-
-// Whether `pid` still runs (a zombie has ended: its parent has not reaped it).
-bool running(pid_t pid) {
-  if (!process_exists(pid)) return false;
-  const std::string stat = read_proc(pid, "stat");
-  const size_t paren = stat.rfind(')');
-  return paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] != 'Z';
-}
-
-// Why `pid` cannot take a runtime of ours: one traces it already. A second
-// would find the program's hooks bound to the first (and say, wrongly, that
-// the program has none), and its session would stay behind. Found by the
-// session files the runtime maps and holds open (traced_process.h), which
-// a program that rewrote its argv and environment still shows, and which a
-// detached runtime has let go of (a later attach is welcome then).
-std::optional<std::string> traced_already(pid_t pid) {
-  const std::string p = std::to_string(pid);
-  const std::string ctl = "'callscope ctl " + p + " ...' controls it";
-  if (const std::string session = session_of(pid); !session.empty()) {
-    switch (session_kind(session)) {
-      case SessionKind::kAttach:
-        return "process " + p + " is traced by callscope already (attached): 'callscope detach " + p +
-               "' ends that attach";
-      case SessionKind::kRecord:
-        return "process " + p + " runs under callscope record already: " + ctl;
-      case SessionKind::kRuntime:
-        return "process " + p + " runs with callscope's runtime already (preloaded or linked in; it writes to " +
-               session + "): " + ctl;
-      case SessionKind::kNotOurs: {
-        struct stat st {};
-        const std::string owner =
-            ::stat(session.c_str(), &st) == 0 ? "uid " + std::to_string(st.st_uid) : "another user";
-        return "process " + p + " is traced by callscope already, into a session of " + owner + " (" + session +
-               "; it changed its user since it started): " + ctl + ", as its user or as root";
-      }
-    }
-  }
-  // A runtime whose files we cannot see, whose socket answers.
-  if (find_socket(pid).found && ctl_request(pid, "status", 2))
-    return "process " + p + " is traced by callscope already: " + ctl;
-  return std::nullopt;
-}
 
 Result<int> run_attach(RecordOptions o, const AttachOptions& a) {
   const pid_t pid = static_cast<pid_t>(std::stol(a.pid));  // checked by check_pid
@@ -132,26 +97,9 @@ Result<int> run_attach(RecordOptions o, const AttachOptions& a) {
     for (std::string line; std::getline(notices, line);)
       std::fprintf(stderr, "callscope attach: %s\n", terminal_safe(line).c_str());
   }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(duration_ns);
-  const char* ended = nullptr;
-  while (!ended) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    if (g_end_signal) ended = "signal";
-    else if (duration_ns && std::chrono::steady_clock::now() >= deadline) ended = "duration";
-    else if (!running(pid)) ended = "exit";
-    else if (!find_socket(pid).found) ended = "detached";  // callscope detach: the runtime removed its socket
-  }
-  if (std::string(ended) != "exit" && std::string(ended) != "detached") {
-    auto reply = ctl_request(pid, "detach", 10);
-    if (!reply && running(pid))
-      print_warning("attach", "could not detach from process " + a.pid + ": " + reply.error().message() +
-                                  "; the trace is written from what was recorded");
-  }
-  // Its children forked meanwhile carry the runtime too: detached as well
-  // (each serves its own socket).
-  for (pid_t child : rec->running())
-    if (child != pid && find_socket(child).found) (void)ctl_request(child, "detach", 10);
-  if (std::string(ended) == "exit")
+  const AttachEnd ended = wait_attached(pid, duration_ns, &g_end_signal);
+  detach_all(*rec, pid, ended);
+  if (ended == AttachEnd::kExit)
     std::fprintf(stderr, "callscope attach: process %d ended\n", pid);
   else
     std::fprintf(stderr, "callscope attach: detached from process %d, which runs on\n", pid);

@@ -33,10 +33,24 @@
 #include <vector>
 
 #include "cli/command.h"
-#include "cli/ctl_socket.h"
-#include "cli/traced_process.h"
+#include "recorder/ctl_socket.h"
+#include "recorder/traced_process.h"
 
 namespace callscope::cli {
+using recorder::Fd;
+using recorder::SessionKind;
+using recorder::SocketSearch;
+using recorder::check_pid;
+using recorder::connect_to;
+using recorder::exchange;
+using recorder::find_socket;
+using recorder::is_recorder;
+using recorder::process_exists;
+using recorder::remove_socket;
+using recorder::session_kind;
+using recorder::session_of;
+using recorder::traced_children;
+
 namespace {
 
 constexpr const char* kCommands[] = {"start", "stop", "clear", "dump", "status"};

@@ -13,12 +13,17 @@
 #include <cstdio>
 
 #include "cli/command.h"
-#include "cli/record_support.h"
 #include "common/output_claim.h"
 #include "format/finalize.h"
 #include "format/raw_session.h"
+#include "recorder/record_support.h"
 
 namespace callscope::cli {
+using recorder::SessionWriter;
+using recorder::print_summary;
+using recorder::remove_tree;
+using recorder::session_writers;
+
 namespace {
 
 // Whether `out` is the empty file a `record` of this session claimed for

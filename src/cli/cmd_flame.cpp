@@ -3,8 +3,8 @@
 #include <cstdio>
 
 #include "cli/command.h"
-#include "common/files.h"
 #include "cli/view_input.h"
+#include "common/files.h"
 #include "export/flame.h"
 #include "views/format_util.h"
 

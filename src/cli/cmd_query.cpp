@@ -1,7 +1,7 @@
 // `callscope query [options] TRACE [ARG...]`: D scripts answered over a
 // recorded trace, or (-c) while a program runs under the recorder, or with
 // neither, on the clock alone (docs/query.md). Options follow dtrace(1)'s;
-// the work is in query/session.h, the program's run in cli/recording.h.
+// the work is in query/session.h, the program's run in recorder/recording.h.
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -13,15 +13,23 @@
 #include <thread>
 
 #include "cli/command.h"
-#include "cli/ctl_socket.h"
-#include "cli/query_attach.h"
-#include "cli/recording.h"
 #include "common/config.h"
 #include "format/live_stream.h"
 #include "query/session.h"
+#include "recorder/ctl_socket.h"
+#include "recorder/query_attach.h"
+#include "recorder/recording.h"
 #include "views/format_util.h"
 
 namespace callscope::cli {
+using recorder::Attached;
+using recorder::RecordOptions;
+using recorder::Recording;
+using recorder::attach_to;
+using recorder::check_pid;
+using recorder::ctl_request;
+using recorder::read_delivery;
+
 namespace {
 
 volatile std::sig_atomic_t g_interrupted = 0;
@@ -43,7 +51,7 @@ std::vector<std::string> split_command(const std::string& text) {
   return words;
 }
 
-// query -c: the program runs under the recorder (cli/recording.h), its
+// query -c: the program runs under the recorder (recorder/recording.h), its
 // events tapped for the script.
 class RecordingHost final : public query::LiveHost {
  public:

@@ -21,12 +21,15 @@
 #include "cli/command.h"
 #include "cli/options.h"
 #include "cli/record_flags.h"
-#include "cli/record_support.h"
-#include "cli/recording.h"
 #include "common/config.h"
+#include "recorder/record_support.h"
+#include "recorder/recording.h"
 #include "views/replay_view.h"
 
 namespace callscope::cli {
+using recorder::RecordOptions;
+using recorder::Recording;
+
 namespace {
 
 Result<int> run_record(const RecordOptions& o) {

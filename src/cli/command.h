@@ -25,13 +25,6 @@ struct Command {
   std::function<Runner(CLI::App& app)> setup;
 };
 
-// "callscope <command>: warning: <text>" on stderr. The text may quote a
-// trace or a binary (module paths, names): printed terminal_safe, as main
-// prints errors.
-inline void print_warning(const char* command, const std::string& text) {
-  std::fprintf(stderr, "callscope %s: warning: %s\n", command, terminal_safe(text).c_str());
-}
-
 Command record_command();
 Command attach_command();
 Command detach_command();

@@ -7,6 +7,8 @@
 
 namespace callscope::cli {
 
+using recorder::RecordOptions;
+
 void add_output_flags(CLI::App& app, RecordOptions& o) {
   app.add_flag("-f,--force", o.force,
                "Overwrite the output file if it exists (a regular file, and not one another callscope is writing)");

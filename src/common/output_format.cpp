@@ -100,4 +100,8 @@ std::string terminal_safe_lines(std::string_view s) {
   }
 }
 
+void print_warning(const char* command, const std::string& text) {
+  std::fprintf(stderr, "callscope %s: warning: %s\n", command, terminal_safe(text).c_str());
+}
+
 }  // namespace callscope

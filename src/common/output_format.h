@@ -31,4 +31,9 @@ std::string terminal_safe(std::string_view s);
 // tabs are kept, every other control character escaped.
 std::string terminal_safe_lines(std::string_view s);
 
+// "callscope <command>: warning: <text>" on stderr. The text may quote a
+// trace or a binary (module paths, names): printed terminal_safe, as main
+// prints errors.
+void print_warning(const char* command, const std::string& text);
+
 }  // namespace callscope

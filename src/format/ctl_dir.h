@@ -2,7 +2,7 @@
 // other local user can steer what is made or removed in it.
 //
 // Shared by the runtime (src/runtime/control.cpp: makes and removes the
-// socket) and the CLI (src/cli/ctl_socket.cpp: `ctl` finds and connects to
+// socket) and the CLI (src/recorder/ctl_socket.cpp: `ctl` finds and connects to
 // it, `ctl` and `record` remove stale ones), so both follow one rule. Like
 // trace_format.h it is included by the runtime, so it is header-only, uses
 // libc alone and never allocates (the runtime may not: the program's malloc

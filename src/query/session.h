@@ -25,7 +25,7 @@ class LiveTap;
 namespace callscope::query {
 
 // What runs the program under the recorder for a live query: the CLI's
-// (cmd_query.cpp, over cli/recording.h).
+// (cmd_query.cpp, over recorder/recording.h).
 class LiveHost {
  public:
   // The script has alloc provider probes: before start(), a program run

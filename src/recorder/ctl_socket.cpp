@@ -1,6 +1,6 @@
 // Finding, reaching and removing the control socket of a traced process
 // (ctl_socket.h).
-#include "cli/ctl_socket.h"
+#include "recorder/ctl_socket.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -28,7 +28,7 @@
 
 #include "format/ctl_dir.h"
 
-namespace callscope::cli {
+namespace callscope::recorder {
 
 void Fd::reset() {
   if (fd_ >= 0) ::close(fd_);
@@ -232,4 +232,4 @@ std::string check_pid(const std::string& s) {
   return {};
 }
 
-}  // namespace callscope::cli
+}  // namespace callscope::recorder

@@ -1,6 +1,6 @@
-#include "cli/record_support.h"
+#include "recorder/record_support.h"
 
-#include "cli/command.h"
+#include "common/output_format.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -24,7 +24,7 @@
 #include "symbolize/elf_symbols.h"
 #include "views/format_util.h"
 
-namespace callscope::cli {
+namespace callscope::recorder {
 
 namespace fmt = callscope::format;
 
@@ -482,4 +482,4 @@ void print_summary(const char* command, const fmt::FinalizeSummary& sum, const s
                  static_cast<unsigned long long>(sum.torn), sum.torn == 1 ? "" : "s");
 }
 
-}  // namespace callscope::cli
+}  // namespace callscope::recorder

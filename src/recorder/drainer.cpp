@@ -1,13 +1,13 @@
-#include "cli/drainer.h"
+#include "recorder/drainer.h"
 
 #include <sys/resource.h>
 
 #include <chrono>
 #include <cstdlib>
 
-#include "cli/query_attach.h"
+#include "recorder/query_attach.h"
 
-namespace callscope::cli {
+namespace callscope::recorder {
 namespace {
 
 // A ring holds 16 x 256 KiB = 4 MiB, about 100 ms of a single thread calling
@@ -70,4 +70,4 @@ void Drainer::run() {
   }
 }
 
-}  // namespace callscope::cli
+}  // namespace callscope::recorder

@@ -23,7 +23,7 @@ class LiveStream;
 class LiveTap;
 }  // namespace callscope::format
 
-namespace callscope::cli {
+namespace callscope::recorder {
 
 struct RecordOptions {
   std::string output;  // from the settings (-o, CALLSCOPE_OUTPUT, output)
@@ -109,4 +109,4 @@ class Recording {
   std::vector<pid_t> reaped_;
 };
 
-}  // namespace callscope::cli
+}  // namespace callscope::recorder

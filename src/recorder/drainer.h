@@ -13,7 +13,7 @@
 
 #include "format/live_stream.h"
 
-namespace callscope::cli {
+namespace callscope::recorder {
 
 class QueryServer;
 
@@ -50,4 +50,4 @@ class Drainer {
   std::thread thread_;
 };
 
-}  // namespace callscope::cli
+}  // namespace callscope::recorder

@@ -1,5 +1,5 @@
 // `query -p PID` (query_attach.h).
-#include "cli/query_attach.h"
+#include "recorder/query_attach.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -14,11 +14,11 @@
 #include <cstring>
 #include <sstream>
 
-#include "cli/traced_process.h"
 #include "format/finalize.h"
 #include "format/live_wire.h"
+#include "recorder/traced_process.h"
 
-namespace callscope::cli {
+namespace callscope::recorder {
 namespace {
 
 constexpr const char* kSocketName = "query.sock";
@@ -299,4 +299,4 @@ Result<format::LiveDelivery> read_delivery(int fd, std::string& buffer, format::
   return format::decode_delivery(buffer, pool);
 }
 
-}  // namespace callscope::cli
+}  // namespace callscope::recorder

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-namespace callscope::cli {
+namespace callscope::recorder {
 
 // /proc/PID/WHAT ("" when unreadable), and its NUL-separated items.
 std::string read_proc(pid_t pid, const char* what);
@@ -43,4 +43,4 @@ bool is_recorder(pid_t pid);
 // recorder.meta it holds open).
 std::vector<pid_t> traced_children(pid_t recorder);
 
-}  // namespace callscope::cli
+}  // namespace callscope::recorder

@@ -7,14 +7,14 @@
 #include <string>
 #include <vector>
 
-#include "cli/ctl_socket.h"  // remove_stale_socket
 #include "common/output_claim.h"
 #include "common/result.h"
 #include "format/finalize.h"
 #include "format/raw_session.h"
 #include "format/trace_format.h"
+#include "recorder/ctl_socket.h"  // remove_stale_socket
 
-namespace callscope::cli {
+namespace callscope::recorder {
 
 // PROGRAM as execvp would find it, or a clear error.
 Result<std::string> find_program(const std::string& name);
@@ -95,4 +95,4 @@ class WritingSignals {
 
 void print_summary(const char* command, const format::FinalizeSummary& sum, const std::string& output);
 
-}  // namespace callscope::cli
+}  // namespace callscope::recorder

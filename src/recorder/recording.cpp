@@ -1,5 +1,5 @@
 // One run of a program under the recorder (recording.h).
-#include "cli/recording.h"
+#include "recorder/recording.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -20,14 +20,9 @@
 #include <fstream>
 #include <optional>
 
-#include "cli/command.h"
-#include "cli/ctl_socket.h"
-#include "cli/drainer.h"
-#include "cli/query_attach.h"
-#include "cli/record_support.h"
-#include "cli/traced_process.h"
 #include "common/config.h"
 #include "common/output_claim.h"
+#include "common/output_format.h"
 #include "format/finalize.h"
 #include "format/live_stream.h"
 #include "format/resident.h"
@@ -35,9 +30,14 @@
 #include "inject/load.h"
 #include "inject/remote.h"
 #include "inject/sleds.h"
+#include "recorder/ctl_socket.h"
+#include "recorder/drainer.h"
+#include "recorder/query_attach.h"
+#include "recorder/record_support.h"
+#include "recorder/traced_process.h"
 #include "symbolize/data_pointers.h"
 
-namespace callscope::cli {
+namespace callscope::recorder {
 namespace {
 
 namespace fmt = callscope::format;
@@ -587,4 +587,4 @@ int Recording::exit_like_program() const {
   return WIFEXITED(main_status_) ? WEXITSTATUS(main_status_) : 1;
 }
 
-}  // namespace callscope::cli
+}  // namespace callscope::recorder

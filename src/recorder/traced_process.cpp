@@ -1,5 +1,5 @@
 // What /proc says of a process callscope traces (traced_process.h).
-#include "cli/traced_process.h"
+#include "recorder/traced_process.h"
 
 #include <dirent.h>
 #include <sys/stat.h>
@@ -17,7 +17,7 @@
 #include "format/raw_session.h"
 #include "inject/remote.h"
 
-namespace callscope::cli {
+namespace callscope::recorder {
 namespace {
 
 // Where each descriptor of PID leads (readlink of /proc/PID/fd/N).
@@ -125,4 +125,4 @@ std::vector<pid_t> traced_children(pid_t recorder) {
   return out;
 }
 
-}  // namespace callscope::cli
+}  // namespace callscope::recorder

@@ -15,11 +15,11 @@
 #include <string>
 #include <vector>
 
-#include "cli/ctl_socket.h"
 #include "common/result.h"
 #include "format/live_stream.h"
+#include "recorder/ctl_socket.h"
 
-namespace callscope::cli {
+namespace callscope::recorder {
 
 // The recorder's side, on the thread that polls the stream (Drainer).
 class QueryServer {
@@ -71,4 +71,4 @@ Result<Attached> attach_to(pid_t pid, double ticks_per_ns);
 // `buffer` is kept from one call to the next; `pool` gives buffers to fill.
 Result<format::LiveDelivery> read_delivery(int fd, std::string& buffer, format::LiveTap* pool);
 
-}  // namespace callscope::cli
+}  // namespace callscope::recorder

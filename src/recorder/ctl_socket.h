@@ -11,7 +11,7 @@
 
 #include "common/result.h"
 
-namespace callscope::cli {
+namespace callscope::recorder {
 
 // An open file descriptor, closed when destroyed.
 class Fd {
@@ -86,4 +86,4 @@ Result<std::string> ctl_request(pid_t pid, const std::string& command, double ti
 // CLI11 validator: a bad value is a usage error, exit 2).
 std::string check_pid(const std::string& s);
 
-}  // namespace callscope::cli
+}  // namespace callscope::recorder
