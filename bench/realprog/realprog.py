@@ -313,7 +313,8 @@ def finish_row(row, cfg, out, errf, raw_dir):
     errf.seek(0)
     err = errf.read()
     errf.close()
-    shutil.copy(errf.name, raw_dir)  # what the recorder (and the program) said
+    if err:
+        shutil.copy(errf.name, raw_dir)  # what the recorder (and the program) said
     if cfg.startswith("callscope"):
         row["calls"] = callscope_calls(err)
         m = WAITED_RE.search(err)
@@ -394,7 +395,7 @@ def report(rows, a, meta):
     L = []
     L.append(f"# Real programs: the recorder's own CPU ({meta['date']})\n")
     L.append(f"- machine: {meta['cpu']}, {meta['ncpu']} CPUs; load average before: {meta['load']}")
-    L.append(f"- callscope: `{a.callscope}` (commit {meta['commit']}); {meta['uftrace']}")
+    L.append(f"- callscope: `{a.callscope}` (checkout {meta['commit']}; its last change to the sources: {meta.get('src_commit', '?')}); {meta['uftrace']}")
     L.append(f"- command: `{meta['command']}`")
     L.append(f"- nginx {meta['nginx_version']}, 2 workers, `wrk -t1 -c4 -d{a.load_s}s` on loopback, "
              f"then {a.idle_s} s idle; sqlite {meta['sqlite_version']} `speedtest1 --size {a.sqlite_size} --memdb`; "

@@ -170,6 +170,9 @@ fi
 stamp=$(date -u +%Y%m%d-%H%M%S)
 commit=$(git -C "$(dirname "$CALLSCOPE")" rev-parse --short HEAD 2>/dev/null || echo unknown)
 [[ -z $(git -C "$(dirname "$CALLSCOPE")" status --porcelain --untracked-files=no 2>/dev/null) ]] || commit="$commit+dirty"
+# the last commit that changed what the binary is built from (bench/ and
+# docs/ commits do not change callscope)
+src_commit=$(git -C "$(dirname "$CALLSCOPE")" log -1 --format=%h -- src include cmake CMakeLists.txt 2>/dev/null || echo unknown)
 raw=$OUT/realprog-$stamp
 mkdir -p "$raw"
 strace_on=1; [[ $STRACE_S != 0 ]] || strace_on=0
@@ -182,6 +185,6 @@ python3 "$HERE/realprog.py" --callscope "$CALLSCOPE" --work "$WORK" --out-raw "$
   --meta "date=$(date -u '+%Y-%m-%d %H:%M UTC')" \
          "cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1)" \
          "ncpu=$(nproc)" "load=$(cut -d' ' -f1-3 /proc/loadavg)" \
-         "commit=$commit" "uftrace=$(uftrace --version | head -1)" \
+         "commit=$commit" "src_commit=$src_commit" "uftrace=$(uftrace --version | head -1)" \
          "command=LOAD_S=$LOAD_S IDLE_S=$IDLE_S SQLITE_SIZE=$SQLITE_SIZE REPS=$REPS bench/realprog/run.sh" \
          "nginx_version=$nginx_version" "sqlite_version=$sqlite_version"
