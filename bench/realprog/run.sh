@@ -172,7 +172,7 @@ commit=$(git -C "$(dirname "$CALLSCOPE")" rev-parse --short HEAD 2>/dev/null || 
 [[ -z $(git -C "$(dirname "$CALLSCOPE")" status --porcelain --untracked-files=no 2>/dev/null) ]] || commit="$commit+dirty"
 # the last commit that changed what the binary is built from (bench/ and
 # docs/ commits do not change callscope)
-src_commit=$(git -C "$(dirname "$CALLSCOPE")" log -1 --format=%h -- src include cmake CMakeLists.txt 2>/dev/null || echo unknown)
+src_commit=$(git -C "$(dirname "$CALLSCOPE")" log -1 --format=%h -- ':/src' ':/include' ':/cmake' ':/CMakeLists.txt' 2>/dev/null || echo unknown)
 raw=$OUT/realprog-$stamp
 mkdir -p "$raw"
 strace_on=1; [[ $STRACE_S != 0 ]] || strace_on=0
