@@ -57,6 +57,20 @@ class RecordingHost final : public query::LiveHost {
  public:
   RecordingHost(RecordOptions o, bool quiet) : o_(std::move(o)), quiet_(quiet) {}
   void want_memory() override { o_.memory = true; }
+  void want_only(const std::vector<std::string>& functions) override {
+    if (functions.empty()) return;
+    // Filters the user set are theirs: they say what is recorded.
+    for (const auto& [name, value] : o_.runtime_env)
+      if (name == "CALLSCOPE_INCLUDE" || (name == "CALLSCOPE_MODE" && value != "record")) return;
+    std::string list;
+    for (const std::string& f : functions) list += (list.empty() ? "" : ",") + f;
+    o_.runtime_env.emplace_back("CALLSCOPE_INCLUDE", list);
+    if (!o_.scratch_output && !quiet_)
+      std::fprintf(stderr,
+                   "callscope query: the trace holds only the calls of %s (what the script's probes name; "
+                   "'callscope info' says it is filtered)\n",
+                   terminal_safe(list).c_str());
+  }
   Status start(format::LiveTap& tap, double ticks_per_ns) override {
     CALLSCOPE_TRY(rec_, Recording::start(o_, "query", &tap, ticks_per_ns));
     // Ctrl-C reaches the program through the terminal, and us: the script

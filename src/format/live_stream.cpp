@@ -468,6 +468,24 @@ void LiveStream::give_up() {
     if (t->map) __atomic_store_n(&reinterpret_cast<RawThreadHeader*>(t->map)->drain_failed, 1, __ATOMIC_RELEASE);
 }
 
+bool LiveStream::holding() const {
+  for (const auto& t : threads_)
+    if (!t->done && t->consumed > t->released) return true;
+  return false;
+}
+
+Status LiveStream::flush_held() {
+  if (failed_) return ok_status();
+  Status st = ok_status();
+  for (auto& t : threads_)
+    if (st && !t->done && t->consumed > t->released) st = flush_thread(*t);
+  if (!st) {
+    give_up();
+    return st.error().context("cannot stream the trace");
+  }
+  return ok_status();
+}
+
 Status LiveStream::poll() {
   if (failed_) return ok_status();
   Status st = ok_status();

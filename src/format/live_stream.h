@@ -113,6 +113,12 @@ class LiveStream {
   void set_tap(LiveTap* tap, double ticks_per_ns, bool tap_only = false);
   // No tap from now on (the query that attached has gone).
   void clear_tap();
+  bool tapped() const { return tap_ != nullptr; }
+  // Whether a thread's segments are encoded but held, waiting for more to
+  // make a block (kHoldSegments): a thread gone quiet keeps them until
+  // flush_held(), which the recorder calls when nothing has rung for a while.
+  bool holding() const;
+  Status flush_held();
   // Once the program has ended, before finalize_session: what is left in
   // every ring goes to the tap, with `last` set.
   void tap_rest();

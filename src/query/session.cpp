@@ -173,6 +173,40 @@ bool uses_alloc_provider(const Program& program) {
   return false;
 }
 
+// The functions whose calls a script needs, when it needs only some: each
+// of its descriptions either fires without calls (BEGIN, END, ERROR,
+// tick-N) or names the entry or return of some functions of the pid
+// provider, and nothing reads the stack (ustack, stackdepth, ucaller need
+// every frame). Empty: every call is needed -- a pid probe of any function,
+// profile-N (it fires in the threads the calls show), proc and alloc
+// probes, a provider or probe name given as a glob.
+std::vector<std::string> functions_needed(const Program& program) {
+  if (program.reads_stack()) return {};
+  Catalog fixed{CatalogInput{}};  // the probes every trace has
+  std::vector<std::string> functions;
+  const auto has_glob = [](const std::string& s) { return s.find_first_of("*?[\\") != std::string::npos; };
+  for (const auto& clause : clauses_of(program))
+    for (const ProbeSpec& spec : clause) {
+      if (auto ids = fixed.match(spec); ids && !ids->empty()) {
+        for (uint32_t id : *ids) {
+          const ProbeKind k = fixed.probe(id).kind;
+          if (k != ProbeKind::kBegin && k != ProbeKind::kEnd && k != ProbeKind::kError && k != ProbeKind::kTick)
+            return {};
+        }
+        if (spec.provider.rfind("pid", 0) != 0) continue;
+      }
+      const bool pid = spec.provider.rfind("pid", 0) == 0 && !has_glob(spec.provider);
+      const bool entry_or_return = spec.name.empty() || spec.name == "entry" || spec.name == "return";
+      // A comma would split the runtime's list (CALLSCOPE_INCLUDE).
+      if (!pid || !entry_or_return || spec.function.empty() || spec.function.find(',') != std::string::npos ||
+          spec.function.find_first_not_of('*') == std::string::npos)
+        return {};
+      if (std::find(functions.begin(), functions.end(), spec.function) == functions.end())
+        functions.push_back(spec.function);
+    }
+  return functions;
+}
+
 }  // namespace
 
 std::string description_clause(char flag, const std::string& text) {
@@ -350,6 +384,7 @@ Result<int> run_live(const QueryRequest& req, std::FILE* out, std::FILE* err) {
   int finish_status = 0;
   if (req.host) {
     if (uses_alloc_provider(*program)) req.host->want_memory();
+    req.host->want_only(functions_needed(*program));
     CALLSCOPE_CHECK(req.host->start(*live, tsc_rate));
     const format::ClockKind clock = req.host->clock();
     live->begin(req.host->session(), clock, req.host->origin(), clock == format::ClockKind::kTsc ? tsc_rate : 1.0);

@@ -32,6 +32,11 @@ class LiveHost {
   // here is recorded with --memory (a recording attached to records what
   // it records).
   virtual void want_memory() {}
+  // The script needs the calls of these functions only (globs, as its pid
+  // probes name them): before start(), a program run here records only
+  // them (the runtime's include filter) and says so. A recording attached
+  // to records what it records.
+  virtual void want_only(const std::vector<std::string>& functions) { (void)functions; }
   // Starts the program; `tap` gets its events as they come.
   virtual Status start(format::LiveTap& tap, double ticks_per_ns) = 0;
   virtual int64_t pid() const = 0;

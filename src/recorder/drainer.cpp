@@ -1,32 +1,42 @@
 #include "recorder/drainer.h"
 
+#include <poll.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <vector>
 
 #include "recorder/query_attach.h"
 
 namespace callscope::recorder {
 namespace {
 
-// A ring holds 16 x 256 KiB = 4 MiB, about 100 ms of a single thread calling
-// at full speed; polling every 200 us leaves it far from full.
+// Without a doorbell: a ring holds 16 x 256 KiB = 4 MiB, about 100 ms of a
+// single thread calling at full speed; polling every 200 us leaves it far
+// from full.
 constexpr auto kPoll = std::chrono::microseconds(200);
+// A tap's round (format/live_stream.cpp, kTapRoundNs).
+constexpr int kTapRoundMs = 2;
+// A thread gone quiet with segments encoded but held: written after this.
+constexpr auto kQuietFlush = std::chrono::seconds(1);
 
 // CALLSCOPE_TEST_DRAIN_INTERVAL_MS=N (tests only): poll every N ms instead,
-// a recorder that cannot keep up, so that the program's threads wait for it
-// (tests/e2e/stream_test.cpp counts the waits the trace marks).
-std::chrono::microseconds poll_interval() {
+// deaf to the doorbell, a recorder that cannot keep up, so that the
+// program's threads wait for it (tests/e2e/stream_test.cpp counts the waits
+// the trace marks).
+std::chrono::microseconds test_interval() {
   if (const char* v = std::getenv("CALLSCOPE_TEST_DRAIN_INTERVAL_MS"); v && *v)
     return std::chrono::microseconds(1000 * std::strtoul(v, nullptr, 10));
-  return kPoll;
+  return std::chrono::microseconds(0);
 }
 
 }  // namespace
 
-Drainer::Drainer(format::LiveStream& live, QueryServer* server)
-    : live_(live), server_(server), interval_(poll_interval()) {
+Drainer::Drainer(format::LiveStream& live, QueryServer* server, int doorbell)
+    : live_(live), doorbell_(doorbell), server_(server), interval_(test_interval()) {
   // One descriptor per live thread of the program: take the hard limit.
   // The program was forked before, and keeps the limits it had.
   struct rlimit r {};
@@ -37,10 +47,17 @@ Drainer::Drainer(format::LiveStream& live, QueryServer* server)
   thread_ = std::thread([this] { run(); });
 }
 
-Drainer::~Drainer() { stop(); }
+Drainer::~Drainer() {
+  stop();
+  if (doorbell_ >= 0) ::close(doorbell_);
+}
 
 void Drainer::stop() {
   stop_ = true;
+  if (doorbell_ >= 0) {
+    const char bell = 0;
+    (void)::write(doorbell_, &bell, 1);  // wakes the thread (a full FIFO wakes it too)
+  }
   if (thread_.joinable()) thread_.join();
 }
 
@@ -56,7 +73,30 @@ void Drainer::every(std::chrono::nanoseconds every, std::function<void()> f) {
   next_periodic_ = std::chrono::steady_clock::now() + every;
 }
 
+void Drainer::empty_doorbell() {
+  char buf[4096];
+  while (::read(doorbell_, buf, sizeof buf) > 0) {
+  }
+}
+
+int Drainer::timeout_ms() {
+  using namespace std::chrono;
+  const auto now = steady_clock::now();
+  int64_t ms = -1;
+  const auto at_most = [&ms](int64_t t) { ms = ms < 0 ? t : std::min(ms, t); };
+  if (live_.tapped()) at_most(kTapRoundMs);
+  if (server_ && server_->waiting()) at_most(100);  // a hello's deadline
+  {
+    std::lock_guard<std::mutex> lk(periodic_lock_);
+    if (periodic_) at_most(std::max<int64_t>(0, duration_cast<milliseconds>(next_periodic_ - now).count() + 1));
+  }
+  if (live_.holding())
+    at_most(std::max<int64_t>(0, duration_cast<milliseconds>(last_work_ + kQuietFlush - now).count() + 1));
+  return static_cast<int>(std::min<int64_t>(ms, 60'000));
+}
+
 void Drainer::run() {
+  last_work_ = std::chrono::steady_clock::now();
   while (!stop_) {
     poll();
     {
@@ -66,7 +106,23 @@ void Drainer::run() {
         next_periodic_ = std::chrono::steady_clock::now() + every_;
       }
     }
-    std::this_thread::sleep_for(interval_);
+    if (doorbell_ < 0 || interval_.count() > 0) {
+      std::this_thread::sleep_for(interval_.count() > 0 ? interval_ : std::chrono::microseconds(kPoll));
+      continue;
+    }
+    std::vector<pollfd> fds{{doorbell_, POLLIN, 0}};
+    if (server_) server_->add_poll_fds(fds);
+    const int n = ::poll(fds.data(), fds.size(), timeout_ms());
+    const auto now = std::chrono::steady_clock::now();
+    if (n > 0) {
+      if (fds[0].revents & POLLIN) empty_doorbell();
+      last_work_ = now;
+    } else if (n == 0 && live_.holding() && now >= last_work_ + kQuietFlush) {
+      // Nothing rang for a second: what quiet threads left held goes to
+      // the trace (a recorder killed later loses nothing of it).
+      if (auto st = live_.flush_held(); !st && failure_.empty()) failure_ = st.error().message();
+      last_work_ = now;
+    }
   }
 }
 

@@ -1,7 +1,12 @@
-// Part of the recorder: while the program runs, a thread of `record` polls
-// the session every few hundred microseconds and streams every traced
-// thread's complete ring segments into the trace (format/live_stream.h says
-// how, and why nothing is lost if the recorder dies).
+// Part of the recorder: while the program runs, a thread of `record`
+// streams every traced thread's complete ring segments into the trace
+// (format/live_stream.h says how, and why nothing is lost if the recorder
+// dies). It sleeps until the runtime rings the session's doorbell (a
+// segment complete, a writer about to wait, a thread's end: trace_format.h,
+// kDoorbellName) or a query knocks; timers only where something is due: a
+// tap's rounds every 2 ms while a query reads, a periodic task (--memory's
+// resident-set samples), and a quiet thread's held segments written after
+// a second. An idle program costs it no wakeup.
 #pragma once
 
 #include <atomic>
@@ -20,8 +25,9 @@ class QueryServer;
 class Drainer {
  public:
   // `server`: a recording that queries may attach to (query -p): served
-  // after each poll.
-  explicit Drainer(format::LiveStream& live, QueryServer* server = nullptr);
+  // after each poll. `doorbell`: the read end of the session's doorbell
+  // (owned; -1: none, then it polls every few hundred microseconds).
+  Drainer(format::LiveStream& live, QueryServer* server, int doorbell);
   ~Drainer();  // stops the thread
   Drainer(const Drainer&) = delete;
   Drainer& operator=(const Drainer&) = delete;
@@ -38,7 +44,13 @@ class Drainer {
 
  private:
   void run();
+  // How long the thread may sleep now: -1 for as long as nothing rings.
+  int timeout_ms();
+  // Reads every byte the doorbell holds.
+  void empty_doorbell();
   format::LiveStream& live_;
+  int doorbell_;
+  std::chrono::steady_clock::time_point last_work_{};
   QueryServer* server_;
   const std::chrono::microseconds interval_;  // between two polls
   std::atomic<bool> stop_{false};

@@ -138,6 +138,11 @@ QueryServer::~QueryServer() {
   if (listen_.get() >= 0) ::unlink(path_.c_str());
 }
 
+void QueryServer::add_poll_fds(std::vector<pollfd>& fds) const {
+  fds.push_back({listen_.get(), POLLIN, 0});
+  for (const Pending& p : pending_) fds.push_back({p.fd.get(), POLLIN, 0});
+}
+
 void QueryServer::poll() {
   if (tap_ && tap_->dead()) {
     live_.clear_tap();

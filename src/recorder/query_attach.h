@@ -7,6 +7,7 @@
 // recording goes on.
 #pragma once
 
+#include <poll.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -34,6 +35,11 @@ class QueryServer {
   // After each poll of the stream: a query that connected gets the tap, one
   // that went away loses it.
   void poll();
+  // What the drainer sleeps on for us: the listening socket and the
+  // connections whose hello has not come.
+  void add_poll_fds(std::vector<pollfd>& fds) const;
+  // A hello is awaited (each has a deadline).
+  bool waiting() const { return !pending_.empty(); }
 
  private:
   explicit QueryServer(format::LiveStream& live);

@@ -19,6 +19,7 @@
 #include <cstring>
 #include <fstream>
 #include <optional>
+#include <utility>
 
 #include "common/config.h"
 #include "common/output_claim.h"
@@ -244,6 +245,10 @@ struct Recording::State {
   struct sigaction old_int {}, old_quit {}, old_term {}, old_hup {};
   bool handlers = false;
   std::chrono::steady_clock::time_point run_start, run_end;
+  int doorbell = -1;  // the drainer's once it starts
+  ~State() {
+    if (doorbell >= 0) ::close(doorbell);
+  }
   void restore() {
     if (!handlers) return;
     handlers = false;
@@ -361,6 +366,13 @@ Result<std::unique_ptr<Recording>> Recording::start(const RecordOptions& o, cons
   }
   s.log->write_recorder_info(argv);
   s.log->write_calibration();
+  // The doorbell the runtime rings when there is work (drainer.h), before
+  // the program can look for it. Without it (a file system without FIFOs)
+  // the drainer polls.
+  int doorbell = -1;
+  if (::mkfifo((session + "/" + fmt::kDoorbellName).c_str(), 0600) == 0)
+    doorbell = ::open((session + "/" + fmt::kDoorbellName).c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC);
+  s.doorbell = doorbell;
 
   // The trace is written while the program runs (format/live_stream.h). Its
   // ticks count from now, in the clock the runtime will use: the TSC where
@@ -424,7 +436,7 @@ Result<std::unique_ptr<Recording>> Recording::start(const RecordOptions& o, cons
       if (name == "CALLSCOPE_MODE") events = value == "record";
     s.server = QueryServer::open(session, *r->live_, events);
   }
-  s.drainer = std::make_unique<Drainer>(*r->live_, s.server.get());
+  s.drainer = std::make_unique<Drainer>(*r->live_, s.server.get(), std::exchange(s.doorbell, -1));
   if (o.memory && o.rss_interval_ns)
     s.drainer->every(std::chrono::nanoseconds(o.rss_interval_ns), [session] { sample_resident(session); });
   s.run_start = std::chrono::steady_clock::now();

@@ -381,6 +381,9 @@ bool process_ready();
 int process_dir_open(const char* name, int flags, unsigned mode);
 // The same in the session's directory (files all its processes share).
 int session_dir_open(const char* name, int flags, unsigned mode);
+// Rings the recorder's doorbell (doorbell.cpp): it has work. Async-signal-
+// safe, keeps errno; does nothing in a session without a recorder.
+void doorbell_ring();
 // Removes NAME from the current process's directory (a file we made and
 // could not set up); errno is kept.
 void process_dir_unlink(const char* name);

@@ -82,13 +82,14 @@ CALLSCOPE_NOINSTR bool enter_segment(ThreadState* t, uint64_t n) {
   } else {
     // The slot is free once the recorder has taken the segment that last
     // used it. Until then the program waits: nothing is lost while the
-    // recorder lives and works (it polls every few hundred microseconds).
+    // recorder lives and works (it is rung at every segment: doorbell.cpp).
     // It does not wait for a dead recorder, nor for one that said it cannot
     // go on, nor at all under --drop-when-behind: then the events are
     // counted as lost, and the stream marks the gap.
     const uint64_t needed = n - fmt::kRingSegments + 1;
     if (__atomic_load_n(&h->drained, __ATOMIC_ACQUIRE) < needed) {
       if (g_drop_when_behind) return false;
+      doorbell_ring();  // the recorder gives back what it holds when a writer waits
       const uint64_t since = mono_ns();
       const uint64_t since_tick = now_tick();
       long pause_ns = 20000;
@@ -111,6 +112,7 @@ CALLSCOPE_NOINSTR bool enter_segment(ThreadState* t, uint64_t n) {
   // recorder that the previous segment is complete.
   __builtin_ia32_sfence();
   __atomic_store_n(&h->committed, n, __ATOMIC_RELEASE);
+  if (n > 0) doorbell_ring();  // segment n - 1 is complete
   t->ring_segment = n;
   t->end = nullptr;
   signal_fence();
@@ -348,6 +350,7 @@ void thread_exit(void* arg) {
   // takes the segment being written too, and lets the thread go.
   __builtin_ia32_sfence();
   __atomic_fetch_or(&t->header->flags, fmt::kRawThreadClosed, __ATOMIC_RELEASE);
+  if (t->header->ring_segments) doorbell_ring();
   close_thread_file(t);
   ::munmap(t->stack, uint64_t{kStackCapacity} * sizeof(Frame));
   t->stack = nullptr;

@@ -4,6 +4,7 @@
 // the test opens only once it has seen that output), exit() and Ctrl-C that
 // end the query with the program going on untraced, the trace kept with -o;
 // and, once, the clock alone and the errors.
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -151,6 +152,37 @@ TEST_P(QueryLiveTest, ExitEndsTheQueryAndTheProgramGoesOnUntraced) {
   RunResult again = callscope({"query", "-q", "-n", "pid$target:a.out:beat:entry { @ = count(); } END { printa(\"%@d\\n\", @); }", kept});
   ASSERT_EQ(again.exit_code, 0) << again.err;
   EXPECT_EQ(again.out, "3\n\n");
+}
+
+// A script whose probes name some functions records only those (the
+// runtime's include filter): the kept trace holds them and nothing else,
+// and says it is filtered. One that needs every call (a probe of any
+// function, or the stack) records every call.
+TEST_P(QueryLiveTest, AOneFunctionQueryRecordsOnlyThatFunction) {
+  touch(gate_);
+  const std::string kept = dir_.file("one.trace");
+  RunResult r = callscope({"query", "-n", "pid$target:a.out:beat:entry { @ = count(); } END { printa(\"beat=%@d\\n\", @); }",
+                           "-o", kept, "-c", live_command(3)});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("beat=6\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("the trace holds only the calls of beat"), std::string::npos) << r.err;
+  TraceSummary one = summarize(kept);
+  EXPECT_EQ(one.calls_of("beat"), 6u);
+  EXPECT_EQ(one.calls_of("main"), 0u);
+  uint64_t total = 0;
+  for (const auto& [name, n] : one.calls) total += n;
+  EXPECT_EQ(total, 6u);
+  EXPECT_NE(callscope({"info", kept}).out.find("filtered"), std::string::npos);
+
+  ASSERT_EQ(::unlink(done_.c_str()), 0);
+  const std::string all = dir_.file("all.trace");
+  RunResult a = callscope({"query", "-q", "-n", "pid$target:a.out:beat:entry { @[ustackdepth] = count(); }", "-o", all,
+                           "-c", live_command(3)});
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(a.err.find("holds only"), std::string::npos) << a.err;
+  TraceSummary every = summarize(all);
+  EXPECT_EQ(every.calls_of("beat"), 6u);
+  EXPECT_EQ(every.calls_of("main"), 1u);
 }
 
 TEST_P(QueryLiveTest, CtrlCPrintsTheAggregations) {
@@ -429,6 +461,48 @@ TEST(QueryLiveClockTest, ExitStatusAndJson) {
   EXPECT_NE(r.out.find("\"output\": \"hi\""), std::string::npos) << r.out;
 }
 
+// The context switches of every thread of process `pid` so far: each time
+// one of them went to sleep or was made to give up its CPU.
+uint64_t switches_of(pid_t pid) {
+  uint64_t n = 0;
+  const std::string task = "/proc/" + std::to_string(pid) + "/task";
+  DIR* d = ::opendir(task.c_str());
+  if (!d) return 0;
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream status(task + "/" + e->d_name + "/status");
+    for (std::string line; std::getline(status, line);)
+      if (line.rfind("voluntary_ctxt_switches:", 0) == 0 || line.rfind("nonvoluntary_ctxt_switches:", 0) == 0)
+        n += std::stoull(line.substr(line.find(':') + 1));
+  }
+  ::closedir(d);
+  return n;
+}
+
+// Idle costs nothing: while the traced program waits (here at its gate,
+// calling nothing instrumented), the recorder sleeps until the runtime
+// rings (a segment complete, a thread's end) -- no polling. Counted, not
+// timed: over 2 s, at most 20 wakeups of all its threads (it made ~5,700
+// when it polled every 200 us), in record and in profile mode.
+TEST(RecorderIdleTest, AnIdleProgramHardlyWakesTheRecorder) {
+  for (const char* mode : {"record", "profile"}) {
+    SCOPED_TRACE(mode);
+    TempDir dir;
+    const std::string gate = dir.file("gate"), done = dir.file("done");
+    Background rec(dir, {"record", "--mode", mode, "-o", dir.file("idle.trace"), "--",
+                         fixture(variants().front(), "live"), "3", gate, done});
+    ASSERT_TRUE(wait_until([&] { return exists(gate + ".ready"); })) << rec.err();
+    std::this_thread::sleep_for(200ms);  // the recorder's start settles
+    const uint64_t before = switches_of(rec.pid());
+    std::this_thread::sleep_for(2s);
+    const uint64_t after = switches_of(rec.pid());
+    EXPECT_LE(after - before, 20u) << "the recorder woke " << after - before << " times in 2 s";
+    touch(gate);
+    ASSERT_EQ(rec.wait(), 0) << rec.err();
+    EXPECT_EQ(slurp(done), "beats=6\n");
+  }
+}
+
 TEST(QueryLiveErrorTest, BadRequestsSaySo) {
   TempDir dir;
   RunResult missing = callscope({"query", "-n", "BEGIN { exit(0); }", "-c", dir.file("no-such-program")});
@@ -489,7 +563,7 @@ TEST(QueryLiveErrorTest, AThreadWithoutARingIsSaid) {
   touch(dir.file("gate"));
   const std::string script =
       "mount -t tmpfs -o size=300k tmpfs /dev/shm 2>/dev/null || { echo SKIP: cannot mount a tmpfs; exit 0; }\n'" +
-      std::string(CALLSCOPE_EXE) + "' query -q -n 'pid$target:a.out:beat:entry { @ = count(); }' -c '" +
+      std::string(CALLSCOPE_EXE) + "' query -q -n 'pid$target:a.out::entry /probefunc == \"beat\"/ { @ = count(); }' -c '" +
       plain_path(fixture(variants().front(), "live")) + " 2 " + dir.file("gate") + " " + dir.file("done") +
       "'\necho \"query exit $?\"\n";
   RunResult r = run({"unshare", "-m", "sh", "-c", script});
