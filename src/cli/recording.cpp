@@ -88,6 +88,8 @@ Result<pid_t> spawn(const std::string& program, const std::vector<std::string>& 
     ::setenv("LD_PRELOAD", preload.c_str(), 1);
     ::setenv("CALLSCOPE_DIR", session.c_str(), 1);
     ::setenv("CALLSCOPE_RECORDER_PID", std::to_string(::getppid()).c_str(), 1);
+    // The process record starts, traced whatever --follow says (follow.cpp).
+    ::setenv("CALLSCOPE_ROOT_PID", std::to_string(::getpid()).c_str(), 1);
     for (const auto& [name, value] : env) ::setenv(name.c_str(), value.c_str(), 1);
     std::vector<char*> args;
     for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
