@@ -14,6 +14,7 @@
 
 #include "cli/command.h"
 #include "cli/record_support.h"
+#include "cli/untraced_processes.h"
 #include "common/output_claim.h"
 #include "format/finalize.h"
 #include "format/raw_session.h"
@@ -94,6 +95,7 @@ Command finish_command() {
               auto sum = format::finalize_session(dir, out, fo);
               if (!sum) return sum.error();
               print_summary("finish", *sum, out);
+              say_untraced_processes("finish", dir, "");
               if (!o->keep_raw && writers.empty()) remove_tree(dir);
               return 0;
             };

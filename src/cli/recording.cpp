@@ -26,6 +26,7 @@
 #include "cli/query_attach.h"
 #include "cli/record_support.h"
 #include "cli/traced_process.h"
+#include "cli/untraced_processes.h"
 #include "common/config.h"
 #include "common/output_claim.h"
 #include "format/finalize.h"
@@ -556,6 +557,7 @@ int Recording::finish(bool quiet) {
   writing.reset();
   if (!quiet) {
     print_summary(who_, *sum, o_.output);
+    say_untraced_processes(who_, session_, follow_setting(o_.runtime_env));
     say_data_pointers(who_, o_.runtime_env, session_);
     const auto written = std::chrono::steady_clock::now();
     std::fprintf(stderr, "callscope %s: the program %s %.3f s; the trace took %.3f s to write\n", who_,
