@@ -61,6 +61,7 @@ namespace {
 struct SeenModule {
   uint64_t bias;
   uint64_t low;
+  bool listed;  // by the current pass (one unloaded since is forgotten: another may load there)
 };
 constexpr int kMaxSeen = 1024;
 SeenModule g_seen[kMaxSeen];
@@ -177,7 +178,10 @@ CALLSCOPE_NOINSTR int look_at_module(dl_phdr_info* info, size_t, void* arg) {
   const ModuleBounds b = module_bounds(info);
   if (b.high == 0) return 0;
   for (int i = 0; i < g_seen_count; ++i)
-    if (g_seen[i].bias == info->dlpi_addr && g_seen[i].low == b.low) return 0;
+    if (g_seen[i].bias == info->dlpi_addr && g_seen[i].low == b.low) {
+      g_seen[i].listed = true;
+      return 0;
+    }
   if (runtime_or_system_module(info, b, reinterpret_cast<const void*>(&look_at_module))) return 0;
   // (A module another thread is still relocating is read all the same: its
   // dynamic symbols are not relocated, and its sections come from its file.)
@@ -185,7 +189,7 @@ CALLSCOPE_NOINSTR int look_at_module(dl_phdr_info* info, size_t, void* arg) {
     *static_cast<bool*>(arg) = true;
     return 1;  // enough: the process is traced
   }
-  if (g_seen_count < kMaxSeen) g_seen[g_seen_count++] = SeenModule{info->dlpi_addr, b.low};
+  if (g_seen_count < kMaxSeen) g_seen[g_seen_count++] = SeenModule{info->dlpi_addr, b.low, true};
   return 0;
 }
 
@@ -221,10 +225,19 @@ CALLSCOPE_NOINSTR void append_untraced(const char* text, size_t len) {
 bool process_has_hooks() {
   const int saved_errno = errno;
   ::pthread_mutex_lock(&g_seen_lock);
-  if (!__atomic_load_n(&g_has_hooks, __ATOMIC_ACQUIRE)) {
+  // Only --follow hooked asks (all and none decide without looking).
+  if (!__atomic_load_n(&g_has_hooks, __ATOMIC_ACQUIRE) && follow_mode() == FollowMode::kHooked) {
     bool found = false;
+    for (int i = 0; i < g_seen_count; ++i) g_seen[i].listed = false;
     ::dl_iterate_phdr(look_at_module, &found);
-    if (found) __atomic_store_n(&g_has_hooks, true, __ATOMIC_RELEASE);
+    if (found) {
+      __atomic_store_n(&g_has_hooks, true, __ATOMIC_RELEASE);
+    } else {
+      int kept = 0;
+      for (int i = 0; i < g_seen_count; ++i)
+        if (g_seen[i].listed) g_seen[kept++] = g_seen[i];
+      g_seen_count = kept;
+    }
   }
   ::pthread_mutex_unlock(&g_seen_lock);
   errno = saved_errno;
