@@ -116,7 +116,7 @@ Command attach_command() {
             auto o = std::make_shared<RecordOptions>();
             auto a = std::make_shared<AttachOptions>();
             app.add_option("pid", a->pid, "Process id of the running program")->required()->check(check_pid);
-            auto settings = std::make_shared<config::Flags>(app, config::record_keys());
+            auto settings = std::make_shared<config::Flags>(app, config::attach_keys());
             app.add_option("--duration", a->duration,
                            "Detach after this long (default: at Ctrl-C, or 'callscope detach PID')")
                 ->type_name("DURATION")

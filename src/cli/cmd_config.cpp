@@ -41,6 +41,7 @@ json json_value(const cfg::Config& c, cfg::Key key) {
     case cfg::Key::kLibcalls: return c.libcalls.value ? json(*c.libcalls.value) : json(nullptr);
     case cfg::Key::kPatchImports: return c.patch_imports.value ? json(*c.patch_imports.value) : json(nullptr);
     case cfg::Key::kPatchCallers: return c.patch_callers.value ? json(*c.patch_callers.value) : json(nullptr);
+    case cfg::Key::kFollow: return c.follow.value ? json(cfg::follow_name(*c.follow.value)) : json(nullptr);
     case cfg::Key::kOutput: return c.output.value ? json(*c.output.value) : json(nullptr);
     case cfg::Key::kNameWidth: return c.name_width.value ? json(*c.name_width.value) : json(nullptr);
   }

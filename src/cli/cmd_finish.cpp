@@ -17,11 +17,13 @@
 #include "format/finalize.h"
 #include "format/raw_session.h"
 #include "recorder/record_support.h"
+#include "recorder/untraced_processes.h"
 
 namespace callscope::cli {
 using recorder::SessionWriter;
 using recorder::print_summary;
 using recorder::remove_tree;
+using recorder::say_untraced_processes;
 using recorder::session_writers;
 
 namespace {
@@ -99,6 +101,7 @@ Command finish_command() {
               auto sum = format::finalize_session(dir, out, fo);
               if (!sum) return sum.error();
               print_summary("finish", *sum, out);
+              say_untraced_processes("finish", dir, "");
               if (!o->keep_raw && writers.empty()) remove_tree(dir);
               return 0;
             };

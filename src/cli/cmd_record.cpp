@@ -78,9 +78,13 @@ Command record_command() {
             app.prefix_command();
             app.footer(
                 "The program's stdin, stdout, stderr, exit status and signals pass through.\n"
-                "Forked children and exec'd programs are recorded too; record waits for\n"
-                "every descendant to end. The runtime library is found next to callscope\n"
-                "(../lib/libcallscope-rt.so) or at $CALLSCOPE_RUNTIME.\n"
+                "The runtime is preloaded into every descendant; --follow says which are\n"
+                "traced: hooked (the default) traces the program and each process with\n"
+                "something to record (hooks, patchable entries, --libcalls, --memory), the\n"
+                "others (a build's compilers, the shells between) cost ~0.05 ms and are only\n"
+                "counted; all traces every one; none the program only (through its execs).\n"
+                "record waits for every descendant to end. The runtime library is found\n"
+                "next to callscope (../lib/libcallscope-rt.so) or at $CALLSCOPE_RUNTIME.\n"
                 "The output is claimed at the start (an empty file, locked): a file written\n"
                 "there during the run is never replaced, and a second record of the same\n"
                 "output is refused. Once the program has ended, a signal finishes the trace;\n"

@@ -63,6 +63,11 @@ constexpr KeyInfo kKeys[] = {
     {Key::kPatchCallers, KeyType::kGlobs, "patch_callers", "CALLSCOPE_PATCH_CALLERS", "--patch-callers", "GLOB",
      "Record every call into the functions of modules matching GLOB, from any module, as CAP's [PATCH CALLERS]",
      "none", true},
+    {Key::kFollow, KeyType::kFollow, "follow", "CALLSCOPE_FOLLOW", "--follow", "WHICH",
+     "Which processes the program starts are traced: hooked (those with something to record: hooks, "
+     "patchable entries, or --libcalls/--memory; the others cost almost nothing and are only counted), all "
+     "(every one, each in the trace), none (only the program itself); the program itself always is",
+     "hooked", true},
     {Key::kOutput, KeyType::kPath, "output", "CALLSCOPE_OUTPUT", "-o,--output", "FILE",
      "Trace file to write (default: callscope.trace)", "callscope.trace", false},
     {Key::kNameWidth, KeyType::kCount, "name_width", "CALLSCOPE_NAME_WIDTH", "--name-width", "N",
@@ -74,7 +79,7 @@ static_assert(std::size(kKeys) == kKeyCount);
 // runtime, or read by the scripts. Never warned about.
 constexpr const char* kOtherVariables[] = {
     "CALLSCOPE_DIR",     "CALLSCOPE_RECORDER_PID", "CALLSCOPE_CLOCK",   "CALLSCOPE_RUNTIME",
-    "CALLSCOPE_CTL_DIR", "CALLSCOPE_BUILD",        "CALLSCOPE_SKIP_APT", "CALLSCOPE_NO_ASAN",
+    "CALLSCOPE_CTL_DIR", "CALLSCOPE_BUILD",        "CALLSCOPE_ROOT_PID",        "CALLSCOPE_SKIP_APT", "CALLSCOPE_NO_ASAN",
 };
 
 std::string join(const std::vector<std::string>& items, const char* sep) {
@@ -104,6 +109,15 @@ std::string env_var_names() {
 // ---- values ---------------------------------------------------------------------
 
 const char* mode_name(Mode m) { return m == Mode::kProfile ? "profile" : "record"; }
+
+const char* follow_name(Follow f) {
+  switch (f) {
+    case Follow::kAll: return "all";
+    case Follow::kNone: return "none";
+    case Follow::kHooked: break;
+  }
+  return "hooked";
+}
 
 const char* source_name(Source s) {
   switch (s) {
@@ -207,6 +221,7 @@ void setting_of(C& c, Key key, F&& f) {
     case Key::kLibcalls: f(c.libcalls); return;
     case Key::kPatchImports: f(c.patch_imports); return;
     case Key::kPatchCallers: f(c.patch_callers); return;
+    case Key::kFollow: f(c.follow); return;
     case Key::kOutput: f(c.output); return;
     case Key::kNameWidth: f(c.name_width); return;
   }
@@ -222,6 +237,14 @@ Status parse_text(std::string_view s, Mode& out) {
   if (s == "record") out = Mode::kRecord;
   else if (s == "profile") out = Mode::kProfile;
   else return Error("unknown mode '" + std::string(s) + "' (valid modes: record, profile)");
+  return ok_status();
+}
+
+Status parse_text(std::string_view s, Follow& out) {
+  if (s == "hooked") out = Follow::kHooked;
+  else if (s == "all") out = Follow::kAll;
+  else if (s == "none") out = Follow::kNone;
+  else return Error("unknown value '" + std::string(s) + "' (valid: hooked, all, none)");
   return ok_status();
 }
 
@@ -263,6 +286,7 @@ Status parse_text(std::string_view s, std::vector<std::string>& out) {
 }
 
 std::string to_text(Mode m) { return mode_name(m); }
+std::string to_text(Follow f) { return follow_name(f); }
 std::string to_text(Duration d) { return duration_text(d); }
 std::string to_text(uint32_t v) { return std::to_string(v); }
 std::string to_text(bool b) { return b ? "true" : "false"; }
@@ -270,6 +294,7 @@ std::string to_text(const std::string& s) { return s; }
 std::string to_text(const std::vector<std::string>& v) { return join(v, ","); }
 
 std::string to_env(Mode m) { return mode_name(m); }
+std::string to_env(Follow f) { return follow_name(f); }
 std::string to_env(Duration d) { return std::to_string(d.ns) + "ns"; }
 std::string to_env(uint32_t v) { return std::to_string(v); }
 std::string to_env(bool b) { return b ? "1" : "0"; }
@@ -280,6 +305,7 @@ std::string to_env(const std::vector<std::string>& v) { return join(v, ","); }
 Status check_text(KeyType type, std::string_view s) {
   switch (type) {
     case KeyType::kMode: { Mode v; return parse_text(s, v); }
+    case KeyType::kFollow: { Follow v; return parse_text(s, v); }
     case KeyType::kDuration: { Duration v; return parse_text(s, v); }
     case KeyType::kCount: { uint32_t v; return parse_text(s, v); }
     case KeyType::kBool: { bool v; return parse_text(s, v); }
@@ -357,6 +383,7 @@ const char* toml_type_name(const toml::node& n) {
 const char* expected_type(KeyType t) {
   switch (t) {
     case KeyType::kMode: return "a string (\"record\" or \"profile\")";
+    case KeyType::kFollow: return "a string (\"hooked\", \"all\" or \"none\")";
     case KeyType::kDuration: return "a string with a unit, as in \"10ms\"";
     case KeyType::kGlobs: return "an array of strings";
     case KeyType::kCount: return "an integer >= 0";
@@ -511,7 +538,8 @@ Result<Config> parse_toml(std::string_view text, const std::string& path) {
     // The likely slip: a duration or a name written without quotes.
     const auto it = std::find_if(std::begin(kKeys), std::end(kKeys), [&](const KeyInfo& k) { return key == k.toml; });
     if (it != std::end(kKeys) && !value.empty() && value[0] != '"' && value[0] != '\'' && value[0] != '[' &&
-        (it->type == KeyType::kDuration || it->type == KeyType::kMode || it->type == KeyType::kPath))
+        (it->type == KeyType::kDuration || it->type == KeyType::kMode || it->type == KeyType::kFollow ||
+         it->type == KeyType::kPath))
       what += "; strings take quotes: " + key + " = \"" + value + "\"";
     return Error(path + ":" + std::to_string(begin.line) + ":" + std::to_string(begin.column) + ": " +
                  (key.empty() ? "" : "'" + key + "': ") + what);
@@ -643,12 +671,16 @@ namespace {
 constexpr Key kRecordKeys[] = {Key::kMode,       Key::kInterval,    Key::kInclude,  Key::kExclude,
                                Key::kIncludeModules, Key::kExcludeModules, Key::kMaxDepth, Key::kMinDuration,
                                Key::kStartOff,   Key::kChrono,      Key::kLibcalls, Key::kPatchImports,
+                               Key::kPatchCallers, Key::kFollow, Key::kOutput};
+constexpr Key kAttachKeys[] = {Key::kMode,       Key::kInterval,    Key::kInclude,  Key::kExclude,
+                               Key::kIncludeModules, Key::kExcludeModules, Key::kMaxDepth, Key::kMinDuration,
+                               Key::kStartOff,   Key::kChrono,      Key::kLibcalls, Key::kPatchImports,
                                Key::kPatchCallers, Key::kOutput};
 constexpr Key kReportKeys[] = {Key::kNameWidth};
 constexpr Key kEveryKey[] = {Key::kMode,       Key::kInterval,    Key::kInclude,  Key::kExclude,
                              Key::kIncludeModules, Key::kExcludeModules, Key::kMaxDepth, Key::kMinDuration,
                              Key::kStartOff,   Key::kChrono,      Key::kLibcalls, Key::kPatchImports,
-                             Key::kPatchCallers, Key::kOutput,  Key::kNameWidth};
+                             Key::kPatchCallers, Key::kFollow,  Key::kOutput,  Key::kNameWidth};
 static_assert(std::size(kEveryKey) == kKeyCount);
 
 // "--output" of "-o,--output": the name an origin shows.
@@ -661,6 +693,7 @@ std::string long_name(const char* flag) {
 }  // namespace
 
 std::span<const Key> record_keys() { return kRecordKeys; }
+std::span<const Key> attach_keys() { return kAttachKeys; }
 std::span<const Key> report_keys() { return kReportKeys; }
 std::span<const Key> every_key() { return kEveryKey; }
 

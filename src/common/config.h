@@ -45,12 +45,13 @@ enum class Key : uint8_t {
   kLibcalls,
   kPatchImports,
   kPatchCallers,
+  kFollow,
   kOutput,
   kNameWidth,
 };
-inline constexpr size_t kKeyCount = 15;
+inline constexpr size_t kKeyCount = 16;
 
-enum class KeyType { kMode, kDuration, kGlobs, kCount, kBool, kPath };
+enum class KeyType { kMode, kDuration, kGlobs, kCount, kBool, kPath, kFollow };
 
 struct KeyInfo {
   Key key;
@@ -75,6 +76,10 @@ std::string env_var_names();
 
 enum class Mode { kRecord, kProfile };
 const char* mode_name(Mode m);  // "record", "profile"
+
+// Which of the program's descendants are traced (record --follow).
+enum class Follow { kHooked, kAll, kNone };
+const char* follow_name(Follow f);  // "hooked", "all", "none"
 
 struct Duration {
   uint64_t ns = 0;
@@ -125,6 +130,7 @@ struct Config {
   Setting<bool> libcalls;                            // hook the executable's GOT slots
   Setting<std::vector<std::string>> patch_imports;   // module globs: hook all their GOT slots
   Setting<std::vector<std::string>> patch_callers;   // module globs: hook every slot bound to them
+  Setting<Follow> follow;                            // default: hooked
   Setting<std::string> output;                       // default: callscope.trace
   Setting<uint32_t> name_width;                      // 0 = automatic
   std::string file;  // the TOML file these came from ("" when none was read)
@@ -172,6 +178,7 @@ std::vector<std::pair<std::string, std::string>> runtime_environment(const Confi
 
 // The keys each command offers as flags.
 std::span<const Key> record_keys();  // all keys but name_width
+std::span<const Key> attach_keys();  // record's but follow (an attached process has no preloaded children)
 std::span<const Key> report_keys();  // name_width
 std::span<const Key> every_key();    // all keys (`callscope config`)
 

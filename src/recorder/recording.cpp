@@ -21,6 +21,7 @@
 #include <optional>
 #include <utility>
 
+#include "recorder/untraced_processes.h"
 #include "common/config.h"
 #include "common/output_claim.h"
 #include "common/output_format.h"
@@ -89,6 +90,8 @@ Result<pid_t> spawn(const std::string& program, const std::vector<std::string>& 
     ::setenv("LD_PRELOAD", preload.c_str(), 1);
     ::setenv("CALLSCOPE_DIR", session.c_str(), 1);
     ::setenv("CALLSCOPE_RECORDER_PID", std::to_string(::getppid()).c_str(), 1);
+    // The process record starts, traced whatever --follow says (follow.cpp).
+    ::setenv("CALLSCOPE_ROOT_PID", std::to_string(::getpid()).c_str(), 1);
     for (const auto& [name, value] : env) ::setenv(name.c_str(), value.c_str(), 1);
     std::vector<char*> args;
     for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -566,6 +569,7 @@ int Recording::finish(bool quiet) {
   writing.reset();
   if (!quiet) {
     print_summary(who_, *sum, o_.output);
+    say_untraced_processes(who_, session_, follow_setting(o_.runtime_env));
     say_data_pointers(who_, o_.runtime_env, session_);
     const auto written = std::chrono::steady_clock::now();
     std::fprintf(stderr, "callscope %s: the program %s %.3f s; the trace took %.3f s to write\n", who_,

@@ -40,8 +40,14 @@ unsigned long g_thread_key = 0;
 
 namespace {
 
+// kNotStarted also while dormant (follow.cpp: a process with nothing to
+// record, set up at its first hook if one comes); kFailed also for a
+// process --follow leaves out, and a fork child made inert.
 enum InitState : int { kNotStarted = 0, kInProgress = 1, kReady = 2, kFailed = 3 };
 int g_init_state = kNotStarted;
+// The constructor's decision (follow_decision), made once per image.
+bool g_decided = false;
+FollowDecision g_decision = FollowDecision::kTrace;
 
 // The session directory and this process's directory in it: their paths
 // (for messages, and to find them again), descriptors and identities. Files
@@ -447,7 +453,7 @@ void replace_session_fd(int fd, int devnull) {
 namespace {
 
 CALLSCOPE_NOINSTR void on_process_exit(int status, void*) {
-  if (detached()) return;
+  if (detached() || !process_ready()) return;  // not ready: a fork child made inert (on_fork_child)
   const int saved_errno = errno;
   record_exit(status);
   snapshot_smaps("exit");
@@ -477,7 +483,12 @@ CALLSCOPE_NOINSTR void on_fork_child() {
   libcalls_after_fork();
   if (g_meta_fd >= 0) ::close(g_meta_fd);
   g_meta_fd = -1;
-  if (start_process_record(g_incarnation, fmt::kRawProcessForked)) {
+  if (!follow_fork_child()) {
+    // Not traced (record --follow): the parent's files are not its own, and
+    // nothing of it is recorded from now on.
+    thread_drop_after_fork(t);
+    __atomic_store_n(&g_init_state, kFailed, __ATOMIC_RELEASE);
+  } else if (start_process_record(g_incarnation, fmt::kRawProcessForked)) {
     thread_reset_after_fork(t);
     dumps_prepare();  // its own snapshots file (the engine's reset forgot the parent's)
     tags_after_fork();
@@ -532,9 +543,42 @@ CALLSCOPE_NOINSTR bool do_init() {
   return true;
 }
 
+// `wanted`: something calls the runtime (a hook, the API, attach): a
+// dormant process is set up now. From the constructor, the process's
+// decision stands (follow.cpp).
+CALLSCOPE_NOINSTR bool ensure_init(bool wanted) {
+  int s = __atomic_load_n(&g_init_state, __ATOMIC_ACQUIRE);
+  if (CALLSCOPE_LIKELY(s == kReady)) return true;
+  if (s == kNotStarted) {
+    int expected = kNotStarted;
+    if (__atomic_compare_exchange_n(&g_init_state, &expected, kInProgress, false, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE)) {
+      const int saved_errno = errno;
+      if (!g_decided) {
+        g_decision = g_attached ? FollowDecision::kTrace : follow_decision();
+        g_decided = true;
+        if (g_decision != FollowDecision::kTrace) note_untraced_process(false);
+      }
+      int next = kFailed;
+      if (g_decision == FollowDecision::kLater && !wanted) {
+        next = kNotStarted;  // dormant
+      } else if (g_decision != FollowDecision::kNever) {
+        if (g_decision == FollowDecision::kLater) note_untraced_process(true);  // traced after all
+        g_decision = FollowDecision::kTrace;
+        next = do_init() ? kReady : kFailed;
+      }
+      errno = saved_errno;
+      __atomic_store_n(&g_init_state, next, __ATOMIC_RELEASE);
+      return next == kReady;
+    }
+  }
+  while ((s = __atomic_load_n(&g_init_state, __ATOMIC_ACQUIRE)) == kInProgress) ::sched_yield();
+  return s == kReady;
+}
+
 __attribute__((constructor)) CALLSCOPE_NOINSTR void runtime_constructor() {
   if (loaded_for_attach()) return;  // callscope_rt_attach initializes, with its settings
-  process_ensure_init();
+  ensure_init(false);
 }
 
 }  // namespace
@@ -564,23 +608,7 @@ bool tsc_is_invariant() {
 
 bool process_ready() { return __atomic_load_n(&g_init_state, __ATOMIC_ACQUIRE) == kReady; }
 
-bool process_ensure_init() {
-  int s = __atomic_load_n(&g_init_state, __ATOMIC_ACQUIRE);
-  if (CALLSCOPE_LIKELY(s == kReady)) return true;
-  if (s == kNotStarted) {
-    int expected = kNotStarted;
-    if (__atomic_compare_exchange_n(&g_init_state, &expected, kInProgress, false, __ATOMIC_ACQ_REL,
-                                    __ATOMIC_ACQUIRE)) {
-      const int saved_errno = errno;
-      const bool ok = do_init();
-      errno = saved_errno;
-      __atomic_store_n(&g_init_state, ok ? kReady : kFailed, __ATOMIC_RELEASE);
-      return ok;
-    }
-  }
-  while ((s = __atomic_load_n(&g_init_state, __ATOMIC_ACQUIRE)) == kInProgress) ::sched_yield();
-  return s == kReady;
-}
+bool process_ensure_init() { return ensure_init(true); }
 
 void modules_changed(bool opened, bool by_our_dlopen) {
   rescan_modules();
@@ -706,7 +734,15 @@ CALLSCOPE_EXPORT void* dlopen(const char* file, int mode) {
   Fn real = next_symbol(&cache, "dlopen");
   if (!real) return nullptr;
   void* handle = real(file, mode);
-  if (handle && !detached()) modules_changed(true, true);
+  if (handle && !detached()) {
+    // A dormant process (follow.cpp) whose new library has hooks: set up
+    // now, before the program can call into it.
+    if (__atomic_load_n(&g_init_state, __ATOMIC_ACQUIRE) == kNotStarted && g_decided && follow_dormant_dlopen())
+      process_ensure_init();
+    else if (process_ready())
+      process_has_hooks();  // its fork children are traced if it has hooks (follow_fork_child)
+    modules_changed(true, true);
+  }
   return handle;
 }
 

@@ -602,6 +602,18 @@ void engine_thread_exit(ThreadState* t) {
 
 // In a fork child: a tree of its own, starting empty; the frames inherited
 // from the parent stay open but are not counted (their calls began there).
+// A fork child that is not traced (record --follow): the copy of the
+// parent's tree is not its own to write.
+void engine_drop_after_fork(ThreadState* t) {
+  if (!t->prof) return;
+  if (t->hash) ::munmap(t->hash, uint64_t{t->hash_mask + 1} * 4);
+  ::munmap(t->prof, prof_bytes(kMaxNodes));
+  ::close(t->prof_fd);
+  t->prof = nullptr;
+  t->hash = nullptr;
+  t->prof_fd = -1;
+}
+
 void engine_reset_after_fork(ThreadState* t) {
   operations_reset_after_fork();
   if (t->status != kEngine && t->status != kStopped && t->status != kActive) return;

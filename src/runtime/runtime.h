@@ -330,6 +330,7 @@ bool tsc_is_invariant();
 bool thread_init(ThreadState* t);
 void thread_exit(void* arg);
 void thread_reset_after_fork(ThreadState* t);
+void thread_drop_after_fork(ThreadState* t);  // a fork child not traced
 uint64_t* reserve_slow(ThreadState* t, unsigned words);
 // Stop and start in record mode (control_changed): the pause from `tick`,
 // and its end at `tick`, the resync first (format/trace_format.h, "Gaps").
@@ -351,6 +352,7 @@ void hooks_ignore();           // hooks.cpp: ... to nothing (record --unwind)
 bool engine_thread_init(ThreadState* t);
 void engine_thread_exit(ThreadState* t);
 void engine_reset_after_fork(ThreadState* t);
+void engine_drop_after_fork(ThreadState* t);
 // A hook saw g_control change: stop, start or clear. The thread acts on
 // them (its status is then kStopped while stopped); the hook goes on after.
 void control_changed(ThreadState* t);
@@ -362,6 +364,27 @@ bool slow_gate_enter(ThreadState* t);
 // The same at a thread's end (thread exit, process exit): a pause, or the
 // end of one, that the thread has not written yet.
 void control_catch_up(ThreadState* t);
+
+// Which processes are traced (follow.cpp; record --follow).
+enum class FollowMode { kHooked, kAll, kNone };
+enum class FollowDecision {
+  kTrace,  // set the process up now
+  kLater,  // dormant: at its first hook, or a dlopen that brings hooks
+  kNever,  // --follow none, not the process record started
+};
+// At the constructor: reads the settings, and the loaded modules if needed.
+FollowDecision follow_decision();
+// Whether something loaded calls the runtime (hooks, the API, patchable
+// entries, -mnop-mcount sites) or the settings hook every process; looks
+// at the modules not looked at yet. Sticky once true.
+bool process_has_hooks();
+// A fork child of a traced process is traced too (else made inert).
+bool follow_fork_child();
+// In the dlopen wrapper of a dormant process: the new modules bring hooks.
+bool follow_dormant_dlopen();
+// A line for record's count of processes not traced (session file
+// untraced-processes); `taken_back`: a dormant process set up after all.
+void note_untraced_process(bool taken_back);
 
 // Process lifecycle (process.cpp).
 bool process_ensure_init();

@@ -363,6 +363,15 @@ void thread_exit(void* arg) {
 // In a fork child: the forking thread's file and mappings are the parent's
 // (MAP_SHARED), so drop them and start a file of our own in the child's
 // process directory, opened by the frames inherited from the parent.
+// A fork child that is not traced (record --follow): the parent's files
+// are not its own to write; its hooks do nothing from now on.
+void thread_drop_after_fork(ThreadState* t) {
+  SignalBlock block;
+  close_thread_file(t);
+  engine_drop_after_fork(t);
+  t->status = kDisabled;
+}
+
 void thread_reset_after_fork(ThreadState* t) {
   if (t->status != kActive && t->status != kEngine && t->status != kStopped) {
     engine_reset_after_fork(t);

@@ -72,10 +72,11 @@ TEST(Config, DefaultsWithoutAnyFile) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "config file: none")) << r.out;
   auto rows = table(r.out);
-  ASSERT_EQ(rows.size(), 15u) << r.out;
+  ASSERT_EQ(rows.size(), 16u) << r.out;
   for (const auto& [key, row] : rows) EXPECT_EQ(row.source, "default") << key;
   EXPECT_EQ(rows["mode"].value, "record");
   EXPECT_EQ(rows["output"].value, "callscope.trace");
+  EXPECT_EQ(rows["follow"].value, "hooked");
   EXPECT_TRUE(contains(r.out, "A traced program gets: no settings")) << r.out;
 }
 

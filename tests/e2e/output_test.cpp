@@ -77,8 +77,9 @@ TEST(OutputClaim, ASecondWriterOfTheSameOutputIsRefusedAtOnce) {
   const std::string second = "'" + kExe + "' record -o '" + out + "' -- '" + prog + "' 1 10 2>&1; echo rc2=$?; '" + kExe +
                              "' record --force -o '" + out + "' -- '" + prog + "' 1 10 2>&1; echo rc3=$?; '" + kExe +
                              "' finish --force -o '" + out + "' callscope-*.raw 2>&1; echo rc4=$?; ";
-  // A raw session for finish to make a trace of: the runtime without record.
-  const std::string script = "cd '" + dir.path() + "' && LD_PRELOAD='" + plain_path(RUNTIME_PATH) +
+  // A raw session for finish to make a trace of: the runtime without record
+  // (CALLSCOPE_FOLLOW=all: /bin/true has nothing to record).
+  const std::string script = "cd '" + dir.path() + "' && CALLSCOPE_FOLLOW=all LD_PRELOAD='" + plain_path(RUNTIME_PATH) +
                              "' /bin/true 2>/dev/null; '" + kExe + "' record -o '" + out +
                              "' -- /bin/sleep 1 2>/dev/null & rec=$!; n=0; "
                              "while [ ! -e '" + out + "' ] && [ $n -lt 500 ]; do sleep 0.01; n=$((n+1)); done; " +

@@ -169,7 +169,7 @@ TEST(Toml, UnknownKeyIsNamedWithTheValidOnes) {
   EXPECT_TRUE(m.starts_with("cs.toml:2: unknown key 'exclud'")) << m;
   EXPECT_TRUE(contains(m, "did you mean 'exclude'?")) << m;
   EXPECT_TRUE(contains(m, "valid keys: mode, interval, include, exclude, include_modules, exclude_modules, "
-                          "max_depth, min_duration, start_off, chrono, libcalls, patch_imports, patch_callers, output, name_width"))
+                          "max_depth, min_duration, start_off, chrono, libcalls, patch_imports, patch_callers, follow, output, name_width"))
       << m;
 
   // A table is not a key either.
