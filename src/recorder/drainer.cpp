@@ -20,6 +20,8 @@ namespace {
 constexpr auto kPoll = std::chrono::microseconds(200);
 // A tap's round (format/live_stream.cpp, kTapRoundNs).
 constexpr int kTapRoundMs = 2;
+// After a ring: one more poll this much later (timeout_ms says why).
+constexpr int kRecheckMs = 6;
 // A thread gone quiet with segments encoded but held: written after this.
 constexpr auto kQuietFlush = std::chrono::seconds(1);
 
@@ -85,6 +87,11 @@ int Drainer::timeout_ms() {
   int64_t ms = -1;
   const auto at_most = [&ms](int64_t t) { ms = ms < 0 ? t : std::min(ms, t); };
   if (live_.tapped()) at_most(kTapRoundMs);
+  // Rung lately: once more after the stream's next directory scan is due
+  // (it scans at most every 5 ms), so that a thread whose ring was found
+  // full before its file was seen is taken then -- its writer rang once,
+  // before it began to wait, and rings no more.
+  if (recheck_) at_most(kRecheckMs);
   if (server_ && server_->waiting()) at_most(100);  // a hello's deadline
   {
     std::lock_guard<std::mutex> lk(periodic_lock_);
@@ -117,7 +124,11 @@ void Drainer::run() {
     if (n > 0) {
       if (fds[0].revents & POLLIN) empty_doorbell();
       last_work_ = now;
-    } else if (n == 0 && live_.holding() && now >= last_work_ + kQuietFlush) {
+      recheck_ = true;
+    } else if (n == 0) {
+      recheck_ = false;
+    }
+    if (n == 0 && live_.holding() && now >= last_work_ + kQuietFlush) {
       // Nothing rang for a second: what quiet threads left held goes to
       // the trace (a recorder killed later loses nothing of it).
       if (auto st = live_.flush_held(); !st && failure_.empty()) failure_ = st.error().message();

@@ -51,6 +51,7 @@ class Drainer {
   format::LiveStream& live_;
   int doorbell_;
   std::chrono::steady_clock::time_point last_work_{};
+  bool recheck_ = false;  // rung lately (timeout_ms)
   QueryServer* server_;
   const std::chrono::microseconds interval_;  // between two polls
   std::atomic<bool> stop_{false};
