@@ -207,11 +207,7 @@ Status LiveStream::encode_segment(Thread& t, uint64_t n) {
   if (tap_only_) return ok_status();  // the tap has read it: nothing to keep
   const uint64_t* words =
       reinterpret_cast<const uint64_t*>(t.map + kRawThreadHeaderSize + (n % kRingSegments) * kSegmentBytes);
-  size_t i = 0;
-  RawEvent e;
-  while (t.decoder.next(words, kSegmentBytes / 8, i, e))
-    if (!t.stream->add_fast(e)) CALLSCOPE_CHECK(t.stream->add(e));
-  return ok_status();
+  return t.stream->add_segment(t.decoder, words, kSegmentWords);
 }
 
 // The events of segments [released, consumed) are encoded: make them a block

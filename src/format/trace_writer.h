@@ -120,6 +120,61 @@ class EventEncoder {
     ++n_;
     return true;
   }
+  // The recorder's inner loop (RawStreamEncoder::add_segment) writes plain
+  // entries and exits straight into the columns through a Run: the write
+  // positions and counts as locals, which stay in registers (through the
+  // members, every byte stored would make the compiler reload them all).
+  // open_run makes room for `events` entries or exits; false when they must
+  // go through add() (a block's first event; a block about to fill).
+  // close_run takes the positions back.
+  struct Run {
+    uint8_t *kinds, *dt, *fn, *sp;
+    uint64_t* sp_stack;  // sp of each open frame; room for `events` more
+    size_t depth;
+    uint64_t prev_tick;
+    uint32_t n;  // events in the block
+  };
+  // Bytes an entry takes at most in each column (a varint: 10).
+  static constexpr size_t kRunEventBytes = 10;
+  bool open_run(uint32_t events, Run& r) {
+    if (n_ == 0 || n_ + events + 1 >= kEventsPerBlock) return false;
+    r.kinds = kinds_.room(events);
+    r.dt = dt_.room(events * kRunEventBytes);
+    r.fn = fn_.room(events * kRunEventBytes);
+    r.sp = sp_.room(events * kRunEventBytes);
+    r.sp_stack = stack_sp_.room(events);
+    r.depth = stack_sp_.size();
+    r.prev_tick = prev_tick_;
+    r.n = n_;
+    return true;
+  }
+  void close_run(const Run& r) {
+    kinds_.size = static_cast<size_t>(r.kinds - kinds_.buf.data());
+    dt_.size = static_cast<size_t>(r.dt - dt_.buf.data());
+    fn_.size = static_cast<size_t>(r.fn - fn_.buf.data());
+    sp_.size = static_cast<size_t>(r.sp - sp_.buf.data());
+    stack_sp_.resize(r.depth);
+    prev_tick_ = r.prev_tick;
+    events_ += r.n - n_;
+    n_ = r.n;
+  }
+  // The index of function `addr` in the block's table (added if new).
+  uint32_t fn_index(uint64_t addr) {
+    return addr == last_fn_ && !fn_table_.empty() ? last_fn_index_ : fn_lookup(addr);
+  }
+  static uint8_t* write_varint(uint8_t* p, uint64_t v) {
+    while (v >= 0x80) {
+      *p++ = static_cast<uint8_t>(v | 0x80);
+      v >>= 7;
+    }
+    *p++ = static_cast<uint8_t>(v);
+    return p;
+  }
+  // The sp column: zigzag of (parent_sp - sp) / kSpUnit.
+  static uint64_t zigzag_sp(uint64_t parent, uint64_t sp) {
+    const int64_t d = static_cast<int64_t>(parent - sp) / static_cast<int64_t>(kSpUnit);
+    return (static_cast<uint64_t>(d) << 1) ^ static_cast<uint64_t>(d >> 63);
+  }
   Status flush();
   // What the blocks flushed from now on carry in aux1: the raw segments of
   // the thread they cover (record's live stream).
@@ -132,7 +187,26 @@ class EventEncoder {
  private:
   TraceWriter& writer_;
   uint32_t thread_;
-  std::vector<uint64_t> stack_sp_;  // sp of each open frame, across blocks
+  // The sp of each open frame, across blocks: a vector whose room a Run
+  // writes into.
+  class SpStack {
+   public:
+    bool empty() const { return n_ == 0; }
+    size_t size() const { return n_; }
+    uint64_t back() const { return v_[n_ - 1]; }
+    void push_back(uint64_t sp) { room(1)[n_++] = sp; }
+    void pop_back() { --n_; }
+    uint64_t* room(size_t n) {
+      if (__builtin_expect(n_ + n > v_.size(), 0)) v_.resize(std::max<size_t>(v_.size() * 2, n_ + n + 256));
+      return v_.data();
+    }
+    void resize(size_t n) { n_ = n; }  // within the room made
+
+   private:
+    std::vector<uint64_t> v_;
+    size_t n_ = 0;
+  };
+  SpStack stack_sp_;
   uint64_t prev_tick_ = 0;
   uint64_t first_tick_ = 0;
   uint32_t n_ = 0;
@@ -170,11 +244,6 @@ class EventEncoder {
   uint32_t covered_ = 0;
   uint32_t fn_lookup(uint64_t addr);
   void begin_event(EventKind kind, uint64_t tick);  // its kind and tick delta
-  // The sp column: zigzag of (parent_sp - sp) / kSpUnit.
-  static uint64_t zigzag_sp(uint64_t parent, uint64_t sp) {
-    const int64_t d = static_cast<int64_t>(parent - sp) / static_cast<int64_t>(kSpUnit);
-    return (static_cast<uint64_t>(d) << 1) ^ static_cast<uint64_t>(d >> 63);
-  }
 };
 
 }  // namespace callscope::format
