@@ -39,6 +39,7 @@ class TraceWriter {
   // `claim`, when given, outlives the writer and decides the rename.
   static Result<std::unique_ptr<TraceWriter>> create(const std::string& path, const FileHeader& header,
                                                      int zstd_level, OutputClaim* claim = nullptr);
+  // (Level 1 is zstd's with a minimum match of 7 bytes: trace_writer.cpp.)
   ~TraceWriter();
   TraceWriter(const TraceWriter&) = delete;
   TraceWriter& operator=(const TraceWriter&) = delete;
@@ -68,6 +69,8 @@ class TraceWriter {
   // Writes `header` over the file header (its calibration is known last).
   Status rewrite_header(const FileHeader& header);
   const std::string& temporary_path() const { return tmp_path_; }
+  // A buffer for a block's payload, kept for the next one (EventEncoder).
+  std::vector<uint8_t>& scratch() { return scratch_; }
   uint64_t bytes_written() const { return offset_; }
   uint64_t blocks_written() const { return blocks_; }
 
@@ -81,6 +84,7 @@ class TraceWriter {
   bool keep_temporary_ = false;
   ZSTD_CCtx_s* cctx_ = nullptr;
   std::vector<uint8_t> compressed_;
+  std::vector<uint8_t> scratch_;
   uint64_t offset_ = 0;
   uint64_t blocks_ = 0;
   bool finished_ = false;
