@@ -2,6 +2,7 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 
@@ -66,7 +67,9 @@ void Drainer::run() {
         next_periodic_ = std::chrono::steady_clock::now() + every_;
       }
     }
-    std::this_thread::sleep_for(interval_);
+    // Longer while the program writes little (LiveStream::poll_wait_ns).
+    std::this_thread::sleep_for(
+        std::max<std::chrono::nanoseconds>(interval_, std::chrono::nanoseconds(live_.poll_wait_ns())));
   }
 }
 

@@ -481,10 +481,18 @@ Status LiveStream::poll() {
     last_scan_ = now;
     st = scan();
   }
+  uint64_t taken = 0;  // segments completed since the last poll, by the thread with the most
   for (auto& t : threads_) {
     if (!st) break;
-    if (!t->done) st = drain(*t, peek);
+    if (t->done) continue;
+    const uint64_t before = t->consumed;
+    st = drain(*t, peek);
+    taken = std::max(taken, t->consumed - before);
   }
+  if (taken == 0)
+    poll_wait_ns_ = std::min(poll_wait_ns_ * 2, kPollWaitMaxNs);
+  else if (taken > 1)
+    poll_wait_ns_ = std::max(poll_wait_ns_ / taken, kPollWaitMinNs);
   if (st && tap_ && (peek || tap_pending_ >= kTapBatch)) {
     const auto margin = static_cast<uint64_t>(kTapMarginNs * ticks_per_ns_);
     tap_deliver(peek ? round - std::min(round, margin) : 0, false);

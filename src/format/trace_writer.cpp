@@ -242,6 +242,7 @@ Status EventEncoder::flush() {
   prev_ptr_ = 0;  // each block's pointers are deltas from 0 at its start
   fn_table_.clear();
   fn_index_.clear();
+  fn_cache_.fill(FnSlot{0, 0});
   for (Column* col : {&kinds_, &dt_, &fn_, &sp_, &arg_}) col->size = 0;
   return ok_status();
 }

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -162,9 +163,15 @@ class EventEncoder {
     events_ += r.n - n_;
     n_ = r.n;
   }
-  // The index of function `addr` in the block's table (added if new).
+  // The index of function `addr` in the block's table (added if new): from
+  // a small direct-mapped cache in front of fn_lookup's table, inline.
   uint32_t fn_index(uint64_t addr) {
-    return addr == last_fn_ && !fn_table_.empty() ? last_fn_index_ : fn_lookup(addr);
+    FnSlot& s = fn_cache_[(addr >> 4 ^ addr >> 12) & (kFnCacheSlots - 1)];
+    if (s.addr == addr && s.index_plus_1) return s.index_plus_1 - 1;
+    const uint32_t i = fn_lookup(addr);
+    s.addr = addr;
+    s.index_plus_1 = i + 1;
+    return i;
   }
   static uint8_t* write_varint(uint8_t* p, uint64_t v) {
     while (v >= 0x80) {
@@ -219,6 +226,12 @@ class EventEncoder {
   uint64_t last_fn_ = 0;                                 // the last lookup, the common case
   uint64_t prev_ptr_ = 0;                                // the block's last memory event's ptr
   uint32_t last_fn_index_ = 0;
+  struct FnSlot {
+    uint64_t addr;
+    uint32_t index_plus_1;  // 0: empty
+  };
+  static constexpr size_t kFnCacheSlots = 256;
+  std::array<FnSlot, kFnCacheSlots> fn_cache_{};  // emptied with the table, each block
   // A column: bytes written through a raw pointer; room for one event's
   // worth (at most 10 bytes) is made before each write.
   struct Column {
