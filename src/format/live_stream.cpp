@@ -207,11 +207,7 @@ Status LiveStream::encode_segment(Thread& t, uint64_t n) {
   if (tap_only_) return ok_status();  // the tap has read it: nothing to keep
   const uint64_t* words =
       reinterpret_cast<const uint64_t*>(t.map + kRawThreadHeaderSize + (n % kRingSegments) * kSegmentBytes);
-  size_t i = 0;
-  RawEvent e;
-  while (t.decoder.next(words, kSegmentBytes / 8, i, e))
-    if (!t.stream->add_fast(e)) CALLSCOPE_CHECK(t.stream->add(e));
-  return ok_status();
+  return t.stream->add_segment(t.decoder, words, kSegmentWords);
 }
 
 // The events of segments [released, consumed) are encoded: make them a block
@@ -503,10 +499,18 @@ Status LiveStream::poll() {
     last_scan_ = now;
     st = scan();
   }
+  uint64_t taken = 0;  // segments completed since the last poll, by the thread with the most
   for (auto& t : threads_) {
     if (!st) break;
-    if (!t->done) st = drain(*t, peek);
+    if (t->done) continue;
+    const uint64_t before = t->consumed;
+    st = drain(*t, peek);
+    taken = std::max(taken, t->consumed - before);
   }
+  if (taken == 0)
+    poll_wait_ns_ = std::min(poll_wait_ns_ * 2, kPollWaitMaxNs);
+  else if (taken > 1)
+    poll_wait_ns_ = std::max(poll_wait_ns_ / taken, kPollWaitMinNs);
   if (st && tap_ && (peek || tap_pending_ >= kTapBatch)) {
     const auto margin = static_cast<uint64_t>(kTapMarginNs * ticks_per_ns_);
     tap_deliver(peek ? round - std::min(round, margin) : 0, false);

@@ -98,6 +98,18 @@ class LiveStream {
   // written) stops the stream: writers are told to drop instead of waiting.
   Status poll();
 
+  // How long the recorder may sleep before its next poll, in ns: longer
+  // after polls that found no segment complete, shorter after polls that
+  // found several -- about one segment of the busiest thread per poll, from
+  // kPollWaitMinNs to kPollWaitMaxNs (always the least with a tap, whose
+  // rounds are every 2 ms). A wakeup costs the recorder a few microseconds
+  // of CPU: at a fixed 200 us, about 5 % of a core for a program that calls
+  // nothing. At most, a ring (16 segments) is still far from full: one
+  // thread writing 700 MB/s fills it in 6 ms.
+  static constexpr uint64_t kPollWaitMinNs = 200'000;
+  static constexpr uint64_t kPollWaitMaxNs = 2'000'000;
+  uint64_t poll_wait_ns() const { return tap_ ? kPollWaitMinNs : poll_wait_ns_; }
+
   // A consumer of the events while the program runs, beside the trace
   // (query -c: before the first poll; query -p: between two polls, on the
   // polling thread). From then on each thread's ring is read twice -- by the
@@ -205,6 +217,7 @@ class LiveStream {
   uint64_t blocks_ = 0;
   uint64_t segments_ = 0;
   int polls_ = 0;
+  uint64_t poll_wait_ns_ = kPollWaitMinNs;
   LiveTap* tap_ = nullptr;
   bool tap_only_ = false;
   double ticks_per_ns_ = 1.0;

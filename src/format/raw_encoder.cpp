@@ -277,6 +277,93 @@ void BasicRawStreamEncoder<Out>::resume_from(std::vector<OpenFrame> stack, uint6
   stream_lost_ = lost_events;
 }
 
+// The recorder's inner loop: runs of kEntry, kExit (a frame open) and
+// kSpBase words, decoded and encoded with every position and count in
+// locals; anything else (another kind, a torn or damaged word, a gap, a
+// block's first or last event) goes through RawDecoder::next and add(), one
+// event at a time, and the loop goes on after it. What it writes is what
+// add_fast() would.
+template <>
+Status BasicRawStreamEncoder<EventEncoder>::add_segment(RawDecoder& dec, const uint64_t* words, size_t n) {
+  // Events per run: the room made for them in the columns and stacks.
+  constexpr size_t kRunWords = 4096;
+  constexpr uint64_t kEntryKind = static_cast<uint8_t>(RawKind::kEntry);
+  constexpr uint64_t kExitKind = static_cast<uint8_t>(RawKind::kExit);
+  constexpr uint64_t kSpBaseKind = static_cast<uint8_t>(RawKind::kSpBase);
+  size_t i = 0;
+  while (i < n) {
+    const size_t end = std::min(n, i + kRunWords);
+    EventEncoder::Run r;
+    if (!in_gap_ && !pending_loss_ && started_ && out_.open_run(static_cast<uint32_t>(end - i), r)) {
+      OpenFrame* frames = stack_.room(end - i);
+      size_t depth = stack_.size();
+      uint64_t last = last_, sp_base = dec.sp_base, calls = 0;
+      const uint64_t offset = offset_;
+      const uint32_t n0 = r.n;
+      while (i < end) {
+        const uint64_t w0 = words[i];
+        const uint64_t k = w0 & 0xff;
+        const uint64_t raw_tick = w0 >> kRawKindBits;
+        uint64_t tick = raw_tick + offset;
+        if (k == kExitKind) {
+          if (depth == 0 || r.depth == 0) break;  // a stray exit: add()
+          tick = std::max(tick, last);
+          *r.kinds++ = static_cast<uint8_t>(EventKind::kExit);
+          r.dt = EventEncoder::write_varint(r.dt, tick - r.prev_tick);
+          r.prev_tick = last = tick;
+          --depth;
+          --r.depth;
+          ++r.n;
+          ++i;
+          continue;
+        }
+        if (w0 == 0) {  // the unused tail of the segment
+          ++i;
+          continue;
+        }
+        if ((k != kEntryKind && k != kSpBaseKind) || i + 1 >= n) break;
+        const uint64_t w1 = words[i + 1];
+        if (w1 == 0) break;  // torn: the decoder counts it
+        i += 2;
+        if (k == kSpBaseKind) {
+          sp_base = w1;
+          continue;
+        }
+        tick = std::max(tick, last);
+        const uint64_t addr = w1 & kRawAddrMask;
+        const auto rel = static_cast<int16_t>(static_cast<uint16_t>(w1 >> 48));
+        const uint64_t sp = rel == -32768 ? 0 : sp_base - static_cast<int64_t>(rel) * static_cast<int64_t>(kSpUnit);
+        *r.kinds++ = static_cast<uint8_t>(EventKind::kEntry);
+        r.dt = EventEncoder::write_varint(r.dt, tick - r.prev_tick);
+        r.prev_tick = last = tick;
+        r.fn = EventEncoder::write_varint(r.fn, out_.fn_index(addr));
+        const uint64_t parent = r.depth ? r.sp_stack[r.depth - 1] : 0;
+        r.sp = EventEncoder::write_varint(r.sp, EventEncoder::zigzag_sp(parent, sp));
+        r.sp_stack[r.depth++] = sp;
+        OpenFrame& f = frames[depth++];
+        f.addr = addr;
+        f.sp = sp;
+        f.raw_tick = raw_tick;
+        ++r.n;
+        ++calls;
+      }
+      rec_.events += r.n - n0;
+      rec_.calls += calls;
+      last_ = last;
+      dec.sp_base = sp_base;
+      stack_.resize(depth);
+      out_.close_run(r);
+      if (i == end) continue;
+      // Stopped at an event the loop does not take: add() has it.
+    }
+    // One event the slow way (or, at a block's first event, a few).
+    RawEvent e;
+    if (!dec.next(words, n, i, e)) break;
+    if (!add_fast(e)) CALLSCOPE_CHECK(add(e));
+  }
+  return ok_status();
+}
+
 template class BasicRawStreamEncoder<EventEncoder>;
 template class BasicRawStreamEncoder<EventColumns>;
 

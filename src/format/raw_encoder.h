@@ -60,6 +60,13 @@ class FrameStack {
     f.raw_tick = raw_tick;
   }
   void pop_back() { --n_; }
+  // Room for `n` more frames, written through the pointer returned (the
+  // frames from index 0); resize() then says how many there are.
+  OpenFrame* room(size_t n) {
+    if (__builtin_expect(n_ + n > v_.size(), 0)) v_.resize(std::max<size_t>(v_.size() * 2, n_ + n + 256));
+    return v_.data();
+  }
+  void resize(size_t n) { n_ = n; }
   bool empty() const { return n_ == 0; }
   size_t size() const { return n_; }
   const OpenFrame& operator[](size_t i) const { return v_[i]; }
@@ -201,6 +208,10 @@ class BasicRawStreamEncoder {
     ++rec_.events;
     return true;
   }
+  // Every event of the raw words [0, n) (a ring segment), decoded by `dec`:
+  // add_fast() or add() for each, but for the trace (Out = EventEncoder)
+  // plain entries and exits are decoded and encoded in one loop.
+  Status add_segment(RawDecoder& dec, const uint64_t* words, size_t n);
   // Every event `file` still holds, its missing segments marked lost where
   // they are missing (before its first event, between two segments, or at
   // its end).
@@ -281,6 +292,17 @@ class BasicRawStreamEncoder {
   uint64_t stream_lost_ = 0;  // events the kLost records of the stream account for
   uint64_t pending_loss_ = 0;  // lose_here: marked before the next event
 };
+
+template <class Out>
+Status BasicRawStreamEncoder<Out>::add_segment(RawDecoder& dec, const uint64_t* words, size_t n) {
+  size_t i = 0;
+  RawEvent e;
+  while (dec.next(words, n, i, e))
+    if (!add_fast(e)) CALLSCOPE_CHECK(add(e));
+  return ok_status();
+}
+template <>
+Status BasicRawStreamEncoder<EventEncoder>::add_segment(RawDecoder& dec, const uint64_t* words, size_t n);
 
 using RawStreamEncoder = BasicRawStreamEncoder<EventEncoder>;
 extern template class BasicRawStreamEncoder<EventEncoder>;

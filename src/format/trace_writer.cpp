@@ -37,6 +37,10 @@ Result<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::string& path
   if (!w->file_) return system_error("cannot create '" + w->tmp_path_ + "'", errno);
   w->cctx_ = ZSTD_createCCtx();
   ZSTD_CCtx_setParameter(w->cctx_, ZSTD_c_compressionLevel, zstd_level);
+  // Level 1 (record's default: it compresses while the program runs) looks
+  // for matches of 7 bytes and more, not 6: on event columns that is as
+  // small as level 3 and about a quarter faster than either.
+  if (zstd_level == 1) ZSTD_CCtx_setParameter(w->cctx_, ZSTD_c_minMatch, 7);
   ZSTD_CCtx_setParameter(w->cctx_, ZSTD_c_checksumFlag, 1);
   const FileHeader h = sealed(header);
   CALLSCOPE_CHECK(w->write_bytes(&h, sizeof h));
@@ -215,16 +219,30 @@ Status EventEncoder::flush() {
   h.fn_bytes = static_cast<uint32_t>(fn_.size);
   h.sp_bytes = static_cast<uint32_t>(sp_.size);
   h.arg_bytes = static_cast<uint32_t>(arg_.size);
-  std::vector<uint8_t> raw(sizeof h);
-  std::memcpy(raw.data(), &h, sizeof h);
-  raw.insert(raw.end(), table.begin(), table.end());
-  for (const Column* col : {&kinds_, &dt_, &fn_, &sp_, &arg_}) raw.insert(raw.end(), col->data(), col->data() + col->size);
+  // The payload is built in the writer's buffer, kept from block to block
+  // (and shared by the threads): a fresh one of about a megabyte, grown
+  // column by column, cost page faults and copies every block.
+  std::vector<uint8_t>& raw = writer_.scratch();
+  size_t bytes = sizeof h + table.size();
+  for (const Column* col : {&kinds_, &dt_, &fn_, &sp_, &arg_}) bytes += col->size;
+  if (raw.capacity() < bytes) raw.reserve(bytes + bytes / 4);
+  raw.resize(bytes);  // zeroes only what it adds beyond the last block's size
+  uint8_t* p = raw.data();
+  std::memcpy(p, &h, sizeof h);
+  p += sizeof h;
+  if (!table.empty()) std::memcpy(p, table.data(), table.size());
+  p += table.size();
+  for (const Column* col : {&kinds_, &dt_, &fn_, &sp_, &arg_}) {
+    if (col->size) std::memcpy(p, col->data(), col->size);
+    p += col->size;
+  }
   CALLSCOPE_CHECK(writer_.write_block(BlockType::kEvents, thread_, n_, first_tick_, raw, covered_));
   ++blocks_;
   n_ = 0;
   prev_ptr_ = 0;  // each block's pointers are deltas from 0 at its start
   fn_table_.clear();
   fn_index_.clear();
+  fn_cache_.fill(FnSlot{0, 0});
   for (Column* col : {&kinds_, &dt_, &fn_, &sp_, &arg_}) col->size = 0;
   return ok_status();
 }

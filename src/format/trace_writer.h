@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -39,6 +40,7 @@ class TraceWriter {
   // `claim`, when given, outlives the writer and decides the rename.
   static Result<std::unique_ptr<TraceWriter>> create(const std::string& path, const FileHeader& header,
                                                      int zstd_level, OutputClaim* claim = nullptr);
+  // (Level 1 is zstd's with a minimum match of 7 bytes: trace_writer.cpp.)
   ~TraceWriter();
   TraceWriter(const TraceWriter&) = delete;
   TraceWriter& operator=(const TraceWriter&) = delete;
@@ -68,6 +70,8 @@ class TraceWriter {
   // Writes `header` over the file header (its calibration is known last).
   Status rewrite_header(const FileHeader& header);
   const std::string& temporary_path() const { return tmp_path_; }
+  // A buffer for a block's payload, kept for the next one (EventEncoder).
+  std::vector<uint8_t>& scratch() { return scratch_; }
   uint64_t bytes_written() const { return offset_; }
   uint64_t blocks_written() const { return blocks_; }
 
@@ -81,6 +85,7 @@ class TraceWriter {
   bool keep_temporary_ = false;
   ZSTD_CCtx_s* cctx_ = nullptr;
   std::vector<uint8_t> compressed_;
+  std::vector<uint8_t> scratch_;
   uint64_t offset_ = 0;
   uint64_t blocks_ = 0;
   bool finished_ = false;
@@ -120,6 +125,67 @@ class EventEncoder {
     ++n_;
     return true;
   }
+  // The recorder's inner loop (RawStreamEncoder::add_segment) writes plain
+  // entries and exits straight into the columns through a Run: the write
+  // positions and counts as locals, which stay in registers (through the
+  // members, every byte stored would make the compiler reload them all).
+  // open_run makes room for `events` entries or exits; false when they must
+  // go through add() (a block's first event; a block about to fill).
+  // close_run takes the positions back.
+  struct Run {
+    uint8_t *kinds, *dt, *fn, *sp;
+    uint64_t* sp_stack;  // sp of each open frame; room for `events` more
+    size_t depth;
+    uint64_t prev_tick;
+    uint32_t n;  // events in the block
+  };
+  // Bytes an entry takes at most in each column (a varint: 10).
+  static constexpr size_t kRunEventBytes = 10;
+  bool open_run(uint32_t events, Run& r) {
+    if (n_ == 0 || n_ + events + 1 >= kEventsPerBlock) return false;
+    r.kinds = kinds_.room(events);
+    r.dt = dt_.room(events * kRunEventBytes);
+    r.fn = fn_.room(events * kRunEventBytes);
+    r.sp = sp_.room(events * kRunEventBytes);
+    r.sp_stack = stack_sp_.room(events);
+    r.depth = stack_sp_.size();
+    r.prev_tick = prev_tick_;
+    r.n = n_;
+    return true;
+  }
+  void close_run(const Run& r) {
+    kinds_.size = static_cast<size_t>(r.kinds - kinds_.buf.data());
+    dt_.size = static_cast<size_t>(r.dt - dt_.buf.data());
+    fn_.size = static_cast<size_t>(r.fn - fn_.buf.data());
+    sp_.size = static_cast<size_t>(r.sp - sp_.buf.data());
+    stack_sp_.resize(r.depth);
+    prev_tick_ = r.prev_tick;
+    events_ += r.n - n_;
+    n_ = r.n;
+  }
+  // The index of function `addr` in the block's table (added if new): from
+  // a small direct-mapped cache in front of fn_lookup's table, inline.
+  uint32_t fn_index(uint64_t addr) {
+    FnSlot& s = fn_cache_[(addr >> 4 ^ addr >> 12) & (kFnCacheSlots - 1)];
+    if (s.addr == addr && s.index_plus_1) return s.index_plus_1 - 1;
+    const uint32_t i = fn_lookup(addr);
+    s.addr = addr;
+    s.index_plus_1 = i + 1;
+    return i;
+  }
+  static uint8_t* write_varint(uint8_t* p, uint64_t v) {
+    while (v >= 0x80) {
+      *p++ = static_cast<uint8_t>(v | 0x80);
+      v >>= 7;
+    }
+    *p++ = static_cast<uint8_t>(v);
+    return p;
+  }
+  // The sp column: zigzag of (parent_sp - sp) / kSpUnit.
+  static uint64_t zigzag_sp(uint64_t parent, uint64_t sp) {
+    const int64_t d = static_cast<int64_t>(parent - sp) / static_cast<int64_t>(kSpUnit);
+    return (static_cast<uint64_t>(d) << 1) ^ static_cast<uint64_t>(d >> 63);
+  }
   Status flush();
   // What the blocks flushed from now on carry in aux1: the raw segments of
   // the thread they cover (record's live stream).
@@ -132,7 +198,26 @@ class EventEncoder {
  private:
   TraceWriter& writer_;
   uint32_t thread_;
-  std::vector<uint64_t> stack_sp_;  // sp of each open frame, across blocks
+  // The sp of each open frame, across blocks: a vector whose room a Run
+  // writes into.
+  class SpStack {
+   public:
+    bool empty() const { return n_ == 0; }
+    size_t size() const { return n_; }
+    uint64_t back() const { return v_[n_ - 1]; }
+    void push_back(uint64_t sp) { room(1)[n_++] = sp; }
+    void pop_back() { --n_; }
+    uint64_t* room(size_t n) {
+      if (__builtin_expect(n_ + n > v_.size(), 0)) v_.resize(std::max<size_t>(v_.size() * 2, n_ + n + 256));
+      return v_.data();
+    }
+    void resize(size_t n) { n_ = n; }  // within the room made
+
+   private:
+    std::vector<uint64_t> v_;
+    size_t n_ = 0;
+  };
+  SpStack stack_sp_;
   uint64_t prev_tick_ = 0;
   uint64_t first_tick_ = 0;
   uint32_t n_ = 0;
@@ -141,6 +226,12 @@ class EventEncoder {
   uint64_t last_fn_ = 0;                                 // the last lookup, the common case
   uint64_t prev_ptr_ = 0;                                // the block's last memory event's ptr
   uint32_t last_fn_index_ = 0;
+  struct FnSlot {
+    uint64_t addr;
+    uint32_t index_plus_1;  // 0: empty
+  };
+  static constexpr size_t kFnCacheSlots = 256;
+  std::array<FnSlot, kFnCacheSlots> fn_cache_{};  // emptied with the table, each block
   // A column: bytes written through a raw pointer; room for one event's
   // worth (at most 10 bytes) is made before each write.
   struct Column {
@@ -170,11 +261,6 @@ class EventEncoder {
   uint32_t covered_ = 0;
   uint32_t fn_lookup(uint64_t addr);
   void begin_event(EventKind kind, uint64_t tick);  // its kind and tick delta
-  // The sp column: zigzag of (parent_sp - sp) / kSpUnit.
-  static uint64_t zigzag_sp(uint64_t parent, uint64_t sp) {
-    const int64_t d = static_cast<int64_t>(parent - sp) / static_cast<int64_t>(kSpUnit);
-    return (static_cast<uint64_t>(d) << 1) ^ static_cast<uint64_t>(d >> 63);
-  }
 };
 
 }  // namespace callscope::format

@@ -114,7 +114,10 @@ void Drainer::run() {
       }
     }
     if (doorbell_ < 0 || interval_.count() > 0) {
-      std::this_thread::sleep_for(interval_.count() > 0 ? interval_ : std::chrono::microseconds(kPoll));
+      // Longer while the program writes little (LiveStream::poll_wait_ns).
+      std::this_thread::sleep_for(interval_.count() > 0 ? std::chrono::nanoseconds(interval_)
+                                                        : std::max<std::chrono::nanoseconds>(
+                                                              kPoll, std::chrono::nanoseconds(live_.poll_wait_ns())));
       continue;
     }
     std::vector<pollfd> fds{{doorbell_, POLLIN, 0}};

@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <chrono>
 #include <climits>
+#include <cmath>
 #include <cstdlib>
 #include <map>
 #include <cstring>
@@ -572,9 +573,20 @@ int Recording::finish(bool quiet) {
     say_untraced_processes(who_, session_, follow_setting(o_.runtime_env));
     say_data_pointers(who_, o_.runtime_env, session_);
     const auto written = std::chrono::steady_clock::now();
-    std::fprintf(stderr, "callscope %s: the program %s %.3f s; the trace took %.3f s to write\n", who_,
-                 main_reaped_ && !o_.attach_pid ? "ran" : "was traced for", std::chrono::duration<double>(s.run_end - s.run_start).count(),
-                 std::chrono::duration<double>(written - s.run_end).count());
+    // Our own CPU (the program is a child: not counted), while it ran and since.
+    struct rusage ru {};
+    ::getrusage(RUSAGE_SELF, &ru);
+    const double cpu = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+                       static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+    std::string per_call;
+    if (sum->calls && !sum->profile)
+      per_call = " (" + std::to_string(std::llround(cpu * 1e9 / static_cast<double>(sum->calls))) + " ns per call)";
+    std::fprintf(stderr,
+                 "callscope %s: the program %s %.3f s; the trace took %.3f s to write; the recorder used %.2f s of "
+                 "CPU%s\n",
+                 who_, main_reaped_ && !o_.attach_pid ? "ran" : "was traced for",
+                 std::chrono::duration<double>(s.run_end - s.run_start).count(),
+                 std::chrono::duration<double>(written - s.run_end).count(), cpu, per_call.c_str());
   }
   remove_session();
   s.restore();

@@ -36,7 +36,7 @@ struct RecordOptions {
   // at start, dlopen and exit, which the runtime takes).
   uint64_t rss_interval_ns = 100'000'000;
   std::string unwind = "auto";  // --unwind: auto, dwarf, fp, off (with --memory)
-  int level = 3;
+  int level = 1;  // zstd: the fastest, while the program runs (TraceWriter::create)
   std::vector<std::string> command;
   // The runtime's settings as it reads them: ("CALLSCOPE_MODE", "profile"), ...
   std::vector<std::pair<std::string, std::string>> runtime_env;
