@@ -139,7 +139,7 @@ def wait_port(port, timeout=60):
     raise TimeoutError(f"nothing listens on port {port} after {timeout} s")
 
 
-CALLS_RE = re.compile(r"callscope record: (\d+) calls in")
+CALLS_RE = re.compile(r"callscope (?:record|query): (\d+) calls in")
 WAITED_RE = re.compile(r"the program waited ([0-9.]+) s in all")
 
 
@@ -178,6 +178,13 @@ def recorder_cmd(cfg, a, work, name):
     if cfg == "callscope-profile":
         out = f"{work}/{name}.profile.trace"
         return [a.callscope, "record", "--mode=profile", "-f", "-o", out, "--raw-dir", work, "--"], out
+    if cfg == "callscope-query":
+        # A live one-function D query (query -c): the program's command is
+        # one string, appended by the caller; the trace kept (-o) holds only
+        # that function's calls.
+        out = f"{work}/{name}.query.trace"
+        return [a.callscope, "query", "-n", "pid$target::ngx_http_process_request:entry { @ = count(); }",
+                "-o", out, "--raw-dir", work, "-c"], out
     if cfg == "uftrace":
         out = f"{work}/{name}.uftrace.data"
         return ["uftrace", "record", "--no-libcall", "-d", out], out
@@ -224,7 +231,8 @@ def run_nginx(cfg, a, rep):
         f.write(NGINX_CONF.format(work=work, port=port,
                                   user="user root;" if os.geteuid() == 0 else ""))
     prefix, out = recorder_cmd(cfg, a, a.work, name)
-    cmd = prefix + [binary, "-p", work, "-c", f"{work}/nginx.conf"]
+    program = [binary, "-p", work, "-c", f"{work}/nginx.conf"]
+    cmd = prefix + ([" ".join(program)] if cfg == "callscope-query" else program)
     log(" ".join(cmd))
     errf = open(f"{a.work}/{name}.stderr", "w+")
     t0 = time.time()
@@ -528,7 +536,7 @@ def main():
     p.add_argument("--strace-s", type=int, default=5)
     p.add_argument("--strace", type=int, default=1)
     p.add_argument("--reps", type=int, default=1)
-    p.add_argument("--configs", default="plain cyg callscope-record callscope-profile uftrace")
+    p.add_argument("--configs", default="plain cyg callscope-record callscope-profile callscope-query uftrace")
     p.add_argument("--programs", default="nginx sqlite")
     p.add_argument("--meta", nargs="*", default=[])
     a = p.parse_args()
@@ -553,7 +561,7 @@ def main():
                 # rotate the order every repetition
                 order = configs[rep % len(configs):] + configs[:rep % len(configs)]
                 for cfg in order:
-                    if prog == "sqlite" and cfg == "callscope-profile":
+                    if prog == "sqlite" and cfg in ("callscope-profile", "callscope-query"):
                         continue
                     row = (run_nginx if prog == "nginx" else run_sqlite)(cfg, a, rep)
                     log(" ".join(f"{k}={row.get(k)}" for k in COLS if row.get(k) is not None))

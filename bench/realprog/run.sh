@@ -5,6 +5,8 @@
 #   cyg              built with -finstrument-functions, not traced
 #   callscope-record `callscope record -o X.trace -- PROGRAM`
 #   callscope-profile `callscope record --mode=profile ...` (nginx only)
+#   callscope-query  `callscope query -n "pid$target::ngx_http_process_request:entry
+#                    { @ = count(); }" -o X.trace -c "PROGRAM"` (nginx only)
 #   uftrace          `uftrace record --no-libcall -d DIR PROGRAM` (same build)
 # Measures requests, the program's CPU, the recorder process's own CPU
 # (utime+stime of the recorder itself, not its children) under load and idle,
@@ -28,7 +30,7 @@
 #                           this long (0: not)
 #   SQLITE_SIZE=5           speedtest1 --size (about 4.3 M calls per unit)
 #   REPS=1                  repetitions (order rotated; medians reported)
-#   PROGRAMS="nginx sqlite" CONFIGS="plain cyg callscope-record callscope-profile uftrace"
+#   PROGRAMS="nginx sqlite" CONFIGS="plain cyg callscope-record callscope-profile callscope-query uftrace"
 #   JOBS=2                  make -j
 set -euo pipefail
 
@@ -54,7 +56,7 @@ STRACE_S=${STRACE_S:-5}
 SQLITE_SIZE=${SQLITE_SIZE:-5}
 REPS=${REPS:-1}
 PROGRAMS=${PROGRAMS:-"nginx sqlite"}
-CONFIGS=${CONFIGS:-"plain cyg callscope-record callscope-profile uftrace"}
+CONFIGS=${CONFIGS:-"plain cyg callscope-record callscope-profile callscope-query uftrace"}
 JOBS=${JOBS:-2}
 CFLAGS_BASE="-O2 -g"
 CYG_FLAGS="-finstrument-functions"

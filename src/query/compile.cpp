@@ -525,6 +525,7 @@ class Checker {
           e.slot = static_cast<uint32_t>(b->first);
           if (b->first == Builtin::kUstackdepth || b->first == Builtin::kUcaller || b->first == Builtin::kDepth)
             p_.stack = true;
+          if (b->first == Builtin::kSelfduration) p_.other_calls = true;
           return b->second;
         }
         if (auto why = refused_variable(e.name)) {

@@ -61,6 +61,7 @@ class CompiledProgram final : public Program {
   const std::vector<ProbeSpec>& clause_probes(size_t clause) const override { return script.clauses[clause].probes; }
   const std::map<std::string, std::string>& options() const override { return options_; }
   bool reads_stack() const override { return stack; }
+  bool reads_other_calls() const override { return other_calls; }
 
   Script script;
   std::vector<VarInfo> globals, arrays, thread_vars, clause_vars;
@@ -68,6 +69,7 @@ class CompiledProgram final : public Program {
   std::map<std::string, std::string> options_;
   bool quiet = false;
   bool stack = false;      // reads_stack()
+  bool other_calls = false;  // reads_other_calls()
   int nspec = 1;           // speculation buffers (D's nspec)
   size_t strsize = 256;    // D's strsize: strings are cut to strsize - 1 bytes
 };

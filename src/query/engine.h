@@ -51,6 +51,10 @@ class Program {
   // ustackdepth, ucaller, depth): without, and without return probes, the
   // driver need not keep it.
   virtual bool reads_stack() const = 0;
+  // Whether a clause reads what other functions' calls make of the firing
+  // one (selfduration: its time less its callees'). A recording of the
+  // probed functions alone would answer it wrongly.
+  virtual bool reads_other_calls() const { return false; }
 };
 
 // `file` names the script in errors: "failed to compile script x.d: line 3:

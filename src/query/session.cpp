@@ -177,11 +177,11 @@ bool uses_alloc_provider(const Program& program) {
 // of its descriptions either fires without calls (BEGIN, END, ERROR,
 // tick-N) or names the entry or return of some functions of the pid
 // provider, and nothing reads the stack (ustack, stackdepth, ucaller need
-// every frame). Empty: every call is needed -- a pid probe of any function,
+// every frame) or the callees' time (selfduration). Empty: every call is needed -- a pid probe of any function,
 // profile-N (it fires in the threads the calls show), proc and alloc
 // probes, a provider or probe name given as a glob.
 std::vector<std::string> functions_needed(const Program& program) {
-  if (program.reads_stack()) return {};
+  if (program.reads_stack() || program.reads_other_calls()) return {};
   Catalog fixed{CatalogInput{}};  // the probes every trace has
   std::vector<std::string> functions;
   const auto has_glob = [](const std::string& s) { return s.find_first_of("*?[\\") != std::string::npos; };

@@ -183,6 +183,13 @@ TEST_P(QueryLiveTest, AOneFunctionQueryRecordsOnlyThatFunction) {
   TraceSummary every = summarize(all);
   EXPECT_EQ(every.calls_of("beat"), 6u);
   EXPECT_EQ(every.calls_of("main"), 1u);
+  // A function's time less its callees' needs the callees.
+  ASSERT_EQ(::unlink(done_.c_str()), 0);
+  RunResult self = callscope({"query", "-n", "pid$target:a.out:main:return { @ = sum(selfduration); }", "-o",
+                              dir_.file("self.trace"), "-c", live_command(3)});
+  ASSERT_EQ(self.exit_code, 0) << self.err;
+  EXPECT_EQ(self.err.find("holds only"), std::string::npos) << self.err;
+  EXPECT_EQ(summarize(dir_.file("self.trace")).calls_of("beat"), 6u);
 }
 
 TEST_P(QueryLiveTest, CtrlCPrintsTheAggregations) {
