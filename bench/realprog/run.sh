@@ -65,7 +65,7 @@ log() { echo "[realprog] $*" >&2; }
 die() { echo "bench/realprog/run.sh: $*" >&2; exit 1; }
 
 if [[ -z $CALLSCOPE ]]; then
-  for d in "$ROOT/build-bench" "$ROOT/build"; do
+  for d in "$ROOT/build" "$ROOT/build-bench"; do
     if [[ -x $d/bin/callscope ]]; then CALLSCOPE=$d/bin/callscope; break; fi
   done
 fi
