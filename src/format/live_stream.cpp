@@ -475,11 +475,15 @@ Status LiveStream::flush_held() {
   Status st = ok_status();
   for (auto& t : threads_)
     if (st && !t->done && t->consumed > t->released) st = flush_thread(*t);
-  if (!st) {
-    give_up();
-    return st.error().context("cannot stream the trace");
-  }
-  return ok_status();
+  return stop_on_failure(std::move(st));
+}
+
+Status LiveStream::stop_on_failure(Status st) {
+  if (st) return st;
+  // Writers must not wait for a recorder that cannot write: they drop, and
+  // the streams say where.
+  give_up();
+  return st.error().context("cannot stream the trace");
 }
 
 Status LiveStream::poll() {
@@ -515,13 +519,7 @@ Status LiveStream::poll() {
     const auto margin = static_cast<uint64_t>(kTapMarginNs * ticks_per_ns_);
     tap_deliver(peek ? round - std::min(round, margin) : 0, false);
   }
-  if (!st) {
-    // Writers must not wait for a recorder that cannot write: they drop, and
-    // the streams say where.
-    give_up();
-    return st.error().context("cannot stream the trace");
-  }
-  return ok_status();
+  return stop_on_failure(std::move(st));
 }
 
 Status LiveStream::finish_thread(Thread& t, uint64_t end_hint, std::span<const RawSwitch> switches) {

@@ -202,6 +202,8 @@ class LiveStream {
   Status flush_thread(Thread& t);
   Status encode_segment(Thread& t, uint64_t n);
   void give_up();
+  // `st`, or its failure after give_up(): the stream stops.
+  Status stop_on_failure(Status st);
   Result<uint64_t> offset_of(const std::string& process_dir);
 
   std::string session_;

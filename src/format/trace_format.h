@@ -142,13 +142,8 @@ struct RawThreadHeader {
   uint64_t switches_seen;
 };
 static_assert(sizeof(RawThreadHeader) == 136);
-// The recorder's doorbell: a FIFO in the session directory (`record` makes
-// it and reads it). A writer puts a byte in it when a ring segment is
-// complete, when it is about to wait for the recorder, and when its thread
-// ends; the recorder sleeps on it instead of polling (an idle program costs
-// it nothing). Opened read-write at both ends: a writer never gets SIGPIPE
-// or ENXIO, and a full FIFO (the recorder is behind or gone) drops the byte.
-// A session without it (no recorder: `finish` later) is never rung.
+// The recorder's doorbell, a FIFO in the session: the runtime rings it when
+// there is work (runtime/doorbell.cpp), the recorder sleeps on it (drainer.h).
 inline constexpr char kDoorbellName[] = "doorbell";
 inline constexpr uint32_t kRingSegments = 16;
 inline constexpr uint32_t kSegmentBytes = 256 << 10;

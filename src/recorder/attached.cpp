@@ -101,8 +101,7 @@ AttachEnd wait_attached(pid_t pid, uint64_t duration_ns, const volatile sig_atom
     const struct timespec ts {static_cast<time_t>(wait_ms / 1000), static_cast<long>(wait_ms % 1000) * 1'000'000};
     (void)::ppoll(&p, pidfd >= 0 ? 1 : 0, &ts, &wait_mask);
   }
-  sigset_t unblock = ending;
-  ::sigprocmask(SIG_UNBLOCK, &unblock, nullptr);
+  ::sigprocmask(SIG_UNBLOCK, &ending, nullptr);
   if (pidfd >= 0) ::close(pidfd);
   return end;
 }

@@ -56,11 +56,7 @@ Out encode(const std::vector<RawEvent>& in, RawThreadHeader header = {}, uint64_
       }
     }
     EXPECT_TRUE(s.finish_thread(header, end_hint, switches).ok());
-    ThreadRecord r = out.record;
-    StringTable names;
-    r.name = names.add("t");
-    EXPECT_TRUE((*w)->write_records(BlockType::kThreads, std::vector<ThreadRecord>{r}, names).ok());
-    EXPECT_TRUE((*w)->finish(EndRecord{r.events, (*w)->blocks_written() + 1}).ok());
+    test::finish_one_thread_trace(**w, out.record);
   }
   auto rd = TraceReader::open(path);
   EXPECT_TRUE(rd.ok());

@@ -150,11 +150,7 @@ Result run(const std::vector<std::vector<uint64_t>>& segments, size_t per_block,
     RawThreadHeader h{};
     h.end_tick = 1;
     EXPECT_TRUE(s.finish_thread(h, 0).ok());
-    ThreadRecord r = res.record;
-    StringTable names;
-    r.name = names.add("t");
-    EXPECT_TRUE((*w)->write_records(BlockType::kThreads, std::vector<ThreadRecord>{r}, names).ok());
-    EXPECT_TRUE((*w)->finish(EndRecord{r.events, (*w)->blocks_written() + 1}).ok());
+    test::finish_one_thread_trace(**w, res.record);
   }
   std::ifstream f(path, std::ios::binary);
   res.bytes.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());

@@ -217,6 +217,15 @@ inline FileHeader make_file_header() {
   return fh;
 }
 
+// Ends a trace of one thread, named "t", whose stream is written: its
+// Threads block and the End record.
+inline void finish_one_thread_trace(TraceWriter& w, ThreadRecord r) {
+  StringTable names;
+  r.name = names.add("t");
+  EXPECT_TRUE(w.write_records(BlockType::kThreads, std::vector<ThreadRecord>{r}, names).ok());
+  EXPECT_TRUE(w.finish(EndRecord{r.events, w.blocks_written() + 1}).ok());
+}
+
 // One event into an encoder: memory events have their own call.
 inline Status add_event(EventEncoder& enc, const InEvent& e) {
   if (is_memory(e.kind)) return enc.memory(e.kind, e.tick, e.addr, e.arg, e.op);
