@@ -179,12 +179,13 @@ bool uses_alloc_provider(const Program& program) {
 // provider, and nothing reads the stack (ustack, stackdepth, ucaller need
 // every frame) or the callees' time (selfduration). Empty: every call is needed -- a pid probe of any function,
 // profile-N (it fires in the threads the calls show), proc and alloc
-// probes, a provider or probe name given as a glob.
+// probes, a provider or probe name given as a glob (a provider glob
+// that starts with pid matches pid providers only, whose functions are
+// the same).
 std::vector<std::string> functions_needed(const Program& program) {
   if (program.reads_stack() || program.reads_other_calls()) return {};
   Catalog fixed{CatalogInput{}};  // the probes every trace has
   std::vector<std::string> functions;
-  const auto has_glob = [](const std::string& s) { return s.find_first_of("*?[\\") != std::string::npos; };
   for (const auto& clause : clauses_of(program))
     for (const ProbeSpec& spec : clause) {
       if (auto ids = fixed.match(spec); ids && !ids->empty()) {
@@ -195,7 +196,8 @@ std::vector<std::string> functions_needed(const Program& program) {
         }
         if (spec.provider.rfind("pid", 0) != 0) continue;
       }
-      const bool pid = spec.provider.rfind("pid", 0) == 0 && !has_glob(spec.provider);
+      // pid* and the like: the same functions in every process traced.
+      const bool pid = spec.provider.rfind("pid", 0) == 0;
       const bool entry_or_return = spec.name.empty() || spec.name == "entry" || spec.name == "return";
       // A comma would split the runtime's list (CALLSCOPE_INCLUDE).
       if (!pid || !entry_or_return || spec.function.empty() || spec.function.find(',') != std::string::npos ||

@@ -17,6 +17,10 @@
 #include "runtime/runtime.h"
 
 namespace callscope::rt {
+
+uint64_t* g_filter_cache = nullptr;
+bool g_filter_skipping = false;
+
 namespace {
 
 char g_storage[65536];
@@ -134,11 +138,11 @@ CALLSCOPE_NOINSTR Module* module_of(uint64_t fn) {
 
 using Demangle = char* (*)(const char*, char*, size_t*, int*);
 
-// fn -> flags: fn (48 bits) | (flags + 1) << 48 in one word, open
-// addressing; two threads deciding the same function only redo work.
-constexpr uint32_t kCacheSize = 1u << 16;
+// fn -> flags (filter.h, g_filter_cache); two threads deciding the same
+// function only redo work.
+constexpr uint32_t kCacheSize = kFilterCacheSlots;
 constexpr uint64_t kAddrMask = (uint64_t{1} << 48) - 1;
-uint64_t* g_cache = nullptr;
+uint64_t*& g_cache = g_filter_cache;
 bool g_active = false;
 
 CALLSCOPE_NOINSTR uint32_t decide(uint64_t fn) {
@@ -210,6 +214,7 @@ void filter_configure() {
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     g_cache = c == MAP_FAILED ? nullptr : static_cast<uint64_t*>(c);
   }
+  g_filter_skipping = g_cache && (g_include.n || g_exclude.n || g_include_mod.n || g_exclude_mod.n);
 }
 
 bool filter_active() { return g_active; }
@@ -217,7 +222,7 @@ bool filter_has_chrono() { return g_chrono.n != 0; }
 
 uint32_t filter_flags(uint64_t fn) {
   if (!g_active) return 0;
-  uint32_t i = static_cast<uint32_t>((fn * 0x9E3779B97F4A7C15ull) >> 48) & (kCacheSize - 1);
+  uint32_t i = filter_slot(fn);
   uint32_t probe = 0;
   if (g_cache) {
     for (; probe < 16; ++probe, i = (i + 1) & (kCacheSize - 1)) {

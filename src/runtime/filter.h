@@ -13,6 +13,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "format/trace_format.h"
+#include "runtime/runtime.h"
+
 namespace callscope::rt {
 
 // A comma-separated list of globs from a CALLSCOPE_* variable. Plain
@@ -35,5 +38,34 @@ bool filter_active();         // any include/exclude glob is set
 bool filter_has_chrono();     // any chrono glob is set
 // kProfNodeExcluded and/or kProfNodeChrono for the function at `fn`.
 uint32_t filter_flags(uint64_t fn);
+
+// The decisions filter_flags took, by address: fn (48 bits) | (flags + 1)
+// << 48 in one word, open addressing from filter_slot(fn); never evicted,
+// and written once per function (compare-and-swap from 0). Null unless a
+// filter is set (and its memory was had).
+inline constexpr uint32_t kFilterCacheSlots = 1u << 16;
+extern uint64_t* g_filter_cache;
+CALLSCOPE_NOINSTR inline uint32_t filter_slot(uint64_t fn) {
+  return static_cast<uint32_t>((fn * 0x9E3779B97F4A7C15ull) >> 48) & (kFilterCacheSlots - 1);
+}
+// The filters leave fn out, and it starts no chrono region: the hooks may
+// return at once (hooks.cpp, callscope_rt_filter_enter). Looks at the first
+// slot only: false for a function not decided yet, or placed further on.
+CALLSCOPE_NOINSTR inline bool filter_skips(uint64_t fn) {
+  constexpr uint64_t kExcludedOnly = uint64_t{fmt::kProfNodeExcluded + 1} << 48;
+  return __atomic_load_n(&g_filter_cache[filter_slot(fn)], __ATOMIC_RELAXED) == (fn | kExcludedOnly);
+}
+// Any function can be left out (include or exclude lists, by name or
+// module), and the decisions have their cache: the hooks skip what
+// filter_skips says (filter_configure sets it).
+extern bool g_filter_skipping;
+// Whether the hooks skip fn's calls, deciding fn first if no call of it
+// did yet: the engine's slow paths ask before they keep a frame, so that
+// no frame is kept for a call whose exit the hooks will skip.
+CALLSCOPE_NOINSTR inline bool filter_decide_skip(uint64_t fn) {
+  if (!g_filter_skipping) return false;
+  if (filter_skips(fn)) return true;
+  return filter_flags(fn) == fmt::kProfNodeExcluded && filter_skips(fn);
+}
 
 }  // namespace callscope::rt

@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "runtime/engine.h"
+#include "runtime/filter.h"
 #include "runtime/runtime.h"
 
 namespace callscope::rt {
@@ -211,6 +212,12 @@ __attribute__((visibility("hidden"), used, no_instrument_function)) void callsco
 __attribute__((visibility("hidden"), used, no_instrument_function)) void callscope_rt_engine_exit(void* fn,
                                                                                               void* site,
                                                                                               uint64_t sp);
+__attribute__((visibility("hidden"), used, no_instrument_function)) void callscope_rt_filter_enter(void* fn,
+                                                                                               void* site,
+                                                                                               uint64_t sp);
+__attribute__((visibility("hidden"), used, no_instrument_function)) void callscope_rt_filter_exit(void* fn,
+                                                                                              void* site,
+                                                                                              uint64_t sp);
 // Where the trampolines jump: the recording hooks, or the engine's once the
 // process is set up for it (hooks_use_engine). Either pair handles every
 // thread state through hook_slow; the choice only picks the fast path.
@@ -299,6 +306,24 @@ void callscope_rt_engine_exit(void* fn, void* site, uint64_t sp) {
   t->in_hook = 0;
 }
 
+// With filters (CALLSCOPE_INCLUDE and the like; query -c records only what
+// its probes name), a function they leave out costs one lookup: in the
+// engine it would only be an excluded frame, whose callees hang under its
+// caller and whose time is its caller's (profile.cpp) -- as if it had not
+// been called. The decision is taken once, at the function's first call,
+// before the engine keeps a frame for it (filter_decide_skip), so entry and
+// exit agree. A function whose decision sits past its first slot goes
+// through the engine as before.
+void callscope_rt_filter_enter(void* fn, void* site, uint64_t sp) {
+  if (filter_skips(reinterpret_cast<uint64_t>(fn))) return;
+  callscope_rt_engine_enter(fn, site, sp);
+}
+
+void callscope_rt_filter_exit(void* fn, void* site, uint64_t sp) {
+  if (filter_skips(reinterpret_cast<uint64_t>(fn))) return;
+  callscope_rt_engine_exit(fn, site, sp);
+}
+
 // record --unwind: the frames come from unwinding at allocations, and hooks
 // (an instrumented library's) would mix their own into the same stacks.
 extern "C" __attribute__((visibility("hidden"), no_instrument_function)) void callscope_rt_ignore(void*, void*,
@@ -311,7 +336,12 @@ void hooks_ignore() {
 }
 
 void hooks_use_engine() {
-  __atomic_store_n(&callscope_rt_enter_target, reinterpret_cast<void*>(&callscope_rt_engine_enter), __ATOMIC_RELEASE);
-  __atomic_store_n(&callscope_rt_exit_target, reinterpret_cast<void*>(&callscope_rt_engine_exit), __ATOMIC_RELEASE);
+  const bool skip = g_filter_skipping;
+  __atomic_store_n(&callscope_rt_enter_target,
+                   reinterpret_cast<void*>(skip ? &callscope_rt_filter_enter : &callscope_rt_engine_enter),
+                   __ATOMIC_RELEASE);
+  __atomic_store_n(&callscope_rt_exit_target,
+                   reinterpret_cast<void*>(skip ? &callscope_rt_filter_exit : &callscope_rt_engine_exit),
+                   __ATOMIC_RELEASE);
 }
 }  // namespace callscope::rt

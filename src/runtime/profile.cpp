@@ -648,6 +648,7 @@ void engine_reset_after_fork(ThreadState* t) {
 // Any entry the fast path does not take: dead frames to close, a full
 // stack, a new path, a node with filter flags, events to write.
 void engine_enter_slow(ThreadState* t, uint64_t fn, uint64_t sp, uint64_t key, uint64_t now) {
+  if (CALLSCOPE_UNLIKELY(filter_decide_skip(fn))) return;  // left out: no frame (hooks.cpp)
   if (CALLSCOPE_UNLIKELY(t->pdepth != 0 && t->pstack[t->pdepth - 1].sp <= sp) && t->poverflow == 0 &&
       entry_finds_dead(t->pstack[t->pdepth - 1].sp, t->pkey[t->pdepth - 1], sp, key))
     close_dead(t, sp, key, now);
@@ -692,6 +693,7 @@ void engine_exit_slow(ThreadState* t, uint64_t fn, uint64_t site, uint64_t sp, u
 }
 
 void engine_enter_stopped(ThreadState* t, uint64_t fn, uint64_t site, uint64_t sp) {
+  if (CALLSCOPE_UNLIKELY(filter_decide_skip(fn))) return;
   const uint64_t now = now_tick();  // tells it from a frame that ended at its place during the pause
   const uint64_t key = frame_key(sp, site);
   if (t->pdepth != 0 && t->poverflow == 0 && t->pstack[t->pdepth - 1].sp <= sp)

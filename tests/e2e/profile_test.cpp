@@ -197,6 +197,35 @@ TEST_P(ProfileTest, ExcludedFunctionTimeGoesToItsCallerAndItsCalleesStay) {
   EXPECT_EQ(rows.count("caller_b"), 0u);
 }
 
+// A function the filters leave out is decided at its first call (which
+// leaves an excluded node, where the engine looked for it, and no frame);
+// its later calls return from the hooks at once (hooks.cpp,
+// callscope_rt_filter_enter). So middle, excluded and called from caller_a
+// and then caller_b, has one excluded node, not one under each caller as
+// when every call went through the engine; leaf, now called straight from
+// caller_a and caller_b, has one node under each; the counts above hold.
+TEST_P(ProfileTest, ExcludedFunctionsAreDecidedOnceAndThenSkipped) {
+  RunResult r = record({"CALLSCOPE_MODE=profile", "CALLSCOPE_EXCLUDE=middle"}, "profile");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto reader = format::TraceReader::open(trace_);
+  ASSERT_TRUE(reader) << reader.error().message();
+  ASSERT_FALSE((*reader)->dumps().empty());
+  const uint32_t last = static_cast<uint32_t>((*reader)->dumps().size() - 1);
+  auto tree = (*reader)->read_tree(last, 0);
+  ASSERT_TRUE(tree) << tree.error().message();
+  size_t excluded = 0, counted = 0;
+  for (const format::ProfileNodeRecord& n : *tree) {
+    if (n.fn == 0) continue;  // the root
+    if (n.flags & format::kProfNodeExcluded)
+      ++excluded;
+    else
+      ++counted;
+  }
+  EXPECT_EQ(excluded, 1u);
+  EXPECT_EQ(counted, 6u);  // main, caller_a, sleeper, leaf (under caller_a), caller_b, leaf (under caller_b)
+  EXPECT_EQ(num(flat()["leaf"], "calls"), 500u);
+}
+
 TEST_P(ProfileTest, ChronoFunctionsListTheirSubtreeInBothModes) {
   for (const char* mode : {"CALLSCOPE_MODE=profile", "CALLSCOPE_MODE=record"}) {
     RunResult r = record({mode, "CALLSCOPE_CHRONO=caller_a"}, "profile");

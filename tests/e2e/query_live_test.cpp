@@ -173,6 +173,14 @@ TEST_P(QueryLiveTest, AOneFunctionQueryRecordsOnlyThatFunction) {
   for (const auto& [name, n] : one.calls) total += n;
   EXPECT_EQ(total, 6u);
   EXPECT_NE(callscope({"info", kept}).out.find("filtered"), std::string::npos);
+  // pid*: the pid providers of every process, the same function in each.
+  ASSERT_EQ(::unlink(done_.c_str()), 0);
+  RunResult any = callscope({"query", "-n", "pid*:a.out:beat:entry { @ = count(); } END { printa(\"beat=%@d\\n\", @); }",
+                             "-o", dir_.file("any.trace"), "-c", live_command(3)});
+  ASSERT_EQ(any.exit_code, 0) << any.err;
+  EXPECT_NE(any.out.find("beat=6\n"), std::string::npos) << any.out;
+  EXPECT_NE(any.err.find("the trace holds only the calls of beat"), std::string::npos) << any.err;
+  EXPECT_EQ(summarize(dir_.file("any.trace")).calls_of("main"), 0u);
 
   ASSERT_EQ(::unlink(done_.c_str()), 0);
   const std::string all = dir_.file("all.trace");
