@@ -40,15 +40,7 @@ class Tap final : public LiveTap {
 class Session {
  public:
   Session() {
-    EXPECT_EQ(::mkdir(dir_.file("1.0").c_str(), 0700), 0);
-    const int fd = ::open(dir_.file("1.0/meta").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    RawFileHeader fh{};
-    std::memcpy(fh.magic, kRawMetaMagic, sizeof fh.magic);
-    fh.version = kRawVersion;
-    append_meta_record(fd, RawMetaType::kFileHeader, &fh, sizeof fh);
-    const RawProcessStart ps = test::start(1, 0, 0, ~0u, 0, "", "");
-    append_meta_record(fd, RawMetaType::kProcessStart, &ps, sizeof ps);
-    ::close(fd);
+    test::make_process_dir(dir_, "1.0");
     meta_fd_ = ::open(dir_.file("recorder.meta").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   }
   ~Session() { ::close(meta_fd_); }

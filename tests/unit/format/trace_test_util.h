@@ -12,7 +12,9 @@
 #endif
 #endif
 
+#include <fcntl.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -24,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "format/raw_session.h"
 #include "format/trace_format.h"
 #include "format/trace_reader.h"
 #include "format/trace_writer.h"
@@ -84,6 +87,22 @@ class TempDir {
  private:
   std::string path_;
 };
+
+// A process directory of a hand-built raw session, as the runtime makes
+// it: `dir`/`name` ("1.0") and its meta file (the file header, then the
+// process start of pid 1).
+inline void make_process_dir(const TempDir& dir, const std::string& name) {
+  ASSERT_EQ(::mkdir(dir.file(name).c_str(), 0700), 0);
+  const int fd = ::open(dir.file(name + "/meta").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  ASSERT_GE(fd, 0);
+  RawFileHeader fh{};
+  std::memcpy(fh.magic, kRawMetaMagic, sizeof fh.magic);
+  fh.version = kRawVersion;
+  append_meta_record(fd, RawMetaType::kFileHeader, &fh, sizeof fh);
+  const RawProcessStart ps = start(1, 0, 0, ~0u, 0, "", "");
+  append_meta_record(fd, RawMetaType::kProcessStart, &ps, sizeof ps);
+  ::close(fd);
+}
 
 // What the caller gives EventEncoder::add.
 struct InEvent {

@@ -50,15 +50,7 @@ uint64_t word0(RawKind k, uint64_t tick) { return tick << format::kRawKindBits |
 class Session {
  public:
   Session() {
-    EXPECT_EQ(::mkdir(dir_.file("1.0").c_str(), 0700), 0);
-    const int fd = ::open(dir_.file("1.0/meta").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    format::RawFileHeader fh{};
-    std::memcpy(fh.magic, format::kRawMetaMagic, sizeof fh.magic);
-    fh.version = format::kRawVersion;
-    format::append_meta_record(fd, format::RawMetaType::kFileHeader, &fh, sizeof fh);
-    const format::RawProcessStart ps = format::test::start(1, 0, 0, ~0u, 0, "", "");
-    format::append_meta_record(fd, format::RawMetaType::kProcessStart, &ps, sizeof ps);
-    ::close(fd);
+    format::test::make_process_dir(dir_, "1.0");
     meta_fd_ = ::open(dir_.file("recorder.meta").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     EXPECT_EQ(::mkfifo(dir_.file(format::kDoorbellName).c_str(), 0600), 0);
     bell_read_ = ::open(dir_.file(format::kDoorbellName).c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
