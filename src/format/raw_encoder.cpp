@@ -309,7 +309,7 @@ Status BasicRawStreamEncoder<EventEncoder>::add_segment(RawDecoder& dec, const u
           if (depth == 0 || r.depth == 0) break;  // a stray exit: add()
           tick = std::max(tick, last);
           *r.kinds++ = static_cast<uint8_t>(EventKind::kExit);
-          r.dt = EventEncoder::write_varint(r.dt, tick - r.prev_tick);
+          r.dt = EventEncoder::write_varint_short(r.dt, tick - r.prev_tick);
           r.prev_tick = last = tick;
           --depth;
           --r.depth;
@@ -334,7 +334,7 @@ Status BasicRawStreamEncoder<EventEncoder>::add_segment(RawDecoder& dec, const u
         const auto rel = static_cast<int16_t>(static_cast<uint16_t>(w1 >> 48));
         const uint64_t sp = rel == -32768 ? 0 : sp_base - static_cast<int64_t>(rel) * static_cast<int64_t>(kSpUnit);
         *r.kinds++ = static_cast<uint8_t>(EventKind::kEntry);
-        r.dt = EventEncoder::write_varint(r.dt, tick - r.prev_tick);
+        r.dt = EventEncoder::write_varint_short(r.dt, tick - r.prev_tick);
         r.prev_tick = last = tick;
         r.fn = EventEncoder::write_varint(r.fn, out_.fn_index(addr));
         const uint64_t parent = r.depth ? r.sp_stack[r.depth - 1] : 0;

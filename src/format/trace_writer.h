@@ -181,6 +181,19 @@ class EventEncoder {
     *p++ = static_cast<uint8_t>(v);
     return p;
   }
+  // write_varint for a value most often below 2^14 (a tick delta): one or
+  // two bytes with no branch on which -- a delta's length is what a branch
+  // predictor cannot guess (half the deltas of real code sit either side of
+  // 128 ticks). Writes two bytes either way: the room must have them.
+  static uint8_t* write_varint_short(uint8_t* p, uint64_t v) {
+    if (__builtin_expect(v >= (uint64_t{1} << 14), 0)) return write_varint(p, v);
+    const uint32_t one = v < 0x80;
+    const uint32_t two = (v & 0x7f) | 0x80 | (v >> 7) << 8;
+    const uint32_t pick = 0u - one;  // all ones for one byte
+    const auto w = static_cast<uint16_t>((static_cast<uint32_t>(v) & pick) | (two & ~pick));
+    std::memcpy(p, &w, 2);
+    return p + 2 - one;
+  }
   // The sp column: zigzag of (parent_sp - sp) / kSpUnit.
   static uint64_t zigzag_sp(uint64_t parent, uint64_t sp) {
     const int64_t d = static_cast<int64_t>(parent - sp) / static_cast<int64_t>(kSpUnit);

@@ -1,6 +1,8 @@
 // LEB128 varints and zigzag encoding (src/format/varint.h).
 #include "format/varint.h"
 
+#include "format/trace_writer.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -131,6 +133,20 @@ TEST(format_varint, NonCanonicalButInRangeDecodes) {
   uint64_t got;
   ASSERT_TRUE(decode_all(padded, got));
   EXPECT_EQ(got, 1u);
+}
+
+// The recorder's branch-free writer of tick deltas (EventEncoder::
+// write_varint_short) writes what put_varint does, for every value up to
+// 2^16 (one, two and three bytes) and for large ones.
+TEST(format_varint, TheShortWriterWritesTheSameBytes) {
+  std::vector<uint64_t> values;
+  for (uint64_t v = 0; v <= (uint64_t{1} << 16); ++v) values.push_back(v);
+  for (uint64_t v : {uint64_t{1} << 21, (uint64_t{1} << 28) + 5, uint64_t{1} << 56, ~uint64_t{0}}) values.push_back(v);
+  for (uint64_t v : values) {
+    uint8_t buf[16] = {};
+    const uint8_t* end = EventEncoder::write_varint_short(buf, v);
+    ASSERT_EQ(std::vector<uint8_t>(static_cast<const uint8_t*>(buf), end), encode(v)) << v;
+  }
 }
 
 TEST(format_varint, ZigzagKnownValues) {
