@@ -178,6 +178,14 @@ def recorder_cmd(cfg, a, work, name):
     if cfg == "callscope-profile":
         out = f"{work}/{name}.profile.trace"
         return [a.callscope, "record", "--mode=profile", "-f", "-o", out, "--raw-dir", work, "--"], out
+    if cfg == "callscope-libcalls":
+        # The uninstrumented build: its calls into shared libraries (GOT stubs).
+        out = f"{work}/{name}.libcalls.trace"
+        return [a.callscope, "record", "--libcalls", "-f", "-o", out, "--raw-dir", work, "--"], out
+    if cfg == "callscope-memory":
+        # The instrumented build, every allocation and free beside the calls.
+        out = f"{work}/{name}.memory.trace"
+        return [a.callscope, "record", "--memory", "-f", "-o", out, "--raw-dir", work, "--"], out
     if cfg == "callscope-query":
         # A live one-function D query (query -c): the program's command is
         # one string, appended by the caller; the trace kept (-o) holds only
@@ -189,6 +197,10 @@ def recorder_cmd(cfg, a, work, name):
         out = f"{work}/{name}.uftrace.data"
         return ["uftrace", "record", "--no-libcall", "-d", out], out
     return [], None
+
+
+# Configurations that run the uninstrumented build.
+PLAIN_BUILD = ("plain", "callscope-libcalls")
 
 
 def is_recorder(cfg):
@@ -219,7 +231,7 @@ http {{
 
 
 def run_nginx(cfg, a, rep):
-    binary = a.nginx_plain if cfg == "plain" else a.nginx_cyg
+    binary = a.nginx_plain if cfg in PLAIN_BUILD else a.nginx_cyg
     name = f"nginx-{cfg}-{rep}"
     work = f"{a.work}/{name}"
     os.makedirs(f"{work}/logs", exist_ok=True)
@@ -342,7 +354,7 @@ def finish_row(row, cfg, out, errf, raw_dir):
 
 # --- sqlite ------------------------------------------------------------------
 def run_sqlite(cfg, a, rep):
-    binary = a.sqlite_plain if cfg == "plain" else a.sqlite_cyg
+    binary = a.sqlite_plain if cfg in PLAIN_BUILD else a.sqlite_cyg
     name = f"sqlite-{cfg}-{rep}"
     prefix, out = recorder_cmd(cfg, a, a.work, name)
     cmd = prefix + [binary, "--size", str(a.sqlite_size), "--memdb"]
@@ -418,13 +430,14 @@ def report(rows, a, meta):
         L.append(f"## {prog}\n")
         if prog == "nginx":
             L.append("| configuration | requests/s | calls | calls/request | program CPU µs/request | vs plain | "
-                     "recorder CPU under load, ns/call | recorder CPU whole run, ns/call | bytes/call | "
-                     "idle: recorder wakeups/s | idle: recorder % of a core | recorder threads | program waited for the recorder, s |")
-            L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+                     "recorder CPU under load, ns/call | program + recorder CPU µs/request | recorder CPU whole run, ns/call | "
+                     "bytes/call | idle: recorder wakeups/s | idle: recorder % of a core | recorder threads | program waited for the recorder, s |")
+            L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         else:
             L.append("| configuration | wall s | calls | program CPU s | vs plain | program CPU ns/call added | "
-                     "recorder CPU s | recorder CPU ns/call | bytes/call | program waited for the recorder, s |")
-            L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+                     "recorder CPU s | recorder CPU ns/call | program + recorder CPU ns/call added | bytes/call | "
+                     "program waited for the recorder, s |")
+            L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         base = {}
         for c, rs in by.items():
             d = {}
@@ -437,6 +450,8 @@ def report(rows, a, meta):
                 if calls:
                     d["calls_req"] = med([{"x": r["calls"] / r["requests"]} for r in rs if r.get("calls") and r.get("requests")], "x")
                     d["rec_load"] = med([{"x": r["rec_cpu_load_s"] / r["calls"] * 1e9} for r in rs if r.get("calls")], "x")
+                    d["both_req"] = med([{"x": (r["prog_cpu_load_s"] + r["rec_cpu_load_s"]) / r["requests"] * 1e6}
+                                         for r in rs if r.get("requests")], "x")
                     d["rec_total"] = med([{"x": r["rec_cpu_total_s"] / r["calls"] * 1e9} for r in rs if r.get("calls")], "x")
                     d["bpc"] = med([{"x": r["trace_bytes"] / r["calls"]} for r in rs if r.get("calls")], "x")
                 if is_recorder(c):
@@ -448,7 +463,7 @@ def report(rows, a, meta):
                     base = d
                 L.append(f"| {c} | {fmt(d['rps'], 0)} | {fmt(calls)} | {fmt(d.get('calls_req'))} | "
                          f"{fmt(d['cpu_req'], 2)} | {ratio(d['cpu_req'], base.get('cpu_req'))} | "
-                         f"{fmt(d.get('rec_load'))} | {fmt(d.get('rec_total'))} | {fmt(d.get('bpc'), 2)} | "
+                         f"{fmt(d.get('rec_load'))} | {fmt(d.get('both_req'), 2)} | {fmt(d.get('rec_total'))} | {fmt(d.get('bpc'), 2)} | "
                          f"{fmt(d.get('wk'))} | {fmt(d.get('idle_pct'), 2)} | {fmt(d.get('thr'), 0)} | {fmt(med(rs, 'waited_s'), 2)} |")
             else:
                 d["cpu"] = med(rs, "prog_cpu_total_s")
@@ -462,9 +477,10 @@ def report(rows, a, meta):
                 d["added"] = None
                 if calls and base.get("cpu") is not None:
                     d["added"] = (d["cpu"] - base["cpu"]) / calls * 1e9
+                both = (d["added"] + d["rec_pc"]) if d.get("added") is not None and d.get("rec_pc") is not None else None
                 L.append(f"| {c} | {fmt(d['wall'], 2)} | {fmt(calls)} | {fmt(d['cpu'], 2)} | "
                          f"{ratio(d['cpu'], base.get('cpu'))} | {fmt(d.get('added'))} | {fmt(d.get('rec'), 2)} | "
-                         f"{fmt(d.get('rec_pc'))} | {fmt(d.get('bpc'), 2)} | {fmt(med(rs, 'waited_s'), 2)} |")
+                         f"{fmt(d.get('rec_pc'))} | {fmt(both)} | {fmt(d.get('bpc'), 2)} | {fmt(med(rs, 'waited_s'), 2)} |")
             by[c] = (rs, d)
         L.append("")
         cs = by.get("callscope-record", (None, {}))[1]
@@ -536,7 +552,7 @@ def main():
     p.add_argument("--strace-s", type=int, default=5)
     p.add_argument("--strace", type=int, default=1)
     p.add_argument("--reps", type=int, default=1)
-    p.add_argument("--configs", default="plain cyg callscope-record callscope-profile callscope-query uftrace")
+    p.add_argument("--configs", default="plain cyg callscope-record callscope-profile callscope-query callscope-libcalls callscope-memory uftrace")
     p.add_argument("--programs", default="nginx sqlite")
     p.add_argument("--meta", nargs="*", default=[])
     a = p.parse_args()

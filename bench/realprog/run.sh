@@ -7,6 +7,9 @@
 #   callscope-profile `callscope record --mode=profile ...` (nginx only)
 #   callscope-query  `callscope query -n "pid$target::ngx_http_process_request:entry
 #                    { @ = count(); }" -o X.trace -c "PROGRAM"` (nginx only)
+#   callscope-libcalls `callscope record --libcalls ...` of the plain build
+#                    (its calls into shared libraries)
+#   callscope-memory `callscope record --memory ...` (calls, allocations, frees)
 #   uftrace          `uftrace record --no-libcall -d DIR PROGRAM` (same build)
 # Measures requests, the program's CPU, the recorder process's own CPU
 # (utime+stime of the recorder itself, not its children) under load and idle,
@@ -30,7 +33,7 @@
 #                           this long (0: not)
 #   SQLITE_SIZE=5           speedtest1 --size (about 4.3 M calls per unit)
 #   REPS=1                  repetitions (order rotated; medians reported)
-#   PROGRAMS="nginx sqlite" CONFIGS="plain cyg callscope-record callscope-profile callscope-query uftrace"
+#   PROGRAMS="nginx sqlite" CONFIGS="plain cyg callscope-record callscope-profile callscope-query callscope-libcalls callscope-memory uftrace"
 #   JOBS=2                  make -j
 set -euo pipefail
 
@@ -56,7 +59,7 @@ STRACE_S=${STRACE_S:-5}
 SQLITE_SIZE=${SQLITE_SIZE:-5}
 REPS=${REPS:-1}
 PROGRAMS=${PROGRAMS:-"nginx sqlite"}
-CONFIGS=${CONFIGS:-"plain cyg callscope-record callscope-profile callscope-query uftrace"}
+CONFIGS=${CONFIGS:-"plain cyg callscope-record callscope-profile callscope-query callscope-libcalls callscope-memory uftrace"}
 JOBS=${JOBS:-2}
 CFLAGS_BASE="-O2 -g"
 CYG_FLAGS="-finstrument-functions"
