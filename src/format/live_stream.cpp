@@ -23,8 +23,8 @@ constexpr uint64_t kRingBytes = uint64_t{kRingSegments} * kSegmentBytes;
 constexpr double kScanEveryNs = 5e6;
 constexpr uint64_t kSegmentWords = kSegmentBytes / 8;
 // The tap: a round (directory scan, every ring read up to its writer)
-// every 2 ms, handed over then, or sooner when this many events wait.
-constexpr double kTapRoundNs = 2e6;
+// every LiveStream::tap_round_ns(), handed over then, or sooner when this
+// many events wait.
 constexpr size_t kTapBatch = 1 << 18;
 // The tap's buffers are chunks of this many events, at least a segment's
 // worth (a 256 KiB segment holds at most 32,768 events, but for the frames a
@@ -496,9 +496,13 @@ Status LiveStream::poll() {
   uint64_t round = 0;
   if (tap_) {
     round = now;
-    peek = polls_ == 0 || static_cast<double>(round - std::min(round, last_peek_)) >= kTapRoundNs * ticks_per_ns_;
+    peek = polls_ == 0 || static_cast<double>(round - std::min(round, last_peek_)) >=
+                              static_cast<double>(tap_round_ns_) * ticks_per_ns_;
     if (peek) last_peek_ = round;
   }
+  const size_t threads_before = threads_.size(), pending_before = tap_pending_;
+  size_t done_before = 0;
+  for (const auto& t : threads_) done_before += t->done;
   if (polls_++ == 0 || peek || static_cast<double>(now - std::min(now, last_scan_)) >= kScanEveryNs * ticks_per_ns_) {
     last_scan_ = now;
     st = scan();
@@ -510,6 +514,14 @@ Status LiveStream::poll() {
     const uint64_t before = t->consumed;
     st = drain(*t, peek);
     taken = std::max(taken, t->consumed - before);
+  }
+  if (tap_) {
+    size_t done_after = 0;
+    for (const auto& t : threads_) done_after += t->done;
+    if (taken != 0 || threads_.size() != threads_before || tap_pending_ != pending_before || done_after != done_before)
+      tap_round_ns_ = kTapRoundMinNs;
+    else if (peek)
+      tap_round_ns_ = std::min(tap_round_ns_ * 2, kTapRoundMaxNs);
   }
   if (taken == 0)
     poll_wait_ns_ = std::min(poll_wait_ns_ * 2, kPollWaitMaxNs);

@@ -109,6 +109,15 @@ class LiveStream {
   static constexpr uint64_t kPollWaitMinNs = 200'000;
   static constexpr uint64_t kPollWaitMaxNs = 2'000'000;
   uint64_t poll_wait_ns() const { return tap_ ? kPollWaitMinNs : poll_wait_ns_; }
+  // A tap's rounds: every 2 ms while they find something (events, a thread
+  // new or ended, a segment complete), twice as far apart after each that
+  // finds nothing, up to 64 ms -- a live query of an idle program wakes its
+  // recorder about 16 times a second, not 500 -- and back to 2 ms with
+  // the first news. So while idle, the first events after a pause and the
+  // clock probes reach a query up to 64 ms late.
+  static constexpr uint64_t kTapRoundMinNs = 2'000'000;
+  static constexpr uint64_t kTapRoundMaxNs = 64'000'000;
+  uint64_t tap_round_ns() const { return tap_round_ns_; }
 
   // A consumer of the events while the program runs, beside the trace
   // (query -c: before the first poll; query -p: between two polls, on the
@@ -223,6 +232,7 @@ class LiveStream {
   LiveTap* tap_ = nullptr;
   bool tap_only_ = false;
   double ticks_per_ns_ = 1.0;
+  uint64_t tap_round_ns_ = kTapRoundMinNs;
   uint64_t last_peek_ = 0;    // trace ticks of the last tap round
   uint64_t last_scan_ = 0;    // trace ticks of the last directory scan
   uint64_t tap_horizon_ = 0;

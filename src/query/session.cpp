@@ -480,7 +480,12 @@ Result<int> run_live(const QueryRequest& req, std::FILE* out, std::FILE* err) {
     live->consume_here();
     req.host->drain_here();
   }
-  const auto wait = req.host ? std::chrono::microseconds(200) : std::chrono::microseconds(1000);
+  // How long to wait for a delivery: short while they come, twice as long
+  // after each wait that brought none, up to 64 ms (the tap's rounds slow
+  // down alike while the program is idle: LiveStream::tap_round_ns).
+  const auto first_wait = req.host ? std::chrono::microseconds(200) : std::chrono::microseconds(1000);
+  constexpr auto kLongestWait = std::chrono::microseconds(64'000);
+  auto wait = first_wait;
   auto next_reread = std::chrono::steady_clock::now();
   while (!driver.exited()) {
     if (!req.host) horizon = live->now_tick();
@@ -497,6 +502,11 @@ Result<int> run_live(const QueryRequest& req, std::FILE* out, std::FILE* err) {
       finish_status = req.host->finish();
     }
     auto ds = live->take(wait);
+    // A delivery of a round that found nothing carries only its horizon.
+    const bool news = std::any_of(ds.begin(), ds.end(), [](const format::LiveDelivery& d) {
+      return d.last || !d.events.empty() || !d.threads.empty() || !d.ended.empty() || !d.warnings.empty();
+    });
+    wait = news ? first_wait : std::min<std::chrono::microseconds>(wait * 2, kLongestWait);
     const auto now = std::chrono::steady_clock::now();
     const bool reread = now >= next_reread;
     if (reread) next_reread = now + std::chrono::milliseconds(50);

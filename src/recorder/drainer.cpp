@@ -18,8 +18,6 @@ namespace {
 // single thread calling at full speed; polling every 200 us leaves it far
 // from full.
 constexpr auto kPoll = std::chrono::microseconds(200);
-// A tap's round (format/live_stream.cpp, kTapRoundNs).
-constexpr int kTapRoundMs = 2;
 // After a ring: one more poll this much later (timeout_ms says why).
 constexpr int kRecheckMs = 6;
 // A thread gone quiet with segments encoded but held: written after this.
@@ -86,7 +84,7 @@ int Drainer::timeout_ms() {
   const auto now = steady_clock::now();
   int64_t ms = -1;
   const auto at_most = [&ms](int64_t t) { ms = ms < 0 ? t : std::min(ms, t); };
-  if (live_.tapped()) at_most(kTapRoundMs);
+  if (live_.tapped()) at_most(static_cast<int64_t>((live_.tap_round_ns() + 999'999) / 1'000'000));
   // Rung lately: once more after the stream's next directory scan is due
   // (it scans at most every 5 ms), so that a thread whose ring was found
   // full before its file was seen is taken then -- its writer rang once,

@@ -4,7 +4,8 @@
 // dies). It sleeps until the runtime rings the session's doorbell (a
 // segment complete, a writer about to wait, a thread's end: trace_format.h,
 // kDoorbellName) or a query knocks; timers only where something is due: a
-// tap's rounds every 2 ms while a query reads, a periodic task (--memory's
+// tap's rounds while a query reads (every 2 ms, up to 64 ms while they find
+// nothing: LiveStream::tap_round_ns), a periodic task (--memory's
 // resident-set samples), and a quiet thread's held segments written after
 // a second. An idle program costs it no wakeup.
 #pragma once

@@ -518,6 +518,34 @@ TEST(RecorderIdleTest, AnIdleProgramHardlyWakesTheRecorder) {
   }
 }
 
+// A live query of an idle program checks less and less often (the tap's
+// rounds and the query's waits double while they bring nothing, up to 64
+// ms): over 2 s of the program waiting at its gate, at most 100 wakeups of
+// all the query's threads (it made ~8,500 when it looked every 200 us),
+// with and without a trace kept (-o: a recorder thread beside the query's).
+// And the events after the quiet spell still come: the END's count.
+TEST(RecorderIdleTest, AnIdleProgramHardlyWakesALiveQuery) {
+  for (const bool keep : {false, true}) {
+    SCOPED_TRACE(keep ? "-o" : "no trace kept");
+    TempDir dir;
+    const std::string gate = dir.file("gate"), done = dir.file("done");
+    std::vector<std::string> args = {"query", "-q", "-n",
+                                     "pid$target:a.out:beat:entry { @ = count(); } END { printa(\"beat=%@d\\n\", @); }"};
+    if (keep) args.insert(args.end(), {"-o", dir.file("idle.trace")});
+    args.insert(args.end(), {"-c", plain_path(fixture(variants().front(), "live")) + " 3 " + gate + " " + done});
+    Background q(dir, args);
+    ASSERT_TRUE(wait_until([&] { return exists(gate + ".ready"); })) << q.err();
+    std::this_thread::sleep_for(500ms);  // the rounds slow down
+    const uint64_t before = switches_of(q.pid());
+    std::this_thread::sleep_for(2s);
+    const uint64_t after = switches_of(q.pid());
+    EXPECT_LE(after - before, 100u) << "the query woke " << after - before << " times in 2 s";
+    touch(gate);
+    ASSERT_EQ(q.wait(), 0) << q.err();
+    EXPECT_NE(q.out().find("beat=6\n"), std::string::npos) << q.out();
+  }
+}
+
 TEST(QueryLiveErrorTest, BadRequestsSaySo) {
   TempDir dir;
   RunResult missing = callscope({"query", "-n", "BEGIN { exit(0); }", "-c", dir.file("no-such-program")});
