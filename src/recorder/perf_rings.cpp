@@ -1,0 +1,246 @@
+#include "recorder/perf_rings.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace callscope::recorder {
+namespace {
+
+// Every record ends with this (sample_id_all, sample_type TID|TIME|CPU).
+struct SampleId {
+  uint32_t pid, tid;
+  uint64_t time;
+  uint32_t cpu, reserved;
+};
+static_assert(sizeof(SampleId) == 24);
+
+constexpr uint64_t kSampleType = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU;
+
+int perf_event_open(perf_event_attr* attr, pid_t pid, int cpu) {
+  return static_cast<int>(::syscall(SYS_perf_event_open, attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC));
+}
+
+std::string read_line(const char* path) {
+  std::ifstream f(path);
+  std::string line;
+  std::getline(f, line);
+  return line;
+}
+
+}  // namespace
+
+std::vector<uint32_t> online_cpus() {
+  std::vector<uint32_t> cpus;
+  std::stringstream in(read_line("/sys/devices/system/cpu/online"));
+  std::string range;
+  while (std::getline(in, range, ',')) {
+    unsigned a = 0, b = 0;
+    const int n = std::sscanf(range.c_str(), "%u-%u", &a, &b);
+    if (n == 1) b = a;
+    if (n >= 1)
+      for (unsigned c = a; c <= b && c < 65536; ++c) cpus.push_back(c);
+  }
+  if (cpus.empty()) {
+    const long n = ::sysconf(_SC_NPROCESSORS_ONLN);
+    for (long c = 0; c < n; ++c) cpus.push_back(static_cast<uint32_t>(c));
+  }
+  return cpus;
+}
+
+std::string perf_open_advice(int error) {
+  const std::string paranoid = read_line("/proc/sys/kernel/perf_event_paranoid");
+  switch (error) {
+    case EACCES:
+    case EPERM:
+      if (!paranoid.empty() && std::atoi(paranoid.c_str()) >= 3)
+        return "this kernel lets only privileged users use perf events (kernel.perf_event_paranoid=" + paranoid +
+               "): run as root, give callscope CAP_PERFMON (setcap cap_perfmon+ep), or "
+               "'sysctl kernel.perf_event_paranoid=2'";
+      return "not allowed to watch the process (kernel.perf_event_paranoid=" + paranoid +
+             "; a process of another user needs CAP_PERFMON or root)";
+    case ENOENT:
+    case ENOSYS:
+    case EOPNOTSUPP:
+      return "this kernel has no perf events (CONFIG_PERF_EVENTS), or not this kind";
+    case EMFILE:
+    case ENFILE:
+      return "out of file descriptors (one per CPU is needed): raise the limit (ulimit -n)";
+    case ESRCH:
+      return "the process has ended";
+    default:
+      return std::strerror(error);
+  }
+}
+
+Result<std::unique_ptr<PerfRings>> PerfRings::open(pid_t pid, const Options& options) {
+  const long page = ::sysconf(_SC_PAGESIZE);
+  size_t data = static_cast<size_t>(page);
+  while (data < options.ring_bytes) data *= 2;
+  std::unique_ptr<PerfRings> p(new PerfRings());
+  for (uint32_t cpu : online_cpus()) {
+    perf_event_attr a{};
+    a.size = sizeof a;
+    a.type = PERF_TYPE_SOFTWARE;
+    a.config = PERF_COUNT_SW_DUMMY;
+    a.sample_period = 1;
+    a.sample_type = kSampleType;
+    a.sample_id_all = 1;
+    a.context_switch = 1;
+    a.task = 1;
+    a.comm = 1;
+    a.comm_exec = 1;
+    a.inherit = 1;
+    a.disabled = options.enable_on_exec;
+    a.enable_on_exec = options.enable_on_exec;
+    a.use_clockid = 1;
+    a.clockid = CLOCK_MONOTONIC;
+    // Switch, task and name records are side-band: the thread's kernel
+    // time need not be watched for them (nor may it be, unprivileged).
+    a.exclude_kernel = 1;
+    a.exclude_hv = 1;
+    a.watermark = 1;
+    a.wakeup_watermark = static_cast<uint32_t>(data / 4);
+    const int fd = perf_event_open(&a, pid, static_cast<int>(cpu));
+    if (fd < 0) {
+      const int e = errno;
+      return Error("cannot watch process " + std::to_string(pid) + "'s context switches on CPU " +
+                   std::to_string(cpu) + ": " + perf_open_advice(e));
+    }
+    Ring r;
+    r.fd = fd;
+    r.cpu = cpu;
+    r.data_bytes = data;
+    r.map_bytes = data + static_cast<size_t>(page);
+    void* m = ::mmap(nullptr, r.map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (m == MAP_FAILED) {
+      const int e = errno;
+      ::close(fd);
+      return Error("cannot map the ring of CPU " + std::to_string(cpu) + " (" + std::to_string(data >> 10) +
+                   " KiB): " +
+                   (e == EPERM ? std::string("over the locked-memory limit (kernel.perf_event_mlock_kb, "
+                                             "ulimit -l)")
+                               : std::string(std::strerror(e))));
+    }
+    r.base = static_cast<uint8_t*>(m);
+    p->rings_.push_back(r);
+  }
+  return p;
+}
+
+PerfRings::~PerfRings() {
+  // The mapping holds the event: both go, or the kernel keeps recording.
+  for (Ring& r : rings_) {
+    if (r.base) ::munmap(r.base, r.map_bytes);
+    if (r.fd >= 0) ::close(r.fd);
+  }
+}
+
+void PerfRings::add_poll_fds(std::vector<pollfd>& fds) const {
+  for (const Ring& r : rings_) fds.push_back({r.fd, POLLIN, 0});
+}
+
+size_t PerfRings::drain(const std::function<void(const SysRecord&)>& f) {
+  size_t n = 0;
+  for (const Ring& r : rings_) {
+    auto* pg = reinterpret_cast<perf_event_mmap_page*>(r.base);
+    const uint64_t head = __atomic_load_n(&pg->data_head, __ATOMIC_ACQUIRE);
+    uint64_t tail = pg->data_tail;
+    const uint8_t* data = r.base + (pg->data_offset ? pg->data_offset : r.map_bytes - r.data_bytes);
+    const uint64_t mask = r.data_bytes - 1;
+    while (tail < head) {
+      const size_t off = tail & mask;
+      perf_event_header h;
+      std::memcpy(&h, data + off, sizeof h);  // records are 8-byte aligned: a header never wraps
+      if (h.size < sizeof h || tail + h.size > head) break;  // damaged: what is left is dropped below
+      const uint8_t* rec = data + off;
+      if (off + h.size > r.data_bytes) {
+        scratch_.resize(h.size);
+        const size_t first = r.data_bytes - off;
+        std::memcpy(scratch_.data(), data + off, first);
+        std::memcpy(scratch_.data() + first, data, h.size - first);
+        rec = scratch_.data();
+      }
+      decode(r, rec, static_cast<uint16_t>(h.type), h.misc, h.size, f);
+      ++n;
+      tail += h.size;
+    }
+    __atomic_store_n(&pg->data_tail, head, __ATOMIC_RELEASE);
+  }
+  return n;
+}
+
+void PerfRings::decode(const Ring& r, const uint8_t* rec, uint16_t type, uint16_t misc, uint16_t size,
+                       const std::function<void(const SysRecord&)>& f) const {
+  const size_t body = sizeof(perf_event_header);
+  if (size < body + sizeof(SampleId)) return;
+  SampleId id;
+  std::memcpy(&id, rec + size - sizeof id, sizeof id);
+  SysRecord s;
+  s.pid = id.pid;
+  s.tid = id.tid;
+  s.time_ns = id.time;
+  s.cpu = r.cpu;
+  const size_t room = size - body - sizeof id;  // bytes between the header and the sample id
+  switch (type) {
+    case PERF_RECORD_SWITCH:
+      if (!(misc & PERF_RECORD_MISC_SWITCH_OUT))
+        s.kind = SysRecord::Kind::kSwitchIn;
+      else if (misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT)
+        s.kind = SysRecord::Kind::kSwitchOutPreempt;
+      else
+        s.kind = SysRecord::Kind::kSwitchOut;
+      break;
+    case PERF_RECORD_FORK:
+    case PERF_RECORD_EXIT: {
+      if (room < 24) return;
+      uint32_t v[4];
+      uint64_t time;
+      std::memcpy(v, rec + body, sizeof v);
+      std::memcpy(&time, rec + body + 16, sizeof time);
+      s.kind = type == PERF_RECORD_FORK ? SysRecord::Kind::kFork : SysRecord::Kind::kExit;
+      s.pid = v[0];
+      s.parent_pid = v[1];
+      s.tid = v[2];
+      s.parent_tid = v[3];
+      s.time_ns = time;
+      break;
+    }
+    case PERF_RECORD_COMM: {
+      if (room < 8) return;
+      uint32_t v[2];
+      std::memcpy(v, rec + body, sizeof v);
+      s.kind = SysRecord::Kind::kComm;
+      s.exec = (misc & PERF_RECORD_MISC_COMM_EXEC) != 0;
+      s.pid = v[0];
+      s.tid = v[1];
+      const char* name = reinterpret_cast<const char*>(rec + body + 8);
+      s.comm.assign(name, ::strnlen(name, room - 8));
+      break;
+    }
+    case PERF_RECORD_LOST: {
+      if (room < 16) return;
+      s.kind = SysRecord::Kind::kLost;
+      std::memcpy(&s.lost, rec + body + 8, sizeof s.lost);
+      break;
+    }
+    case PERF_RECORD_LOST_SAMPLES: {
+      if (room < 8) return;
+      s.kind = SysRecord::Kind::kLost;
+      std::memcpy(&s.lost, rec + body, sizeof s.lost);
+      break;
+    }
+    default:
+      return;
+  }
+  f(s);
+}
+
+}  // namespace callscope::recorder

@@ -1,0 +1,93 @@
+// Part of the recorder: what the kernel says about the traced threads --
+// context switches (out, and whether the thread was still runnable: a
+// preemption; in), forks, exits, execs and names -- from perf_event_open,
+// one ring per CPU. The events follow one process and, inherited, every
+// thread and process it makes after they are opened; each CPU's ring is
+// written only by that CPU, so the kernel needs no lock and the reader
+// none. Times are CLOCK_MONOTONIC nanoseconds (`use_clockid`): the trace's
+// calibration pairs put them on its clock.
+//
+// What it needs: perf_event_open, and the right to watch that process.
+// Context-switch records are side-band records, allowed at
+// kernel.perf_event_paranoid 2 (mainline's default) without privilege;
+// paranoid 3 (Debian's and Ubuntu's kernels) refuses everything to users
+// without CAP_PERFMON. open() says which, and the fix.
+#pragma once
+
+#include <poll.h>
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+
+namespace callscope::recorder {
+
+struct SysRecord {
+  enum class Kind : uint8_t {
+    kSwitchOut,         // the thread left the CPU, blocked (sleeping, waiting, stopped)
+    kSwitchOutPreempt,  // the thread left the CPU still runnable (its time was up, or a waker came first)
+    kSwitchIn,          // the thread got a CPU
+    kFork,              // a thread or process began: pid, tid its own; parent_pid, parent_tid its creator's
+    kExit,              // a thread or process ended
+    kComm,              // a thread's name, or (exec) its new program's
+    kLost,              // the ring was full: `lost` records dropped on this CPU before this point
+  };
+  Kind kind = Kind::kSwitchOut;
+  bool exec = false;  // kComm: the name came with an exec
+  uint32_t pid = 0, tid = 0;
+  uint32_t parent_pid = 0, parent_tid = 0;  // kFork, kExit
+  uint32_t cpu = 0;
+  uint64_t time_ns = 0;  // CLOCK_MONOTONIC
+  uint64_t lost = 0;     // kLost
+  std::string comm;      // kComm
+};
+
+class PerfRings {
+ public:
+  struct Options {
+    // Off until `pid` calls execve (record: the child waits for us before
+    // its exec); otherwise on at once (a process already running).
+    bool enable_on_exec = false;
+    size_t ring_bytes = 256 << 10;  // per CPU, a power of two of pages
+  };
+  // Follows `pid` from now on (or from its exec): one ring per online CPU.
+  static Result<std::unique_ptr<PerfRings>> open(pid_t pid, const Options& options);
+  ~PerfRings();
+  PerfRings(const PerfRings&) = delete;
+  PerfRings& operator=(const PerfRings&) = delete;
+
+  // The descriptors to poll (POLLIN: a ring is a quarter full; POLLHUP:
+  // every thread followed has ended).
+  void add_poll_fds(std::vector<pollfd>& fds) const;
+  // Every record waiting, ring by ring (each ring in its CPU's order; the
+  // caller orders across CPUs by time). Returns how many.
+  size_t drain(const std::function<void(const SysRecord&)>& f);
+  size_t cpus() const { return rings_.size(); }
+
+ private:
+  struct Ring {
+    int fd = -1;
+    uint32_t cpu = 0;
+    uint8_t* base = nullptr;  // the control page, then the data
+    size_t map_bytes = 0;
+    size_t data_bytes = 0;
+  };
+  PerfRings() = default;
+  void decode(const Ring& r, const uint8_t* rec, uint16_t type, uint16_t misc, uint16_t size,
+              const std::function<void(const SysRecord&)>& f) const;
+  std::vector<Ring> rings_;
+  std::vector<uint8_t> scratch_;  // a record that wraps around the ring's end
+};
+
+// The online CPUs, from /sys/devices/system/cpu/online ("0-3,6").
+std::vector<uint32_t> online_cpus();
+// Why perf_event_open failed with `error`, and what fixes it: a line for
+// the user (the paranoid setting read from /proc).
+std::string perf_open_advice(int error);
+
+}  // namespace callscope::recorder
