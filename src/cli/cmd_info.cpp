@@ -35,10 +35,13 @@ Command info_command() {
                 auto b = analysis::stream_balance(**trace, i);
                 balance.push_back(b ? *b : analysis::StreamBalance{});
               }
+              // The kernel's context switches, where the trace has them.
+              auto states = analysis::thread_states(**trace);
+              if (!states) return states.error();
               if (o->format == "json")
-                std::printf("%s\n", views::json_text(views::info_json(**trace, balance)).c_str());
+                std::printf("%s\n", views::json_text(views::info_json(**trace, balance, *states)).c_str());
               else
-                views::print_info_text(**trace, balance, stdout);
+                views::print_info_text(**trace, balance, stdout, *states);
               std::fflush(stdout);
               if (const std::string w = views::loss_warning(**trace); !w.empty())
                 print_warning("info", w);

@@ -455,7 +455,7 @@ static_assert(sizeof(RawRecorderInfo) == 16);
 
 inline constexpr char kTraceMagic[8] = {'C', 'A', 'L', 'L', 'S', 'C', 'P', '\x1a'};
 inline constexpr uint16_t kTraceVersionMajor = 1;
-inline constexpr uint16_t kTraceVersionMinor = 8;
+inline constexpr uint16_t kTraceVersionMinor = 9;
 // The first minor version whose header carries a check.
 inline constexpr uint16_t kTraceMinorHeaderCheck = 3;
 
@@ -502,6 +502,7 @@ enum class BlockType : uint16_t {
   kMarks = 9,      // MarkRecord[count] + strings
   kThreadNames = 10,  // ThreadNameRecord[count] + strings (trace 1.2)
   kResident = 11,     // ResidentRecord[count] + strings: the resident set by module (1.6, record --memory)
+  kSysEvents = 12,    // what the kernel said of one thread (1.9): aux0 = its tid, aux1 = its process's pid
 };
 inline constexpr uint16_t kBlockCompressed = 1;
 // No block holds more than this once decompressed (1 GiB): the writer refuses
@@ -796,5 +797,30 @@ struct EventColumnsHeader {
 static_assert(sizeof(EventColumnsHeader) == 32);
 
 inline constexpr uint32_t kEventsPerBlock = 1u << 20;
+
+// kSysEvents (1.9): the kernel's events of one thread, from record's perf
+// rings (recorder/perf_rings.h). aux0 = the thread's tid, aux1 = its
+// process's pid (a reader puts them with the thread record of that pid and
+// tid whose life holds them), count = events, first_tick = the first
+// event's CLOCK_MONOTONIC time in ns (not a trace tick: the reader puts it
+// on the trace's clock through FileHeader.origin_mono_ns and ticks_per_ns,
+// the calibration of the whole run). Payload: SysColumnsHeader, then the
+// columns kinds (u8 SysKind each), dt (varint ns since the previous event
+// of the block; the first: since first_tick) and arg (a varint per event:
+// a switch's CPU; a loss's count of records dropped).
+enum class SysKind : uint8_t {
+  kSwitchOutBlocked = 1,   // left the CPU to wait (sleep, I/O, a lock, a stop)
+  kSwitchOutRunnable = 2,  // left the CPU still runnable (preempted, or yielded)
+  kSwitchIn = 3,           // got a CPU
+  kLost = 4,               // records of this thread's CPU were dropped before this point (arg: how many)
+};
+inline constexpr uint8_t kSysKindMax = 4;
+struct SysColumnsHeader {
+  uint32_t n_events;
+  uint32_t kinds_bytes;
+  uint32_t dt_bytes;
+  uint32_t arg_bytes;
+};
+static_assert(sizeof(SysColumnsHeader) == 16);
 
 }  // namespace callscope::format

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "format/sys_events.h"
 #include "format/trace_format.h"
 
 struct ZSTD_DCtx_s;
@@ -193,6 +194,13 @@ class TraceReader {
     ~CallSink() = default;
   };
   Status for_each_call_event_into(uint32_t thread, CallSink& sink);
+
+  // The kernel's events of thread `thread` (trace 1.9, kSysEvents: record's
+  // context switches), in time order; empty for a trace without them.
+  Result<std::vector<SysEvent>> sys_events(uint32_t thread);
+  bool has_sys_events() const;
+  // A CLOCK_MONOTONIC time as a trace tick (0 before the origin).
+  uint64_t mono_to_tick(uint64_t mono_ns) const;
 
  private:
   TraceReader() = default;

@@ -1,5 +1,7 @@
 #include "recorder/drainer.h"
 
+#include "recorder/sys_stream.h"
+
 #include <poll.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -18,6 +20,8 @@ namespace {
 // single thread calling at full speed; polling every 200 us leaves it far
 // from full.
 constexpr auto kPoll = std::chrono::microseconds(200);
+// The kernel's events are read at least this often.
+constexpr int kSysRoundMs = 250;
 // After a ring: one more poll this much later (timeout_ms says why).
 constexpr int kRecheckMs = 6;
 // A thread gone quiet with segments encoded but held: written after this.
@@ -35,8 +39,8 @@ std::chrono::microseconds test_interval() {
 
 }  // namespace
 
-Drainer::Drainer(format::LiveStream& live, QueryServer* server, int doorbell)
-    : live_(live), doorbell_(doorbell), server_(server), interval_(test_interval()) {
+Drainer::Drainer(format::LiveStream& live, QueryServer* server, int doorbell, SysStream* sys)
+    : live_(live), doorbell_(doorbell), server_(server), sys_(sys), interval_(test_interval()) {
   // One descriptor per live thread of the program: take the hard limit.
   // The program was forked before, and keeps the limits it had.
   struct rlimit r {};
@@ -63,6 +67,8 @@ void Drainer::stop() {
 
 void Drainer::poll() {
   if (auto st = live_.poll(); !st && failure_.empty()) failure_ = st.error().message();
+  if (sys_)
+    if (auto st = sys_->poll(); !st && failure_.empty()) failure_ = st.error().message();
   if (server_) server_->poll();
 }
 
@@ -91,6 +97,9 @@ int Drainer::timeout_ms() {
   // before it began to wait, and rings no more.
   if (recheck_) at_most(kRecheckMs);
   if (server_ && server_->waiting()) at_most(100);  // a hello's deadline
+  // The perf rings wake us a quarter full; what is below that is read
+  // this often (a quiet program's last switches, for a live view).
+  if (sys_) at_most(kSysRoundMs);
   {
     std::lock_guard<std::mutex> lk(periodic_lock_);
     if (periodic_) at_most(std::max<int64_t>(0, duration_cast<milliseconds>(next_periodic_ - now).count() + 1));
@@ -120,10 +129,16 @@ void Drainer::run() {
     }
     std::vector<pollfd> fds{{doorbell_, POLLIN, 0}};
     if (server_) server_->add_poll_fds(fds);
+    const size_t sys_first = fds.size();
+    if (sys_) sys_->add_poll_fds(fds);
     const int n = ::poll(fds.data(), fds.size(), timeout_ms());
     const auto now = std::chrono::steady_clock::now();
     if (n > 0) {
       if (fds[0].revents & POLLIN) empty_doorbell();
+      // Every thread followed has ended: the rings stay readable, and would
+      // wake us at once from now on.
+      for (size_t i = sys_first; i < fds.size(); ++i)
+        if (fds[i].revents & (POLLHUP | POLLERR)) sys_->stop_polling();
       last_work_ = now;
       recheck_ = true;
     } else if (n == 0) {

@@ -22,13 +22,16 @@
 namespace callscope::recorder {
 
 class QueryServer;
+class SysStream;
 
 class Drainer {
  public:
   // `server`: a recording that queries may attach to (query -p): served
   // after each poll. `doorbell`: the read end of the session's doorbell
   // (owned; -1: none, then it polls every few hundred microseconds).
-  Drainer(format::LiveStream& live, QueryServer* server, int doorbell);
+  // `sys`: the kernel's events of the program's threads (context
+  // switches), read beside the rings (null: none).
+  Drainer(format::LiveStream& live, QueryServer* server, int doorbell, SysStream* sys = nullptr);
   ~Drainer();  // stops the thread
   Drainer(const Drainer&) = delete;
   Drainer& operator=(const Drainer&) = delete;
@@ -54,6 +57,7 @@ class Drainer {
   std::chrono::steady_clock::time_point last_work_{};
   bool recheck_ = false;  // rung lately (timeout_ms)
   QueryServer* server_;
+  SysStream* sys_;
   const std::chrono::microseconds interval_;  // between two polls
   std::atomic<bool> stop_{false};
   std::mutex periodic_lock_;

@@ -19,9 +19,12 @@
 #include <map>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <utility>
 
+#include "recorder/perf_rings.h"
+#include "recorder/sys_stream.h"
 #include "recorder/untraced_processes.h"
 #include "common/config.h"
 #include "common/output_claim.h"
@@ -77,17 +80,35 @@ void forward_signal(int sig) {
 // inherits: the resolved settings already weighed the user's CALLSCOPE_*
 // variables against the flags and the file, so the program must see the
 // result, normalized, not the originals. Returns the child's pid.
+// The child waits before its exec until `before_exec` has run (the
+// kernel's events are opened on it then, to start at the exec).
 Result<pid_t> spawn(const std::string& program, const std::vector<std::string>& argv,
                     const std::string& runtime, const std::string& session,
-                    const std::vector<std::pair<std::string, std::string>>& env) {
-  int pipefd[2];
+                    const std::vector<std::pair<std::string, std::string>>& env,
+                    const std::function<void(pid_t)>& before_exec) {
+  int pipefd[2], go[2];
   if (::pipe2(pipefd, O_CLOEXEC) != 0) return system_error("pipe", errno);
+  if (::pipe2(go, O_CLOEXEC) != 0) {
+    const int e = errno;
+    ::close(pipefd[0]);
+    ::close(pipefd[1]);
+    return system_error("pipe", e);
+  }
   std::string preload = runtime;
   if (const char* old = ::getenv("LD_PRELOAD"); old && *old) preload += std::string(":") + old;
   const pid_t pid = ::fork();
-  if (pid < 0) return system_error("fork", errno);
+  if (pid < 0) {
+    const int e = errno;
+    for (int fd : {pipefd[0], pipefd[1], go[0], go[1]}) ::close(fd);
+    return system_error("fork", e);
+  }
   if (pid == 0) {
     ::close(pipefd[0]);
+    ::close(go[1]);
+    char c;
+    ssize_t got;
+    do got = ::read(go[0], &c, 1);  // 0 (the recorder died): go on all the same
+    while (got < 0 && errno == EINTR);
     ::setenv("LD_PRELOAD", preload.c_str(), 1);
     ::setenv("CALLSCOPE_DIR", session.c_str(), 1);
     ::setenv("CALLSCOPE_RECORDER_PID", std::to_string(::getppid()).c_str(), 1);
@@ -104,6 +125,13 @@ Result<pid_t> spawn(const std::string& program, const std::vector<std::string>& 
     ::_exit(127);
   }
   ::close(pipefd[1]);
+  ::close(go[0]);
+  if (before_exec) before_exec(pid);
+  const char c = 1;
+  ssize_t put;
+  do put = ::write(go[1], &c, 1);
+  while (put < 0 && errno == EINTR);
+  ::close(go[1]);
   int child_errno = 0;
   ssize_t n;
   do n = ::read(pipefd[0], &child_errno, sizeof child_errno);
@@ -245,6 +273,8 @@ struct Recording::State {
   std::unique_ptr<OutputClaim> claim;
   std::optional<SessionLog> log;
   std::unique_ptr<QueryServer> server;  // before the drainer: it outlives the thread that serves it
+  std::unique_ptr<PerfRings> rings;  // until the stream takes them
+  std::unique_ptr<SysStream> sys;      // before the drainer: it outlives the thread that reads it
   std::unique_ptr<Drainer> drainer;
   struct sigaction old_int {}, old_quit {}, old_term {}, old_hup {};
   bool handlers = false;
@@ -420,7 +450,19 @@ Result<std::unique_ptr<Recording>> Recording::start(const RecordOptions& o, cons
     else child = stopped.error();
   } else {
     auto value = preload_value(preload, session, r->preload_dir_);
-    if (value) child = spawn(program, o.command, *value, session, env);
+    // The kernel's events of the program (context switches), from its
+    // exec on; where the kernel refuses, a warning says why and the fix.
+    const auto open_rings = [&](pid_t pid) {
+      if (!o.sys_events) return;
+      PerfRings::Options po;
+      po.enable_on_exec = true;
+      auto rings = PerfRings::open(pid, po);
+      if (rings)
+        s.rings = std::move(*rings);
+      else
+        print_warning(who, "context switches are not recorded: " + rings.error().message());
+    };
+    if (value) child = spawn(program, o.command, *value, session, env, open_rings);
     else child = value.error();
   }
   ::sigaction(SIGINT, &ignore, nullptr);
@@ -440,7 +482,8 @@ Result<std::unique_ptr<Recording>> Recording::start(const RecordOptions& o, cons
       if (name == "CALLSCOPE_MODE") events = value == "record";
     s.server = QueryServer::open(session, *r->live_, events);
   }
-  s.drainer = std::make_unique<Drainer>(*r->live_, s.server.get(), std::exchange(s.doorbell, -1));
+  if (s.rings) s.sys = std::make_unique<SysStream>(std::move(s.rings), r->live_->writer());
+  s.drainer = std::make_unique<Drainer>(*r->live_, s.server.get(), std::exchange(s.doorbell, -1), s.sys.get());
   if (o.memory && o.rss_interval_ns)
     s.drainer->every(std::chrono::nanoseconds(o.rss_interval_ns), [session] { sample_resident(session); });
   s.run_start = std::chrono::steady_clock::now();
@@ -521,6 +564,12 @@ int Recording::finish(bool quiet) {
   if (!s.drainer->failure().empty())
     print_warning(who_, s.drainer->failure() + "; the program's threads dropped their events from then on");
   s.drainer.reset();
+  if (s.sys) {
+    if (auto st = s.sys->poll(true); !st) print_warning(who_, st.error().message());
+    if (const uint64_t lost = s.sys->lost())
+      print_warning(who_, std::to_string(lost) + " context-switch record" + (lost == 1 ? " was" : "s were") +
+                              " dropped by the kernel (its rings were full): waits near them are uncertain");
+  }
   live_->tap_rest();
   s.server.reset();  // an attached query has had the last events: it sees the end
   if (o_.scratch_output) {

@@ -32,6 +32,9 @@ struct RecordOptions {
   bool keep_raw = false;
   bool drop_when_behind = false;
   bool memory = false;  // --memory: libcallscope-mem.so preloaded before the runtime
+  // --events: the kernel's events of the program's threads (context
+  // switches) beside its calls, where the kernel allows it.
+  bool sys_events = true;
   // --memory: /proc/PID/smaps of each process sampled this often (0: only
   // at start, dlopen and exit, which the runtime takes).
   uint64_t rss_interval_ns = 100'000'000;

@@ -59,7 +59,8 @@ uint32_t pid_of(const fmt::TraceReader& t, uint32_t process_index) {
 
 }  // namespace
 
-void print_info_text(const fmt::TraceReader& t, const std::vector<analysis::StreamBalance>& balance, FILE* out) {
+void print_info_text(const fmt::TraceReader& t, const std::vector<analysis::StreamBalance>& balance, FILE* out,
+                     const std::vector<analysis::ThreadStates>& states) {
   const auto& h = t.header();
   const auto& info = t.info();
   const Totals x = totals(t);
@@ -134,6 +135,23 @@ void print_info_text(const fmt::TraceReader& t, const std::vector<analysis::Stre
                  terminal_safe(th.name).c_str(),
                  static_cast<unsigned long long>(th.record.calls), static_cast<unsigned long long>(th.record.events),
                  static_cast<unsigned long long>(th.record.lost_events), format_duration_ns(t.ticks_to_ns(dur)).c_str());
+  }
+
+  if (std::any_of(states.begin(), states.end(), [](const analysis::ThreadStates& s) { return s.known; })) {
+    std::fprintf(out, "\ncontext switches (the kernel's) and time by state, from each thread's start to its end:\n"
+                      "  %5s %7s %10s %10s %12s %12s %12s\n",
+                 "#", "TID", "BLOCKED", "PREEMPTED", "RUNNING", "RUNNABLE", "BLOCKED");
+    for (size_t i = 0; i < t.threads().size() && i < states.size(); ++i) {
+      const analysis::ThreadStates& s = states[i];
+      if (!s.known) continue;
+      std::fprintf(out, "  %5zu %7u %10llu %10llu %12s %12s %12s%s\n", i, t.threads()[i].record.tid,
+                   static_cast<unsigned long long>(s.switches_blocked),
+                   static_cast<unsigned long long>(s.switches_runnable),
+                   format_duration_ns(t.ticks_to_ns(s.running)).c_str(),
+                   format_duration_ns(t.ticks_to_ns(s.runnable)).c_str(),
+                   format_duration_ns(t.ticks_to_ns(s.blocked)).c_str(),
+                   s.lost ? "  (records lost near it)" : "");
+    }
   }
 
   if (x.untraced) {
@@ -214,7 +232,8 @@ void print_info_text(const fmt::TraceReader& t, const std::vector<analysis::Stre
   }
 }
 
-nlohmann::json info_json(const fmt::TraceReader& t, const std::vector<analysis::StreamBalance>& balance) {
+nlohmann::json info_json(const fmt::TraceReader& t, const std::vector<analysis::StreamBalance>& balance,
+                         const std::vector<analysis::ThreadStates>& states) {
   using nlohmann::json;
   const auto& h = t.header();
   const auto& info = t.info();
@@ -265,6 +284,14 @@ nlohmann::json info_json(const fmt::TraceReader& t, const std::vector<analysis::
       tj["stray_exits"] = b.stray;
       tj["unclosed_frames"] = b.unclosed();  // negative: closed more often than entered
       tj["balanced"] = b.balanced();
+    }
+    if (const size_t i = static_cast<size_t>(&th - t.threads().data()); i < states.size() && states[i].known) {
+      const analysis::ThreadStates& s = states[i];
+      tj["context_switches"] = {{"blocked", s.switches_blocked}, {"preempted", s.switches_runnable}};
+      tj["running_ns"] = t.ticks_to_ns(s.running);
+      tj["runnable_ns"] = t.ticks_to_ns(s.runnable);
+      tj["blocked_ns"] = t.ticks_to_ns(s.blocked);
+      if (s.lost) tj["sys_records_lost"] = s.lost;
     }
     if (th.record.flags & fmt::kThreadUntraced)  // ran without being recorded, and why
       tj["untraced"] = {{"errno", th.record.untraced_error}, {"reason", describe_errno(th.record.untraced_error)}};

@@ -1,0 +1,33 @@
+// Running or waiting: each thread's time by state, from the kernel's
+// context switches in the trace (trace 1.9, kSysEvents). A thread runs from
+// its start; a switch-out makes it blocked (it waited: sleep, I/O, a lock,
+// a stop) or runnable (preempted: it waited for a CPU); a switch-in makes
+// it run again. Time outside the thread's life in the trace is not counted.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "common/result.h"
+#include "format/sys_events.h"
+#include "format/trace_reader.h"
+
+namespace callscope::analysis {
+
+struct ThreadStates {
+  bool known = false;  // the trace has the kernel's events of this thread
+  uint64_t switches_blocked = 0;   // voluntary: the kernel's voluntary_ctxt_switches
+  uint64_t switches_runnable = 0;  // involuntary: nonvoluntary_ctxt_switches
+  uint64_t running = 0, runnable = 0, blocked = 0;  // ticks
+  uint64_t lost = 0;  // the kernel's records dropped near this thread
+};
+
+// From one thread's events (in time order), over [start, end] (ticks);
+// `to_tick` puts an event's CLOCK_MONOTONIC time on the trace's clock.
+ThreadStates thread_states(const std::vector<format::SysEvent>& events, uint64_t start, uint64_t end,
+                           const std::function<uint64_t(uint64_t)>& to_tick);
+// Every thread of the trace (unknown ones where it has no events of them).
+Result<std::vector<ThreadStates>> thread_states(format::TraceReader& trace);
+
+}  // namespace callscope::analysis

@@ -1,0 +1,58 @@
+#include "format/sys_events.h"
+
+#include <cstring>
+
+#include "format/varint.h"
+
+namespace callscope::format {
+
+std::vector<uint8_t> encode_sys_events(const std::vector<SysEvent>& events) {
+  std::vector<uint8_t> kinds, dt, arg;
+  kinds.reserve(events.size());
+  uint64_t prev = events.empty() ? 0 : events.front().mono_ns;
+  for (const SysEvent& e : events) {
+    kinds.push_back(static_cast<uint8_t>(e.kind));
+    put_varint(dt, e.mono_ns >= prev ? e.mono_ns - prev : 0);
+    prev = std::max(prev, e.mono_ns);
+    put_varint(arg, e.arg);
+  }
+  SysColumnsHeader h{static_cast<uint32_t>(events.size()), static_cast<uint32_t>(kinds.size()),
+                     static_cast<uint32_t>(dt.size()), static_cast<uint32_t>(arg.size())};
+  std::vector<uint8_t> out(sizeof h);
+  std::memcpy(out.data(), &h, sizeof h);
+  out.insert(out.end(), kinds.begin(), kinds.end());
+  out.insert(out.end(), dt.begin(), dt.end());
+  out.insert(out.end(), arg.begin(), arg.end());
+  return out;
+}
+
+Status decode_sys_events(const std::vector<uint8_t>& payload, uint32_t count, uint64_t first_ns,
+                         std::vector<SysEvent>& out) {
+  SysColumnsHeader h{};
+  if (payload.size() < sizeof h) return Error("system events: payload shorter than its header");
+  std::memcpy(&h, payload.data(), sizeof h);
+  const uint64_t need = uint64_t{sizeof h} + h.kinds_bytes + h.dt_bytes + h.arg_bytes;
+  if (h.n_events != count || h.kinds_bytes != h.n_events || need != payload.size())
+    return Error("system events: columns do not add up (" + std::to_string(h.n_events) + " events, block says " +
+                 std::to_string(count) + ")");
+  const uint8_t* kinds = payload.data() + sizeof h;
+  const uint8_t* dt = kinds + h.kinds_bytes;
+  const uint8_t* dt_end = dt + h.dt_bytes;
+  const uint8_t* arg = dt_end;
+  const uint8_t* arg_end = arg + h.arg_bytes;
+  uint64_t t = first_ns;
+  out.reserve(out.size() + h.n_events);
+  for (uint32_t i = 0; i < h.n_events; ++i) {
+    if (kinds[i] == 0 || kinds[i] > kSysKindMax)
+      return Error("system events: unknown kind " + std::to_string(kinds[i]) + " at event " + std::to_string(i));
+    uint64_t d = 0, a = 0;
+    if (!get_varint(dt, dt_end, d) || !get_varint(arg, arg_end, a))
+      return Error("system events: a column ends before event " + std::to_string(i));
+    t += d;
+    out.push_back(SysEvent{static_cast<SysKind>(kinds[i]), t, a});
+  }
+  if (dt != dt_end || arg != arg_end) return Error("system events: bytes left over after the last event");
+  return ok_status();
+}
+
+}  // namespace callscope::format

@@ -1,0 +1,27 @@
+// The kernel's events of a thread in a trace (trace_format.h, kSysEvents):
+// the block's columns, written and read.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "common/result.h"
+#include "format/trace_format.h"
+
+namespace callscope::format {
+
+struct SysEvent {
+  SysKind kind = SysKind::kSwitchIn;
+  uint64_t mono_ns = 0;  // CLOCK_MONOTONIC
+  uint64_t arg = 0;      // a switch's CPU; a loss's count
+};
+
+// The payload of a kSysEvents block for `events` (in time order); the
+// block header's first_tick is the first event's time.
+std::vector<uint8_t> encode_sys_events(const std::vector<SysEvent>& events);
+// Appends the `count` events of a payload to `out`; an error when the
+// columns do not add up or a kind is unknown.
+Status decode_sys_events(const std::vector<uint8_t>& payload, uint32_t count, uint64_t first_ns,
+                         std::vector<SysEvent>& out);
+
+}  // namespace callscope::format

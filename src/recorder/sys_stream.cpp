@@ -1,0 +1,84 @@
+#include "recorder/sys_stream.h"
+
+#include <time.h>
+
+#include <algorithm>
+
+namespace callscope::recorder {
+namespace {
+
+// How far before a round's start its events are safe (a record's time is
+// taken a little before it is stored); and a thread's block size.
+constexpr uint64_t kMarginNs = 2'000'000;
+constexpr size_t kBlockEvents = 1 << 16;
+
+uint64_t mono_now() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+}  // namespace
+
+SysStream::SysStream(std::unique_ptr<PerfRings> rings, format::TraceWriter& writer)
+    : rings_(std::move(rings)), writer_(writer) {}
+
+Status SysStream::poll(bool all) {
+  const uint64_t start = mono_now();
+  rings_->drain([&](const SysRecord& r) {
+    format::SysEvent e;
+    e.mono_ns = r.time_ns;
+    e.arg = r.cpu;
+    switch (r.kind) {
+      case SysRecord::Kind::kSwitchOut:
+        e.kind = format::SysKind::kSwitchOutBlocked;
+        ++switches_;
+        break;
+      case SysRecord::Kind::kSwitchOutPreempt:
+        e.kind = format::SysKind::kSwitchOutRunnable;
+        ++switches_;
+        break;
+      case SysRecord::Kind::kSwitchIn:
+        e.kind = format::SysKind::kSwitchIn;
+        break;
+      case SysRecord::Kind::kLost: {
+        // Whose records were dropped is not known: the thread that last ran
+        // on that CPU is told (the reader stops trusting its waits there).
+        lost_ += r.lost;
+        auto it = last_on_cpu_.find(r.cpu);
+        if (it == last_on_cpu_.end()) return;
+        e.kind = format::SysKind::kLost;
+        e.arg = r.lost;
+        threads_[it->second].waiting.push_back(e);
+        return;
+      }
+      default:
+        return;  // forks, exits and names: the runtime's records say them
+    }
+    last_on_cpu_[r.cpu] = {r.pid, r.tid};
+    threads_[{r.pid, r.tid}].waiting.push_back(e);
+  });
+  const uint64_t safe = all ? ~uint64_t{0} : start - std::min(start, kMarginNs);
+  for (auto& [key, t] : threads_) {
+    if (t.waiting.empty() && (t.ready.empty() || !all)) continue;
+    std::stable_sort(t.waiting.begin(), t.waiting.end(),
+                     [](const format::SysEvent& a, const format::SysEvent& b) { return a.mono_ns < b.mono_ns; });
+    const auto cut = std::find_if(t.waiting.begin(), t.waiting.end(),
+                                  [safe](const format::SysEvent& e) { return e.mono_ns > safe; });
+    t.ready.insert(t.ready.end(), t.waiting.begin(), cut);
+    t.waiting.erase(t.waiting.begin(), cut);
+    if (t.ready.size() >= kBlockEvents || (all && !t.ready.empty()))
+      CALLSCOPE_CHECK(write(key.first, key.second, t));
+  }
+  return ok_status();
+}
+
+Status SysStream::write(uint32_t pid, uint32_t tid, Thread& t) {
+  const std::vector<uint8_t> payload = format::encode_sys_events(t.ready);
+  CALLSCOPE_CHECK(writer_.write_block(format::BlockType::kSysEvents, tid, static_cast<uint32_t>(t.ready.size()),
+                                      t.ready.front().mono_ns, payload, pid));
+  t.ready.clear();
+  return ok_status();
+}
+
+}  // namespace callscope::recorder

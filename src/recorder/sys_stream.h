@@ -1,0 +1,58 @@
+// Part of the recorder: the kernel's events of the traced threads (context
+// switches, from perf_rings.h) into the trace as it is written: a
+// kSysEvents block per thread (trace_format.h) every so often, and the
+// rest at the end.
+//
+// Each CPU's ring is in that CPU's order; a thread that moved between CPUs
+// has its events in several rings. A round reads every ring, and what
+// happened before the round began, less a margin (a record's time is read
+// a little before it is stored), can no longer be overtaken: those events
+// are put in order per thread and kept for the thread's next block; the
+// others wait for a later round.
+#pragma once
+
+#include <poll.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "common/result.h"
+#include "format/sys_events.h"
+#include "format/trace_writer.h"
+#include "recorder/perf_rings.h"
+
+namespace callscope::recorder {
+
+class SysStream {
+ public:
+  SysStream(std::unique_ptr<PerfRings> rings, format::TraceWriter& writer);
+  void add_poll_fds(std::vector<pollfd>& fds) const {
+    if (polled_) rings_->add_poll_fds(fds);
+  }
+  // The rings said POLLHUP (every thread followed has ended): read on a
+  // timer and at the end from now on.
+  void stop_polling() { polled_ = false; }
+  // A round; with `all` (the program has ended): every event goes out.
+  Status poll(bool all = false);
+  uint64_t switches() const { return switches_; }  // switch-outs recorded
+  uint64_t lost() const { return lost_; }          // records the kernel dropped (rings full)
+
+ private:
+  struct Thread {
+    std::vector<format::SysEvent> waiting;  // read, not yet safe to order
+    std::vector<format::SysEvent> ready;    // in order, for the next block
+  };
+  Status write(uint32_t pid, uint32_t tid, Thread& t);
+  std::unique_ptr<PerfRings> rings_;
+  format::TraceWriter& writer_;
+  std::map<std::pair<uint32_t, uint32_t>, Thread> threads_;  // (pid, tid)
+  std::map<uint32_t, std::pair<uint32_t, uint32_t>> last_on_cpu_;  // cpu -> the thread that ran there last
+  bool polled_ = true;
+  uint64_t switches_ = 0;
+  uint64_t lost_ = 0;
+};
+
+}  // namespace callscope::recorder
