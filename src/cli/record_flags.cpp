@@ -16,6 +16,13 @@ void add_output_flags(CLI::App& app, RecordOptions& o) {
 }
 
 void add_stream_flags(CLI::App& app, RecordOptions& o, const std::string& raw_dir_when) {
+  app.add_option_function<std::string>(
+         "--events",
+         [&o](const std::string& v) { o.sys_events = v == "sched"; },
+         "The kernel's events recorded beside the calls: sched (the threads' context switches: running, "
+         "runnable or blocked; where the kernel allows it, else a warning says why) or none")
+      ->check(CLI::IsMember({"sched", "none"}))
+      ->default_str("sched");
   app.add_flag("--drop-when-behind", o.drop_when_behind,
                "When the recorder cannot keep up, drop events (the trace marks where) instead of making the "
                "program wait (the default)");

@@ -621,6 +621,11 @@ int Recording::finish(bool quiet) {
     print_summary(who_, *sum, o_.output);
     say_untraced_processes(who_, session_, follow_setting(o_.runtime_env));
     say_data_pointers(who_, o_.runtime_env, session_);
+    if (s.sys)
+      std::fprintf(stderr,
+                   "callscope %s: the kernel's events: %llu context switch%s of the program's threads ('callscope "
+                   "info' gives each thread's time running, runnable and blocked)\n",
+                   who_, static_cast<unsigned long long>(s.sys->switches()), s.sys->switches() == 1 ? "" : "es");
     const auto written = std::chrono::steady_clock::now();
     // Our own CPU (the program is a child: not counted), while it ran and since.
     struct rusage ru {};

@@ -30,6 +30,7 @@
 #include "analysis/memory.h"
 #include "analysis/report_model.h"
 #include "analysis/stack_depth.h"
+#include "analysis/thread_states.h"
 #include "format/module_map.h"
 #include "format/trace_format.h"
 #include "format/trace_reader.h"
@@ -116,8 +117,10 @@ void exercise(TraceReader& rd) {
     auto b = analysis::stream_balance(rd, t);
     balance.push_back(b ? *b : analysis::StreamBalance{});
   }
-  views::print_info_text(rd, balance, devnull());
-  (void)views::info_json(rd, balance);
+  const auto states = analysis::thread_states(rd);
+  const std::vector<analysis::ThreadStates> none;
+  views::print_info_text(rd, balance, devnull(), states ? *states : none);
+  (void)views::info_json(rd, balance, states ? *states : none);
 }
 
 void read_all(const uint8_t* data, size_t size) {

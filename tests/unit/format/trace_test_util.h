@@ -334,7 +334,7 @@ inline std::vector<InEvent> sample_stream(uint32_t t, size_t n) {
 
 inline void append_block(std::vector<uint8_t>& file, BlockType type, uint32_t aux0, uint32_t count,
                          uint64_t first_tick, const std::vector<uint8_t>& payload, uint16_t flags = 0,
-                         uint32_t raw_size = 0) {
+                         uint32_t raw_size = 0, uint32_t aux1 = 0) {
   BlockHeader h{};
   h.magic = kBlockMagic;
   h.type = static_cast<uint16_t>(type);
@@ -344,6 +344,7 @@ inline void append_block(std::vector<uint8_t>& file, BlockType type, uint32_t au
   h.aux0 = aux0;
   h.count = count;
   h.first_tick = first_tick;
+  h.aux1 = aux1;
   h.check = header_check(&h, offsetof(BlockHeader, check));
   const auto* p = reinterpret_cast<const uint8_t*>(&h);
   file.insert(file.end(), p, p + sizeof h);

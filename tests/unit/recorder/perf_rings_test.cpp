@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <fstream>
 #include <map>
 #include <string>
@@ -112,6 +113,13 @@ TEST(recorder_perf_rings, AProcessThatIsGoneIsSaidToBe) {
   auto rings = PerfRings::open(child, PerfRings::Options{});
   ASSERT_FALSE(rings);
   EXPECT_NE(rings.error().message().find("the process has ended"), std::string::npos) << rings.error().message();
+}
+
+// What a refusal says: the setting and its fix, or the limit to raise.
+TEST(recorder_perf_rings, RefusalsSayWhyAndTheFix) {
+  EXPECT_NE(perf_open_advice(EACCES).find("kernel.perf_event_paranoid="), std::string::npos);
+  EXPECT_NE(perf_open_advice(EMFILE).find("ulimit -n"), std::string::npos);
+  EXPECT_NE(perf_open_advice(ENOENT).find("no perf events"), std::string::npos);
 }
 
 }  // namespace

@@ -1,0 +1,100 @@
+// The kernel's events of a thread in a trace (format/sys_events.h,
+// kSysEvents blocks of trace 1.9): written and read back through a real
+// trace file, put with their thread by pid and tid, times on the trace's
+// clock; a payload whose columns do not add up, or with an unknown kind,
+// is damage the reader names.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "format/sys_events.h"
+#include "format/trace_reader.h"
+#include "trace_test_util.h"
+
+namespace callscope::format {
+namespace {
+
+std::vector<SysEvent> sample() {
+  return {{SysKind::kSwitchOutBlocked, 1'000'000'100, 1},
+          {SysKind::kSwitchIn, 1'000'050'000, 0},
+          {SysKind::kSwitchOutRunnable, 1'000'060'000, 0},
+          {SysKind::kLost, 1'000'060'000, 7},
+          {SysKind::kSwitchIn, 1'010'000'000, 1}};
+}
+
+TEST(format_sys_events, ColumnsRoundTrip) {
+  const std::vector<SysEvent> in = sample();
+  const std::vector<uint8_t> payload = encode_sys_events(in);
+  std::vector<SysEvent> out;
+  ASSERT_TRUE(decode_sys_events(payload, static_cast<uint32_t>(in.size()), in.front().mono_ns, out).ok());
+  ASSERT_EQ(out.size(), in.size());
+  for (size_t i = 0; i < in.size(); ++i) {
+    EXPECT_EQ(out[i].kind, in[i].kind) << i;
+    EXPECT_EQ(out[i].mono_ns, in[i].mono_ns) << i;
+    EXPECT_EQ(out[i].arg, in[i].arg) << i;
+  }
+}
+
+TEST(format_sys_events, DamageIsNamed) {
+  const std::vector<SysEvent> in = sample();
+  std::vector<uint8_t> payload = encode_sys_events(in);
+  std::vector<SysEvent> out;
+  // The block says one event more than the columns hold.
+  auto st = decode_sys_events(payload, static_cast<uint32_t>(in.size() + 1), 0, out);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message().find("columns do not add up"), std::string::npos) << st.error().message();
+  // An unknown kind.
+  payload[sizeof(SysColumnsHeader) + 2] = 99;
+  st = decode_sys_events(payload, static_cast<uint32_t>(in.size()), 0, out);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message().find("unknown kind 99"), std::string::npos) << st.error().message();
+  // Cut short.
+  payload.resize(payload.size() - 1);
+  EXPECT_FALSE(decode_sys_events(payload, static_cast<uint32_t>(in.size()), 0, out).ok());
+}
+
+// A trace with one thread (pid 4000, tid 4000) and a kSysEvents block of
+// it, and one of another thread that is not in the trace.
+TEST(format_sys_events, TheReaderPutsThemWithTheirThread) {
+  test::TempDir dir;
+  const std::string path = dir.file("sys.trace");
+  ASSERT_TRUE(test::write_small_trace(path, {test::sample_stream(0, 10)}));
+  // Readers index every block, wherever it is.
+  std::vector<uint8_t> file = test::read_all(path);
+  const std::vector<uint8_t> payload = encode_sys_events(sample());
+  const auto n = static_cast<uint32_t>(sample().size());
+  test::append_block(file, BlockType::kSysEvents, 4000, n, sample().front().mono_ns, payload, 0, 0, 4000);
+  test::append_block(file, BlockType::kSysEvents, 4001, n, sample().front().mono_ns, payload, 0, 0, 4000);
+  test::write_all(path, file);
+  auto r = TraceReader::open(path);
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_TRUE((*r)->has_sys_events());
+  auto ev = (*r)->sys_events(0);
+  ASSERT_TRUE(ev) << ev.error().message();
+  EXPECT_EQ(ev->size(), sample().size());  // the tid 2 block is not this thread's
+  EXPECT_TRUE((*r)->problems().empty());
+}
+
+// A damaged block of them is named among the problems, and the rest read.
+TEST(format_sys_events, ADamagedBlockIsAProblemNamed) {
+  test::TempDir dir;
+  const std::string path = dir.file("sys.trace");
+  ASSERT_TRUE(test::write_small_trace(path, {test::sample_stream(0, 10)}));
+  std::vector<uint8_t> file = test::read_all(path);
+  std::vector<uint8_t> payload = encode_sys_events(sample());
+  const auto n = static_cast<uint32_t>(sample().size());
+  test::append_block(file, BlockType::kSysEvents, 4000, n, sample().front().mono_ns, payload, 0, 0, 4000);
+  payload[sizeof(SysColumnsHeader)] = 42;  // the first kind
+  test::append_block(file, BlockType::kSysEvents, 4000, n, sample().back().mono_ns, payload, 0, 0, 4000);
+  test::write_all(path, file);
+  auto r = TraceReader::open(path);
+  ASSERT_TRUE(r) << r.error().message();
+  auto ev = (*r)->sys_events(0);
+  ASSERT_TRUE(ev) << ev.error().message();
+  EXPECT_EQ(ev->size(), sample().size());
+  ASSERT_EQ((*r)->problems().size(), 1u);
+  EXPECT_NE((*r)->problems()[0].find("unknown kind 42"), std::string::npos) << (*r)->problems()[0];
+}
+
+}  // namespace
+}  // namespace callscope::format
