@@ -25,6 +25,10 @@
 //    through it, so it is in that frame's total but not in its self time;
 //    the time of a pause counts nowhere: it is taken out of the durations of
 //    every frame that went on through it;
+//  - with the kernel's context switches (trace 1.9; set_wait_clock), each
+//    frame's `wait` is the time its thread spent off its CPU between the
+//    frame's entry and its end, `self_wait` that less its callees' (at most
+//    its duration, and its self time);
 //  - waits for the recorder (kWait: the thread found its ring full) are the
 //    tracer's time, not the program's: taken out of the durations of every
 //    frame open then, as a pause's, and counted in a node keyed kWaitKey
@@ -38,6 +42,7 @@
 
 #include "analysis/child_index.h"
 #include "analysis/stats.h"
+#include "analysis/thread_states.h"
 #include "format/trace_reader.h"
 
 namespace callscope::analysis {
@@ -105,6 +110,8 @@ class CallTree {
 class CallTreeBuilder {
  public:
   explicit CallTreeBuilder(CallTree& tree) : tree_(tree) {}
+  // The thread's time off its CPU (outlives the builder; null: unknown).
+  void set_wait_clock(WaitClock* clock) { clock_ = clock && !clock->empty() ? clock : nullptr; }
 
   // A batch: the loop the report spends its time in, with step inlined.
   void on_events(const format::TraceEvent* events, size_t n) {
@@ -141,7 +148,8 @@ class CallTreeBuilder {
       case format::EventKind::kEntry:
       case format::EventKind::kEntryInherited: {
         const uint32_t parent = stack_.empty() ? kRootNode : stack_.back().node;
-        stack_.push_back({tree_.child(parent, value()), kind == format::EventKind::kEntryInherited, tick, 0, 0});
+        stack_.push_back({tree_.child(parent, value()), kind == format::EventKind::kEntryInherited, tick, 0, 0,
+                          clock_ ? clock_->waited(tick) : 0, 0});
         break;
       }
       case format::EventKind::kExit:
@@ -178,6 +186,8 @@ class CallTreeBuilder {
     uint64_t start;     // entry tick
     uint64_t children;  // ticks spent in direct callees so far
     uint64_t paused;    // ticks of pauses and waits for the recorder it went on through (not its time)
+    uint64_t waited;    // the wait clock at its entry
+    uint64_t children_wait;  // ticks its direct callees spent off the CPU so far
   };
 
   // The gap that began at gap_start_ ends at `tick`. Frames that began
@@ -226,7 +236,17 @@ class CallTreeBuilder {
     s.add_call(f.start, dur);
     s.open += open;
     s.inherited += f.inherited;
-    if (!stack_.empty()) stack_.back().children += dur;
+    uint64_t w = 0;
+    if (clock_) [[unlikely]] {
+      const uint64_t now = clock_->waited(tick);
+      w = std::min(dur, now > f.waited ? now - f.waited : 0);
+      s.wait += w;
+      s.self_wait += std::min(dur > f.children ? dur - f.children : 0, w > f.children_wait ? w - f.children_wait : 0);
+    }
+    if (!stack_.empty()) {
+      stack_.back().children += dur;
+      stack_.back().children_wait += w;
+    }
   }
 
   // A vector whose push inlines: growing is out of line.
@@ -250,6 +270,7 @@ class CallTreeBuilder {
   };
 
   CallTree& tree_;
+  WaitClock* clock_ = nullptr;
   Frames stack_;
   uint64_t last_tick_ = 0;
   uint64_t lost_ = 0;

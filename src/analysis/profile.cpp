@@ -69,7 +69,7 @@ std::vector<ProfileRow> flat_profile(const CallTree& tree) {
     }
     Stats st = n.stats;
     uint32_t& a = active[n.key];
-    if (a > 0) st.total = 0;
+    if (a > 0) st.total = st.wait = 0;
     ++a;
     add_to(where, rows, n.key, st);
     todo.push_back({s.node, true});

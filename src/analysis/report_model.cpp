@@ -160,6 +160,14 @@ void keep(Profile& p, uint32_t thread, uint32_t process, const CallTree& raw, co
   p.threads.push_back(std::move(t));
 }
 
+// A thread's time off its CPU, from the trace's context switches (empty
+// without them).
+Result<WaitClock> wait_clock(format::TraceReader& trace, uint32_t thread) {
+  if (!trace.has_sys_events()) return WaitClock{};
+  CALLSCOPE_TRY(auto events, trace.sys_events(thread));
+  return WaitClock(events, [&trace](uint64_t ns) { return trace.mono_to_tick(ns); });
+}
+
 bool all_digits(const std::string& s) {
   return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
 }
@@ -173,6 +181,9 @@ Result<Profile> build_profile_in(format::TraceReader& trace, const std::vector<u
   for (uint32_t ti : threads) {
     CallTree raw;
     CallTreeBuilder b(raw);
+    CALLSCOPE_TRY(WaitClock clock, wait_clock(trace, ti));
+    b.set_wait_clock(&clock);
+    p.has_waits = p.has_waits || !clock.empty();
     EventWindow w(window);
     uint64_t events = 0;
     const uint32_t process = trace.threads()[ti].record.process_index;
@@ -234,6 +245,9 @@ Result<Profile> build_profile(format::TraceReader& trace, const std::vector<uint
   for (uint32_t ti : threads) {
     CallTree raw;
     CallTreeBuilder b(raw);
+    CALLSCOPE_TRY(WaitClock clock, wait_clock(trace, ti));
+    b.set_wait_clock(&clock);
+    p.has_waits = p.has_waits || !clock.empty();
     uint64_t events = 0;
     const uint32_t process = trace.threads()[ti].record.process_index;
     ReloadKeys reload(modules, process);

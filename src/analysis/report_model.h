@@ -44,6 +44,9 @@ struct ThreadProfile {
 struct Profile {
   std::vector<FunctionInfo> functions;  // keys of every tree index this
   std::vector<ThreadProfile> threads;   // in the order asked for
+  // The trees' Stats::wait is known: the trace has the kernel's context
+  // switches of these threads (trace 1.9).
+  bool has_waits = false;
 };
 
 // Threads chosen by `specs`: each a thread index as shown by `callscope info`,

@@ -33,6 +33,10 @@ struct Stats {
   uint64_t first_tick = kNoTick;    // entry tick of that call (to pick it when merging)
   uint64_t open = 0;                // of `calls`, those still in progress at the end
   uint64_t inherited = 0;           // of `calls`, those already in progress at the start
+  // Of `total` and `self`, the ticks the thread spent off its CPU (blocked
+  // or runnable: the kernel's context switches, trace 1.9); 0 without them.
+  uint64_t wait = 0;
+  uint64_t self_wait = 0;
 
   // One completed call that began at `entry_tick` and lasted `ticks`.
   void add_call(uint64_t entry_tick, uint64_t ticks) {
@@ -52,6 +56,8 @@ struct Stats {
     inherited += o.inherited;
     total += o.total;
     self += o.self;
+    wait += o.wait;
+    self_wait += o.self_wait;
     min = std::min(min, o.min);
     max = std::max(max, o.max);
     if (o.first_tick < first_tick) {

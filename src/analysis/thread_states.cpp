@@ -43,6 +43,41 @@ ThreadStates thread_states(const std::vector<format::SysEvent>& events, uint64_t
   return s;
 }
 
+WaitClock::WaitClock(const std::vector<format::SysEvent>& events, const std::function<uint64_t(uint64_t)>& to_tick) {
+  bool off = false;
+  uint64_t since = 0, total = 0;
+  for (const format::SysEvent& e : events) {
+    const uint64_t tick = to_tick(e.mono_ns);
+    if (e.kind == format::SysKind::kSwitchOutBlocked || e.kind == format::SysKind::kSwitchOutRunnable) {
+      if (!off) since = tick;
+      off = true;
+    } else if (e.kind == format::SysKind::kSwitchIn && off) {
+      off = false;
+      if (tick <= since) continue;
+      starts_.push_back(since);
+      ends_.push_back(tick);
+      before_.push_back(total);
+      total += tick - since;
+    }
+  }
+  if (off) {
+    starts_.push_back(since);
+    ends_.push_back(~uint64_t{0});
+    before_.push_back(total);
+  }
+}
+
+uint64_t WaitClock::waited(uint64_t tick) {
+  if (tick < last_)  // back in time: find the first interval not over by then
+    cursor_ = static_cast<size_t>(std::upper_bound(ends_.begin(), ends_.end(), tick) - ends_.begin());
+  last_ = tick;
+  while (cursor_ < ends_.size() && ends_[cursor_] <= tick) ++cursor_;
+  if (cursor_ == ends_.size())
+    return ends_.empty() ? 0 : before_.back() + (ends_.back() - starts_.back());
+  const uint64_t in = tick > starts_[cursor_] ? tick - starts_[cursor_] : 0;
+  return before_[cursor_] + in;
+}
+
 Result<std::vector<ThreadStates>> thread_states(format::TraceReader& trace) {
   std::vector<ThreadStates> out(trace.threads().size());
   if (!trace.has_sys_events()) return out;

@@ -30,4 +30,24 @@ ThreadStates thread_states(const std::vector<format::SysEvent>& events, uint64_t
 // Every thread of the trace (unknown ones where it has no events of them).
 Result<std::vector<ThreadStates>> thread_states(format::TraceReader& trace);
 
+// A thread's time off its CPU, cumulative: waited(t) is the ticks it spent
+// blocked or runnable before tick t (from a switch-out to the next
+// switch-in). Asked with ticks that do not go backwards -- a stream's --
+// each answer costs O(1) amortized; a tick earlier than the last one asked
+// is searched for.
+class WaitClock {
+ public:
+  WaitClock() = default;
+  WaitClock(const std::vector<format::SysEvent>& events, const std::function<uint64_t(uint64_t)>& to_tick);
+  bool empty() const { return starts_.empty(); }
+  uint64_t waited(uint64_t tick);
+
+ private:
+  // Interval i is [starts_[i], ends_[i]); before_[i] the ticks waited
+  // before it; ends_ of the last may be kNoEnd (off the CPU to the end).
+  std::vector<uint64_t> starts_, ends_, before_;
+  size_t cursor_ = 0;
+  uint64_t last_ = 0;
+};
+
 }  // namespace callscope::analysis

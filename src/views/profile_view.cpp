@@ -100,6 +100,9 @@ std::string text_time(const fmt::TraceReader& t, double ticks) { return format_d
 constexpr const char* kStatHeaders[] = {"CALLS", "TOTAL", "SELF", "AVG", "SELF AVG", "MIN", "MAX", "FIRST"};
 constexpr const char* kStatCsv[] = {"calls", "total_ns", "self_ns", "avg_ns", "self_avg_ns", "min_ns", "max_ns", "first_ns",
                                     "open_calls", "inherited_calls"};
+// With the kernel's context switches (Profile::has_waits): of total and
+// self, the time on the CPU and off it (blocked or runnable).
+constexpr const char* kWaitCsv[] = {"cpu_ns", "wait_ns", "self_cpu_ns", "self_wait_ns"};
 
 // A tree's names are indented two spaces a level, down to this level: a
 // 100,000-deep recursion would otherwise print 10 GB of spaces (the text
@@ -162,6 +165,16 @@ std::vector<std::string> stat_csv(const fmt::TraceReader& t, const an::Stats& s)
           c ? n(static_cast<double>(s.first)) : "",
           std::to_string(s.open),
           std::to_string(s.inherited)};
+}
+
+std::vector<std::string> wait_csv(const fmt::TraceReader& t, const an::Stats& s) {
+  auto n = [&](uint64_t v) { return std::to_string(ns(t, static_cast<double>(v))); };
+  return {n(s.total - std::min(s.total, s.wait)), n(s.wait), n(s.self - std::min(s.self, s.self_wait)), n(s.self_wait)};
+}
+
+void wait_json(const fmt::TraceReader& t, const an::Stats& s, json& j) {
+  const std::vector<std::string> v = wait_csv(t, s);
+  for (size_t i = 0; i < v.size(); ++i) j[kWaitCsv[i]] = std::stoll(v[i]);
 }
 
 void stat_json(const fmt::TraceReader& t, const an::Stats& s, json& j) {
@@ -234,6 +247,7 @@ Status print_flat_profile(const fmt::TraceReader& t, const an::Profile& p, const
   if (o.format == OutputFormat::kCsv) {
     std::vector<std::string> h = {"thread", "function", "module"};
     h.insert(h.end(), std::begin(kStatCsv), std::end(kStatCsv));
+    if (p.has_waits) h.insert(h.end(), std::begin(kWaitCsv), std::end(kWaitCsv));
     csv_row(out, h);
   }
   bool first_section = true;
@@ -246,6 +260,7 @@ Status print_flat_profile(const fmt::TraceReader& t, const an::Profile& p, const
                    observed_text(t, p, s).c_str());
       std::vector<std::string> h(std::begin(kStatHeaders), std::end(kStatHeaders));
       h.insert(h.begin() + 2, "TOTAL%");
+      if (p.has_waits) h.insert(h.begin() + 3, {"CPU", "WAIT"});
       h.push_back("MODULE");
       h.push_back("FUNCTION");
       TextTable table(h, h.size() - 2);
@@ -253,6 +268,9 @@ Status print_flat_profile(const fmt::TraceReader& t, const an::Profile& p, const
       for (const an::ProfileRow& r : rows) {
         std::vector<std::string> cells = stat_text(t, r.stats);
         cells.insert(cells.begin() + 2, share_text(r.stats.total, s.tree->total()));
+        if (p.has_waits)
+          cells.insert(cells.begin() + 3, {text_time(t, static_cast<double>(r.stats.total - std::min(r.stats.total, r.stats.wait))),
+                                           text_time(t, static_cast<double>(r.stats.wait))});
         cells.push_back(p.functions[r.key].module);
         cells.push_back(fit_name(terminal_safe(p.functions[r.key].name), o.name_width));
         table.add(std::move(cells));
@@ -264,6 +282,8 @@ Status print_flat_profile(const fmt::TraceReader& t, const an::Profile& p, const
       for (const an::ProfileRow& r : rows) {
         std::vector<std::string> cells = {csv_thread(s), p.functions[r.key].name, p.functions[r.key].module};
         for (std::string& c : stat_csv(t, r.stats)) cells.push_back(std::move(c));
+        if (p.has_waits)
+          for (std::string& c : wait_csv(t, r.stats)) cells.push_back(std::move(c));
         csv_row(out, cells);
       }
     } else {
@@ -272,6 +292,7 @@ Status print_flat_profile(const fmt::TraceReader& t, const an::Profile& p, const
         json j;
         function_json(p.functions[r.key], j);
         stat_json(t, r.stats, j);
+        if (p.has_waits) wait_json(t, r.stats, j);
         fns.push_back(std::move(j));
       }
       sections_json.push_back({{"thread", thread_json(t, s)},

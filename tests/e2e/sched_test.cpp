@@ -6,6 +6,7 @@
 // ones. gcc and clang, -O0 and -O2. Counted, never timed.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "e2e_support.h"
@@ -53,6 +54,34 @@ TEST_P(SchedTest, ContextSwitchesAreTheKernelsCounts) {
   RunResult info = callscope({"info", "--format", "json", trace});
   ASSERT_EQ(info.exit_code, 0) << info.err;
   EXPECT_NE(info.out.find("\"context_switches\""), std::string::npos);
+}
+
+// Running or waiting, per function: nap sleeps (all but its system call is
+// off the CPU), main waits for the worker; CPU and WAIT add up to TOTAL.
+TEST_P(SchedTest, ReportSplitsTimeIntoCpuAndWait) {
+  TempDir dir;
+  const std::string trace = dir.file("s.trace");
+  RunResult r = callscope({"record", "-o", trace, "--", fixture(GetParam(), "sched")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  if (r.err.find("context switches are not recorded") != std::string::npos)
+    GTEST_SKIP() << "this kernel does not let us: " << r.err;
+  auto rows = flat_report(trace);
+  for (const char* f : {"nap", "main", "spin", "worker"}) {
+    ASSERT_TRUE(rows.count(f)) << f;
+    auto& row = rows[f];
+    // Each converted from ticks on its own: within a nanosecond.
+    EXPECT_LE(std::max(num(row, "cpu_ns") + num(row, "wait_ns"), num(row, "total_ns")) -
+                  std::min(num(row, "cpu_ns") + num(row, "wait_ns"), num(row, "total_ns")),
+              1u)
+        << f;
+    EXPECT_LE(num(row, "self_wait_ns"), num(row, "self_ns")) << f;
+  }
+  EXPECT_GE(num(rows["nap"], "wait_ns") * 10, num(rows["nap"], "total_ns") * 9);
+  EXPECT_GE(num(rows["main"], "wait_ns") * 2, num(rows["main"], "total_ns"));
+  // Without the kernel's events, the columns are not there.
+  RunResult none = callscope({"record", "--events", "none", "-f", "-o", trace, "--", fixture(GetParam(), "sched")});
+  ASSERT_EQ(none.exit_code, 0) << none.err;
+  EXPECT_EQ(flat_report(trace)["nap"].count("wait_ns"), 0u);
 }
 
 TEST_P(SchedTest, EventsNoneRecordsNoSwitches) {
