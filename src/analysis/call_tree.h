@@ -117,19 +117,28 @@ class CallTreeBuilder {
   void on_events(const format::TraceEvent* events, size_t n) {
     for (size_t i = 0; i < n; ++i) on_event(events[i]);
   }
-  // A batch in TraceReader::CallColumns form.
+  // A batch in TraceReader::CallColumns form. Two loops: with a wait clock,
+  // and without (the report's inner loop pays nothing for it).
   void on_columns(const format::EventKind* kinds, const uint64_t* ticks, const uint64_t* values, size_t n) {
-    for (size_t i = 0; i < n; ++i) step(kinds[i], ticks[i], [&] { return *values++; });
+    if (clock_) [[unlikely]] {
+      for (size_t i = 0; i < n; ++i) step<true>(kinds[i], ticks[i], [&] { return *values++; });
+    } else {
+      for (size_t i = 0; i < n; ++i) step<false>(kinds[i], ticks[i], [&] { return *values++; });
+    }
   }
 
   void on_event(const format::TraceEvent& e) {
-    step(e.kind, e.tick, [&] { return format::is_entry(e.kind) ? e.addr : e.arg; });
+    const auto value = [&] { return format::is_entry(e.kind) ? e.addr : e.arg; };
+    if (clock_) [[unlikely]]
+      step<true>(e.kind, e.tick, value);
+    else
+      step<false>(e.kind, e.tick, value);
   }
 
   // Closes frames left open (a damaged block lost their exits) at the last
   // tick seen. Call once, after the last event.
   void finish() {
-    while (!stack_.empty()) close_top(last_tick_, true);
+    while (!stack_.empty()) clock_ ? close_top<true>(last_tick_, true) : close_top<false>(last_tick_, true);
   }
 
   uint64_t lost_events() const { return lost_; }
@@ -141,23 +150,24 @@ class CallTreeBuilder {
  private:
   // One event; value() gives its value, called once for the kinds that
   // carries_value().
-  template <class Value>
-  void step(format::EventKind kind, uint64_t tick, Value&& value) {
+  // Inlined into the loops above (two of them now: not by itself).
+  template <bool kWait, class Value>
+  [[gnu::always_inline]] void step(format::EventKind kind, uint64_t tick, Value&& value) {
     last_tick_ = tick;
     switch (kind) {
       case format::EventKind::kEntry:
       case format::EventKind::kEntryInherited: {
         const uint32_t parent = stack_.empty() ? kRootNode : stack_.back().node;
-        stack_.push_back({tree_.child(parent, value()), kind == format::EventKind::kEntryInherited, tick, 0, 0,
-                          clock_ ? clock_->waited(tick) : 0, 0});
+        stack_.push_back({tree_.child(parent, value()), kind == format::EventKind::kEntryInherited, tick, 0, 0});
+        if constexpr (kWait) waits_stack_.push_back({clock_->waited(tick), 0});
         break;
       }
       case format::EventKind::kExit:
       case format::EventKind::kExitUnwound:
-        if (!stack_.empty()) close_top(tick, false);
+        if (!stack_.empty()) close_top<kWait>(tick, false);
         break;
       case format::EventKind::kExitTruncated:
-        if (!stack_.empty()) close_top(tick, true);
+        if (!stack_.empty()) close_top<kWait>(tick, true);
         break;
       case format::EventKind::kLost:
         lost_ += value();
@@ -186,7 +196,11 @@ class CallTreeBuilder {
     uint64_t start;     // entry tick
     uint64_t children;  // ticks spent in direct callees so far
     uint64_t paused;    // ticks of pauses and waits for the recorder it went on through (not its time)
-    uint64_t waited;    // the wait clock at its entry
+  };
+  // Beside each frame, with a wait clock only (the frames stay small
+  // without one: the report's inner loop).
+  struct FrameWait {
+    uint64_t waited;         // the wait clock at its entry
     uint64_t children_wait;  // ticks its direct callees spent off the CPU so far
   };
 
@@ -222,7 +236,8 @@ class CallTreeBuilder {
   }
 
   // open: the frame's end was not seen (truncated): its time is what was observed.
-  void close_top(uint64_t tick, bool open) {
+  template <bool kWait>
+  [[gnu::always_inline]] void close_top(uint64_t tick, bool open) {
     // Field by field, not a copy: a 16-byte load of `children` just
     // updated by an 8-byte store stalls store forwarding (20% of a
     // report's time on fib(31)).
@@ -236,17 +251,16 @@ class CallTreeBuilder {
     s.add_call(f.start, dur);
     s.open += open;
     s.inherited += f.inherited;
-    uint64_t w = 0;
-    if (clock_) [[unlikely]] {
+    if constexpr (kWait) {
+      const FrameWait fw = waits_stack_.back();
+      waits_stack_.pop_back();
       const uint64_t now = clock_->waited(tick);
-      w = std::min(dur, now > f.waited ? now - f.waited : 0);
+      const uint64_t w = std::min(dur, now > fw.waited ? now - fw.waited : 0);
       s.wait += w;
-      s.self_wait += std::min(dur > f.children ? dur - f.children : 0, w > f.children_wait ? w - f.children_wait : 0);
+      s.self_wait += std::min(dur > f.children ? dur - f.children : 0, w > fw.children_wait ? w - fw.children_wait : 0);
+      if (!waits_stack_.empty()) waits_stack_.back().children_wait += w;
     }
-    if (!stack_.empty()) {
-      stack_.back().children += dur;
-      stack_.back().children_wait += w;
-    }
+    if (!stack_.empty()) stack_.back().children += dur;
   }
 
   // A vector whose push inlines: growing is out of line.
@@ -272,6 +286,7 @@ class CallTreeBuilder {
   CallTree& tree_;
   WaitClock* clock_ = nullptr;
   Frames stack_;
+  std::vector<FrameWait> waits_stack_;  // with clock_ only: one per frame of stack_
   uint64_t last_tick_ = 0;
   uint64_t lost_ = 0;
   uint64_t stray_ = 0;
