@@ -175,6 +175,10 @@ def recorder_cmd(cfg, a, work, name):
     if cfg == "callscope-record":
         out = f"{work}/{name}.trace"
         return [a.callscope, "record", "-f", "-o", out, "--raw-dir", work, "--"], out
+    if cfg == "callscope-record-noevents":
+        # record without the kernel's context switches: what following them costs
+        out = f"{work}/{name}.noevents.trace"
+        return [a.callscope, "record", "--events", "none", "-f", "-o", out, "--raw-dir", work, "--"], out
     if cfg == "callscope-profile":
         out = f"{work}/{name}.profile.trace"
         return [a.callscope, "record", "--mode=profile", "-f", "-o", out, "--raw-dir", work, "--"], out

@@ -4,6 +4,7 @@
 #   plain            built without instrumentation
 #   cyg              built with -finstrument-functions, not traced
 #   callscope-record `callscope record -o X.trace -- PROGRAM`
+#   callscope-record-noevents  the same with --events none (no context switches)
 #   callscope-profile `callscope record --mode=profile ...` (nginx only)
 #   callscope-query  `callscope query -n "pid$target::ngx_http_process_request:entry
 #                    { @ = count(); }" -o X.trace -c "PROGRAM"` (nginx only)
