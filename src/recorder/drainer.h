@@ -2,7 +2,7 @@
 // streams every traced thread's complete ring segments into the trace
 // (format/live_stream.h says how, and why nothing is lost if the recorder
 // dies). It sleeps until the runtime rings the session's doorbell (a
-// segment complete, a writer about to wait, a thread's end: trace_format.h,
+// segment complete, a writer about to wait, a thread's end: raw_layout.h,
 // kDoorbellName) or a query knocks; timers only where something is due: a
 // tap's rounds while a query reads (every 2 ms, up to 64 ms while they find
 // nothing: LiveStream::tap_round_ns), a periodic task (--memory's

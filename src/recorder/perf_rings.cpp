@@ -95,14 +95,12 @@ Result<std::unique_ptr<PerfRings>> PerfRings::open(pid_t pid, const Options& opt
     a.sample_id_all = 1;
     a.context_switch = 1;
     a.task = 1;
-    a.comm = 1;
-    a.comm_exec = 1;
     a.inherit = 1;
     a.disabled = options.enable_on_exec;
     a.enable_on_exec = options.enable_on_exec;
     a.use_clockid = 1;
     a.clockid = CLOCK_MONOTONIC;
-    // Switch, task and name records are side-band: the thread's kernel
+    // Switch and task records are side-band: the thread's kernel
     // time need not be watched for them (nor may it be, unprivileged).
     a.exclude_kernel = 1;
     a.exclude_hv = 1;
@@ -211,18 +209,6 @@ void PerfRings::decode(const Ring& r, const uint8_t* rec, uint16_t type, uint16_
       s.tid = v[2];
       s.parent_tid = v[3];
       s.time_ns = time;
-      break;
-    }
-    case PERF_RECORD_COMM: {
-      if (room < 8) return;
-      uint32_t v[2];
-      std::memcpy(v, rec + body, sizeof v);
-      s.kind = SysRecord::Kind::kComm;
-      s.exec = (misc & PERF_RECORD_MISC_COMM_EXEC) != 0;
-      s.pid = v[0];
-      s.tid = v[1];
-      const char* name = reinterpret_cast<const char*>(rec + body + 8);
-      s.comm.assign(name, ::strnlen(name, room - 8));
       break;
     }
     case PERF_RECORD_LOST: {

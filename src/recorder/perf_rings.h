@@ -1,6 +1,6 @@
 // Part of the recorder: what the kernel says about the traced threads --
 // context switches (out, and whether the thread was still runnable: a
-// preemption; in), forks, exits, execs and names -- from perf_event_open,
+// preemption; in), forks and exits -- from perf_event_open,
 // one ring per CPU. The events follow one process and, inherited, every
 // thread and process it makes after they are opened; each CPU's ring is
 // written only by that CPU, so the kernel needs no lock and the reader
@@ -34,17 +34,14 @@ struct SysRecord {
     kSwitchIn,          // the thread got a CPU
     kFork,              // a thread or process began: pid, tid its own; parent_pid, parent_tid its creator's
     kExit,              // a thread or process ended
-    kComm,              // a thread's name, or (exec) its new program's
     kLost,              // the ring was full: `lost` records dropped on this CPU before this point
   };
   Kind kind = Kind::kSwitchOut;
-  bool exec = false;  // kComm: the name came with an exec
   uint32_t pid = 0, tid = 0;
   uint32_t parent_pid = 0, parent_tid = 0;  // kFork, kExit
   uint32_t cpu = 0;
   uint64_t time_ns = 0;  // CLOCK_MONOTONIC
   uint64_t lost = 0;     // kLost
-  std::string comm;      // kComm
 };
 
 class PerfRings {

@@ -1,4 +1,4 @@
-// The recorder's doorbell (trace_format.h, kDoorbellName): one byte into
+// The recorder's doorbell (raw_layout.h, kDoorbellName): one byte into
 // the session's FIFO when the recorder has work, so that it can sleep
 // otherwise. Off the hot path: a ring segment's end (every 256 KiB of
 // events), a wait for the recorder, a thread's end.

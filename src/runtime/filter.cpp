@@ -140,9 +140,7 @@ using Demangle = char* (*)(const char*, char*, size_t*, int*);
 
 // fn -> flags (filter.h, g_filter_cache); two threads deciding the same
 // function only redo work.
-constexpr uint32_t kCacheSize = kFilterCacheSlots;
 constexpr uint64_t kAddrMask = (uint64_t{1} << 48) - 1;
-uint64_t*& g_cache = g_filter_cache;
 bool g_active = false;
 
 CALLSCOPE_NOINSTR uint32_t decide(uint64_t fn) {
@@ -210,11 +208,11 @@ void filter_configure() {
   read_glob_list("CALLSCOPE_CHRONO", g_chrono);
   g_active = g_include.n || g_exclude.n || g_include_mod.n || g_exclude_mod.n || g_chrono.n;
   if (g_active) {
-    void* c = ::mmap(nullptr, kCacheSize * sizeof(uint64_t), PROT_READ | PROT_WRITE,
+    void* c = ::mmap(nullptr, kFilterCacheSlots * sizeof(uint64_t), PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    g_cache = c == MAP_FAILED ? nullptr : static_cast<uint64_t*>(c);
+    g_filter_cache = c == MAP_FAILED ? nullptr : static_cast<uint64_t*>(c);
   }
-  g_filter_skipping = g_cache && (g_include.n || g_exclude.n || g_include_mod.n || g_exclude_mod.n);
+  g_filter_skipping = g_filter_cache && (g_include.n || g_exclude.n || g_include_mod.n || g_exclude_mod.n);
 }
 
 bool filter_active() { return g_active; }
@@ -224,9 +222,9 @@ uint32_t filter_flags(uint64_t fn) {
   if (!g_active) return 0;
   uint32_t i = filter_slot(fn);
   uint32_t probe = 0;
-  if (g_cache) {
-    for (; probe < 16; ++probe, i = (i + 1) & (kCacheSize - 1)) {
-      const uint64_t k = __atomic_load_n(&g_cache[i], __ATOMIC_ACQUIRE);
+  if (g_filter_cache) {
+    for (; probe < 16; ++probe, i = (i + 1) & (kFilterCacheSlots - 1)) {
+      const uint64_t k = __atomic_load_n(&g_filter_cache[i], __ATOMIC_ACQUIRE);
       if ((k & kAddrMask) == (fn & kAddrMask) && k) return static_cast<uint32_t>(k >> 48) - 1;
       if (k == 0) break;
     }
@@ -234,9 +232,9 @@ uint32_t filter_flags(uint64_t fn) {
   const int saved_errno = errno;
   const uint32_t flags = decide(fn);
   errno = saved_errno;
-  if (g_cache && probe < 16) {
+  if (g_filter_cache && probe < 16) {
     uint64_t expected = 0;
-    __atomic_compare_exchange_n(&g_cache[i], &expected, (fn & kAddrMask) | (uint64_t{flags} + 1) << 48, false,
+    __atomic_compare_exchange_n(&g_filter_cache[i], &expected, (fn & kAddrMask) | (uint64_t{flags} + 1) << 48, false,
                                 __ATOMIC_RELEASE, __ATOMIC_RELAXED);
   }
   return flags;

@@ -4,6 +4,7 @@
 #include "views/profile_view.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <vector>
@@ -167,14 +168,21 @@ std::vector<std::string> stat_csv(const fmt::TraceReader& t, const an::Stats& s)
           std::to_string(s.inherited)};
 }
 
-std::vector<std::string> wait_csv(const fmt::TraceReader& t, const an::Stats& s) {
-  auto n = [&](uint64_t v) { return std::to_string(ns(t, static_cast<double>(v))); };
+// The four numbers of kWaitCsv, in ns.
+std::array<uint64_t, 4> wait_ns(const fmt::TraceReader& t, const an::Stats& s) {
+  auto n = [&](uint64_t v) { return ns(t, static_cast<double>(v)); };
   return {n(s.total - std::min(s.total, s.wait)), n(s.wait), n(s.self - std::min(s.self, s.self_wait)), n(s.self_wait)};
 }
 
+std::vector<std::string> wait_csv(const fmt::TraceReader& t, const an::Stats& s) {
+  std::vector<std::string> out;
+  for (uint64_t v : wait_ns(t, s)) out.push_back(std::to_string(v));
+  return out;
+}
+
 void wait_json(const fmt::TraceReader& t, const an::Stats& s, json& j) {
-  const std::vector<std::string> v = wait_csv(t, s);
-  for (size_t i = 0; i < v.size(); ++i) j[kWaitCsv[i]] = std::stoll(v[i]);
+  const std::array<uint64_t, 4> v = wait_ns(t, s);
+  for (size_t i = 0; i < v.size(); ++i) j[kWaitCsv[i]] = v[i];
 }
 
 void stat_json(const fmt::TraceReader& t, const an::Stats& s, json& j) {

@@ -494,6 +494,13 @@ uint64_t switches_of(pid_t pid) {
   return n;
 }
 
+// The context switches of all of `pid`'s threads over 2 s: how often it woke.
+uint64_t wakeups_in_2s(pid_t pid) {
+  const uint64_t before = switches_of(pid);
+  std::this_thread::sleep_for(2s);
+  return switches_of(pid) - before;
+}
+
 // Idle costs nothing: while the traced program waits (here at its gate,
 // calling nothing instrumented), the recorder sleeps until the runtime
 // rings (a segment complete, a thread's end) -- no polling. Counted, not
@@ -508,10 +515,8 @@ TEST(RecorderIdleTest, AnIdleProgramHardlyWakesTheRecorder) {
                          fixture(variants().front(), "live"), "3", gate, done});
     ASSERT_TRUE(wait_until([&] { return exists(gate + ".ready"); })) << rec.err();
     std::this_thread::sleep_for(200ms);  // the recorder's start settles
-    const uint64_t before = switches_of(rec.pid());
-    std::this_thread::sleep_for(2s);
-    const uint64_t after = switches_of(rec.pid());
-    EXPECT_LE(after - before, 20u) << "the recorder woke " << after - before << " times in 2 s";
+    const uint64_t woke = wakeups_in_2s(rec.pid());
+    EXPECT_LE(woke, 20u) << "the recorder woke " << woke << " times in 2 s";
     touch(gate);
     ASSERT_EQ(rec.wait(), 0) << rec.err();
     EXPECT_EQ(slurp(done), "beats=6\n");
@@ -536,10 +541,8 @@ TEST(RecorderIdleTest, AnIdleProgramHardlyWakesALiveQuery) {
     Background q(dir, args);
     ASSERT_TRUE(wait_until([&] { return exists(gate + ".ready"); })) << q.err();
     std::this_thread::sleep_for(500ms);  // the rounds slow down
-    const uint64_t before = switches_of(q.pid());
-    std::this_thread::sleep_for(2s);
-    const uint64_t after = switches_of(q.pid());
-    EXPECT_LE(after - before, 100u) << "the query woke " << after - before << " times in 2 s";
+    const uint64_t woke = wakeups_in_2s(q.pid());
+    EXPECT_LE(woke, 100u) << "the query woke " << woke << " times in 2 s";
     touch(gate);
     ASSERT_EQ(q.wait(), 0) << q.err();
     EXPECT_NE(q.out().find("beat=6\n"), std::string::npos) << q.out();

@@ -15,15 +15,22 @@
 namespace callscope::e2e {
 namespace {
 
-class SchedTest : public ::testing::TestWithParam<std::string> {};
+class SchedTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  // `record` of the fixture into `trace`; false (the test skipped) where
+  // the kernel does not let us follow context switches.
+  bool record(const std::string& trace, RunResult& r) {
+    r = callscope({"record", "-o", trace, "--", fixture(GetParam(), "sched")});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.exit_code == 0 && r.err.find("context switches are not recorded") == std::string::npos;
+  }
+};
 
 TEST_P(SchedTest, ContextSwitchesAreTheKernelsCounts) {
   TempDir dir;
   const std::string trace = dir.file("s.trace");
-  RunResult r = callscope({"record", "-o", trace, "--", fixture(GetParam(), "sched")});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  if (r.err.find("context switches are not recorded") != std::string::npos)
-    GTEST_SKIP() << "this kernel does not let us: " << r.err;
+  RunResult r;
+  if (!record(trace, r)) GTEST_SKIP() << "not recorded: " << r.err;
   std::istringstream in(r.out);
   uint32_t tid = 0;
   uint64_t voluntary = 0, involuntary = 0, at_ns = 0;
@@ -61,10 +68,8 @@ TEST_P(SchedTest, ContextSwitchesAreTheKernelsCounts) {
 TEST_P(SchedTest, ReportSplitsTimeIntoCpuAndWait) {
   TempDir dir;
   const std::string trace = dir.file("s.trace");
-  RunResult r = callscope({"record", "-o", trace, "--", fixture(GetParam(), "sched")});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  if (r.err.find("context switches are not recorded") != std::string::npos)
-    GTEST_SKIP() << "this kernel does not let us: " << r.err;
+  RunResult r;
+  if (!record(trace, r)) GTEST_SKIP() << "not recorded: " << r.err;
   auto rows = flat_report(trace);
   for (const char* f : {"nap", "main", "spin", "worker"}) {
     ASSERT_TRUE(rows.count(f)) << f;
