@@ -54,6 +54,10 @@ inline constexpr uint64_t kLostKey = 0;
 // (user-space, 48 bits: the reader checks) and below the keys report_model
 // gives the calls of a reused address (bit 63).
 inline constexpr uint64_t kWaitKey = uint64_t{1} << 62;
+// The keys of the reasons of build_wait_profile's leaves ("[futex]"):
+// kReasonKey | the reason's number.
+inline constexpr uint64_t kReasonKey = uint64_t{1} << 61;
+inline constexpr uint64_t kReasonMask = (uint64_t{1} << 32) - 1;
 
 struct CallNode {
   uint32_t parent = kRootNode;  // the root's parent is itself

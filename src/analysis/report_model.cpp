@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "common/glob.h"
+#include "analysis/off_cpu.h"
 #include "format/module_map.h"
 
 namespace callscope::analysis {
@@ -120,8 +121,9 @@ class ReloadKeys {
 // is an address, or one of `reload`'s.
 class FunctionTable {
  public:
-  FunctionTable(Profile& p, const Resolver& resolve, const ReloadKeys* reload)
-      : p_(p), resolve_(resolve), reload_(reload) {
+  FunctionTable(Profile& p, const Resolver& resolve, const ReloadKeys* reload,
+                const std::vector<std::string>* reasons = nullptr)
+      : p_(p), resolve_(resolve), reload_(reload), reasons_(reasons) {
     for (size_t i = 0; i < p.functions.size(); ++i) by_name_[{p.functions[i].name, p.functions[i].module}] = i;
   }
   uint64_t id(uint32_t process, uint64_t key) {
@@ -129,6 +131,8 @@ class FunctionTable {
     if (!fresh) return it->second;
     FunctionInfo f = key == kLostKey   ? FunctionInfo{"[lost events]", "", "", 0}
                      : key == kWaitKey ? FunctionInfo{"[waited for recorder]", "", "", 0}
+                     : reasons_ && (key & ~kReasonMask) == kReasonKey
+                         ? FunctionInfo{(*reasons_)[key & kReasonMask], "", "", 0}
                      : reload_ && (key & ReloadKeys::kBit)
                          ? resolve_(process, reload_->of(key).first, reload_->of(key).second)
                          : resolve_(process, key, kNoTick);
@@ -142,6 +146,7 @@ class FunctionTable {
   Profile& p_;
   const Resolver& resolve_;
   const ReloadKeys* reload_;
+  const std::vector<std::string>* reasons_;
   std::map<std::pair<std::string, std::string>, uint64_t> by_name_;
   std::map<std::pair<uint32_t, uint64_t>, uint64_t> by_addr_;
 };
@@ -411,6 +416,120 @@ CallTree merged_tree(const Profile& p) {
   CallTree t;
   for (const ThreadProfile& tp : p.threads) merge_tree(t, tp.tree, [](uint64_t k) { return k; });
   return t;
+}
+
+
+namespace {
+
+// One thread's stretches off its CPU under the call paths they began in,
+// each as a leaf named by its reason (keyed kReasonKey | reason).
+class WaitPathBuilder {
+ public:
+  WaitPathBuilder(CallTree& tree, std::vector<OffCpu> stretches, std::vector<std::string>& reasons,
+                  std::map<std::string, uint64_t>& reason_ids)
+      : tree_(tree), stretches_(std::move(stretches)), reasons_(reasons), reason_ids_(reason_ids) {}
+  void on_event(const format::TraceEvent& e) {
+    flush(e.tick);
+    switch (e.kind) {
+      case format::EventKind::kEntry:
+      case format::EventKind::kEntryInherited:
+        stack_.push_back(e.addr);
+        break;
+      case format::EventKind::kExit:
+      case format::EventKind::kExitUnwound:
+      case format::EventKind::kExitTruncated:
+        if (!stack_.empty()) stack_.pop_back();
+        nodes_.resize(std::min(nodes_.size(), stack_.size()));
+        break;
+      default:
+        break;
+    }
+  }
+  // The stretches after the last event, then each path's totals.
+  void finish() {
+    flush(kNoTick);
+    for (uint32_t id = static_cast<uint32_t>(tree_.size()); id-- > 1;) {
+      const CallNode& n = tree_.node(id);
+      Stats& up = tree_.node(n.parent).stats;
+      up.total += n.stats.total;
+      up.wait += n.stats.wait;
+      up.calls += n.stats.calls;
+      up.min = std::min(up.min, n.stats.min);  // a frame's shortest and longest stretch below it
+      up.max = std::max(up.max, n.stats.max);
+      if (n.stats.first_tick < up.first_tick) {
+        up.first_tick = n.stats.first_tick;
+        up.first = n.stats.first;
+      }
+    }
+  }
+
+ private:
+  // Every stretch that began before `tick` went under the frames open now.
+  // Their nodes are made then: the tree holds the paths that waited only.
+  void flush(uint64_t tick) {
+    for (; next_ < stretches_.size() && stretches_[next_].start < tick; ++next_) {
+      while (nodes_.size() < stack_.size())
+        nodes_.push_back(tree_.child(nodes_.empty() ? kRootNode : nodes_.back(), stack_[nodes_.size()]));
+      const OffCpu& o = stretches_[next_];
+      const std::string reason = off_cpu_reason(o);
+      auto [it, fresh] = reason_ids_.try_emplace(reason, reasons_.size());
+      if (fresh) reasons_.push_back(reason);
+      const uint64_t ticks = o.end - o.start;
+      Stats& s = tree_.node(tree_.child(nodes_.empty() ? kRootNode : nodes_.back(), kReasonKey | it->second)).stats;
+      s.add_call(o.start, ticks);
+      s.total += ticks;
+      s.self += ticks;
+      s.wait += ticks;
+      s.self_wait += ticks;
+    }
+  }
+  CallTree& tree_;
+  std::vector<OffCpu> stretches_;
+  size_t next_ = 0;
+  std::vector<uint64_t> stack_;  // the open frames' keys
+  std::vector<uint32_t> nodes_;  // the nodes of the first of them (made as a stretch needs them)
+  std::vector<std::string>& reasons_;
+  std::map<std::string, uint64_t>& reason_ids_;
+};
+
+}  // namespace
+
+Result<Profile> build_wait_profile(format::TraceReader& trace, const std::vector<uint32_t>& threads,
+                                   const Resolver& resolve) {
+  Profile p;
+  p.has_waits = trace.has_sys_events();
+  const format::ModuleMap modules(trace.modules());
+  std::vector<std::string> reasons;
+  std::map<std::string, uint64_t> reason_ids;
+  for (uint32_t ti : threads) {
+    CALLSCOPE_TRY(auto events, trace.sys_events(ti));
+    const format::ThreadRecord& r = trace.threads()[ti].record;
+    CallTree raw;
+    WaitPathBuilder b(raw, off_cpu_stretches(events, r.end_tick, [&trace](uint64_t ns) { return trace.mono_to_tick(ns); }),
+                      reasons, reason_ids);
+    const uint32_t process = r.process_index;
+    ReloadKeys reload(modules, process);
+    const bool reused = modules.has_reuse(process);
+    uint64_t n = 0;
+    auto st = trace.for_each_event_batch(ti, [&](const format::TraceEvent* ev, size_t count) {
+      for (size_t i = 0; i < count; ++i) {
+        format::TraceEvent e = ev[i];
+        if (reused && format::is_entry(e.kind) && modules.reused(process, e.addr)) e.addr = reload.key(e.addr, e.tick);
+        b.on_event(e);
+      }
+      n += count;
+      return true;
+    });
+    if (!st) return st.error().context("thread " + std::to_string(ti));
+    b.finish();
+    FunctionTable table(p, resolve, &reload, &reasons);
+    ThreadProfile t;
+    t.thread = ti;
+    t.events = n;
+    merge_tree(t.tree, raw, [&](uint64_t key) { return table.id(process, key); });
+    p.threads.push_back(std::move(t));
+  }
+  return p;
 }
 
 }  // namespace callscope::analysis

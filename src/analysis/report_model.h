@@ -62,6 +62,15 @@ Result<std::vector<uint32_t>> select_threads(const format::TraceReader& trace, c
 Result<Profile> build_profile(format::TraceReader& trace, const std::vector<uint32_t>& threads,
                               const Resolver& resolve, TickWindow window = {});
 
+// Where the threads of `threads` waited: a tree per thread of the call
+// paths their stretches off the CPU began in (analysis/off_cpu.h), each
+// stretch a leaf under its innermost frame named by its reason
+// ("[futex]", "[runnable]"), whose self time is the stretch; every frame's
+// total is the time off the CPU under it, its calls the stretches. Without
+// the kernel's context switches in the trace the trees are empty.
+Result<Profile> build_wait_profile(format::TraceReader& trace, const std::vector<uint32_t>& threads,
+                                   const Resolver& resolve);
+
 // Profile-mode traces: the trees of `threads` in the snapshots `dumps`
 // (indexes into TraceReader::dumps()); a thread found in several (two
 // processes' final states) is merged. Nodes that are excluded, or hold

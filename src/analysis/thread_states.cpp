@@ -37,6 +37,13 @@ ThreadStates thread_states(const std::vector<format::SysEvent>& events, uint64_t
       case format::SysKind::kLost:
         s.lost += e.arg;
         break;
+      case format::SysKind::kSyscallEnter:
+        ++s.syscalls;
+        break;
+      case format::SysKind::kSleepState:
+      case format::SysKind::kWakeup:
+      case format::SysKind::kSyscallExit:
+        break;
     }
   }
   spend(end);

@@ -21,6 +21,7 @@ struct ThreadStates {
   uint64_t switches_runnable = 0;  // involuntary: nonvoluntary_ctxt_switches
   uint64_t running = 0, runnable = 0, blocked = 0;  // ticks
   uint64_t lost = 0;  // the kernel's records dropped near this thread
+  uint64_t syscalls = 0;  // system calls begun (--events syscalls)
 };
 
 // From one thread's events (in time order), over [start, end] (ticks);

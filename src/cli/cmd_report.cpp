@@ -27,6 +27,7 @@
 #include "views/memory_view.h"
 #include "views/profile_view.h"
 #include "views/stack_depth_view.h"
+#include "views/wait_view.h"
 
 namespace callscope::cli {
 namespace {
@@ -42,6 +43,7 @@ struct Opts {
   bool by_busy = false;
   bool per_thread = false;
   bool tree = false;
+  bool wait = false;
   bool merge = false;
   uint32_t depth = 0;
   double threshold = 0;
@@ -289,6 +291,17 @@ Result<int> run(const Opts& o) {
     return t.problems().empty() ? 0 : 1;
   }
   const analysis::Resolver resolve = symbol_resolver(sym);
+  if (o.wait) {
+    CALLSCOPE_CHECK(wait_view_possible(t));
+    CALLSCOPE_TRY(analysis::Profile waits, analysis::build_wait_profile(t, threads, resolve));
+    if (o.tree && r.format == OutputFormat::kText)
+      std::printf("Time off the CPU by call path: a frame's TOTAL is the time its thread spent off the CPU under it, "
+                  "CALLS the times it left; the leaves are the reasons\n\n");
+    CALLSCOPE_CHECK(o.tree ? views::print_call_trees(t, waits, r, stdout) : views::print_wait_table(t, waits, r, stdout));
+    for (const std::string& w : sym.warnings()) print_warning("report", w);
+    for (const std::string& p : t.problems()) std::fprintf(stderr, "callscope report: damaged trace: %s\n", p.c_str());
+    return t.problems().empty() ? 0 : 1;
+  }
   CALLSCOPE_TRY(analysis::Profile profile, load_profile(t, threads, o.dump, resolve));
   CALLSCOPE_CHECK(apply_busy_options(t, profile, o));
 
@@ -353,6 +366,12 @@ Command report_command() {
                          "With --threads or --tree: threads in order of their busy share (observed / wall time), "
                          "busiest first");
             auto* tree = app.add_flag("--tree", o->tree, "Call trees, one per thread");
+            auto* wait = app.add_flag("--wait", o->wait,
+                         "Where the threads waited and why: their time off the CPU (the kernel's context switches, "
+                         "recorded by default) by the function they left it in and the reason -- [runnable] "
+                         "(preempted), the system call ([futex]; [fsync D] when it slept uninterruptibly; record "
+                         "--events syscalls), else the state ([sleeping], [uninterruptible], [blocked]); with "
+                         "--tree, by call path, the reasons as leaves");
             app.add_flag("--merge", o->merge, "With --tree: one tree merged across threads by function name")->needs(tree);
             app.add_option("--depth", o->depth, "With --tree: show nodes down to depth N (1 = outermost; 0: all)")
                 ->type_name("N")
@@ -369,6 +388,7 @@ Command report_command() {
                                            "Callees of the functions matching GLOB, with the time they spend in each")
                                ->type_name("GLOB");
             tree->excludes(callers)->excludes(callees)->excludes(per_thread);
+            wait->excludes(callers)->excludes(callees)->excludes(per_thread);
             fn_glob->excludes(callers)->excludes(callees);
             mod_glob->excludes(callers)->excludes(callees);
             app.add_flag("--stack", o->stack,
@@ -417,11 +437,12 @@ Command report_command() {
             // What --diff refuses rather than ignore (run_diff names them).
             std::vector<CLI::Option*> not_for_diff;
             for (const char* name : {"--sort", "--threads", "--tree", "--callers", "--callees", "--stack", "--dump", "--idle",
-                                     "--min-busy", "--by-busy"})
+                                     "--min-busy", "--by-busy", "--wait"})
               not_for_diff.push_back(app.get_option(name));
             std::vector<CLI::Option*> not_for_memory;
             for (const char* name : {"--sort", "--threads", "--callers", "--callees", "--stack", "--dump", "--idle",
-                                     "--min-busy", "--by-busy", "--diff", "--merge", "--function", "--module", "--thread"})
+                                     "--min-busy", "--by-busy", "--diff", "--merge", "--function", "--module", "--thread",
+                                     "--wait"})
               not_for_memory.push_back(app.get_option(name));
             const CLI::Option* threshold_opt = app.get_option("--threshold");
             return [o, settings, not_for_diff, not_for_memory, threshold_opt]() -> Result<int> {

@@ -1,6 +1,7 @@
 // The recording's flags and settings, shared by record and attach (record_flags.h).
 #include "cli/record_flags.h"
 
+#include <sstream>
 #include <vector>
 
 #include "cli/command.h"
@@ -18,10 +19,33 @@ void add_output_flags(CLI::App& app, RecordOptions& o) {
 void add_stream_flags(CLI::App& app, RecordOptions& o, const std::string& raw_dir_when) {
   app.add_option_function<std::string>(
          "--events",
-         [&o](const std::string& v) { o.sys_events = v == "sched"; },
-         "The kernel's events recorded beside the calls: sched (the threads' context switches: running, "
-         "runnable or blocked; where the kernel allows it, else a warning says why) or none")
-      ->check(CLI::IsMember({"sched", "none"}))
+         [&o](const std::string& v) {
+           o.sys_events = o.sys_syscalls = false;
+           std::stringstream in(v);
+           for (std::string set; std::getline(in, set, ',');) {
+             if (set == "sched") o.sys_events = true;
+             if (set == "syscalls") o.sys_syscalls = true;
+           }
+         },
+         "The kernel's events recorded beside the calls, a comma list: sched (the threads' context switches: "
+         "running, runnable or blocked; as root or with CAP_PERFMON also the state a thread slept in, S or D, "
+         "and who woke it), syscalls (every system call: number, arguments, result, time; root or CAP_PERFMON; "
+         "every thread of the machine takes the kernel's slower system-call path meanwhile), or none. What the "
+         "kernel refuses is left out with a warning that says why and the fix")
+      ->check([](const std::string& v) -> std::string {
+        std::stringstream in(v);
+        int n = 0;
+        bool none = false;
+        for (std::string set; std::getline(in, set, ',');) {
+          ++n;
+          if (set == "none") none = true;
+          else if (set != "sched" && set != "syscalls")
+            return "unknown event set '" + set + "' (sched, syscalls, none)";
+        }
+        if (n == 0) return "no event set given (sched, syscalls, none)";
+        if (none && n > 1) return "'none' goes alone";
+        return "";
+      })
       ->default_str("sched");
   app.add_flag("--drop-when-behind", o.drop_when_behind,
                "When the recorder cannot keep up, drop events (the trace marks where) instead of making the "

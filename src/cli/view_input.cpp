@@ -133,6 +133,28 @@ Result<analysis::Profile> load_view_profile(ViewInput& in, const ViewFilters& f)
   return p;
 }
 
+Status wait_view_possible(const format::TraceReader& t) {
+  if (t.is_profile())
+    return Error("--wait needs a recording: a profile-mode trace keeps no context switches");
+  if (!t.has_sys_events())
+    return Error("this trace has no context switches: it was recorded with --events none, by an older callscope, or "
+                 "where the kernel refused them (record printed why); record again to see where the threads waited");
+  return ok_status();
+}
+
+Result<analysis::Profile> load_wait_profile(ViewInput& in, const ViewFilters& f) {
+  format::TraceReader& t = *in.trace;
+  CALLSCOPE_CHECK(wait_view_possible(t));
+  if (!f.from.empty() || !f.to.empty()) return Error("--wait does not take --from/--to: it shows the whole recording");
+  CALLSCOPE_TRY(analysis::Profile p, analysis::build_wait_profile(t, in.threads, in.resolve));
+  if (in.wanted) {
+    bool any = false;
+    for (const analysis::FunctionInfo& fn : p.functions) any = any || in.wanted(fn);
+    if (!any) return nothing_wanted(f);
+  }
+  return p;
+}
+
 Result<DiffSide> open_diff_side(const std::string& spec, const std::string& trace, ViewFilters f) {
   const bool snapshot =
       !spec.empty() && spec.size() < 10 && spec.find_first_not_of("0123456789") == std::string::npos;

@@ -61,6 +61,12 @@ Result<ViewInput> open_view(const std::string& path, const ViewFilters& f);
 // the snapshot of a profile-mode trace. An error when -F/-m match no
 // function.
 Result<analysis::Profile> load_view_profile(ViewInput& in, const ViewFilters& f);
+// --wait: where the threads waited, by call path and reason
+// (analysis::build_wait_profile); an error that says why for a trace
+// without the kernel's context switches, and for a window.
+Result<analysis::Profile> load_wait_profile(ViewInput& in, const ViewFilters& f);
+// Why a trace has no --wait view (profile mode, no context switches).
+Status wait_view_possible(const format::TraceReader& t);
 
 // One side of a --diff A B: "K" is snapshot K of `trace` (a profile-mode
 // trace), anything else another trace (its final state, or its whole

@@ -15,6 +15,19 @@ std::vector<uint8_t> encode_sys_events(const std::vector<SysEvent>& events) {
     put_varint(dt, e.mono_ns >= prev ? e.mono_ns - prev : 0);
     prev = std::max(prev, e.mono_ns);
     put_varint(arg, e.arg);
+    switch (e.kind) {
+      case SysKind::kWakeup:
+        put_varint(arg, static_cast<uint64_t>(e.value));
+        break;
+      case SysKind::kSyscallEnter:
+        for (uint64_t a : e.args) put_varint(arg, a);
+        break;
+      case SysKind::kSyscallExit:
+        put_varint(arg, zigzag(e.value));
+        break;
+      default:
+        break;
+    }
   }
   SysColumnsHeader h{static_cast<uint32_t>(events.size()), static_cast<uint32_t>(kinds.size()),
                      static_cast<uint32_t>(dt.size()), static_cast<uint32_t>(arg.size())};
@@ -45,11 +58,29 @@ Status decode_sys_events(const std::vector<uint8_t>& payload, uint32_t count, ui
   for (uint32_t i = 0; i < h.n_events; ++i) {
     if (kinds[i] == 0 || kinds[i] > kSysKindMax)
       return Error("system events: unknown kind " + std::to_string(kinds[i]) + " at event " + std::to_string(i));
-    uint64_t d = 0, a = 0;
-    if (!get_varint(dt, dt_end, d) || !get_varint(arg, arg_end, a))
-      return Error("system events: a column ends before event " + std::to_string(i));
+    SysEvent e;
+    e.kind = static_cast<SysKind>(kinds[i]);
+    uint64_t d = 0, v = 0;
+    bool ok = get_varint(dt, dt_end, d) && get_varint(arg, arg_end, e.arg);
+    switch (e.kind) {
+      case SysKind::kWakeup:
+        ok = ok && get_varint(arg, arg_end, v);
+        e.value = static_cast<int64_t>(v);
+        break;
+      case SysKind::kSyscallEnter:
+        for (uint64_t& a : e.args) ok = ok && get_varint(arg, arg_end, a);
+        break;
+      case SysKind::kSyscallExit:
+        ok = ok && get_varint(arg, arg_end, v);
+        e.value = unzigzag(v);
+        break;
+      default:
+        break;
+    }
+    if (!ok) return Error("system events: a column ends before event " + std::to_string(i));
     t += d;
-    out.push_back(SysEvent{static_cast<SysKind>(kinds[i]), t, a});
+    e.mono_ns = t;
+    out.push_back(e);
   }
   if (dt != dt_end || arg != arg_end) return Error("system events: bytes left over after the last event");
   return ok_status();

@@ -13,7 +13,9 @@ namespace callscope::format {
 struct SysEvent {
   SysKind kind = SysKind::kSwitchIn;
   uint64_t mono_ns = 0;  // CLOCK_MONOTONIC
-  uint64_t arg = 0;      // a switch's CPU; a loss's count
+  uint64_t arg = 0;      // a switch's CPU; a loss's count; a sleep state; a waker's tid; a system call's number
+  int64_t value = 0;     // a system call's result; a waker's pid
+  uint64_t args[6] = {};  // a system call's arguments (kSyscallEnter)
 };
 
 // The payload of a kSysEvents block for `events` (in time order); the

@@ -38,7 +38,7 @@ namespace callscope::format {
 
 inline constexpr char kTraceMagic[8] = {'C', 'A', 'L', 'L', 'S', 'C', 'P', '\x1a'};
 inline constexpr uint16_t kTraceVersionMajor = 1;
-inline constexpr uint16_t kTraceVersionMinor = 9;
+inline constexpr uint16_t kTraceVersionMinor = 10;
 // The first minor version whose header carries a check.
 inline constexpr uint16_t kTraceMinorHeaderCheck = 3;
 
@@ -389,15 +389,21 @@ inline constexpr uint32_t kEventsPerBlock = 1u << 20;
 // on the trace's clock through FileHeader.origin_mono_ns and ticks_per_ns,
 // the calibration of the whole run). Payload: SysColumnsHeader, then the
 // columns kinds (u8 SysKind each), dt (varint ns since the previous event
-// of the block; the first: since first_tick) and arg (a varint per event:
-// a switch's CPU; a loss's count of records dropped).
+// of the block; the first: since first_tick) and arg (varints, as many as
+// the kind has: below).
 enum class SysKind : uint8_t {
-  kSwitchOutBlocked = 1,   // left the CPU to wait (sleep, I/O, a lock, a stop)
-  kSwitchOutRunnable = 2,  // left the CPU still runnable (preempted, or yielded)
-  kSwitchIn = 3,           // got a CPU
-  kLost = 4,               // records of this thread's CPU were dropped before this point (arg: how many)
+  kSwitchOutBlocked = 1,   // left the CPU to wait (sleep, I/O, a lock, a stop). arg: the CPU
+  kSwitchOutRunnable = 2,  // left the CPU still runnable (preempted, or yielded). arg: the CPU
+  kSwitchIn = 3,           // got a CPU. arg: the CPU
+  kLost = 4,               // records of this thread's CPU were dropped before this point. arg: how many
+  // 1.10 (record's sched tracepoints and --events syscalls):
+  kSleepState = 5,    // the state it left the CPU in, the kernel's sched_switch prev_state mask
+                      // (0 running, 1 S sleeping, 2 D uninterruptible, ...; 0x100 preempted). arg: the mask
+  kWakeup = 6,        // another thread made it runnable. arg: the waker's tid, then its pid
+  kSyscallEnter = 7,  // a system call began. arg: its number, then its six raw arguments
+  kSyscallExit = 8,   // a system call returned. arg: its number, then the result (zigzag)
 };
-inline constexpr uint8_t kSysKindMax = 4;
+inline constexpr uint8_t kSysKindMax = 8;
 struct SysColumnsHeader {
   uint32_t n_events;
   uint32_t kinds_bytes;

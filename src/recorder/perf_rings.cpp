@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -80,30 +81,42 @@ std::string perf_open_advice(int error) {
   }
 }
 
+namespace {
+
+// What every event of the rings shares: the thread and what inherits it,
+// from its exec or now, on CLOCK_MONOTONIC, each record with its thread,
+// time and CPU.
+perf_event_attr base_attr(const PerfRings::Options& options) {
+  perf_event_attr a{};
+  a.size = sizeof a;
+  a.sample_period = 1;
+  a.sample_type = kSampleType;
+  a.sample_id_all = 1;
+  a.inherit = 1;
+  a.disabled = options.enable_on_exec;
+  a.enable_on_exec = options.enable_on_exec;
+  a.use_clockid = 1;
+  a.clockid = CLOCK_MONOTONIC;
+  a.exclude_hv = 1;
+  return a;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<PerfRings>> PerfRings::open(pid_t pid, const Options& options) {
   const long page = ::sysconf(_SC_PAGESIZE);
   size_t data = static_cast<size_t>(page);
   while (data < options.ring_bytes) data *= 2;
   std::unique_ptr<PerfRings> p(new PerfRings());
   for (uint32_t cpu : online_cpus()) {
-    perf_event_attr a{};
-    a.size = sizeof a;
+    perf_event_attr a = base_attr(options);
     a.type = PERF_TYPE_SOFTWARE;
     a.config = PERF_COUNT_SW_DUMMY;
-    a.sample_period = 1;
-    a.sample_type = kSampleType;
-    a.sample_id_all = 1;
-    a.context_switch = 1;
+    a.context_switch = options.switches;
     a.task = 1;
-    a.inherit = 1;
-    a.disabled = options.enable_on_exec;
-    a.enable_on_exec = options.enable_on_exec;
-    a.use_clockid = 1;
-    a.clockid = CLOCK_MONOTONIC;
     // Switch and task records are side-band: the thread's kernel
     // time need not be watched for them (nor may it be, unprivileged).
     a.exclude_kernel = 1;
-    a.exclude_hv = 1;
     a.watermark = 1;
     a.wakeup_watermark = static_cast<uint32_t>(data / 4);
     const int fd = perf_event_open(&a, pid, static_cast<int>(cpu));
@@ -130,12 +143,60 @@ Result<std::unique_ptr<PerfRings>> PerfRings::open(pid_t pid, const Options& opt
     r.base = static_cast<uint8_t*>(m);
     p->rings_.push_back(r);
   }
+  if (options.sched_detail &&
+      !p->open_tracepoints(pid, options, "sleep states (S, D) and wakers",
+                           {{"sched_switch", &p->switch_tp_}, {"sched_waking", &p->waking_tp_}}))
+    p->switch_tp_ = p->waking_tp_ = Tracepoint{};
+  if (options.syscalls &&
+      !p->open_tracepoints(pid, options, "system calls", {{"sys_enter", &p->enter_tp_}, {"sys_exit", &p->exit_tp_}}))
+    p->enter_tp_ = p->exit_tp_ = Tracepoint{};
   return p;
+}
+
+bool PerfRings::open_tracepoints(pid_t pid, const Options& options, const std::string& set,
+                                 const std::vector<std::pair<const char*, Tracepoint*>>& tps) {
+  std::vector<std::pair<size_t, int>> opened;  // (ring, fd)
+  const auto refuse = [&](const std::string& why) {
+    for (auto [ring, fd] : opened) {
+      ::close(fd);
+      rings_[ring].tracepoint_fds.pop_back();
+    }
+    refused_.push_back(set + ": " + why);
+    return false;
+  };
+  for (auto [name, tp] : tps) {
+    const std::string system = std::strncmp(name, "sys_", 4) == 0 ? "raw_syscalls" : "sched";
+    auto t = read_tracepoint(system, name);
+    if (!t) return refuse(t.error().message());
+    *tp = *t;
+    for (size_t i = 0; i < rings_.size(); ++i) {
+      perf_event_attr a = base_attr(options);
+      a.type = PERF_TYPE_TRACEPOINT;
+      a.config = tp->id;
+      a.sample_type |= PERF_SAMPLE_RAW;
+      // A tracepoint fires in the kernel: its records are the kernel's.
+      a.exclude_kernel = 0;
+      const int fd = perf_event_open(&a, pid, static_cast<int>(rings_[i].cpu));
+      if (fd < 0) {
+        const int e = errno;
+        return refuse(e == EACCES || e == EPERM
+                          ? "the kernel's tracepoints need root or CAP_PERFMON (kernel.perf_event_paranoid=" +
+                                read_line("/proc/sys/kernel/perf_event_paranoid") + ")"
+                          : perf_open_advice(e));
+      }
+      opened.emplace_back(i, fd);
+      rings_[i].tracepoint_fds.push_back(fd);
+      if (::ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, rings_[i].fd) != 0)
+        return refuse(std::string("cannot share the CPU's ring: ") + std::strerror(errno));
+    }
+  }
+  return true;
 }
 
 PerfRings::~PerfRings() {
   // The mapping holds the event: both go, or the kernel keeps recording.
   for (Ring& r : rings_) {
+    for (int fd : r.tracepoint_fds) ::close(fd);
     if (r.base) ::munmap(r.base, r.map_bytes);
     if (r.fd >= 0) ::close(r.fd);
   }
@@ -215,6 +276,47 @@ void PerfRings::decode(const Ring& r, const uint8_t* rec, uint16_t type, uint16_
       if (room < 16) return;
       s.kind = SysRecord::Kind::kLost;
       std::memcpy(&s.lost, rec + body + 8, sizeof s.lost);
+      break;
+    }
+    case PERF_RECORD_SAMPLE: {
+      // TID, TIME, CPU (the sample id's fields, in front), then RAW: its
+      // size and the tracepoint's record, which begins with its id.
+      uint32_t raw_size = 0;
+      if (size < body + sizeof id + 4) return;
+      std::memcpy(&id, rec + body, sizeof id);
+      std::memcpy(&raw_size, rec + body + sizeof id, 4);
+      const uint8_t* raw = rec + body + sizeof id + 4;
+      if (raw_size < 8 || body + sizeof id + 4 + raw_size > size) return;
+      s.pid = id.pid;
+      s.tid = id.tid;
+      s.time_ns = id.time;
+      uint16_t type_id = 0;
+      std::memcpy(&type_id, raw, 2);
+      if (type_id == switch_tp_.id && switch_tp_.id) {
+        s.kind = SysRecord::Kind::kSleepState;
+        s.state = static_cast<uint64_t>(switch_tp_.get(raw, raw_size, "prev_state"));
+      } else if (type_id == waking_tp_.id && waking_tp_.id) {
+        s.kind = SysRecord::Kind::kWakeup;
+        // In an interrupt (hard, soft, NMI: the common_flags bits) the
+        // thread on the CPU is not the waker: no one is named.
+        const bool irq = (waking_tp_.get(raw, raw_size, "common_flags") & 0x58) != 0;
+        s.parent_pid = irq ? 0 : s.pid;
+        s.parent_tid = irq ? 0 : s.tid;
+        s.pid = 0;
+        s.tid = static_cast<uint32_t>(waking_tp_.get(raw, raw_size, "pid"));
+      } else if (type_id == enter_tp_.id && enter_tp_.id) {
+        s.kind = SysRecord::Kind::kSyscallEnter;
+        s.nr = enter_tp_.get(raw, raw_size, "id");
+        auto it = enter_tp_.fields.find("args");
+        if (it != enter_tp_.fields.end() && it->second.offset + 48 <= raw_size)
+          std::memcpy(s.args, raw + it->second.offset, 48);
+      } else if (type_id == exit_tp_.id && exit_tp_.id) {
+        s.kind = SysRecord::Kind::kSyscallExit;
+        s.nr = exit_tp_.get(raw, raw_size, "id");
+        s.ret = exit_tp_.get(raw, raw_size, "ret");
+      } else {
+        return;
+      }
       break;
     }
     case PERF_RECORD_LOST_SAMPLES: {

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "recorder/tracefs.h"
 
 namespace callscope::recorder {
 
@@ -35,6 +36,10 @@ struct SysRecord {
     kFork,              // a thread or process began: pid, tid its own; parent_pid, parent_tid its creator's
     kExit,              // a thread or process ended
     kLost,              // the ring was full: `lost` records dropped on this CPU before this point
+    kSleepState,        // sched_switch: the state the thread left the CPU in (`state`, the kernel's mask)
+    kWakeup,            // sched_waking: tid was woken by parent_pid/parent_tid (pid unknown: 0)
+    kSyscallEnter,      // raw_syscalls: `nr` with its six raw arguments
+    kSyscallExit,       // raw_syscalls: `nr` returned `ret`
   };
   Kind kind = Kind::kSwitchOut;
   uint32_t pid = 0, tid = 0;
@@ -42,6 +47,10 @@ struct SysRecord {
   uint32_t cpu = 0;
   uint64_t time_ns = 0;  // CLOCK_MONOTONIC
   uint64_t lost = 0;     // kLost
+  uint64_t state = 0;    // kSleepState
+  int64_t nr = 0;        // kSyscallEnter, kSyscallExit
+  int64_t ret = 0;       // kSyscallExit
+  uint64_t args[6] = {};  // kSyscallEnter
 };
 
 class PerfRings {
@@ -51,6 +60,15 @@ class PerfRings {
     // its exec); otherwise on at once (a process already running).
     bool enable_on_exec = false;
     size_t ring_bytes = 256 << 10;  // per CPU, a power of two of pages
+    // The sched tracepoints beside the switch records: the state a thread
+    // blocked in (S sleeping, D uninterruptible) and who woke it. They need
+    // tracefs and root or CAP_PERFMON; without them, refused() says why.
+    bool sched_detail = true;
+    bool switches = true;  // the switch records (off: only the tracepoints asked for)
+    // raw_syscalls:sys_enter/sys_exit: every system call of the threads,
+    // its number, arguments and result. Same needs; while on, every
+    // thread of the machine takes the kernel's slower system-call path.
+    bool syscalls = false;
   };
   // Follows `pid` from now on (or from its exec): one ring per online CPU.
   static Result<std::unique_ptr<PerfRings>> open(pid_t pid, const Options& options);
@@ -65,10 +83,16 @@ class PerfRings {
   // caller orders across CPUs by time). Returns how many.
   size_t drain(const std::function<void(const SysRecord&)>& f);
   size_t cpus() const { return rings_.size(); }
+  // The event sets asked for that the kernel refused, each with why and
+  // the fix ("sleep states and wakers: ..."); the switch records still come.
+  const std::vector<std::string>& refused() const { return refused_; }
+  bool has_sched_detail() const { return switch_tp_.id != 0; }
+  bool has_syscalls() const { return enter_tp_.id != 0; }
 
  private:
   struct Ring {
     int fd = -1;
+    std::vector<int> tracepoint_fds;  // writing into fd's ring
     uint32_t cpu = 0;
     uint8_t* base = nullptr;  // the control page, then the data
     size_t map_bytes = 0;
@@ -77,7 +101,13 @@ class PerfRings {
   PerfRings() = default;
   void decode(const Ring& r, const uint8_t* rec, uint16_t type, uint16_t misc, uint16_t size,
               const std::function<void(const SysRecord&)>& f) const;
+  // Opens the tracepoints of one event set on every ring; false (and
+  // nothing left open of that set) when the kernel refuses.
+  bool open_tracepoints(pid_t pid, const Options& options, const std::string& set,
+                        const std::vector<std::pair<const char*, Tracepoint*>>& tps);
   std::vector<Ring> rings_;
+  std::vector<std::string> refused_;
+  Tracepoint switch_tp_, waking_tp_, enter_tp_, exit_tp_;
   std::vector<uint8_t> scratch_;  // a record that wraps around the ring's end
 };
 

@@ -453,14 +453,21 @@ Result<std::unique_ptr<Recording>> Recording::start(const RecordOptions& o, cons
     // The kernel's events of the program (context switches), from its
     // exec on; where the kernel refuses, a warning says why and the fix.
     const auto open_rings = [&](pid_t pid) {
-      if (!o.sys_events) return;
+      if (!o.sys_events && !o.sys_syscalls) return;
       PerfRings::Options po;
       po.enable_on_exec = true;
+      po.switches = po.sched_detail = o.sys_events;
+      po.syscalls = o.sys_syscalls;
+      // Two records per system call: room for a burst between rounds.
+      if (o.sys_syscalls) po.ring_bytes = 2 << 20;
       auto rings = PerfRings::open(pid, po);
-      if (rings)
-        s.rings = std::move(*rings);
-      else
-        print_warning(who, "context switches are not recorded: " + rings.error().message());
+      if (!rings) {
+        print_warning(who, "the kernel's events are not recorded: " + rings.error().message());
+        return;
+      }
+      s.rings = std::move(*rings);
+      for (const std::string& why : s.rings->refused())
+        print_warning(who, "not recorded: " + why);
     };
     if (value) child = spawn(program, o.command, *value, session, env, open_rings);
     else child = value.error();
@@ -621,11 +628,19 @@ int Recording::finish(bool quiet) {
     print_summary(who_, *sum, o_.output);
     say_untraced_processes(who_, session_, follow_setting(o_.runtime_env));
     say_data_pointers(who_, o_.runtime_env, session_);
-    if (s.sys)
+    if (s.sys) {
+      std::string what;
+      if (o_.sys_events)
+        what = std::to_string(s.sys->switches()) + " context switch" + (s.sys->switches() == 1 ? "" : "es") +
+               (s.sys->rings().has_sched_detail() ? " with sleep states and wakers" : "");
+      if (s.sys->rings().has_syscalls())
+        what += (what.empty() ? "" : ", ") + std::to_string(s.sys->syscalls()) + " system call" +
+                (s.sys->syscalls() == 1 ? "" : "s");
       std::fprintf(stderr,
-                   "callscope %s: the kernel's events: %llu context switch%s of the program's threads ('callscope "
-                   "info' gives each thread's time running, runnable and blocked)\n",
-                   who_, static_cast<unsigned long long>(s.sys->switches()), s.sys->switches() == 1 ? "" : "es");
+                   "callscope %s: the kernel's events: %s of the program's threads ('callscope info' gives each "
+                   "thread's time running, runnable and blocked)\n",
+                   who_, what.c_str());
+    }
     const auto written = std::chrono::steady_clock::now();
     // Our own CPU (the program is a child: not counted), while it ran and since.
     struct rusage ru {};

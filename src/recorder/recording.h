@@ -32,9 +32,12 @@ struct RecordOptions {
   bool keep_raw = false;
   bool drop_when_behind = false;
   bool memory = false;  // --memory: libcallscope-mem.so preloaded before the runtime
-  // --events: the kernel's events of the program's threads (context
-  // switches) beside its calls, where the kernel allows it.
+  // --events: the kernel's events of the program's threads beside its
+  // calls, where the kernel allows it: context switches (with the sleep
+  // states and wakers where the sched tracepoints may be read), and system
+  // calls when asked.
   bool sys_events = true;
+  bool sys_syscalls = false;
   // --memory: /proc/PID/smaps of each process sampled this often (0: only
   // at start, dlopen and exit, which the runtime takes).
   uint64_t rss_interval_ns = 100'000'000;

@@ -11,6 +11,8 @@ namespace {
 // taken a little before it is stored); and a thread's block size.
 constexpr uint64_t kMarginNs = 2'000'000;
 constexpr size_t kBlockEvents = 1 << 16;
+// A wakeup of a thread not seen within this long is of a thread not traced.
+constexpr uint64_t kUnknownWakeupNs = 1'000'000'000;
 
 uint64_t mono_now() {
   timespec ts{};
@@ -41,6 +43,29 @@ Status SysStream::poll(bool all) {
       case SysRecord::Kind::kSwitchIn:
         e.kind = format::SysKind::kSwitchIn;
         break;
+      case SysRecord::Kind::kSleepState:
+        e.kind = format::SysKind::kSleepState;
+        e.arg = r.state;
+        break;
+      case SysRecord::Kind::kSyscallEnter:
+        e.kind = format::SysKind::kSyscallEnter;
+        e.arg = static_cast<uint64_t>(r.nr);
+        std::copy(std::begin(r.args), std::end(r.args), e.args);
+        ++syscalls_;
+        break;
+      case SysRecord::Kind::kSyscallExit:
+        e.kind = format::SysKind::kSyscallExit;
+        e.arg = static_cast<uint64_t>(r.nr);
+        e.value = r.ret;
+        break;
+      case SysRecord::Kind::kWakeup:
+        // Told to the woken thread, which the kernel names by tid alone:
+        // put with it once this round's records have made it known.
+        e.kind = format::SysKind::kWakeup;
+        e.arg = r.parent_tid;
+        e.value = r.parent_pid;
+        wakeups_.emplace_back(r.tid, e);
+        return;
       case SysRecord::Kind::kLost: {
         // Whose records were dropped is not known: the thread that last ran
         // on that CPU is told (the reader stops trusting its waits there).
@@ -56,8 +81,25 @@ Status SysStream::poll(bool all) {
         return;  // forks, exits and names: the runtime's records say them
     }
     last_on_cpu_[r.cpu] = {r.pid, r.tid};
+    pid_of_[r.tid] = r.pid;
     threads_[{r.pid, r.tid}].waiting.push_back(e);
   });
+  // Wakeups of the threads seen (one not seen yet may be in a later
+  // round; at the end, one never seen is not ours). A wakeup is told twice
+  // when the waker is traced too.
+  std::vector<std::pair<uint32_t, format::SysEvent>> later;
+  for (auto& [tid, e] : wakeups_) {
+    auto pid = pid_of_.find(tid);
+    if (pid == pid_of_.end()) {
+      if (!all && e.mono_ns + kUnknownWakeupNs > start) later.emplace_back(tid, e);
+      continue;
+    }
+    Thread& t = threads_[{pid->second, tid}];
+    if (t.last_wakeup_ns == e.mono_ns) continue;
+    t.last_wakeup_ns = e.mono_ns;
+    t.waiting.push_back(e);
+  }
+  wakeups_ = std::move(later);
   const uint64_t safe = all ? ~uint64_t{0} : start - std::min(start, kMarginNs);
   for (auto& [key, t] : threads_) {
     if (t.waiting.empty() && (t.ready.empty() || !all)) continue;

@@ -39,18 +39,24 @@ class SysStream {
   Status poll(bool all = false);
   uint64_t switches() const { return switches_; }  // switch-outs recorded
   uint64_t lost() const { return lost_; }          // records the kernel dropped (rings full)
+  uint64_t syscalls() const { return syscalls_; }  // system calls begun
+  const PerfRings& rings() const { return *rings_; }
 
  private:
   struct Thread {
     std::vector<format::SysEvent> waiting;  // read, not yet safe to order
     std::vector<format::SysEvent> ready;    // in order, for the next block
+    uint64_t last_wakeup_ns = 0;
   };
   Status write(uint32_t pid, uint32_t tid, Thread& t);
   std::unique_ptr<PerfRings> rings_;
   format::TraceWriter& writer_;
   std::map<std::pair<uint32_t, uint32_t>, Thread> threads_;  // (pid, tid)
   std::map<uint32_t, std::pair<uint32_t, uint32_t>> last_on_cpu_;  // cpu -> the thread that ran there last
+  std::map<uint32_t, uint32_t> pid_of_;  // tid -> pid, of the threads seen
+  std::vector<std::pair<uint32_t, format::SysEvent>> wakeups_;  // (woken tid, event) not yet put with it
   bool polled_ = true;
+  uint64_t syscalls_ = 0;
   uint64_t switches_ = 0;
   uint64_t lost_ = 0;
 };

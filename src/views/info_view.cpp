@@ -138,18 +138,24 @@ void print_info_text(const fmt::TraceReader& t, const std::vector<analysis::Stre
   }
 
   if (std::any_of(states.begin(), states.end(), [](const analysis::ThreadStates& s) { return s.known; })) {
-    std::fprintf(out, "\ncontext switches (the kernel's) and time by state, from each thread's start to its end:\n"
-                      "  %5s %7s %10s %10s %12s %12s %12s\n",
-                 "#", "TID", "BLOCKED", "PREEMPTED", "RUNNING", "RUNNABLE", "BLOCKED");
+    const bool syscalls =
+        std::any_of(states.begin(), states.end(), [](const analysis::ThreadStates& s) { return s.syscalls != 0; });
+    std::fprintf(out, "\ncontext switches (the kernel's) and time by state, from each thread's start to its end%s:\n"
+                      "  %5s %7s %10s %10s %12s %12s %12s%s\n",
+                 syscalls ? "; system calls begun" : "", "#", "TID", "BLOCKED", "PREEMPTED", "RUNNING", "RUNNABLE",
+                 "BLOCKED", syscalls ? "     SYSCALLS" : "");
     for (size_t i = 0; i < t.threads().size() && i < states.size(); ++i) {
       const analysis::ThreadStates& s = states[i];
       if (!s.known) continue;
-      std::fprintf(out, "  %5zu %7u %10llu %10llu %12s %12s %12s%s\n", i, t.threads()[i].record.tid,
+      std::fprintf(out, "  %5zu %7u %10llu %10llu %12s %12s %12s%s%s\n", i, t.threads()[i].record.tid,
                    static_cast<unsigned long long>(s.switches_blocked),
                    static_cast<unsigned long long>(s.switches_runnable),
                    format_duration_ns(t.ticks_to_ns(s.running)).c_str(),
                    format_duration_ns(t.ticks_to_ns(s.runnable)).c_str(),
                    format_duration_ns(t.ticks_to_ns(s.blocked)).c_str(),
+                   syscalls ? (" " + std::string(12 - std::min<size_t>(12, std::to_string(s.syscalls).size()), ' ') +
+                               std::to_string(s.syscalls)).c_str()
+                            : "",
                    s.lost ? "  (records lost near it)" : "");
     }
   }
@@ -292,6 +298,7 @@ nlohmann::json info_json(const fmt::TraceReader& t, const std::vector<analysis::
       tj["runnable_ns"] = t.ticks_to_ns(s.runnable);
       tj["blocked_ns"] = t.ticks_to_ns(s.blocked);
       if (s.lost) tj["sys_records_lost"] = s.lost;
+      if (s.syscalls) tj["syscalls"] = s.syscalls;
     }
     if (th.record.flags & fmt::kThreadUntraced)  // ran without being recorded, and why
       tj["untraced"] = {{"errno", th.record.untraced_error}, {"reason", describe_errno(th.record.untraced_error)}};

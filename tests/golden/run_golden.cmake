@@ -49,6 +49,9 @@ list(APPEND suffixes "diff_f" "diff_t" "idle" "min_busy" "thread_first")
 list(APPEND views "export -f folded" "export -f folded --by calls --merge" "export -f chrome" "export -f speedscope"
   "export -f folded --dump 1")
 list(APPEND suffixes "folded" "folded_calls" "chrome" "speedscope" "folded_dump1")
+# Waiting (docs/report.md, "Where the threads waited"): the kernel's events.
+list(APPEND views "report --wait" "report --wait --tree" "report --wait --format json" "report --wait -F *0x401100 --format csv")
+list(APPEND suffixes "wait" "wait_tree" "wait_json" "wait_f_csv")
 list(LENGTH views n)
 math(EXPR last "${n} - 1")
 set(failed FALSE)

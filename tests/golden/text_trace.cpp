@@ -8,6 +8,7 @@
 #include <sstream>
 #include <vector>
 
+#include "format/sys_events.h"
 #include "format/trace_writer.h"
 
 namespace callscope::golden {
@@ -100,6 +101,7 @@ Status text_to_trace(const std::string& text, const std::string& out_path) {
   fmt::StringTable kstr;
   std::vector<std::pair<uint64_t, uint64_t>> declared_span;  // per thread: start=, end=
   std::map<size_t, uint64_t> proc_end;                        // per process: end=
+  std::map<uint32_t, std::vector<fmt::SysEvent>> sys_events;  // per thread
 
   std::istringstream lines(text);
   std::string line;
@@ -197,6 +199,38 @@ Status text_to_trace(const std::string& text, const std::string& out_path) {
         }
         threads.push_back(t);
         declared_span.emplace_back(f.count("start") ? num(f["start"]) : 0, f.count("end") ? num(f["end"]) : 0);
+      } else if (head == "sys") {
+        // sys THREAD KIND NS [cpu=N] [state=MASK] [nr=N] [args=A,B,...] [ret=N] [waker=TID]
+        //     [waker_pid=PID] [count=N]: the kernel's events (kSysEvents), NS on the trace's clock.
+        uint32_t thread = 0;
+        std::string kind;
+        fmt::SysEvent e;
+        if (!(in >> thread >> kind >> e.mono_ns)) return Error(where + ": sys THREAD KIND NS");
+        static const std::map<std::string, fmt::SysKind> sys_kinds = {
+            {"out", fmt::SysKind::kSwitchOutBlocked}, {"preempt", fmt::SysKind::kSwitchOutRunnable},
+            {"in", fmt::SysKind::kSwitchIn},          {"lost", fmt::SysKind::kLost},
+            {"state", fmt::SysKind::kSleepState},     {"wakeup", fmt::SysKind::kWakeup},
+            {"enter", fmt::SysKind::kSyscallEnter},   {"exit", fmt::SysKind::kSyscallExit}};
+        auto k = sys_kinds.find(kind);
+        if (k == sys_kinds.end()) return Error(where + ": unknown sys kind '" + kind + "'");
+        e.kind = k->second;
+        for (auto& [key, value] : fields(in)) {
+          if (key == "cpu" || key == "state" || key == "nr" || key == "count" || key == "waker") {
+            e.arg = num(value);
+          } else if (key == "ret") {
+            e.value = std::stoll(value, nullptr, 0);
+          } else if (key == "waker_pid") {
+            e.value = static_cast<int64_t>(num(value));
+          } else if (key == "args") {
+            std::istringstream a(value);
+            std::string one;
+            for (size_t i = 0; i < 6 && std::getline(a, one, ','); ++i) e.args[i] = num(one);
+          } else {
+            return Error(where + ": unknown field '" + key + "'");
+          }
+        }
+        if (thread >= threads.size()) return Error(where + ": thread " + std::to_string(thread) + " not declared");
+        sys_events[thread].push_back(e);
       } else if (head == "mode") {
         auto f = fields(in);
         if (f.count("profile")) info.flags |= fmt::kInfoProfile;
@@ -332,6 +366,11 @@ Status text_to_trace(const std::string& text, const std::string& out_path) {
     last = std::max(last, threads[i].end_tick);
   }
 
+  for (const auto& [thread, evs] : sys_events) {
+    CALLSCOPE_CHECK(writer->write_block(fmt::BlockType::kSysEvents, threads[thread].tid,
+                                        static_cast<uint32_t>(evs.size()), evs.front().mono_ns,
+                                        fmt::encode_sys_events(evs), procs.at(threads[thread].process_index).pid));
+  }
   // Profile mode: the trees, as finalize writes them (after the events).
   std::vector<fmt::DumpRecord> dumps;
   for (uint32_t d = 0; d < snapshots.size(); ++d) {

@@ -7,7 +7,13 @@
 //   thread process=0 tid=100 name=main [start=TICK end=TICK] [untraced=ENOSPC] [unwound]
 //   THREAD KIND TICK [ADDR] [sp=ADDR] [count=N]
 //   THREAD alloc TICK PTR size=N op=OP  |  THREAD free TICK PTR op=OP
+//   sys THREAD KIND NS [cpu=N] [state=MASK] [nr=N] [args=A,B,..] [ret=N] [waker=TID] [waker_pid=PID] [count=N]
 //
+// `sys` lines are the kernel's events of a thread (kSysEvents; NS is on
+// the trace's clock: the header's origin is 0): KIND out (blocked),
+// preempt (still runnable), in, lost (count=), state (sched_switch's
+// prev_state mask: 1 S, 2 D), wakeup (waker=, waker_pid=), enter (nr=,
+// args=), exit (nr=, ret=);
 // KIND is entry, exit, unwound, truncated, stray, lost, inherited, mark or
 // wait (ticks=N: the thread waited N ticks for the recorder, up to TICK);
 // alloc and free are memory events (record --memory), OP the AllocOp's

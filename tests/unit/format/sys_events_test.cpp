@@ -5,6 +5,8 @@
 // is damage the reader names.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "format/sys_events.h"
@@ -33,6 +35,43 @@ TEST(format_sys_events, ColumnsRoundTrip) {
     EXPECT_EQ(out[i].mono_ns, in[i].mono_ns) << i;
     EXPECT_EQ(out[i].arg, in[i].arg) << i;
   }
+}
+
+// 1.10's kinds carry more than one value: a system call's number and six
+// arguments, its result (negative: an errno), a waker's tid and pid.
+TEST(format_sys_events, SyscallsStatesAndWakersRoundTrip) {
+  std::vector<SysEvent> in(5);
+  in[0] = {SysKind::kSyscallEnter, 1'000'000'000, 202};
+  const uint64_t args[6] = {0x7ffd12345678, 0x80, 2, 0, ~uint64_t{0}, 1};
+  std::copy(std::begin(args), std::end(args), in[0].args);
+  in[1] = {SysKind::kSleepState, 1'000'000'010, 0x2};
+  in[2] = {SysKind::kSwitchOutBlocked, 1'000'000'010, 1};
+  in[3] = {SysKind::kWakeup, 1'000'900'000, 4321};
+  in[3].value = 4300;
+  in[4] = {SysKind::kSyscallExit, 1'001'000'000, 202};
+  in[4].value = -11;  // -EAGAIN
+  const std::vector<uint8_t> payload = encode_sys_events(in);
+  std::vector<SysEvent> out;
+  ASSERT_TRUE(decode_sys_events(payload, 5, in.front().mono_ns, out).ok());
+  ASSERT_EQ(out.size(), 5u);
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(out[i].kind, in[i].kind) << i;
+    EXPECT_EQ(out[i].mono_ns, in[i].mono_ns) << i;
+    EXPECT_EQ(out[i].arg, in[i].arg) << i;
+    EXPECT_EQ(out[i].value, in[i].value) << i;
+    for (int a = 0; a < 6; ++a) EXPECT_EQ(out[i].args[a], in[i].args[a]) << i << " " << a;
+  }
+  // A system call cut short in its arguments is damage, named.
+  std::vector<uint8_t> cut = payload;
+  SysColumnsHeader h;
+  std::memcpy(&h, cut.data(), sizeof h);
+  h.arg_bytes -= 1;
+  cut.pop_back();
+  std::memcpy(cut.data(), &h, sizeof h);
+  out.clear();
+  const Status st = decode_sys_events(cut, 5, in.front().mono_ns, out);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message().find("ends before event 4"), std::string::npos) << st.error().message();
 }
 
 TEST(format_sys_events, DamageIsNamed) {

@@ -1,0 +1,98 @@
+#include "analysis/off_cpu.h"
+
+#include <utility>
+
+namespace callscope::analysis {
+
+extern const std::pair<int, const char*> kSyscallNames[];
+extern const unsigned kSyscallNameCount;
+
+char sleep_state_letter(uint64_t mask) {
+  // include/trace/events/sched.h: 1 << (state index - 1); 0x100 (or, before
+  // 4.14, a higher bit) is "preempted", which is still R.
+  static constexpr char kLetters[] = "SDTtXZPI";
+  for (unsigned i = 0; i < 8; ++i)
+    if (mask & (uint64_t{1} << i)) return kLetters[i];
+  return 'R';
+}
+
+std::string syscall_name(int64_t nr) {
+  for (unsigned i = 0; i < kSyscallNameCount; ++i)
+    if (kSyscallNames[i].first == nr) return kSyscallNames[i].second;
+  return "syscall " + std::to_string(nr);
+}
+
+int64_t syscall_number(const std::string& name) {
+  for (unsigned i = 0; i < kSyscallNameCount; ++i)
+    if (name == kSyscallNames[i].second) return kSyscallNames[i].first;
+  return -1;
+}
+
+std::vector<OffCpu> off_cpu_stretches(const std::vector<format::SysEvent>& events, uint64_t end_tick,
+                                      const std::function<uint64_t(uint64_t)>& to_tick) {
+  std::vector<OffCpu> out;
+  bool off = false;
+  char state = 0;       // from the last sched_switch seen while on the CPU
+  int64_t in_call = -1;  // the system call begun and not returned
+  OffCpu cur;
+  for (const format::SysEvent& e : events) {
+    const uint64_t tick = to_tick(e.mono_ns);
+    switch (e.kind) {
+      case format::SysKind::kSleepState:
+        state = sleep_state_letter(e.arg);
+        break;
+      case format::SysKind::kSyscallEnter:
+        in_call = static_cast<int64_t>(e.arg);
+        break;
+      case format::SysKind::kSyscallExit:
+        in_call = -1;
+        break;
+      case format::SysKind::kSwitchOutBlocked:
+      case format::SysKind::kSwitchOutRunnable:
+        if (off) break;  // a second switch-out (records lost between): the first stands
+        off = true;
+        cur = OffCpu{};
+        cur.start = tick;
+        cur.runnable = e.kind == format::SysKind::kSwitchOutRunnable;
+        cur.state = cur.runnable ? 0 : state == 'R' ? 0 : state;
+        cur.syscall = cur.runnable ? -1 : in_call;
+        state = 0;
+        break;
+      case format::SysKind::kWakeup:
+        if (off && !cur.woken) {
+          cur.woken = true;
+          cur.waker_tid = static_cast<uint32_t>(e.arg);
+          cur.waker_pid = static_cast<uint32_t>(e.value);
+        }
+        break;
+      case format::SysKind::kSwitchIn:
+        if (!off) break;
+        off = false;
+        cur.end = std::max(tick, cur.start);
+        out.push_back(cur);
+        break;
+      case format::SysKind::kLost:
+        break;
+    }
+  }
+  if (off) {
+    cur.end = std::max(end_tick, cur.start);
+    out.push_back(cur);
+  }
+  return out;
+}
+
+std::string off_cpu_reason(const OffCpu& o) {
+  if (o.runnable) return "[runnable]";
+  if (o.syscall >= 0) return "[" + syscall_name(o.syscall) + (o.state == 'D' ? " D" : "") + "]";
+  switch (o.state) {
+    case 0: return "[blocked]";
+    case 'S': return "[sleeping]";
+    case 'D': return "[uninterruptible]";
+    case 'T':
+    case 't': return "[stopped]";
+    default: return std::string("[blocked ") + o.state + "]";
+  }
+}
+
+}  // namespace callscope::analysis

@@ -1,0 +1,103 @@
+#include "views/wait_view.h"
+
+#include <algorithm>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "common/glob.h"
+#include "views/format_util.h"
+
+namespace callscope::views {
+namespace {
+
+struct Row {
+  uint64_t function = 0;  // where the thread left the CPU (Profile::functions); ~0: outside every frame
+  uint64_t reason = 0;    // Profile::functions of the reason leaf
+  uint64_t ticks = 0, count = 0, max = 0;
+};
+
+constexpr uint64_t kOutside = ~uint64_t{0};
+
+bool wanted(const analysis::FunctionInfo& f, const ReportOptions& o) {
+  const auto any = [](const std::vector<std::string>& globs, const std::string& s) {
+    return std::any_of(globs.begin(), globs.end(), [&](const std::string& g) { return glob_match(g, s); });
+  };
+  return (o.function_globs.empty() || any(o.function_globs, f.name)) &&
+         (o.module_globs.empty() || any(o.module_globs, f.module));
+}
+
+}  // namespace
+
+Status print_wait_table(const format::TraceReader& trace, const analysis::Profile& p, const ReportOptions& o,
+                        FILE* out) {
+  std::map<std::pair<uint64_t, uint64_t>, Row> rows;
+  uint64_t all = 0;
+  for (const analysis::ThreadProfile& tp : p.threads) {
+    const auto& nodes = tp.tree.nodes();
+    const analysis::CallTree::Children kids = tp.tree.children();
+    for (uint32_t id = 1; id < nodes.size(); ++id) {
+      if (kids.begin(id) != kids.end(id)) continue;  // reasons are the leaves
+      const analysis::CallNode& n = nodes[id];
+      const uint64_t fn = n.parent == analysis::kRootNode ? kOutside : nodes[n.parent].key;
+      if ((o.function_globs.size() || o.module_globs.size()) && (fn == kOutside || !wanted(p.functions[fn], o)))
+        continue;
+      Row& r = rows[{fn, n.key}];
+      r.function = fn;
+      r.reason = n.key;
+      r.ticks += n.stats.self;
+      r.count += n.stats.calls;
+      r.max = std::max(r.max, n.stats.max);
+      all += n.stats.self;
+    }
+  }
+  if (rows.empty() && (o.function_globs.size() || o.module_globs.size()))
+    return Error("no function matching -F/-m left its CPU");
+  std::vector<Row> sorted;
+  for (auto& [k, r] : rows) sorted.push_back(r);
+  std::stable_sort(sorted.begin(), sorted.end(), [](const Row& a, const Row& b) { return a.ticks > b.ticks; });
+  if (o.top && sorted.size() > o.top) sorted.resize(o.top);
+  const auto ns = [&](uint64_t ticks) { return trace.ticks_to_ns(ticks); };
+  const auto name = [&](uint64_t fn) { return fn == kOutside ? std::string("[outside every frame]") : p.functions[fn].name; };
+  const auto module = [&](uint64_t fn) { return fn == kOutside ? std::string() : p.functions[fn].module; };
+  switch (o.format) {
+    case OutputFormat::kJson: {
+      nlohmann::json j;
+      j["wait_ns"] = static_cast<uint64_t>(ns(all));
+      j["waits"] = nlohmann::json::array();
+      for (const Row& r : sorted)
+        j["waits"].push_back({{"function", name(r.function)},
+                              {"module", module(r.function)},
+                              {"reason", p.functions[r.reason].name},
+                              {"wait_ns", static_cast<uint64_t>(ns(r.ticks))},
+                              {"count", r.count},
+                              {"max_ns", static_cast<uint64_t>(ns(r.max))}});
+      std::fprintf(out, "%s\n", json_text(j).c_str());
+      break;
+    }
+    case OutputFormat::kCsv:
+      std::fprintf(out, "function,module,reason,wait_ns,count,max_ns\n");
+      for (const Row& r : sorted)
+        std::fprintf(out, "%s,%s,%s,%llu,%llu,%llu\n", csv_field(name(r.function)).c_str(),
+                     csv_field(module(r.function)).c_str(), csv_field(p.functions[r.reason].name).c_str(),
+                     static_cast<unsigned long long>(ns(r.ticks)), static_cast<unsigned long long>(r.count),
+                     static_cast<unsigned long long>(ns(r.max)));
+      break;
+    case OutputFormat::kText: {
+      std::fprintf(out, "Time off the CPU: %s in all, by the function the thread left it in and why\n\n",
+                   format_duration_ns(ns(all)).c_str());
+      TextTable t({"WAIT", "%", "WAITS", "AVG", "MAX", "REASON", "FUNCTION"}, 5);
+      for (const Row& r : sorted) {
+        char pct[16];
+        std::snprintf(pct, sizeof pct, "%.1f", all ? 100.0 * static_cast<double>(r.ticks) / static_cast<double>(all) : 0.0);
+        t.add({format_duration_ns(ns(r.ticks)), pct, std::to_string(r.count),
+               format_duration_ns(ns(r.ticks) / static_cast<double>(std::max<uint64_t>(r.count, 1))),
+               format_duration_ns(ns(r.max)), p.functions[r.reason].name, fit_name(name(r.function), o.name_width)});
+      }
+      t.print(out);
+      break;
+    }
+  }
+  return ok_status();
+}
+
+}  // namespace callscope::views

@@ -1,0 +1,18 @@
+// `report --wait`: where the threads waited and why -- their time off the
+// CPU (analysis::build_wait_profile) by the function they left the CPU in
+// and the reason ("[futex]", "[runnable]"), largest first, as text, CSV or
+// JSON. The call paths are `report --wait --tree` and `flame --wait`.
+#pragma once
+
+#include <cstdio>
+
+#include "analysis/report_model.h"
+#include "common/result.h"
+#include "views/profile_view.h"
+
+namespace callscope::views {
+
+Status print_wait_table(const format::TraceReader& trace, const analysis::Profile& waits, const ReportOptions& o,
+                        FILE* out);
+
+}  // namespace callscope::views

@@ -1,0 +1,85 @@
+// Why a thread was off its CPU (analysis/off_cpu.h): stretches from a
+// switch-out to the next switch-in, with the state it slept in, the system
+// call it was in and who woke it; reasons as labels; the kernel's state
+// masks as letters; system call names of this machine.
+#include "analysis/off_cpu.h"
+
+#include <gtest/gtest.h>
+
+#include <sys/syscall.h>
+
+namespace callscope::analysis {
+namespace {
+
+using format::SysEvent;
+using format::SysKind;
+
+SysEvent ev(SysKind k, uint64_t ns, uint64_t arg = 0, int64_t value = 0) {
+  SysEvent e{k, ns, arg};
+  e.value = value;
+  return e;
+}
+
+TEST(analysis_off_cpu, StretchesWithStateCallAndWaker) {
+  const std::vector<SysEvent> events = {
+      ev(SysKind::kSyscallEnter, 100, SYS_fsync),
+      ev(SysKind::kSleepState, 110, 0x2),
+      ev(SysKind::kSwitchOutBlocked, 110),
+      ev(SysKind::kSwitchIn, 400),  // [fsync D] 110..400, no waker seen
+      ev(SysKind::kSyscallExit, 410, SYS_fsync),
+      ev(SysKind::kSleepState, 500, 0x100),  // preempted in the kernel: R+
+      ev(SysKind::kSwitchOutRunnable, 500),
+      ev(SysKind::kSwitchIn, 520),  // [runnable] even inside a system call
+      ev(SysKind::kSyscallEnter, 600, SYS_futex),
+      ev(SysKind::kSleepState, 610, 0x1),
+      ev(SysKind::kSwitchOutBlocked, 610),
+      ev(SysKind::kWakeup, 900, 77, 70),
+      ev(SysKind::kWakeup, 905, 78, 70),  // the first waker stands
+      ev(SysKind::kSwitchIn, 950),
+      ev(SysKind::kSyscallExit, 960, SYS_futex),
+      ev(SysKind::kSwitchOutBlocked, 1000),  // no state, no call: [blocked]; open at the end
+  };
+  const auto s = off_cpu_stretches(events, 2000, [](uint64_t ns) { return ns; });
+  ASSERT_EQ(s.size(), 4u);
+  EXPECT_EQ(s[0].start, 110u);
+  EXPECT_EQ(s[0].end, 400u);
+  EXPECT_EQ(s[0].state, 'D');
+  EXPECT_EQ(s[0].syscall, SYS_fsync);
+  EXPECT_FALSE(s[0].woken);
+  EXPECT_EQ(off_cpu_reason(s[0]), "[fsync D]");
+  EXPECT_TRUE(s[1].runnable);
+  EXPECT_EQ(off_cpu_reason(s[1]), "[runnable]");
+  EXPECT_EQ(off_cpu_reason(s[2]), "[futex]");
+  EXPECT_TRUE(s[2].woken);
+  EXPECT_EQ(s[2].waker_tid, 77u);
+  EXPECT_EQ(s[2].waker_pid, 70u);
+  EXPECT_EQ(s[3].start, 1000u);
+  EXPECT_EQ(s[3].end, 2000u);
+  EXPECT_EQ(off_cpu_reason(s[3]), "[blocked]");
+}
+
+TEST(analysis_off_cpu, ReasonsWithoutASystemCall) {
+  OffCpu o;
+  o.state = 'S';
+  EXPECT_EQ(off_cpu_reason(o), "[sleeping]");
+  o.state = 'D';
+  EXPECT_EQ(off_cpu_reason(o), "[uninterruptible]");
+  o.state = 'T';
+  EXPECT_EQ(off_cpu_reason(o), "[stopped]");
+}
+
+TEST(analysis_off_cpu, StateLettersAndSyscallNames) {
+  EXPECT_EQ(sleep_state_letter(0), 'R');
+  EXPECT_EQ(sleep_state_letter(0x100), 'R');
+  EXPECT_EQ(sleep_state_letter(0x1), 'S');
+  EXPECT_EQ(sleep_state_letter(0x2), 'D');
+  EXPECT_EQ(sleep_state_letter(0x80), 'I');
+  EXPECT_EQ(syscall_name(SYS_futex), "futex");
+  EXPECT_EQ(syscall_name(SYS_read), "read");
+  EXPECT_EQ(syscall_number("fsync"), SYS_fsync);
+  EXPECT_EQ(syscall_name(99999), "syscall 99999");
+  EXPECT_EQ(syscall_number("no_such_call"), -1);
+}
+
+}  // namespace
+}  // namespace callscope::analysis
