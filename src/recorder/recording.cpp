@@ -458,8 +458,11 @@ Result<std::unique_ptr<Recording>> Recording::start(const RecordOptions& o, cons
       po.enable_on_exec = true;
       po.switches = po.sched_detail = o.sys_events;
       po.syscalls = o.sys_syscalls;
-      // Two records per system call: room for a burst between rounds.
-      if (o.sys_syscalls) po.ring_bytes = 2 << 20;
+      // Room for a burst between rounds: two records per system call; with
+      // the sched tracepoints (root or CAP_PERFMON, whose rings the locked-
+      // memory limit does not bound) three or four per switch.
+      if (o.sys_syscalls) po.ring_bytes = 8 << 20;
+      else if (::geteuid() == 0) po.ring_bytes = 1 << 20;
       auto rings = PerfRings::open(pid, po);
       if (!rings) {
         print_warning(who, "the kernel's events are not recorded: " + rings.error().message());
@@ -574,8 +577,9 @@ int Recording::finish(bool quiet) {
   if (s.sys) {
     if (auto st = s.sys->poll(true); !st) print_warning(who_, st.error().message());
     if (const uint64_t lost = s.sys->lost())
-      print_warning(who_, std::to_string(lost) + " context-switch record" + (lost == 1 ? " was" : "s were") +
-                              " dropped by the kernel (its rings were full): waits near them are uncertain");
+      print_warning(who_, std::to_string(lost) + " of the kernel's record" + (lost == 1 ? " was" : "s were") +
+                              " dropped by it (its rings were full: the recorder did not keep up): waits and system "
+                              "calls near them are uncertain");
   }
   live_->tap_rest();
   s.server.reset();  // an attached query has had the last events: it sees the end

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# What the kernel's events cost in trace size (docs/benchmarks.md, "What the
+# kernel's events cost in trace size"): two small programs recorded with and
+# without them; the difference in trace bytes over the events recorded.
+#   bench/sysevents/run.sh [--callscope PATH]
+#  - pingpong: two threads pass a byte back and forth 20,000 times over
+#    pipes (about 40,000 context switches);
+#  - syscalls: 100,000 getppid and 100,000 read of /dev/zero (200,000
+#    system calls).
+# Switches are measured as the user running it (run it as root and as a
+# user: root adds the sched tracepoints' states and wakers); system calls
+# need root or CAP_PERFMON.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+callscope="${here}/../../build/bin/callscope"
+[ "${1:-}" = "--callscope" ] && callscope="$2"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+cc -O2 -finstrument-functions -pthread "$here/pingpong.c" -o "$work/pingpong"
+cc -O2 -finstrument-functions "$here/syscalls.c" -o "$work/syscalls"
+size() { stat -c %s "$1"; }
+count() { sed -n "s/.*the kernel's events: \([0-9]*\) context switch.*/\1/p" "$1"; }
+syscalls() { sed -n "s/.* \([0-9]*\) system calls.*/\1/p" "$1"; }
+
+"$callscope" record -f -o "$work/pp-none.trace" --events none -- "$work/pingpong" 2>"$work/pp-none.err"
+"$callscope" record -f -o "$work/pp-sched.trace" --events sched -- "$work/pingpong" 2>"$work/pp-sched.err"
+grep -h "warning" "$work/pp-sched.err" || true
+n=$(count "$work/pp-sched.err")
+extra=$(( $(size "$work/pp-sched.trace") - $(size "$work/pp-none.trace") ))
+echo "pingpong: $n context switches, $extra bytes more: $(awk "BEGIN{printf \"%.2f\", $extra/$n}") bytes per switch"
+
+"$callscope" record -f -o "$work/sc-none.trace" --events none -- "$work/syscalls" 2>"$work/sc-none.err"
+if "$callscope" record -f -o "$work/sc-sys.trace" --events syscalls -- "$work/syscalls" 2>"$work/sc-sys.err" &&
+   ! grep -q "not recorded" "$work/sc-sys.err"; then
+  n=$(syscalls "$work/sc-sys.err")
+  extra=$(( $(size "$work/sc-sys.trace") - $(size "$work/sc-none.trace") ))
+  echo "syscalls: $n system calls, $extra bytes more: $(awk "BEGIN{printf \"%.2f\", $extra/$n}") bytes per system call (enter and exit)"
+else
+  echo "syscalls: not recorded here: $(grep -h "not recorded" "$work/sc-sys.err" | head -1)"
+fi
