@@ -9,7 +9,9 @@
 #include "cli/command.h"
 #include "cli/view_input.h"
 #include "common/files.h"
+#include "analysis/thread_states.h"
 #include "export/html.h"
+#include "views/wait_view.h"
 #include "views/format_util.h"
 #include "views/info_view.h"
 #include "views/memory_view.h"
@@ -80,7 +82,10 @@ Result<int> run(const Opts& o) {
   const std::string program = t.processes().empty() ? "" : base_name(t.processes().front().exe);
   hi.title = o.title.empty() ? "callscope: " + (program.empty() ? o.trace : program) : o.title;
   hi.filters = describe_filters(o.filters);
-  hi.info = views::info_json(t, {});
+  // The kernel's context switches give each thread's time running,
+  // runnable and blocked (the summary's Threads table).
+  CALLSCOPE_TRY(std::vector<analysis::ThreadStates> states, analysis::thread_states(t));
+  hi.info = views::info_json(t, {}, states);
   hi.resolve = &in.resolve;
   if (!t.is_profile() && !(t.info().record.flags & format::kInfoUnwound)) {
     CALLSCOPE_TRY(analysis::StackDepths depths, analysis::measure_stack(t, in.threads));
@@ -111,6 +116,11 @@ Result<int> run(const Opts& o) {
     }
   }
   CALLSCOPE_TRY(hi.memory, memory_json(t, *in.sym));
+  // Where the threads waited: the longest waits with their call paths.
+  if (!t.is_profile() && t.has_sys_events()) {
+    CALLSCOPE_TRY(analysis::Profile waits, analysis::build_wait_profile(t, in.threads, in.resolve));
+    hi.waits = views::biggest_waits(t, waits, 30);
+  }
   const std::string path = o.output.empty() ? default_output(o.trace) : o.output;
   CALLSCOPE_TRY(std::unique_ptr<OutputFile> out, OutputFile::open(path, false));
   CALLSCOPE_TRY(exporter::HtmlCounts counts, exporter::write_html(hi, out->file()));

@@ -414,6 +414,7 @@ Result<HtmlCounts> write_html(HtmlInput& in, FILE* out) {
     d["snapshots"] = snaps;
   }
   if (!in.memory.is_null()) d["memory"] = in.memory;
+  if (!in.waits.is_null()) d["waits"] = in.waits;
   keep_referenced_functions(d);
 
   std::string page;

@@ -57,6 +57,7 @@ struct HtmlInput {
   std::vector<std::string> snapshot_labels;
   std::vector<nlohmann::json> snapshot_flats;
   nlohmann::json memory;                // `callscope memory --format json`, or null
+  nlohmann::json waits;                 // views::biggest_waits (the kernel's context switches), or null
   HtmlLimits limits;
 };
 

@@ -12,7 +12,13 @@
 //    interned on the sequence the first time used: trace_processor shows
 //    them as the slice's category and its source.* arguments. An end
 //    carries nothing but its type: the reader closes the innermost open
-//    slice of the track.
+//    slice of the track;
+//  - with the kernel's context switches in the trace, per thread a "CPU
+//    state" track under the thread's (its own sequence, after the calls'):
+//    slices that tile the thread's life -- Running, Runnable, Sleeping,
+//    Uninterruptible or Blocked, with the system call it blocked in
+//    ("Sleeping: futex") and, as woken_by_tid, the thread that woke it
+//    when the trace knows.
 // Packets are gathered into chunks of about 4 MiB, each written as one
 // TracePacket whose compressed_packets is the chunk, zlib-compressed by two
 // other threads while the next chunks are encoded, and written in order.
@@ -26,6 +32,7 @@
 #include <mutex>
 #include <thread>
 
+#include "analysis/off_cpu.h"
 #include "common/files.h"
 #include "export/ns.h"
 #include "export/protobuf.h"
@@ -200,6 +207,73 @@ class Writer {
 
 uint64_t process_uuid(uint32_t process_index) { return (uint64_t{1} << 40) | process_index; }
 uint64_t thread_uuid(uint32_t thread) { return uint64_t{thread} + 1; }
+uint64_t state_uuid(uint32_t thread) { return (uint64_t{1} << 41) | thread; }
+
+// A sequence's first packet: incremental state cleared, clock 64 defined
+// as incremental from BOOTTIME 0, events on `track` by default.
+std::string sequence_start(uint32_t seq, uint64_t track) {
+  std::string b;
+  ProtoWriter p(b);
+  p.varint(kSequenceId, seq);
+  p.varint(kSequenceFlags, 1);  // SEQ_INCREMENTAL_STATE_CLEARED
+  p.message(kDefaults, [&](ProtoWriter& d) {
+    d.varint(58, kClockIncremental);  // timestamp_clock_id
+    d.message(11, [&](ProtoWriter& t) { t.varint(11, track); });  // track_event_defaults.track_uuid
+  });
+  p.message(kClockSnapshot, [&](ProtoWriter& s) {
+    s.message(1, [&](ProtoWriter& c) {
+      c.varint(1, kBoottime);
+      c.varint(2, 0);
+    });
+    s.message(1, [&](ProtoWriter& c) {
+      c.varint(1, kClockIncremental);
+      c.varint(2, 0);
+      c.boolean(3, true);
+    });
+  });
+  return b;
+}
+
+// A thread's state over its life, from the kernel's context switches:
+// per exported thread that has them, stretches off the CPU
+// (analysis/off_cpu.h) and the running time between.
+struct StateSlice {
+  uint64_t from, to;  // ticks
+  std::string name;   // "Running", "Runnable", "Sleeping: futex", ...
+  uint32_t waker = 0;
+};
+
+std::string state_name(const analysis::OffCpu& o) {
+  if (o.runnable) return "Runnable";
+  std::string s = o.state == 'S' ? "Sleeping" : o.state == 'D' ? "Uninterruptible" : o.state == 'T' ? "Stopped" : "Blocked";
+  if (o.syscall >= 0) s += ": " + analysis::syscall_name(o.syscall);
+  return s;
+}
+
+Result<std::vector<StateSlice>> thread_state_slices(format::TraceReader& trace, uint32_t thread,
+                                                    analysis::TickWindow window) {
+  std::vector<StateSlice> out;
+  CALLSCOPE_TRY(auto events, trace.sys_events(thread));
+  if (events.empty()) return out;
+  const format::ThreadRecord& r = trace.threads()[thread].record;
+  const uint64_t lo = std::max(r.start_tick, window.from), hi = std::min(r.end_tick, window.to);
+  if (hi <= lo) return out;
+  uint64_t at = lo;
+  const auto add = [&](uint64_t from, uint64_t to, std::string name, uint32_t waker) {
+    from = std::max(from, at);
+    to = std::min(to, hi);
+    if (to <= from) return;
+    out.push_back({from, to, std::move(name), waker});
+    at = to;
+  };
+  for (const analysis::OffCpu& o :
+       analysis::off_cpu_stretches(events, r.end_tick, [&trace](uint64_t ns) { return trace.mono_to_tick(ns); })) {
+    add(at, o.start, "Running", 0);
+    add(o.start, o.end, state_name(o), o.woken ? o.waker_tid : 0);
+  }
+  add(at, hi, "Running", 0);
+  return out;
+}
 
 class PerfettoSink final : public SliceSink {
  public:
@@ -210,26 +284,7 @@ class PerfettoSink final : public SliceSink {
     last_ns_ = 0;
     fn_category_.assign(in_.functions.functions().size(), 0);
     categories_.clear();
-    std::string b;
-    ProtoWriter p(b);
-    p.varint(kSequenceId, seq_);
-    p.varint(kSequenceFlags, 1);  // SEQ_INCREMENTAL_STATE_CLEARED
-    p.message(kDefaults, [&](ProtoWriter& d) {
-      d.varint(58, kClockIncremental);  // timestamp_clock_id
-      d.message(11, [&](ProtoWriter& t) { t.varint(11, thread_uuid(thread)); });  // track_event_defaults.track_uuid
-    });
-    p.message(kClockSnapshot, [&](ProtoWriter& s) {
-      s.message(1, [&](ProtoWriter& c) {
-        c.varint(1, kBoottime);
-        c.varint(2, 0);
-      });
-      s.message(1, [&](ProtoWriter& c) {
-        c.varint(1, kClockIncremental);
-        c.varint(2, 0);
-        c.boolean(3, true);
-      });
-    });
-    w_.packet(b);
+    w_.packet(sequence_start(seq_, thread_uuid(thread)));
   }
 
   // The hot paths, begin and end, encode into a buffer on the stack.
@@ -339,6 +394,56 @@ class PerfettoSink final : public SliceSink {
   std::map<std::string, uint64_t> categories_;
 };
 
+// Each thread's "CPU state" track, under its thread's: a sequence of its
+// own, after the calls', whose slices tile the thread's life.
+Status write_states(TimelineInput& in, Writer& w, uint32_t first_seq) {
+  uint32_t seq = first_seq;
+  for (uint32_t ti : in.threads) {
+    CALLSCOPE_TRY(std::vector<StateSlice> slices, thread_state_slices(in.trace, ti, in.options.window));
+    if (slices.empty()) continue;
+    std::string b;
+    ProtoWriter p(b);
+    p.varint(kSequenceId, 1);
+    p.message(kTrackDescriptor, [&](ProtoWriter& d) {
+      d.varint(1, state_uuid(ti));
+      d.bytes(2, "CPU state");
+      d.varint(5, thread_uuid(ti));
+    });
+    w.packet(b);
+    w.packet(sequence_start(seq, state_uuid(ti)));
+    uint64_t last = 0;
+    const auto stamp = [&](ProtoWriter& q, uint64_t tick) {
+      const uint64_t ns = ns_of(in.trace, tick);
+      q.varint(kTimestamp, ns - std::min(ns, last));
+      last = std::max(last, ns);
+    };
+    for (const StateSlice& s : slices) {
+      std::string e;
+      ProtoWriter q(e);
+      stamp(q, s.from);
+      q.message(kTrackEvent, [&](ProtoWriter& ev) {
+        ev.varint(kEvType, kSliceBegin);
+        ev.bytes(kEvName, s.name);
+        if (s.waker)
+          ev.message(kEvAnnotation, [&](ProtoWriter& a) {
+            a.bytes(kAnnName, "woken_by_tid");
+            a.varint(kAnnUint, s.waker);
+          });
+      });
+      q.varint(kSequenceId, seq);
+      w.packet(e);
+      std::string f;
+      ProtoWriter r(f);
+      stamp(r, s.to);
+      r.message(kTrackEvent, [&](ProtoWriter& ev) { ev.varint(kEvType, kSliceEnd); });
+      r.varint(kSequenceId, seq);
+      w.packet(f);
+    }
+    ++seq;
+  }
+  return ok_status();
+}
+
 void describe_tracks(TimelineInput& in, Writer& w) {
   // Processes by their index in the trace, not their pid: an exec keeps
   // the pid and starts another process of the trace.
@@ -386,6 +491,7 @@ Result<ExportCounts> write_perfetto(TimelineInput& in, FILE* out, bool compress)
   describe_tracks(in, w);
   PerfettoSink sink(in, w);
   CALLSCOPE_TRY(TimelineCounts counts, stream_timeline(in.trace, in.threads, in.functions, in.options, sink));
+  CALLSCOPE_CHECK(write_states(in, w, 2 + static_cast<uint32_t>(in.threads.size())));
   CALLSCOPE_CHECK(w.finish());
   return ExportCounts{counts, w.bytes()};
 }

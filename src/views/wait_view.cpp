@@ -100,4 +100,37 @@ Status print_wait_table(const format::TraceReader& trace, const analysis::Profil
   return ok_status();
 }
 
+nlohmann::json biggest_waits(const format::TraceReader& trace, const analysis::Profile& p, size_t limit) {
+  struct Leaf {
+    uint32_t thread;
+    const analysis::CallTree* tree;
+    uint32_t node;
+  };
+  std::vector<Leaf> leaves;
+  for (const analysis::ThreadProfile& tp : p.threads) {
+    const analysis::CallTree::Children kids = tp.tree.children();
+    for (uint32_t id = 1; id < tp.tree.size(); ++id)
+      if (kids.begin(id) == kids.end(id)) leaves.push_back({tp.thread, &tp.tree, id});
+  }
+  std::stable_sort(leaves.begin(), leaves.end(), [](const Leaf& a, const Leaf& b) {
+    return a.tree->node(a.node).stats.self > b.tree->node(b.node).stats.self;
+  });
+  if (leaves.size() > limit) leaves.resize(limit);
+  nlohmann::json out = nlohmann::json::array();
+  for (const Leaf& l : leaves) {
+    std::vector<std::string> path;
+    for (uint32_t n = l.tree->node(l.node).parent; n != analysis::kRootNode; n = l.tree->node(n).parent)
+      path.push_back(p.functions[l.tree->node(n).key].name);
+    std::reverse(path.begin(), path.end());
+    const analysis::Stats& s = l.tree->node(l.node).stats;
+    out.push_back({{"thread", l.thread},
+                   {"path", path},
+                   {"reason", p.functions[l.tree->node(l.node).key].name},
+                   {"wait_ns", static_cast<uint64_t>(trace.ticks_to_ns(s.self))},
+                   {"count", s.calls},
+                   {"max_ns", static_cast<uint64_t>(trace.ticks_to_ns(s.max))}});
+  }
+  return out;
+}
+
 }  // namespace callscope::views

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdio>
+#include <nlohmann/json.hpp>
 
 #include "analysis/report_model.h"
 #include "common/result.h"
@@ -14,5 +15,9 @@ namespace callscope::views {
 
 Status print_wait_table(const format::TraceReader& trace, const analysis::Profile& waits, const ReportOptions& o,
                         FILE* out);
+// The `limit` longest waits by thread, call path and reason (the html
+// page's summary): [{"thread", "path": [names, outermost first], "reason",
+// "wait_ns", "count", "max_ns"}], longest first.
+nlohmann::json biggest_waits(const format::TraceReader& trace, const analysis::Profile& waits, size_t limit);
 
 }  // namespace callscope::views

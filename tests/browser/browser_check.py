@@ -106,6 +106,8 @@ def main():
     p.add_argument("--min-frames", type=int, default=1)
     p.add_argument("--function")
     p.add_argument("--min-rows", type=int, default=1)
+    p.add_argument("--waits", action="append", default=[],
+                   help="html: the summary's Longest waits must name this (a reason or a function); repeatable")
     args = p.parse_args()
     page = {"flame": flame, "html": html}[args.kind]
     run_in_chromium("browser_check", FLAGS, args.shots, lambda d, seen: page(d, args, seen))
@@ -124,6 +126,14 @@ def html(d, args, seen):
     # Summary.
     text = d.find_element(By.ID, "summary").text
     check("command line" in text and "Threads" in text, "the summary lacks the run or the threads")
+    if args.waits:
+        heads = [h.text.strip() for h in d.find_elements(By.CSS_SELECTOR, "#summary th")]
+        check(all(c in heads for c in ("running", "runnable", "blocked")),
+              "the threads table lacks running/runnable/blocked: %s" % heads)
+        check("Longest waits" in text, "the summary has no Longest waits")
+        for w in args.waits:
+            check(w in text, "the Longest waits do not name %r" % w)
+        seen.append(("waits", "threads by state; longest waits name %s" % ", ".join(args.waits)))
     shot(d, args.shots, "summary", seen)
     # The flat profile: rows, sorting by a header click, filtering by typing.
     tab(d, "functions")

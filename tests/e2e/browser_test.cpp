@@ -84,6 +84,22 @@ TEST_F(BrowserTest, HtmlReportViews) {
   EXPECT_NE(r.out.find("callers: Callers of parse | caller calls total | main 3"), std::string::npos) << r.out;
 }
 
+// Running or waiting (issue 32): the summary gives each thread's time
+// running, runnable and blocked, and the longest waits with their call
+// paths and reasons (the kernel's events: root or CAP_PERFMON for the
+// system calls; skipped without).
+TEST_F(BrowserTest, HtmlReportShowsWhereThreadsWaited) {
+  const std::string trace = dir_.file("waits.trace");
+  RunResult rec = callscope({"record", "--events", "sched,syscalls", "-o", trace, "--", fixture(variant_, "waits"),
+                             dir_.path()});
+  ASSERT_EQ(rec.exit_code, 0) << rec.err;
+  if (rec.err.find("not recorded") != std::string::npos) GTEST_SKIP() << rec.err;
+  const std::string page = dir_.file("waits.html");
+  ASSERT_EQ(callscope({"html", trace, "-o", page}).exit_code, 0);
+  RunResult r = check("html", page, "html-waits", {"--waits", "[futex]", "--waits", "take_lock"});
+  EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
+}
+
 TEST_F(BrowserTest, HtmlReportOfProfileModeAndMemory) {
   const std::string prof = dir_.file("server.trace");
   RunResult rec = run({"env", "CALLSCOPE_MODE=profile", CALLSCOPE_EXE, "record", "-o", prof, "--",

@@ -16,7 +16,8 @@ the exports write: "[thread N...]", "name (N)", "thread N"), or "all" for a
 merged tree. Lines are sorted. A failed check exits 1 with the reason.
 --located: perfetto must give some slice a source location (file:line).
 FORMAT pprof:TYPE sums the values of sample type TYPE (alloc_space, ...)
-instead of calls."""
+instead of calls; perfetto:states counts each thread's CPU state slices by
+name ("THREAD;Sleeping: futex COUNT") instead of its call paths."""
 
 import gzip
 import json
@@ -183,12 +184,17 @@ def encode_varint(n):
 
 # ---- the formats ----
 
-def read_perfetto(path, proto_dir):
+def read_perfetto(path, proto_dir, states=False):
+    """The call paths; with `states`, each thread's CPU-state slices
+    instead ("THREAD;Running COUNT"), checked to tile its track: never
+    nested, never overlapping, each ended."""
     data = inflate_packets(open(path, "rb").read())
     trace = protoc(proto_dir, "perfetto_trace.proto", "perfetto.protos.Trace", data)
     tracks = {}  # uuid -> thread key
+    state_tracks = {}  # uuid -> the thread key of its parent
     seqs = {}    # sequence -> state
     counts = Counter()
+    state_counts = Counter()
     for _, p in trace:
         seq = get(p, "trusted_packet_sequence_id")
         if not seq:
@@ -198,6 +204,10 @@ def read_perfetto(path, proto_dir):
             th = get(td, "thread")
             if th is not None:
                 tracks[get(td, "uuid")] = thread_key(get(th, "thread_name"))
+            elif get(td, "parent_uuid") is not None and get(td, "name") == "CPU state":
+                if get(td, "parent_uuid") not in tracks:
+                    fail("a CPU state track before its thread's track")
+                state_tracks[get(td, "uuid")] = tracks[get(td, "parent_uuid")]
             continue
         st = seqs.get(seq)
         if get(p, "clock_snapshot") is not None:
@@ -229,6 +239,17 @@ def read_perfetto(path, proto_dir):
             continue
         st["ts"] += get(p, "timestamp", 0)
         kind = get(ev, "type")
+        if st["track"] in state_tracks:
+            if kind == "TYPE_SLICE_BEGIN":
+                if st["stack"]:
+                    fail("sequence %d: CPU state slices overlap" % seq)
+                st["stack"].append(get(ev, "name"))
+                state_counts[state_tracks[st["track"]] + ";" + get(ev, "name")] += 1
+            elif kind == "TYPE_SLICE_END":
+                if not st["stack"]:
+                    fail("sequence %d: an end without a begin" % seq)
+                st["stack"].pop()
+            continue
         if kind == "TYPE_SLICE_BEGIN":
             iid = get(ev, "name_iid")
             if iid not in st["names"]:
@@ -251,7 +272,7 @@ def read_perfetto(path, proto_dir):
             fail("sequence %d: %d slices never ended" % (seq, len(st["stack"])))
     if EXPECT_LOCATIONS and not any(st["located"] for st in seqs.values()):
         fail("no slice has a source location (the program was built with -g)")
-    return counts
+    return state_counts if states else counts
 
 
 def read_chrome(path, _):
@@ -408,7 +429,9 @@ def main():
               "folded": read_folded, "pprof": read_pprof}.get(fmt.split(":")[0])
     if not reader:
         fail("unknown format " + fmt)
-    if ":" in fmt:  # pprof:TYPE: that sample type's values instead of calls
+    if fmt == "perfetto:states":  # each thread's CPU state slices by name
+        reader = lambda path, proto_dir: read_perfetto(path, proto_dir, True)
+    elif ":" in fmt:  # pprof:TYPE: that sample type's values instead of calls
         value = fmt.split(":", 1)[1]
         reader = lambda path, proto_dir: read_pprof(path, proto_dir, value)
     for k, v in sorted(reader(path, proto_dir).items()):

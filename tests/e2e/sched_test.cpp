@@ -174,6 +174,32 @@ TEST_P(SchedTest, WaitsHaveTheirReasonsAndWakers) {
   const std::string svg = read_file(dir.file("w.svg"));
   EXPECT_NE(svg.find("take_lock"), std::string::npos);
   EXPECT_NE(svg.find("[futex]"), std::string::npos);
+  // Perfetto: the worker's "CPU state" track has a slice per stretch off
+  // the CPU (read by the independent reader), its lock wait "Sleeping: futex".
+  const std::string pf = dir.file("w.perfetto");
+  RunResult e = callscope({"export", "-f", "perfetto", "-o", pf, trace});
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  RunResult states = run({EXPORT_PYTHON, EXPORT_READER, "perfetto:states", pf, EXPORT_PROTO_DIR});
+  ASSERT_EQ(states.exit_code, 0) << states.err;
+  uint64_t off = 0;
+  bool futex = false;
+  std::istringstream lines(states.out);
+  for (std::string line; std::getline(lines, line);) {
+    const std::string prefix = std::to_string(worker_index) + ";";
+    if (line.rfind(prefix, 0) != 0) continue;
+    const size_t sp = line.rfind(' ');
+    const std::string name = line.substr(prefix.size(), sp - prefix.size());
+    if (name != "Running") off += std::stoull(line.substr(sp + 1));
+    futex = futex || name == "Sleeping: futex";
+  }
+  // (those within the thread's life in the trace: from its first call to
+  // its last event, what the timeline shows)
+  const format::ThreadRecord& wr = t.threads()[worker_index].record;
+  const auto within_life = std::count_if(stretches.begin(), stretches.end(), [&](const analysis::OffCpu& o) {
+    return o.end > wr.start_tick && o.start < wr.end_tick;
+  });
+  EXPECT_EQ(off, static_cast<uint64_t>(within_life)) << states.out;
+  EXPECT_TRUE(futex) << states.out;
   // info counts each thread's system calls.
   RunResult info = callscope({"info", "--format", "json", trace});
   ASSERT_EQ(info.exit_code, 0) << info.err;

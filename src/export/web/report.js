@@ -188,15 +188,37 @@
       info.processes || []));
     node.appendChild(el("h2", {text: "Threads"}));
     var ths = (info.threads || []).map(function (t, i) { t.index = i; return t; });
-    node.appendChild(table([
+    var thCols = [
       {title: "#", key: function (t) { return t.index; }},
       {title: "pid", key: function (t) { var p = (info.processes || [])[t.process_index]; return p ? p.pid : ""; }},
       {title: "tid", key: function (t) { return t.tid; }},
       {title: "name", key: function (t) { return t.name; }, cls: "left", num: false},
       {title: "calls", key: function (t) { return t.calls; }, show: function (t) { return fmtCount(t.calls); }},
       {title: "lost", key: function (t) { return t.lost_events; }, show: function (t) { return t.lost_events ? fmtCount(t.lost_events) : ""; }},
-      {title: "duration", key: function (t) { return t.duration_ns; }, show: function (t) { return fmtNs(t.duration_ns); }}],
-      ths));
+      {title: "duration", key: function (t) { return t.duration_ns; }, show: function (t) { return fmtNs(t.duration_ns); }}];
+    // Running or waiting (the kernel's context switches): each thread's
+    // time on the CPU, waiting for one, and blocked.
+    var states = ths.some(function (t) { return t.running_ns != null; });
+    if (states) {
+      var life = function (t) { return (t.running_ns || 0) + (t.runnable_ns || 0) + (t.blocked_ns || 0); };
+      thCols.push(
+        {title: "running", key: function (t) { return t.running_ns; }, show: function (t) { return t.running_ns == null ? "" : fmtNs(t.running_ns) + " (" + pct(t.running_ns, life(t)) + ")"; }},
+        {title: "runnable", key: function (t) { return t.runnable_ns; }, show: function (t) { return t.runnable_ns == null ? "" : fmtNs(t.runnable_ns) + " (" + pct(t.runnable_ns, life(t)) + ")"; }},
+        {title: "blocked", key: function (t) { return t.blocked_ns; }, show: function (t) { return t.blocked_ns == null ? "" : fmtNs(t.blocked_ns) + " (" + pct(t.blocked_ns, life(t)) + ")"; }});
+    }
+    node.appendChild(table(thCols, ths));
+    if (D.waits && D.waits.length) {
+      node.appendChild(el("h2", {text: "Longest waits"}));
+      node.appendChild(el("div", {cls: "note", text: "Time off the CPU by thread, call path and reason: [runnable] waited for a CPU; a system call ([futex], [fsync D] when it slept uninterruptibly) or a state ([sleeping], [blocked]) is what it blocked in. \u201ccallscope report --wait\u201d and \u201cflame --wait\u201d give all of them."}));
+      node.appendChild(table([
+        {title: "wait", key: function (w) { return w.wait_ns; }, show: function (w) { return fmtNs(w.wait_ns); }},
+        {title: "waits", key: function (w) { return w.count; }, show: function (w) { return fmtCount(w.count); }},
+        {title: "longest", key: function (w) { return w.max_ns; }, show: function (w) { return fmtNs(w.max_ns); }},
+        {title: "thread", key: function (w) { return w.thread; }},
+        {title: "reason", key: function (w) { return w.reason; }, cls: "left", num: false},
+        {title: "call path", key: function (w) { return w.path.length ? w.path.join(" \u2192 ") : "(outside any traced function)"; }, cls: "name", num: false}],
+        D.waits));
+    }
     if (D.snapshots) {
       node.appendChild(el("h2", {text: "Snapshots"}));
       node.appendChild(el("div", {cls: "chips"}, D.snapshots.map(function (s) { return el("span", {text: s.label}); })));
