@@ -104,6 +104,18 @@ perf_event_attr base_attr(const PerfRings::Options& options) {
 }  // namespace
 
 Result<std::unique_ptr<PerfRings>> PerfRings::open(pid_t pid, const Options& options) {
+  // Rings past the locked-memory limit (kernel.perf_event_mlock_kb, for
+  // a user without CAP_IPC_LOCK) are refused: smaller ones, down to 64
+  // KiB, before giving up.
+  Options o = options;
+  for (;;) {
+    auto p = open_sized(pid, o);
+    if (p || o.ring_bytes <= (64 << 10) || p.error().message().find("locked-memory") == std::string::npos) return p;
+    o.ring_bytes /= 2;
+  }
+}
+
+Result<std::unique_ptr<PerfRings>> PerfRings::open_sized(pid_t pid, const Options& options) {
   const long page = ::sysconf(_SC_PAGESIZE);
   size_t data = static_cast<size_t>(page);
   while (data < options.ring_bytes) data *= 2;

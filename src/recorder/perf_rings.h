@@ -83,6 +83,7 @@ class PerfRings {
   // caller orders across CPUs by time). Returns how many.
   size_t drain(const std::function<void(const SysRecord&)>& f);
   size_t cpus() const { return rings_.size(); }
+  size_t ring_bytes() const { return rings_.empty() ? 0 : rings_.front().data_bytes; }
   // The event sets asked for that the kernel refused, each with why and
   // the fix ("sleep states and wakers: ..."); the switch records still come.
   const std::vector<std::string>& refused() const { return refused_; }
@@ -99,6 +100,7 @@ class PerfRings {
     size_t data_bytes = 0;
   };
   PerfRings() = default;
+  static Result<std::unique_ptr<PerfRings>> open_sized(pid_t pid, const Options& options);
   void decode(const Ring& r, const uint8_t* rec, uint16_t type, uint16_t misc, uint16_t size,
               const std::function<void(const SysRecord&)>& f) const;
   // Opens the tracepoints of one event set on every ring; false (and

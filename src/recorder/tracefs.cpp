@@ -55,14 +55,12 @@ Result<Tracepoint> parse_tracepoint_format(const std::string& text) {
 Result<std::string> tracefs_dir() {
   for (const char* dir : {"/sys/kernel/tracing", "/sys/kernel/debug/tracing"}) {
     const std::string events = std::string(dir) + "/events";
-    if (::access(events.c_str(), F_OK) == 0) {
-      if (::access(events.c_str(), R_OK | X_OK) != 0)
-        return Error(std::string(dir) + " cannot be read (it is root's alone by default): run as root, or " +
-                     "'mount -o remount,mode=755 " + dir + "' and give callscope CAP_PERFMON");
-      return std::string(dir);
-    }
-    if (errno == EACCES)
-      return Error(std::string(dir) + " cannot be read (it is root's alone by default): run as root");
+    const bool there = ::access(events.c_str(), F_OK) == 0;
+    if ((there && ::access(events.c_str(), R_OK | X_OK) != 0) || (!there && errno == EACCES))
+      return Error(std::string(dir) + " cannot be read (it is root's alone by default): run as root, or " +
+                   "'mount -o remount,mode=755 " + dir + "' and give callscope CAP_PERFMON " +
+                   "(setcap cap_perfmon+ep)");
+    if (there) return std::string(dir);
   }
   return Error("tracefs is not mounted: 'mount -t tracefs nodev /sys/kernel/tracing' (as root)");
 }
