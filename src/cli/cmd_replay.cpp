@@ -22,6 +22,7 @@ Command replay_command() {
               std::string min, from, to;
               std::string format = "text";
               bool no_symbols = false;
+              bool no_off_cpu = false;
               bool no_demangle = false;
             };
             auto o = std::make_shared<Opts>();
@@ -41,6 +42,10 @@ Command replay_command() {
             app.add_option("--to", o->to, "Stop at this time since the trace start")->check(duration_check());
             app.add_option("--format", o->format, "Output: text, csv or json")->check(format_check());
             app.add_flag("--no-symbols", o->no_symbols, "Show addresses, not function names");
+            app.add_flag("--no-off-cpu", o->no_off_cpu,
+                         "Leave out the lines of time off the CPU (the kernel's context switches, recorded by "
+                         "default: '/* off the CPU: [futex], woken by tid 123 */', its duration, inside the frames "
+                         "it happened in)");
             app.add_flag("--no-demangle", o->no_demangle, "Show C++ names as the linker sees them");
             app.footer(
                 "Lines: 'f() {' a call, '} /* f */' its return with the duration, 'f();' a call\n"
@@ -57,6 +62,7 @@ Command replay_command() {
               if (!o->to.empty()) r.to_ns = *views::parse_duration_ns(o->to);
               r.format = *parse_output_format(o->format);
               r.symbols = !o->no_symbols;
+              r.off_cpu = !o->no_off_cpu;
               if (r.from_ns && r.to_ns && *r.from_ns > *r.to_ns)
                 return Error("--from " + o->from + " is after --to " + o->to);
 

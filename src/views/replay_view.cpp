@@ -3,12 +3,15 @@
 // only the open frames it needs, never a thread's events (see replay_view.h).
 #include "views/replay_view.h"
 
+#include "analysis/off_cpu.h"
+
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
+#include "analysis/off_cpu.h"
 #include "common/glob.h"
 #include "views/format_util.h"
 
@@ -64,6 +67,7 @@ const char* replay_kind_name(ReplayKind k) {
     case ReplayKind::kPause: return "pause";
     case ReplayKind::kResume: return "resume";
     case ReplayKind::kWait: return "wait";
+    case ReplayKind::kOffCpu: return "off-cpu";
   }
   return "?";
 }
@@ -94,6 +98,8 @@ std::string text_body(const ReplayLine& l) {
     case ReplayKind::kPause: return "... recording stopped ...";
     case ReplayKind::kResume: return "... recording goes on ...";
     case ReplayKind::kWait: return "[waited for recorder]";
+    case ReplayKind::kOffCpu:
+      return "/* off the CPU: " + f + (l.arg ? ", woken by tid " + std::to_string(l.arg) : std::string()) + " */";
   }
   return f;
 }
@@ -135,7 +141,7 @@ std::string format_replay_csv(const ReplayLine& l) {
                   replay_kind_name(l.kind) + "," + std::to_string(l.level + 1) + "," + csv_field(l.function) + ",";
   if (l.duration_ns) s += std::to_string(rounded(*l.duration_ns));
   s += ",";
-  if (!has_function(l.kind)) s += std::to_string(l.arg);
+  if (!has_function(l.kind) || l.kind == ReplayKind::kOffCpu) s += std::to_string(l.arg);
   return s;
 }
 
@@ -151,6 +157,7 @@ std::string format_replay_json(const ReplayLine& l) {
   if ((l.kind == ReplayKind::kTruncated || l.kind == ReplayKind::kInherited) && l.arg)
     j["in_gap"] = l.arg == 1 ? "lost" : "stopped";
   if (l.kind == ReplayKind::kMark) j["id"] = l.arg;
+  if (l.kind == ReplayKind::kOffCpu && l.arg) j["woken_by_tid"] = l.arg;
   // Names come from binaries; replace invalid UTF-8 rather than throw.
   return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
@@ -223,11 +230,21 @@ class Replayer {
     pending_.clear();
     held_.reset();
     match_cache_.clear();
+    stretches_.clear();
+    next_stretch_ = 0;
+    if (o_.off_cpu && trace_.has_sys_events()) {
+      auto sys = trace_.sys_events(ti);
+      if (!sys) return sys.error();
+      stretches_ = analysis::off_cpu_stretches(*sys, trace_.threads()[ti].record.end_tick,
+                                               [this](uint64_t ns) { return trace_.mono_to_tick(ns); });
+    }
     Status st = trace_.for_each_event(ti, [&](const fmt::TraceEvent& e) {
       if (o_.to_ns && trace_.ticks_to_ns(e.tick) > static_cast<double>(*o_.to_ns)) return false;
+      off_cpu_before(e.tick);
       if (auto ev = select(e)) min_filter(*ev);
       return true;
     });
+    if (st) off_cpu_before(trace_.threads()[ti].record.end_tick + 1);
     // Frames still held by --min were not seen to last long enough: dropped.
     flush_leaf();
     return st;
@@ -310,6 +327,24 @@ class Replayer {
     return ev;
   }
 
+  // The stretches off the CPU that began before `tick`, inside the frames
+  // open now (one level in, like a loss), where the selection shows them.
+  void off_cpu_before(uint64_t tick) {
+    for (; next_stretch_ < stretches_.size() && stretches_[next_stretch_].start < tick; ++next_stretch_) {
+      const analysis::OffCpu& o = stretches_[next_stretch_];
+      const bool filtered = !o_.functions.empty();
+      if (filtered && act_depth_ == 0) continue;
+      const double ns = trace_.ticks_to_ns(o.start);
+      if ((o_.from_ns && ns < static_cast<double>(*o_.from_ns)) || (o_.to_ns && ns > static_cast<double>(*o_.to_ns)))
+        continue;
+      const uint32_t base = filtered ? act_depth_ - 1 : 0;
+      reasons_.push_back(analysis::off_cpu_reason(o));
+      Ev ev{ReplayKind::kOffCpu, o.start, static_cast<uint32_t>(entry_ticks_.size()) - base, reasons_.size() - 1,
+            o.end - o.start, o.woken ? o.waker_tid : 0};
+      min_filter(ev);
+    }
+  }
+
   bool matches(uint64_t addr, uint64_t tick) {
     // An address several modules held over time names what was loaded then.
     const bool reused = sym_.modules().reused(process_, addr);
@@ -385,7 +420,10 @@ class Replayer {
     l.thread = thread_;
     l.time_ns = trace_.ticks_to_ns(ev.tick);
     l.level = ev.level;
-    if (has_function(kind)) l.function = name_of(ev.addr, ev.tick);
+    if (kind == ReplayKind::kOffCpu)
+      l.function = reasons_[ev.addr];
+    else if (has_function(kind))
+      l.function = name_of(ev.addr, ev.tick);
     if (ev.dur_ticks) l.duration_ns = trace_.ticks_to_ns(*ev.dur_ticks);
     l.arg = ev.arg;
     sink_.line(l);
@@ -412,6 +450,9 @@ class Replayer {
   std::vector<Ev> pending_;            // --min: open entries not yet shown
   std::optional<Ev> held_;             // leaf lookahead
   std::unordered_map<uint64_t, bool> match_cache_;  // addr → matches a -F glob (per thread, so per process)
+  std::vector<analysis::OffCpu> stretches_;  // the thread's time off the CPU, in order
+  size_t next_stretch_ = 0;
+  std::vector<std::string> reasons_;  // of the off-CPU lines: Ev::addr indexes it
 };
 
 std::string thread_title(const fmt::TraceReader& t, uint32_t ti) {

@@ -42,6 +42,7 @@ struct ReplayOptions {
   std::optional<uint64_t> to_ns;
   OutputFormat format = OutputFormat::kText;
   bool symbols = true;                 // false: addresses instead of names
+  bool off_cpu = true;                 // the kernel's context switches, where the trace has them
 };
 
 enum class ReplayKind {
@@ -57,6 +58,8 @@ enum class ReplayKind {
   kPause,      // recording stopped (callscope_stop, ctl stop)
   kResume,     // recording goes on after lost events or a stop
   kWait,       // the thread waited for the recorder (duration: how long), not counted in its frames
+  kOffCpu,     // the thread was off its CPU (the kernel's context switches): function = the reason
+               // ("[futex]", "[runnable]"), duration: how long, arg: the waker's tid (0: not known)
 };
 
 const char* replay_kind_name(ReplayKind k);  // "call", "leaf", "return", ...
