@@ -41,7 +41,11 @@ ThreadStates thread_states(const std::vector<format::SysEvent>& events, uint64_t
         ++s.syscalls;
         break;
       case format::SysKind::kSleepState:
+        ++s.sleep_states;
+        break;
       case format::SysKind::kWakeup:
+        ++s.wakeups;
+        break;
       case format::SysKind::kSyscallExit:
         break;
     }

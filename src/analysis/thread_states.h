@@ -22,6 +22,7 @@ struct ThreadStates {
   uint64_t running = 0, runnable = 0, blocked = 0;  // ticks
   uint64_t lost = 0;  // the kernel's records dropped near this thread
   uint64_t syscalls = 0;  // system calls begun (--events syscalls)
+  uint64_t sleep_states = 0, wakeups = 0;  // the sched tracepoints' events (root or CAP_PERFMON)
 };
 
 // From one thread's events (in time order), over [start, end] (ticks);

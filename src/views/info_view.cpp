@@ -10,6 +10,25 @@ namespace {
 
 namespace fmt = callscope::format;
 
+// The sets of the kernel's events the trace has, by what its threads' events
+// hold (record says which it asked for and which the kernel refused).
+std::vector<std::string> sys_event_set_names(const std::vector<analysis::ThreadStates>& states) {
+  const auto any = [&](auto f) { return std::any_of(states.begin(), states.end(), f); };
+  std::vector<std::string> out;
+  if (any([](const analysis::ThreadStates& s) { return s.switches_blocked + s.switches_runnable != 0; }))
+    out.push_back("context switches");
+  if (any([](const analysis::ThreadStates& s) { return s.sleep_states != 0; })) out.push_back("sleep states");
+  if (any([](const analysis::ThreadStates& s) { return s.wakeups != 0; })) out.push_back("wakers");
+  if (any([](const analysis::ThreadStates& s) { return s.syscalls != 0; })) out.push_back("system calls");
+  return out;
+}
+
+std::string sys_event_sets(const std::vector<analysis::ThreadStates>& states) {
+  std::string s;
+  for (const std::string& n : sys_event_set_names(states)) s += (s.empty() ? "" : ", ") + n;
+  return s.empty() ? "none" : s;
+}
+
 std::string join(const std::vector<std::string>& argv) {
   std::string s;
   for (const std::string& a : argv) {
@@ -140,6 +159,7 @@ void print_info_text(const fmt::TraceReader& t, const std::vector<analysis::Stre
   if (std::any_of(states.begin(), states.end(), [](const analysis::ThreadStates& s) { return s.known; })) {
     const bool syscalls =
         std::any_of(states.begin(), states.end(), [](const analysis::ThreadStates& s) { return s.syscalls != 0; });
+    std::fprintf(out, "\nthe kernel's events recorded: %s\n", sys_event_sets(states).c_str());
     std::fprintf(out, "\ncontext switches (the kernel's) and time by state, from each thread's start to its end%s:\n"
                       "  %5s %7s %10s %10s %12s %12s %12s%s\n",
                  syscalls ? "; system calls begun" : "", "#", "TID", "BLOCKED", "PREEMPTED", "RUNNING", "RUNNABLE",
@@ -254,6 +274,7 @@ nlohmann::json info_json(const fmt::TraceReader& t, const std::vector<analysis::
   j["tool_version"] = info.tool_version;
   j["start_realtime_ns"] = h.origin_realtime_ns;
   j["attached"] = (info.record.flags & fmt::kInfoAttached) != 0;
+  j["sys_events"] = sys_event_set_names(states);
   j["duration_ns"] = t.ticks_to_ns(info.record.duration_ticks);
   j["clock"] = h.clock == static_cast<uint32_t>(fmt::ClockKind::kTsc) ? "tsc" : "monotonic";
   j["ticks_per_ns"] = h.ticks_per_ns;
@@ -299,6 +320,7 @@ nlohmann::json info_json(const fmt::TraceReader& t, const std::vector<analysis::
       tj["blocked_ns"] = t.ticks_to_ns(s.blocked);
       if (s.lost) tj["sys_records_lost"] = s.lost;
       if (s.syscalls) tj["syscalls"] = s.syscalls;
+      if (s.wakeups) tj["wakeups"] = s.wakeups;
     }
     if (th.record.flags & fmt::kThreadUntraced)  // ran without being recorded, and why
       tj["untraced"] = {{"errno", th.record.untraced_error}, {"reason", describe_errno(th.record.untraced_error)}};
