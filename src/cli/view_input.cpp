@@ -116,6 +116,14 @@ std::function<bool(uint64_t)> wanted_functions(const ViewInput& in, const analys
   return [&in, &p](uint64_t fn) { return in.wanted(p.functions[fn]); };
 }
 
+// An error when -F/-m were given and match no function of `p`.
+static Status some_wanted(const ViewInput& in, const analysis::Profile& p, const ViewFilters& f) {
+  if (!in.wanted) return ok_status();
+  for (const analysis::FunctionInfo& fn : p.functions)
+    if (in.wanted(fn)) return ok_status();
+  return nothing_wanted(f);
+}
+
 Result<analysis::Profile> load_view_profile(ViewInput& in, const ViewFilters& f) {
   format::TraceReader& t = *in.trace;
   analysis::Profile p;
@@ -125,11 +133,7 @@ Result<analysis::Profile> load_view_profile(ViewInput& in, const ViewFilters& f)
   } else {
     CALLSCOPE_TRY(p, analysis::build_profile(t, in.threads, in.resolve, in.window));
   }
-  if (in.wanted) {
-    bool any = false;
-    for (const analysis::FunctionInfo& fn : p.functions) any = any || in.wanted(fn);
-    if (!any) return nothing_wanted(f);
-  }
+  CALLSCOPE_CHECK(some_wanted(in, p, f));
   return p;
 }
 
@@ -147,11 +151,7 @@ Result<analysis::Profile> load_wait_profile(ViewInput& in, const ViewFilters& f)
   CALLSCOPE_CHECK(wait_view_possible(t));
   if (!f.from.empty() || !f.to.empty()) return Error("--wait does not take --from/--to: it shows the whole recording");
   CALLSCOPE_TRY(analysis::Profile p, analysis::build_wait_profile(t, in.threads, in.resolve));
-  if (in.wanted) {
-    bool any = false;
-    for (const analysis::FunctionInfo& fn : p.functions) any = any || in.wanted(fn);
-    if (!any) return nothing_wanted(f);
-  }
+  CALLSCOPE_CHECK(some_wanted(in, p, f));
   return p;
 }
 

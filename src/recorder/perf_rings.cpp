@@ -157,16 +157,25 @@ Result<std::unique_ptr<PerfRings>> PerfRings::open_sized(pid_t pid, const Option
   }
   if (options.sched_detail &&
       !p->open_tracepoints(pid, options, "sleep states (S, D) and wakers",
-                           {{"sched_switch", &p->switch_tp_}, {"sched_waking", &p->waking_tp_}}))
+                           {{"sched_switch", &p->switch_tp_}, {"sched_waking", &p->waking_tp_}}, "sched"))
     p->switch_tp_ = p->waking_tp_ = Tracepoint{};
   if (options.syscalls &&
-      !p->open_tracepoints(pid, options, "system calls", {{"sys_enter", &p->enter_tp_}, {"sys_exit", &p->exit_tp_}}))
+      !p->open_tracepoints(pid, options, "system calls", {{"sys_enter", &p->enter_tp_}, {"sys_exit", &p->exit_tp_}},
+                           "raw_syscalls"))
     p->enter_tp_ = p->exit_tp_ = Tracepoint{};
+  Fields& f = p->f_;
+  f.prev_state = p->switch_tp_.field("prev_state");
+  f.waking_flags = p->waking_tp_.field("common_flags");
+  f.waking_pid = p->waking_tp_.field("pid");
+  f.enter_id = p->enter_tp_.field("id");
+  f.enter_args = p->enter_tp_.field("args");
+  f.exit_id = p->exit_tp_.field("id");
+  f.exit_ret = p->exit_tp_.field("ret");
   return p;
 }
 
 bool PerfRings::open_tracepoints(pid_t pid, const Options& options, const std::string& set,
-                                 const std::vector<std::pair<const char*, Tracepoint*>>& tps) {
+                                 const std::vector<std::pair<const char*, Tracepoint*>>& tps, const char* system) {
   std::vector<std::pair<size_t, int>> opened;  // (ring, fd)
   const auto refuse = [&](const std::string& why) {
     for (auto [ring, fd] : opened) {
@@ -177,7 +186,6 @@ bool PerfRings::open_tracepoints(pid_t pid, const Options& options, const std::s
     return false;
   };
   for (auto [name, tp] : tps) {
-    const std::string system = std::strncmp(name, "sys_", 4) == 0 ? "raw_syscalls" : "sched";
     auto t = read_tracepoint(system, name);
     if (!t) return refuse(t.error().message());
     *tp = *t;
@@ -306,26 +314,25 @@ void PerfRings::decode(const Ring& r, const uint8_t* rec, uint16_t type, uint16_
       std::memcpy(&type_id, raw, 2);
       if (type_id == switch_tp_.id && switch_tp_.id) {
         s.kind = SysRecord::Kind::kSleepState;
-        s.state = static_cast<uint64_t>(switch_tp_.get(raw, raw_size, "prev_state"));
+        s.state = static_cast<uint64_t>(Tracepoint::value(raw, raw_size, f_.prev_state));
       } else if (type_id == waking_tp_.id && waking_tp_.id) {
         s.kind = SysRecord::Kind::kWakeup;
         // In an interrupt (hard, soft, NMI: the common_flags bits) the
         // thread on the CPU is not the waker: no one is named.
-        const bool irq = (waking_tp_.get(raw, raw_size, "common_flags") & 0x58) != 0;
+        const bool irq = (Tracepoint::value(raw, raw_size, f_.waking_flags) & 0x58) != 0;
         s.parent_pid = irq ? 0 : s.pid;
         s.parent_tid = irq ? 0 : s.tid;
         s.pid = 0;
-        s.tid = static_cast<uint32_t>(waking_tp_.get(raw, raw_size, "pid"));
+        s.tid = static_cast<uint32_t>(Tracepoint::value(raw, raw_size, f_.waking_pid));
       } else if (type_id == enter_tp_.id && enter_tp_.id) {
         s.kind = SysRecord::Kind::kSyscallEnter;
-        s.nr = enter_tp_.get(raw, raw_size, "id");
-        auto it = enter_tp_.fields.find("args");
-        if (it != enter_tp_.fields.end() && it->second.offset + 48 <= raw_size)
-          std::memcpy(s.args, raw + it->second.offset, 48);
+        s.nr = Tracepoint::value(raw, raw_size, f_.enter_id);
+        if (f_.enter_args.size >= sizeof s.args && f_.enter_args.offset + sizeof s.args <= raw_size)
+          std::memcpy(s.args, raw + f_.enter_args.offset, sizeof s.args);
       } else if (type_id == exit_tp_.id && exit_tp_.id) {
         s.kind = SysRecord::Kind::kSyscallExit;
-        s.nr = exit_tp_.get(raw, raw_size, "id");
-        s.ret = exit_tp_.get(raw, raw_size, "ret");
+        s.nr = Tracepoint::value(raw, raw_size, f_.exit_id);
+        s.ret = Tracepoint::value(raw, raw_size, f_.exit_ret);
       } else {
         return;
       }

@@ -106,10 +106,14 @@ class PerfRings {
   // Opens the tracepoints of one event set on every ring; false (and
   // nothing left open of that set) when the kernel refuses.
   bool open_tracepoints(pid_t pid, const Options& options, const std::string& set,
-                        const std::vector<std::pair<const char*, Tracepoint*>>& tps);
+                        const std::vector<std::pair<const char*, Tracepoint*>>& tps, const char* system);
   std::vector<Ring> rings_;
   std::vector<std::string> refused_;
   Tracepoint switch_tp_, waking_tp_, enter_tp_, exit_tp_;
+  // The fields decode() reads, looked up once when the tracepoints open.
+  struct Fields {
+    Tracepoint::Field prev_state, waking_flags, waking_pid, enter_id, enter_args, exit_id, exit_ret;
+  } f_;
   std::vector<uint8_t> scratch_;  // a record that wraps around the ring's end
 };
 

@@ -85,8 +85,8 @@ Status SysStream::poll(bool all) {
     threads_[{r.pid, r.tid}].waiting.push_back(e);
   });
   // Wakeups of the threads seen (one not seen yet may be in a later
-  // round; at the end, one never seen is not ours). A wakeup is told twice
-  // when the waker is traced too.
+  // round; at the end, one never seen is not ours). A wakeup that reaches
+  // both the waker's events and the woken thread's comes twice: kept once.
   std::vector<std::pair<uint32_t, format::SysEvent>> later;
   for (auto& [tid, e] : wakeups_) {
     auto pid = pid_of_.find(tid);

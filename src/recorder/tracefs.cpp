@@ -9,10 +9,8 @@
 
 namespace callscope::recorder {
 
-int64_t Tracepoint::get(const uint8_t* raw, size_t size, const std::string& name) const {
-  auto it = fields.find(name);
-  if (it == fields.end() || it->second.offset + it->second.size > size) return 0;
-  const Field& f = it->second;
+int64_t Tracepoint::value(const uint8_t* raw, size_t size, Field f) {
+  if (f.offset + f.size > size) return 0;
   switch (f.size) {
     case 1: return static_cast<int8_t>(raw[f.offset]);
     case 2: { int16_t v; std::memcpy(&v, raw + f.offset, 2); return v; }

@@ -15,12 +15,20 @@ namespace callscope::recorder {
 struct Tracepoint {
   uint64_t id = 0;  // perf_event_attr.config, and the raw record's common_type
   struct Field {
-    uint32_t offset = 0, size = 0;
+    uint32_t offset = 0, size = 0;  // size 0: no such field
   };
   std::map<std::string, Field> fields;
-  // The field `name` of a raw record (`raw`, `size` bytes), as an integer:
-  // 0 when the record is too short or has no such field.
-  int64_t get(const uint8_t* raw, size_t size, const std::string& name) const;
+  // The field `name`, looked up once (a reader of many records keeps it).
+  Field field(const std::string& name) const {
+    auto it = fields.find(name);
+    return it == fields.end() ? Field{} : it->second;
+  }
+  // Field `f` of a raw record (`raw`, `size` bytes), as an integer: 0 when
+  // the record is too short or the field is not one of 1, 2, 4, 8 bytes.
+  static int64_t value(const uint8_t* raw, size_t size, Field f);
+  int64_t get(const uint8_t* raw, size_t size, const std::string& name) const {
+    return value(raw, size, field(name));
+  }
 };
 
 // Where tracefs is mounted ("/sys/kernel/tracing", or the older

@@ -167,15 +167,14 @@ void print_info_text(const fmt::TraceReader& t, const std::vector<analysis::Stre
     for (size_t i = 0; i < t.threads().size() && i < states.size(); ++i) {
       const analysis::ThreadStates& s = states[i];
       if (!s.known) continue;
+      char calls[24] = "";
+      if (syscalls) std::snprintf(calls, sizeof calls, " %12llu", static_cast<unsigned long long>(s.syscalls));
       std::fprintf(out, "  %5zu %7u %10llu %10llu %12s %12s %12s%s%s\n", i, t.threads()[i].record.tid,
                    static_cast<unsigned long long>(s.switches_blocked),
                    static_cast<unsigned long long>(s.switches_runnable),
                    format_duration_ns(t.ticks_to_ns(s.running)).c_str(),
                    format_duration_ns(t.ticks_to_ns(s.runnable)).c_str(),
-                   format_duration_ns(t.ticks_to_ns(s.blocked)).c_str(),
-                   syscalls ? (" " + std::string(12 - std::min<size_t>(12, std::to_string(s.syscalls).size()), ' ') +
-                               std::to_string(s.syscalls)).c_str()
-                            : "",
+                   format_duration_ns(t.ticks_to_ns(s.blocked)).c_str(), calls,
                    s.lost ? "  (records lost near it)" : "");
     }
   }

@@ -18,12 +18,19 @@ struct Row {
 
 constexpr uint64_t kOutside = ~uint64_t{0};
 
+// f(thread profile, node) for each leaf of the wait trees: the reasons.
+template <class F>
+void for_each_reason(const analysis::Profile& p, F&& f) {
+  for (const analysis::ThreadProfile& tp : p.threads) {
+    const analysis::CallTree::Children kids = tp.tree.children();
+    for (uint32_t id = 1; id < tp.tree.size(); ++id)
+      if (kids.begin(id) == kids.end(id)) f(tp, id);
+  }
+}
+
 bool wanted(const analysis::FunctionInfo& f, const ReportOptions& o) {
-  const auto any = [](const std::vector<std::string>& globs, const std::string& s) {
-    return std::any_of(globs.begin(), globs.end(), [&](const std::string& g) { return glob_match(g, s); });
-  };
-  return (o.function_globs.empty() || any(o.function_globs, f.name)) &&
-         (o.module_globs.empty() || any(o.module_globs, f.module));
+  return (o.function_globs.empty() || glob_match_any(o.function_globs, f.name)) &&
+         (o.module_globs.empty() || glob_match_any(o.module_globs, f.module));
 }
 
 }  // namespace
@@ -32,24 +39,18 @@ Status print_wait_table(const format::TraceReader& trace, const analysis::Profil
                         FILE* out) {
   std::map<std::pair<uint64_t, uint64_t>, Row> rows;
   uint64_t all = 0;
-  for (const analysis::ThreadProfile& tp : p.threads) {
-    const auto& nodes = tp.tree.nodes();
-    const analysis::CallTree::Children kids = tp.tree.children();
-    for (uint32_t id = 1; id < nodes.size(); ++id) {
-      if (kids.begin(id) != kids.end(id)) continue;  // reasons are the leaves
-      const analysis::CallNode& n = nodes[id];
-      const uint64_t fn = n.parent == analysis::kRootNode ? kOutside : nodes[n.parent].key;
-      if ((o.function_globs.size() || o.module_globs.size()) && (fn == kOutside || !wanted(p.functions[fn], o)))
-        continue;
-      Row& r = rows[{fn, n.key}];
-      r.function = fn;
-      r.reason = n.key;
-      r.ticks += n.stats.self;
-      r.count += n.stats.calls;
-      r.max = std::max(r.max, n.stats.max);
-      all += n.stats.self;
-    }
-  }
+  for_each_reason(p, [&](const analysis::ThreadProfile& tp, uint32_t id) {
+    const analysis::CallNode& n = tp.tree.node(id);
+    const uint64_t fn = n.parent == analysis::kRootNode ? kOutside : tp.tree.node(n.parent).key;
+    if ((o.function_globs.size() || o.module_globs.size()) && (fn == kOutside || !wanted(p.functions[fn], o))) return;
+    Row& r = rows[{fn, n.key}];
+    r.function = fn;
+    r.reason = n.key;
+    r.ticks += n.stats.self;
+    r.count += n.stats.calls;
+    r.max = std::max(r.max, n.stats.max);
+    all += n.stats.self;
+  });
   if (rows.empty() && (o.function_globs.size() || o.module_globs.size()))
     return Error("no function matching -F/-m left its CPU");
   std::vector<Row> sorted;
@@ -107,11 +108,7 @@ nlohmann::json biggest_waits(const format::TraceReader& trace, const analysis::P
     uint32_t node;
   };
   std::vector<Leaf> leaves;
-  for (const analysis::ThreadProfile& tp : p.threads) {
-    const analysis::CallTree::Children kids = tp.tree.children();
-    for (uint32_t id = 1; id < tp.tree.size(); ++id)
-      if (kids.begin(id) == kids.end(id)) leaves.push_back({tp.thread, &tp.tree, id});
-  }
+  for_each_reason(p, [&](const analysis::ThreadProfile& tp, uint32_t id) { leaves.push_back({tp.thread, &tp.tree, id}); });
   std::stable_sort(leaves.begin(), leaves.end(), [](const Leaf& a, const Leaf& b) {
     return a.tree->node(a.node).stats.self > b.tree->node(b.node).stats.self;
   });
