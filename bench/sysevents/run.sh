@@ -6,7 +6,8 @@
 #  - pingpong: two threads pass a byte back and forth 20,000 times over
 #    pipes (about 40,000 context switches);
 #  - syscalls: 100,000 getppid and 100,000 read of /dev/zero (200,000
-#    system calls).
+#    system calls);
+#  - faults: 200,000 fresh pages touched (200,000 minor page faults).
 # Switches are measured as the user running it (run it as root and as a
 # user: root adds the sched tracepoints' states and wakers); system calls
 # need root or CAP_PERFMON.
@@ -18,9 +19,12 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 cc -O2 -finstrument-functions -pthread "$here/pingpong.c" -o "$work/pingpong"
 cc -O2 -finstrument-functions "$here/syscalls.c" -o "$work/syscalls"
+cc -O2 -finstrument-functions "$here/faults.c" -o "$work/faults"
 size() { stat -c %s "$1"; }
 count() { sed -n "s/.*the kernel's events: \([0-9]*\) context switch.*/\1/p" "$1"; }
 syscalls() { sed -n "s/.* \([0-9]*\) system calls.*/\1/p" "$1"; }
+faults() { sed -n "s/.* \([0-9]*\) page faults.*/\1/p" "$1"; }
+cpu() { sed -n "s/.*the recorder used \([0-9.]*\) s of CPU.*/\1/p" "$1"; }
 
 "$callscope" record -f -o "$work/pp-none.trace" --events none -- "$work/pingpong" 2>"$work/pp-none.err"
 "$callscope" record -f -o "$work/pp-sched.trace" --events sched -- "$work/pingpong" 2>"$work/pp-sched.err"
@@ -38,3 +42,11 @@ if "$callscope" record -f -o "$work/sc-sys.trace" --events syscalls -- "$work/sy
 else
   echo "syscalls: not recorded here: $(grep -h "not recorded" "$work/sc-sys.err" | head -1)"
 fi
+
+"$callscope" record -f -o "$work/pf-none.trace" --events none -- "$work/faults" 2>"$work/pf-none.err"
+"$callscope" record -f -o "$work/pf.trace" --events faults -- "$work/faults" 2>"$work/pf.err"
+grep -h "warning" "$work/pf.err" || true
+n=$(faults "$work/pf.err")
+extra=$(( $(size "$work/pf.trace") - $(size "$work/pf-none.trace") ))
+echo "faults: $n page faults, $extra bytes more: $(awk "BEGIN{printf \"%.2f\", $extra/$n}") bytes per fault;" \
+  "the recorder's CPU $(cpu "$work/pf-none.err") s without, $(cpu "$work/pf.err") s with them"

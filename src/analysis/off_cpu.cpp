@@ -1,5 +1,6 @@
 #include "analysis/off_cpu.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace callscope::analysis {
@@ -34,6 +35,15 @@ std::vector<OffCpu> off_cpu_stretches(const std::vector<format::SysEvent>& event
   bool off = false;
   char state = 0;       // from the last sched_switch seen while on the CPU
   int64_t in_call = -1;  // the system call begun and not returned
+  // The stretches since the last fault or system call: a major fault's
+  // event comes once the page is in, after the waits it made. Those are
+  // known to be outside any system call only where the trace has the
+  // system calls, and to be the kernel's wait for a page where the thread
+  // slept uninterruptibly (D).
+  size_t since = 0;
+  const bool calls_known = std::any_of(events.begin(), events.end(), [](const format::SysEvent& e) {
+    return e.kind == format::SysKind::kSyscallEnter || e.kind == format::SysKind::kSyscallExit;
+  });
   OffCpu cur;
   for (const format::SysEvent& e : events) {
     const uint64_t tick = to_tick(e.mono_ns);
@@ -43,9 +53,18 @@ std::vector<OffCpu> off_cpu_stretches(const std::vector<format::SysEvent>& event
         break;
       case format::SysKind::kSyscallEnter:
         in_call = static_cast<int64_t>(e.arg);
+        since = out.size();
         break;
       case format::SysKind::kSyscallExit:
         in_call = -1;
+        since = out.size();
+        break;
+      case format::SysKind::kPageFault:
+        if (calls_known && (static_cast<uint64_t>(e.value) & format::kFaultMajor) &&
+            !(static_cast<uint64_t>(e.value) & format::kFaultInKernel))
+          for (size_t i = since; i < out.size(); ++i)
+            out[i].fault = !out[i].runnable && out[i].syscall < 0 && out[i].state == 'D';
+        since = out.size();
         break;
       case format::SysKind::kSwitchOutBlocked:
       case format::SysKind::kSwitchOutRunnable:
@@ -84,6 +103,7 @@ std::vector<OffCpu> off_cpu_stretches(const std::vector<format::SysEvent>& event
 
 std::string off_cpu_reason(const OffCpu& o) {
   if (o.runnable) return "[runnable]";
+  if (o.fault) return "[major fault]";
   if (o.syscall >= 0) return "[" + syscall_name(o.syscall) + (o.state == 'D' ? " D" : "") + "]";
   switch (o.state) {
     case 0: return "[blocked]";
@@ -93,6 +113,11 @@ std::string off_cpu_reason(const OffCpu& o) {
     case 't': return "[stopped]";
     default: return std::string("[blocked ") + o.state + "]";
   }
+}
+
+std::string fault_reason(uint64_t flags) {
+  return std::string(flags & format::kFaultMajor ? "[major fault" : "[minor fault") +
+         (flags & format::kFaultInKernel ? " in the kernel]" : "]");
 }
 
 }  // namespace callscope::analysis

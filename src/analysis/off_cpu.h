@@ -19,6 +19,7 @@ struct OffCpu {
   bool runnable = false;        // preempted (still runnable), else blocked
   char state = 0;               // blocked: 'S', 'D', ... from sched_switch; 0: not known
   int64_t syscall = -1;         // the system call it was in (--events syscalls); -1: none, or not known
+  bool fault = false;  // blocked (D) in a major page fault, outside any system call (--events syscalls,faults)
   bool woken = false;           // a wakeup was seen before its switch-in
   uint32_t waker_tid = 0, waker_pid = 0;  // 0: an interrupt, or not known
 };
@@ -30,10 +31,17 @@ std::vector<OffCpu> off_cpu_stretches(const std::vector<format::SysEvent>& event
                                       const std::function<uint64_t(uint64_t)>& to_tick);
 
 // The reason as a frame's label: "[runnable]"; a system call's name
-// ("[futex]", "[fsync D]" when it slept uninterruptibly); without one the
-// state: "[sleeping]", "[uninterruptible]", or "[blocked]" when the trace
-// has no states.
+// ("[futex]", "[fsync D]" when it slept uninterruptibly); "[major fault]"
+// (the thread waited uninterruptibly outside any system call, and its next
+// page fault was major: it waited for the page to be read; known only
+// where the trace has the system calls); without those the state:
+// "[sleeping]", "[uninterruptible]", or "[blocked]" when the trace has no
+// states.
 std::string off_cpu_reason(const OffCpu& o);
+// A page fault's kind as a leaf's label, from its flags (format
+// kFaultMajor, kFaultInKernel): "[minor fault]", "[major fault]", and
+// "[minor fault in the kernel]" for one taken in a system call.
+std::string fault_reason(uint64_t flags);
 
 // A system call's name on this machine's architecture ("futex"), or
 // "syscall N" when not known.

@@ -168,7 +168,7 @@ void keep(Profile& p, uint32_t thread, uint32_t process, const CallTree& raw, co
 // A thread's time off its CPU, from the trace's context switches (empty
 // without them).
 Result<WaitClock> wait_clock(format::TraceReader& trace, uint32_t thread) {
-  if (!trace.has_sys_events()) return WaitClock{};
+  if (!trace.has_switches()) return WaitClock{};
   CALLSCOPE_TRY(auto events, trace.sys_events(thread));
   return WaitClock(events, [&trace](uint64_t ns) { return trace.mono_to_tick(ns); });
 }
@@ -421,13 +421,25 @@ CallTree merged_tree(const Profile& p) {
 
 namespace {
 
-// One thread's stretches off its CPU under the call paths they began in,
-// each as a leaf named by its reason (keyed kReasonKey | reason).
-class WaitPathBuilder {
+// What goes under a thread's call path at a time: a stretch off the CPU
+// (start to end) or a page fault (start == end), as a leaf named by its
+// reason; `frame`, when not 0, the address of the instruction that took it,
+// a frame under the innermost traced one when its function is another
+// (memset, called by the traced function).
+struct PathLeaf {
+  uint64_t start = 0, end = 0;  // ticks
+  std::string reason;
+  uint64_t frame = 0;
+};
+
+// One thread's leaves under the call paths they happened in, each named by
+// its reason (keyed kReasonKey | reason).
+class LeafPathBuilder {
  public:
-  WaitPathBuilder(CallTree& tree, std::vector<OffCpu> stretches, std::vector<std::string>& reasons,
-                  std::map<std::string, uint64_t>& reason_ids)
-      : tree_(tree), stretches_(std::move(stretches)), reasons_(reasons), reason_ids_(reason_ids) {}
+  // `same(key, addr)`: the frame keyed `key` is of the function holding `addr`.
+  LeafPathBuilder(CallTree& tree, std::vector<PathLeaf> leaves, std::vector<std::string>& reasons,
+                  std::map<std::string, uint64_t>& reason_ids, std::function<bool(uint64_t, uint64_t)> same = {})
+      : tree_(tree), leaves_(std::move(leaves)), reasons_(reasons), reason_ids_(reason_ids), same_(std::move(same)) {}
   void on_event(const format::TraceEvent& e) {
     flush(e.tick);
     switch (e.kind) {
@@ -445,7 +457,7 @@ class WaitPathBuilder {
         break;
     }
   }
-  // The stretches after the last event, then each path's totals.
+  // The leaves after the last event, then each path's totals.
   void finish() {
     flush(kNoTick);
     for (uint32_t id = static_cast<uint32_t>(tree_.size()); id-- > 1;) {
@@ -464,19 +476,20 @@ class WaitPathBuilder {
   }
 
  private:
-  // Every stretch that began before `tick` went under the frames open now.
-  // Their nodes are made then: the tree holds the paths that waited only.
+  // Every leaf that began before `tick` went under the frames open now.
+  // Their nodes are made then: the tree holds the paths that have leaves.
   void flush(uint64_t tick) {
-    for (; next_ < stretches_.size() && stretches_[next_].start < tick; ++next_) {
+    for (; next_ < leaves_.size() && leaves_[next_].start < tick; ++next_) {
       while (nodes_.size() < stack_.size())
         nodes_.push_back(tree_.child(nodes_.empty() ? kRootNode : nodes_.back(), stack_[nodes_.size()]));
-      const OffCpu& o = stretches_[next_];
-      const std::string reason = off_cpu_reason(o);
-      auto [it, fresh] = reason_ids_.try_emplace(reason, reasons_.size());
-      if (fresh) reasons_.push_back(reason);
-      const uint64_t ticks = o.end - o.start;
-      Stats& s = tree_.node(tree_.child(nodes_.empty() ? kRootNode : nodes_.back(), kReasonKey | it->second)).stats;
-      s.add_call(o.start, ticks);
+      const PathLeaf& l = leaves_[next_];
+      auto [it, fresh] = reason_ids_.try_emplace(l.reason, reasons_.size());
+      if (fresh) reasons_.push_back(l.reason);
+      uint32_t under = nodes_.empty() ? kRootNode : nodes_.back();
+      if (l.frame && !(same_ && !stack_.empty() && same_(stack_.back(), l.frame))) under = tree_.child(under, l.frame);
+      const uint64_t ticks = l.end - l.start;
+      Stats& s = tree_.node(tree_.child(under, kReasonKey | it->second)).stats;
+      s.add_call(l.start, ticks);
       s.total += ticks;
       s.self += ticks;
       s.wait += ticks;
@@ -484,32 +497,41 @@ class WaitPathBuilder {
     }
   }
   CallTree& tree_;
-  std::vector<OffCpu> stretches_;
+  std::vector<PathLeaf> leaves_;
   size_t next_ = 0;
   std::vector<uint64_t> stack_;  // the open frames' keys
-  std::vector<uint32_t> nodes_;  // the nodes of the first of them (made as a stretch needs them)
+  std::vector<uint32_t> nodes_;  // the nodes of the first of them (made as a leaf needs them)
   std::vector<std::string>& reasons_;
   std::map<std::string, uint64_t>& reason_ids_;
+  std::function<bool(uint64_t, uint64_t)> same_;
 };
 
-}  // namespace
+// A thread's leaves, from its kernel's events.
+using LeavesOf = std::function<std::vector<PathLeaf>(const std::vector<format::SysEvent>&, const format::ThreadRecord&)>;
 
-Result<Profile> build_wait_profile(format::TraceReader& trace, const std::vector<uint32_t>& threads,
-                                   const Resolver& resolve) {
+// The trees of `threads`, each of its leaves under its call path.
+Result<Profile> build_leaf_profile(format::TraceReader& trace, const std::vector<uint32_t>& threads,
+                                   const Resolver& resolve, const LeavesOf& leaves_of) {
   Profile p;
-  p.has_waits = trace.has_sys_events();
+  p.has_waits = trace.has_switches();
   const format::ModuleMap modules(trace.modules());
   std::vector<std::string> reasons;
   std::map<std::string, uint64_t> reason_ids;
   for (uint32_t ti : threads) {
     CALLSCOPE_TRY(auto events, trace.sys_events(ti));
     const format::ThreadRecord& r = trace.threads()[ti].record;
-    CallTree raw;
-    WaitPathBuilder b(raw, off_cpu_stretches(events, r.end_tick, [&trace](uint64_t ns) { return trace.mono_to_tick(ns); }),
-                      reasons, reason_ids);
     const uint32_t process = r.process_index;
     ReloadKeys reload(modules, process);
+    FunctionTable table(p, resolve, &reload, &reasons);
     const bool reused = modules.has_reuse(process);
+    std::vector<PathLeaf> leaves = leaves_of(events, r);
+    // An instruction where several modules were loaded over time is of the
+    // one loaded then, as a call's address is.
+    for (PathLeaf& l : leaves)
+      if (reused && l.frame && modules.reused(process, l.frame)) l.frame = reload.key(l.frame, l.start);
+    CallTree raw;
+    LeafPathBuilder b(raw, std::move(leaves), reasons, reason_ids,
+                      [&](uint64_t key, uint64_t addr) { return table.id(process, key) == table.id(process, addr); });
     uint64_t n = 0;
     auto st = trace.for_each_event_batch(ti, [&](const format::TraceEvent* ev, size_t count) {
       for (size_t i = 0; i < count; ++i) {
@@ -522,7 +544,6 @@ Result<Profile> build_wait_profile(format::TraceReader& trace, const std::vector
     });
     if (!st) return st.error().context("thread " + std::to_string(ti));
     b.finish();
-    FunctionTable table(p, resolve, &reload, &reasons);
     ThreadProfile t;
     t.thread = ti;
     t.events = n;
@@ -530,6 +551,41 @@ Result<Profile> build_wait_profile(format::TraceReader& trace, const std::vector
     p.threads.push_back(std::move(t));
   }
   return p;
+}
+
+}  // namespace
+
+Result<Profile> build_wait_profile(format::TraceReader& trace, const std::vector<uint32_t>& threads,
+                                   const Resolver& resolve) {
+  if (!trace.has_switches())
+    return build_leaf_profile(trace, threads, resolve,
+                              [](const std::vector<format::SysEvent>&, const format::ThreadRecord&) {
+                                return std::vector<PathLeaf>{};
+                              });
+  return build_leaf_profile(trace, threads, resolve,
+                            [&trace](const std::vector<format::SysEvent>& events, const format::ThreadRecord& r) {
+                              std::vector<PathLeaf> leaves;
+                              for (const OffCpu& o : off_cpu_stretches(
+                                       events, r.end_tick, [&trace](uint64_t ns) { return trace.mono_to_tick(ns); }))
+                                leaves.push_back({o.start, o.end, off_cpu_reason(o), 0});
+                              return leaves;
+                            });
+}
+
+Result<Profile> build_fault_profile(format::TraceReader& trace, const std::vector<uint32_t>& threads,
+                                    const Resolver& resolve) {
+  return build_leaf_profile(trace, threads, resolve,
+                            [&trace](const std::vector<format::SysEvent>& events, const format::ThreadRecord&) {
+                              std::vector<PathLeaf> leaves;
+                              for (const format::SysEvent& e : events) {
+                                if (e.kind != format::SysKind::kPageFault) continue;
+                                const uint64_t tick = trace.mono_to_tick(e.mono_ns);
+                                const bool kernel = static_cast<uint64_t>(e.value) & format::kFaultInKernel;
+                                leaves.push_back({tick, tick, fault_reason(static_cast<uint64_t>(e.value)),
+                                                  kernel ? 0 : e.args[0]});
+                              }
+                              return leaves;
+                            });
 }
 
 }  // namespace callscope::analysis

@@ -70,6 +70,14 @@ Result<Profile> build_profile(format::TraceReader& trace, const std::vector<uint
 // the kernel's context switches in the trace the trees are empty.
 Result<Profile> build_wait_profile(format::TraceReader& trace, const std::vector<uint32_t>& threads,
                                    const Resolver& resolve);
+// Where the threads of `threads` took their page faults (record --events
+// faults): each fault a leaf named by its kind ("[minor fault]", "[major
+// fault]", "... in the kernel]": analysis/off_cpu.h) under the call path it
+// happened in, and under the function of the instruction that took it when
+// that is not the innermost traced one (memset, called by it). A node's
+// calls are the faults under it; it has no time.
+Result<Profile> build_fault_profile(format::TraceReader& trace, const std::vector<uint32_t>& threads,
+                                    const Resolver& resolve);
 
 // Profile-mode traces: the trees of `threads` in the snapshots `dumps`
 // (indexes into TraceReader::dumps()); a thread found in several (two

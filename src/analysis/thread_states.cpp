@@ -5,10 +5,11 @@
 namespace callscope::analysis {
 
 ThreadStates thread_states(const std::vector<format::SysEvent>& events, uint64_t start, uint64_t end,
-                           const std::function<uint64_t(uint64_t)>& to_tick) {
+                           const std::function<uint64_t(uint64_t)>& to_tick, bool switches) {
   ThreadStates s;
   if (events.empty()) return s;
-  s.known = true;
+  s.known = switches;
+  s.has_events = true;
   enum { kRunning, kRunnable, kBlocked } state = kRunning;
   uint64_t since = start;
   const auto spend = [&](uint64_t until) {
@@ -48,9 +49,14 @@ ThreadStates thread_states(const std::vector<format::SysEvent>& events, uint64_t
         break;
       case format::SysKind::kSyscallExit:
         break;
+      case format::SysKind::kPageFault:
+        ++(static_cast<uint64_t>(e.value) & format::kFaultMajor ? s.major_faults : s.minor_faults);
+        s.kernel_faults += (static_cast<uint64_t>(e.value) & format::kFaultInKernel) != 0;
+        break;
     }
   }
   spend(end);
+  if (!switches) s.running = s.runnable = s.blocked = 0;
   return s;
 }
 
@@ -93,10 +99,11 @@ Result<std::vector<ThreadStates>> thread_states(format::TraceReader& trace) {
   std::vector<ThreadStates> out(trace.threads().size());
   if (!trace.has_sys_events()) return out;
   const auto to_tick = [&trace](uint64_t ns) { return trace.mono_to_tick(ns); };
+  const bool switches = trace.has_switches();
   for (uint32_t i = 0; i < trace.threads().size(); ++i) {
     CALLSCOPE_TRY(auto events, trace.sys_events(i));
     const format::ThreadRecord& r = trace.threads()[i].record;
-    out[i] = thread_states(events, r.start_tick, r.end_tick, to_tick);
+    out[i] = thread_states(events, r.start_tick, r.end_tick, to_tick, switches);
   }
   return out;
 }

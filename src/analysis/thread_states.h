@@ -16,19 +16,23 @@
 namespace callscope::analysis {
 
 struct ThreadStates {
-  bool known = false;  // the trace has the kernel's events of this thread
+  bool known = false;       // the trace has this thread's context switches: its states below are known
+  bool has_events = false;  // the trace has the kernel's events of this thread (switches, calls, faults)
   uint64_t switches_blocked = 0;   // voluntary: the kernel's voluntary_ctxt_switches
   uint64_t switches_runnable = 0;  // involuntary: nonvoluntary_ctxt_switches
   uint64_t running = 0, runnable = 0, blocked = 0;  // ticks
   uint64_t lost = 0;  // the kernel's records dropped near this thread
   uint64_t syscalls = 0;  // system calls begun (--events syscalls)
   uint64_t sleep_states = 0, wakeups = 0;  // the sched tracepoints' events (root or CAP_PERFMON)
+  uint64_t minor_faults = 0, major_faults = 0;  // page faults (--events faults)
+  uint64_t kernel_faults = 0;                   // of them, taken by the kernel in a system call
 };
 
 // From one thread's events (in time order), over [start, end] (ticks);
 // `to_tick` puts an event's CLOCK_MONOTONIC time on the trace's clock.
+// Without `switches` (record --events without sched) only the counts.
 ThreadStates thread_states(const std::vector<format::SysEvent>& events, uint64_t start, uint64_t end,
-                           const std::function<uint64_t(uint64_t)>& to_tick);
+                           const std::function<uint64_t(uint64_t)>& to_tick, bool switches = true);
 // Every thread of the trace (unknown ones where it has no events of them).
 Result<std::vector<ThreadStates>> thread_states(format::TraceReader& trace);
 

@@ -117,7 +117,7 @@ Result<int> run(const Opts& o) {
   }
   CALLSCOPE_TRY(hi.memory, memory_json(t, *in.sym));
   // Where the threads waited: the longest waits with their call paths.
-  if (!t.is_profile() && t.has_sys_events()) {
+  if (!t.is_profile() && t.has_switches()) {
     CALLSCOPE_TRY(analysis::Profile waits, analysis::build_wait_profile(t, in.threads, in.resolve));
     hi.waits = views::biggest_waits(t, waits, 30);
   }

@@ -23,6 +23,7 @@ Command replay_command() {
               std::string format = "text";
               bool no_symbols = false;
               bool no_off_cpu = false;
+              bool no_faults = false;
               bool no_demangle = false;
             };
             auto o = std::make_shared<Opts>();
@@ -46,6 +47,9 @@ Command replay_command() {
                          "Leave out the lines of time off the CPU (the kernel's context switches, recorded by "
                          "default: '/* off the CPU: [futex], woken by tid 123 */', its duration, inside the frames "
                          "it happened in)");
+            app.add_flag("--no-faults", o->no_faults,
+                         "Leave out the page faults (record --events faults: '/* [minor fault] at 0x7f2a10 in "
+                         "memset */', inside the frames they happened in)");
             app.add_flag("--no-demangle", o->no_demangle, "Show C++ names as the linker sees them");
             app.footer(
                 "Lines: 'f() {' a call, '} /* f */' its return with the duration, 'f();' a call\n"
@@ -63,6 +67,7 @@ Command replay_command() {
               r.format = *parse_output_format(o->format);
               r.symbols = !o->no_symbols;
               r.off_cpu = !o->no_off_cpu;
+              r.faults = !o->no_faults;
               if (r.from_ns && r.to_ns && *r.from_ns > *r.to_ns)
                 return Error("--from " + o->from + " is after --to " + o->to);
 

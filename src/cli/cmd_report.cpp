@@ -44,6 +44,7 @@ struct Opts {
   bool per_thread = false;
   bool tree = false;
   bool wait = false;
+  bool faults = false;
   bool merge = false;
   uint32_t depth = 0;
   double threshold = 0;
@@ -302,6 +303,24 @@ Result<int> run(const Opts& o) {
     for (const std::string& p : t.problems()) std::fprintf(stderr, "callscope report: damaged trace: %s\n", p.c_str());
     return t.problems().empty() ? 0 : 1;
   }
+  if (o.faults) {
+    if (t.is_profile()) return Error("--faults needs a recording: a profile-mode trace keeps no page faults");
+    CALLSCOPE_TRY(analysis::Profile faults, analysis::build_fault_profile(t, threads, resolve));
+    const bool any = std::any_of(faults.threads.begin(), faults.threads.end(),
+                                 [](const analysis::ThreadProfile& tp) { return tp.tree.size() > 1; });
+    if (!any)
+      return Error("this trace has no page faults of these threads: record with --events faults (e.g. --events "
+                   "sched,faults) to see where they were taken");
+    if (o.tree && r.format == OutputFormat::kText)
+      std::printf("Page faults by call path: a frame's FAULTS are those taken under it; the leaves are their "
+                  "kinds (the time a major fault waited is in report --wait)\n\n");
+    r.count_label = "FAULTS";
+    if (r.sort != analysis::SortKey::kName) r.sort = analysis::SortKey::kCalls;  // they have no times
+    CALLSCOPE_CHECK(o.tree ? views::print_call_trees(t, faults, r, stdout) : views::print_fault_table(faults, r, stdout));
+    for (const std::string& w : sym.warnings()) print_warning("report", w);
+    for (const std::string& p : t.problems()) std::fprintf(stderr, "callscope report: damaged trace: %s\n", p.c_str());
+    return t.problems().empty() ? 0 : 1;
+  }
   CALLSCOPE_TRY(analysis::Profile profile, load_profile(t, threads, o.dump, resolve));
   CALLSCOPE_CHECK(apply_busy_options(t, profile, o));
 
@@ -372,6 +391,12 @@ Command report_command() {
                          "(preempted), the system call ([futex]; [fsync D] when it slept uninterruptibly; record "
                          "--events syscalls), else the state ([sleeping], [uninterruptible], [blocked]); with "
                          "--tree, by call path, the reasons as leaves");
+            auto* faults = app.add_flag("--faults", o->faults,
+                                        "Where the threads took their page faults (record --events faults): by the "
+                                        "function of the instruction that took them and their kind ([minor fault], "
+                                        "[major fault]; '... in the kernel]' for one taken in a system call); with "
+                                        "--tree, by call path, the kinds as leaves");
+            faults->excludes(wait);
             app.add_flag("--merge", o->merge, "With --tree: one tree merged across threads by function name")->needs(tree);
             app.add_option("--depth", o->depth, "With --tree: show nodes down to depth N (1 = outermost; 0: all)")
                 ->type_name("N")
@@ -389,6 +414,7 @@ Command report_command() {
                                ->type_name("GLOB");
             tree->excludes(callers)->excludes(callees)->excludes(per_thread);
             wait->excludes(callers)->excludes(callees)->excludes(per_thread);
+            faults->excludes(callers)->excludes(callees)->excludes(per_thread);
             fn_glob->excludes(callers)->excludes(callees);
             mod_glob->excludes(callers)->excludes(callees);
             app.add_flag("--stack", o->stack,
@@ -437,12 +463,12 @@ Command report_command() {
             // What --diff refuses rather than ignore (run_diff names them).
             std::vector<CLI::Option*> not_for_diff;
             for (const char* name : {"--sort", "--threads", "--tree", "--callers", "--callees", "--stack", "--dump", "--idle",
-                                     "--min-busy", "--by-busy", "--wait"})
+                                     "--min-busy", "--by-busy", "--wait", "--faults"})
               not_for_diff.push_back(app.get_option(name));
             std::vector<CLI::Option*> not_for_memory;
             for (const char* name : {"--sort", "--threads", "--callers", "--callees", "--stack", "--dump", "--idle",
                                      "--min-busy", "--by-busy", "--diff", "--merge", "--function", "--module", "--thread",
-                                     "--wait"})
+                                     "--wait", "--faults"})
               not_for_memory.push_back(app.get_option(name));
             const CLI::Option* threshold_opt = app.get_option("--threshold");
             return [o, settings, not_for_diff, not_for_memory, threshold_opt]() -> Result<int> {

@@ -20,17 +20,20 @@ void add_stream_flags(CLI::App& app, RecordOptions& o, const std::string& raw_di
   app.add_option_function<std::string>(
          "--events",
          [&o](const std::string& v) {
-           o.sys_events = o.sys_syscalls = false;
+           o.sys_events = o.sys_syscalls = o.sys_faults = false;
            std::stringstream in(v);
            for (std::string set; std::getline(in, set, ',');) {
              if (set == "sched") o.sys_events = true;
              if (set == "syscalls") o.sys_syscalls = true;
+             if (set == "faults") o.sys_faults = true;
            }
          },
          "The kernel's events recorded beside the calls, a comma list: sched (the threads' context switches: "
          "running, runnable or blocked; as root or with CAP_PERFMON also the state a thread slept in, S or D, "
          "and who woke it), syscalls (every system call: number, arguments, result, time; root or CAP_PERFMON; "
-         "every thread of the machine takes the kernel's slower system-call path meanwhile), or none. What the "
+         "every thread of the machine takes the kernel's slower system-call path meanwhile), faults (every page fault, "
+         "minor or major: the address and the instruction that took it; those the kernel takes inside system "
+         "calls need root or CAP_PERFMON), or none. What the "
          "kernel refuses is left out with a warning that says why and the fix")
       ->check([](const std::string& v) -> std::string {
         std::stringstream in(v);
@@ -39,10 +42,10 @@ void add_stream_flags(CLI::App& app, RecordOptions& o, const std::string& raw_di
         for (std::string set; std::getline(in, set, ',');) {
           ++n;
           if (set == "none") none = true;
-          else if (set != "sched" && set != "syscalls")
-            return "unknown event set '" + set + "' (sched, syscalls, none)";
+          else if (set != "sched" && set != "syscalls" && set != "faults")
+            return "unknown event set '" + set + "' (sched, syscalls, faults, none)";
         }
-        if (n == 0) return "no event set given (sched, syscalls, none)";
+        if (n == 0) return "no event set given (sched, syscalls, faults, none)";
         if (none && n > 1) return "'none' goes alone";
         return "";
       })

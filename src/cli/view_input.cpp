@@ -140,8 +140,8 @@ Result<analysis::Profile> load_view_profile(ViewInput& in, const ViewFilters& f)
 Status wait_view_possible(const format::TraceReader& t) {
   if (t.is_profile())
     return Error("--wait needs a recording: a profile-mode trace keeps no context switches");
-  if (!t.has_sys_events())
-    return Error("this trace has no context switches: it was recorded with --events none, by an older callscope, or "
+  if (!t.has_switches())
+    return Error("this trace has no context switches: it was recorded with --events none or without sched, by an older callscope, or "
                  "where the kernel refused them (record printed why); record again to see where the threads waited");
   return ok_status();
 }

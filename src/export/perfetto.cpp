@@ -253,6 +253,7 @@ std::string state_name(const analysis::OffCpu& o) {
 Result<std::vector<StateSlice>> thread_state_slices(format::TraceReader& trace, uint32_t thread,
                                                     analysis::TickWindow window) {
   std::vector<StateSlice> out;
+  if (!trace.has_switches()) return out;
   CALLSCOPE_TRY(auto events, trace.sys_events(thread));
   if (events.empty()) return out;
   const format::ThreadRecord& r = trace.threads()[thread].record;

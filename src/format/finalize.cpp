@@ -607,6 +607,7 @@ Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::
   if (any_unwound) info.flags |= kInfoUnwound;
   for (const RawProcess& p : s.processes)
     if (p.has_start && (p.start.flags & kRawProcessAttached)) info.flags |= kInfoAttached;
+  info.flags |= options.info_flags;
   std::string cmdline = s.recorder_cmdline;
   if (cmdline.empty() && !s.processes.empty()) cmdline = s.processes.front().cmdline;
   info.cmdline = info_strings.add(cmdline);

@@ -22,6 +22,8 @@ struct FinalizeOptions {
   // Leave the session as it is: the unfinished trace of a dead recorder is
   // not removed once read (`finish --force` of a session still written).
   bool keep_inputs = false;
+  // InfoRecord flags the recorder knows of (kInfoNoSwitches).
+  uint32_t info_flags = 0;
 };
 
 struct FinalizeSummary {

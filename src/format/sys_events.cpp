@@ -25,6 +25,10 @@ std::vector<uint8_t> encode_sys_events(const std::vector<SysEvent>& events) {
       case SysKind::kSyscallExit:
         put_varint(arg, zigzag(e.value));
         break;
+      case SysKind::kPageFault:
+        put_varint(arg, e.args[0]);
+        put_varint(arg, static_cast<uint64_t>(e.value));
+        break;
       default:
         break;
     }
@@ -73,6 +77,10 @@ Status decode_sys_events(const std::vector<uint8_t>& payload, uint32_t count, ui
       case SysKind::kSyscallExit:
         ok = ok && get_varint(arg, arg_end, v);
         e.value = unzigzag(v);
+        break;
+      case SysKind::kPageFault:
+        ok = ok && get_varint(arg, arg_end, e.args[0]) && get_varint(arg, arg_end, v);
+        e.value = static_cast<int64_t>(v);
         break;
       default:
         break;

@@ -13,9 +13,10 @@ namespace callscope::format {
 struct SysEvent {
   SysKind kind = SysKind::kSwitchIn;
   uint64_t mono_ns = 0;  // CLOCK_MONOTONIC
-  uint64_t arg = 0;      // a switch's CPU; a loss's count; a sleep state; a waker's tid; a system call's number
-  int64_t value = 0;     // a system call's result; a waker's pid
-  uint64_t args[6] = {};  // a system call's arguments (kSyscallEnter)
+  uint64_t arg = 0;  // a switch's CPU; a loss's count; a sleep state; a waker's tid; a system call's number;
+                     // a fault's address
+  int64_t value = 0;      // a system call's result; a waker's pid; a fault's flags (kFaultMajor, kFaultInKernel)
+  uint64_t args[6] = {};  // a system call's arguments (kSyscallEnter); a fault's instruction (args[0])
 };
 
 // The payload of a kSysEvents block for `events` (in time order); the

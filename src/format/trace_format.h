@@ -38,7 +38,7 @@ namespace callscope::format {
 
 inline constexpr char kTraceMagic[8] = {'C', 'A', 'L', 'L', 'S', 'C', 'P', '\x1a'};
 inline constexpr uint16_t kTraceVersionMajor = 1;
-inline constexpr uint16_t kTraceVersionMinor = 10;
+inline constexpr uint16_t kTraceVersionMinor = 11;
 // The first minor version whose header carries a check.
 inline constexpr uint16_t kTraceMinorHeaderCheck = 3;
 
@@ -159,6 +159,10 @@ inline constexpr uint32_t kInfoUnwound = 8;
 // callscope attach (1.7): the recording began when callscope attached to a
 // running program (start_realtime_ns), not at its start.
 inline constexpr uint32_t kInfoAttached = 16;
+// record --events without sched (1.11): the kSysEvents blocks hold system
+// calls or faults but no context switches -- when the threads ran or waited
+// is not known (a 1.9 or 1.10 trace with kSysEvents has its switches).
+inline constexpr uint32_t kInfoNoSwitches = 32;
 
 struct ProcessRecord {
   uint32_t pid;
@@ -402,8 +406,13 @@ enum class SysKind : uint8_t {
   kWakeup = 6,        // another thread made it runnable. arg: the waker's tid, then its pid
   kSyscallEnter = 7,  // a system call began. arg: its number, then its six raw arguments
   kSyscallExit = 8,   // a system call returned. arg: its number, then the result (zigzag)
+  // 1.11 (record --events faults):
+  kPageFault = 9,  // a page fault. arg: the address, then the instruction that took it, then flags
+                   // (kFaultMajor, kFaultInKernel)
 };
-inline constexpr uint8_t kSysKindMax = 8;
+inline constexpr uint8_t kSysKindMax = 9;
+inline constexpr uint64_t kFaultMajor = 1;     // read from a file or swap (the thread waited for it)
+inline constexpr uint64_t kFaultInKernel = 2;  // taken by the kernel for the thread, in a system call
 struct SysColumnsHeader {
   uint32_t n_events;
   uint32_t kinds_bytes;

@@ -199,6 +199,9 @@ class TraceReader {
   // context switches), in time order; empty for a trace without them.
   Result<std::vector<SysEvent>> sys_events(uint32_t thread);
   bool has_sys_events() const;
+  // Whether they have the threads' context switches: when each ran and
+  // waited (not so for record --events syscalls or faults without sched).
+  bool has_switches() const;
   // A CLOCK_MONOTONIC time as a trace tick (0 before the origin).
   uint64_t mono_to_tick(uint64_t mono_ns) const;
 

@@ -10,6 +10,10 @@ bool TraceReader::has_sys_events() const {
                      [](const BlockRef& b) { return b.header.type == static_cast<uint16_t>(BlockType::kSysEvents); });
 }
 
+bool TraceReader::has_switches() const {
+  return has_sys_events() && !(info_.record.flags & kInfoNoSwitches);
+}
+
 Result<std::vector<SysEvent>> TraceReader::sys_events(uint32_t thread) {
   std::vector<SysEvent> out;
   if (thread >= threads_.size()) return out;

@@ -8,6 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -15,15 +16,31 @@
 namespace callscope::recorder {
 namespace {
 
-// Every record ends with this (sample_id_all, sample_type TID|TIME|CPU).
+// Every record ends with this (sample_id_all, sample_type TID|TIME|CPU|
+// IDENTIFIER: the event's id, which says what a sample is).
 struct SampleId {
   uint32_t pid, tid;
   uint64_t time;
   uint32_t cpu, reserved;
+  uint64_t id;
 };
-static_assert(sizeof(SampleId) == 24);
+static_assert(sizeof(SampleId) == 32);
+// A tracepoint's sample after its id: TID, TIME, CPU, then RAW.
+struct TracepointHead {
+  uint32_t pid, tid;
+  uint64_t time;
+  uint32_t cpu, reserved;
+};
+// A fault's sample after its id: IP, TID, TIME, ADDR, CPU.
+struct FaultSample {
+  uint64_t ip;
+  uint32_t pid, tid;
+  uint64_t time;
+  uint64_t addr;
+  uint32_t cpu, reserved;
+};
 
-constexpr uint64_t kSampleType = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU;
+constexpr uint64_t kSampleType = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU;
 
 int perf_event_open(perf_event_attr* attr, pid_t pid, int cpu) {
   return static_cast<int>(::syscall(SYS_perf_event_open, attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC));
@@ -163,6 +180,7 @@ Result<std::unique_ptr<PerfRings>> PerfRings::open_sized(pid_t pid, const Option
       !p->open_tracepoints(pid, options, "system calls", {{"sys_enter", &p->enter_tp_}, {"sys_exit", &p->exit_tp_}},
                            "raw_syscalls"))
     p->enter_tp_ = p->exit_tp_ = Tracepoint{};
+  if (options.faults) p->open_faults(pid, options);
   Fields& f = p->f_;
   f.prev_state = p->switch_tp_.field("prev_state");
   f.waking_flags = p->waking_tp_.field("common_flags");
@@ -174,14 +192,81 @@ Result<std::unique_ptr<PerfRings>> PerfRings::open_sized(pid_t pid, const Option
   return p;
 }
 
-bool PerfRings::open_tracepoints(pid_t pid, const Options& options, const std::string& set,
-                                 const std::vector<std::pair<const char*, Tracepoint*>>& tps, const char* system) {
+bool PerfRings::open_on_rings(pid_t pid, perf_event_attr a, std::vector<uint64_t>& ids, int& error,
+                              std::string& why) {
   std::vector<std::pair<size_t, int>> opened;  // (ring, fd)
-  const auto refuse = [&](const std::string& why) {
+  const auto undo = [&] {
     for (auto [ring, fd] : opened) {
       ::close(fd);
-      rings_[ring].tracepoint_fds.pop_back();
+      rings_[ring].event_fds.pop_back();
     }
+    return false;
+  };
+  std::vector<uint64_t> got;
+  for (size_t i = 0; i < rings_.size(); ++i) {
+    const int fd = perf_event_open(&a, pid, static_cast<int>(rings_[i].cpu));
+    if (fd < 0) {
+      error = errno;
+      why = perf_open_advice(error);
+      return undo();
+    }
+    opened.emplace_back(i, fd);
+    rings_[i].event_fds.push_back(fd);
+    uint64_t id = 0;
+    if (::ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, rings_[i].fd) != 0 || ::ioctl(fd, PERF_EVENT_IOC_ID, &id) != 0) {
+      error = errno;
+      why = std::string("cannot share the CPU's ring: ") + std::strerror(error);
+      return undo();
+    }
+    got.push_back(id);
+  }
+  ids.insert(ids.end(), got.begin(), got.end());
+  return true;
+}
+
+void PerfRings::open_faults(pid_t pid, const Options& options) {
+  // The kernel's own faults on the thread's behalf first; where only the
+  // program's own code may be watched (perf_event_paranoid 2, no
+  // CAP_PERFMON), those, and a word on what is missing.
+  for (int kernel = 1; kernel >= 0; --kernel) {
+    std::vector<uint64_t> major, minor;
+    int error = 0;
+    std::string why;
+    perf_event_attr a = base_attr(options);
+    a.type = PERF_TYPE_SOFTWARE;
+    a.sample_type |= PERF_SAMPLE_IP | PERF_SAMPLE_ADDR;
+    a.exclude_kernel = kernel ? 0 : 1;
+    a.config = PERF_COUNT_SW_PAGE_FAULTS_MAJ;
+    bool ok = open_on_rings(pid, a, major, error, why);
+    a.config = PERF_COUNT_SW_PAGE_FAULTS_MIN;
+    if (ok && !open_on_rings(pid, a, minor, error, why)) {
+      ok = false;
+      close_last(1);  // the major faults' events
+    }
+    if (ok) {
+      major_ids_ = major;
+      minor_ids_ = minor;
+      fault_ids_ = major;
+      fault_ids_.insert(fault_ids_.end(), minor.begin(), minor.end());
+      kernel_faults_ = kernel != 0;
+      if (!kernel)
+        refused_.push_back("page faults the kernel takes for the program (copying into its memory in a system "
+                           "call): watching the kernel needs root or CAP_PERFMON (kernel.perf_event_paranoid=" +
+                           read_line("/proc/sys/kernel/perf_event_paranoid") + ")");
+      return;
+    }
+    if (!kernel || (error != EACCES && error != EPERM)) {
+      refused_.push_back("page faults: " + why);
+      return;
+    }
+  }
+}
+
+bool PerfRings::open_tracepoints(pid_t pid, const Options& options, const std::string& set,
+                                 const std::vector<std::pair<const char*, Tracepoint*>>& tps, const char* system) {
+  size_t opened = 0;  // events on each ring so far
+  const auto refuse = [&](const std::string& why) {
+    close_last(opened);
     refused_.push_back(set + ": " + why);
     return false;
   };
@@ -189,34 +274,37 @@ bool PerfRings::open_tracepoints(pid_t pid, const Options& options, const std::s
     auto t = read_tracepoint(system, name);
     if (!t) return refuse(t.error().message());
     *tp = *t;
-    for (size_t i = 0; i < rings_.size(); ++i) {
-      perf_event_attr a = base_attr(options);
-      a.type = PERF_TYPE_TRACEPOINT;
-      a.config = tp->id;
-      a.sample_type |= PERF_SAMPLE_RAW;
-      // A tracepoint fires in the kernel: its records are the kernel's.
-      a.exclude_kernel = 0;
-      const int fd = perf_event_open(&a, pid, static_cast<int>(rings_[i].cpu));
-      if (fd < 0) {
-        const int e = errno;
-        return refuse(e == EACCES || e == EPERM
-                          ? "the kernel's tracepoints need root or CAP_PERFMON (kernel.perf_event_paranoid=" +
-                                read_line("/proc/sys/kernel/perf_event_paranoid") + ")"
-                          : perf_open_advice(e));
-      }
-      opened.emplace_back(i, fd);
-      rings_[i].tracepoint_fds.push_back(fd);
-      if (::ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, rings_[i].fd) != 0)
-        return refuse(std::string("cannot share the CPU's ring: ") + std::strerror(errno));
-    }
+    perf_event_attr a = base_attr(options);
+    a.type = PERF_TYPE_TRACEPOINT;
+    a.config = tp->id;
+    a.sample_type |= PERF_SAMPLE_RAW;
+    // A tracepoint fires in the kernel: its records are the kernel's.
+    a.exclude_kernel = 0;
+    std::vector<uint64_t> ids;
+    int e = 0;
+    std::string why;
+    if (!open_on_rings(pid, a, ids, e, why))
+      return refuse(e == EACCES || e == EPERM ? "the kernel's tracepoints need root or CAP_PERFMON "
+                                                "(kernel.perf_event_paranoid=" +
+                                                    read_line("/proc/sys/kernel/perf_event_paranoid") + ")"
+                                              : why);
+    ++opened;
   }
   return true;
+}
+
+void PerfRings::close_last(size_t n) {
+  for (Ring& r : rings_)
+    for (size_t i = 0; i < n && !r.event_fds.empty(); ++i) {
+      ::close(r.event_fds.back());
+      r.event_fds.pop_back();
+    }
 }
 
 PerfRings::~PerfRings() {
   // The mapping holds the event: both go, or the kernel keeps recording.
   for (Ring& r : rings_) {
-    for (int fd : r.tracepoint_fds) ::close(fd);
+    for (int fd : r.event_fds) ::close(fd);
     if (r.base) ::munmap(r.base, r.map_bytes);
     if (r.fd >= 0) ::close(r.fd);
   }
@@ -299,17 +387,36 @@ void PerfRings::decode(const Ring& r, const uint8_t* rec, uint16_t type, uint16_
       break;
     }
     case PERF_RECORD_SAMPLE: {
-      // TID, TIME, CPU (the sample id's fields, in front), then RAW: its
-      // size and the tracepoint's record, which begins with its id.
+      // The event's id first: a fault (IP, TID, TIME, ADDR, CPU) or a
+      // tracepoint (TID, TIME, CPU, then RAW: its size and the
+      // tracepoint's record, which begins with its type id).
+      uint64_t event = 0;
+      std::memcpy(&event, rec + body, sizeof event);
+      const size_t after = body + sizeof event;
+      if (std::find(fault_ids_.begin(), fault_ids_.end(), event) != fault_ids_.end()) {
+        FaultSample fs;
+        if (size < after + sizeof fs) return;
+        std::memcpy(&fs, rec + after, sizeof fs);
+        s.kind = SysRecord::Kind::kPageFault;
+        s.pid = fs.pid;
+        s.tid = fs.tid;
+        s.time_ns = fs.time;
+        s.addr = fs.addr;
+        s.ip = fs.ip;
+        s.major = std::find(major_ids_.begin(), major_ids_.end(), event) != major_ids_.end();
+        s.in_kernel = (misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL;
+        break;
+      }
+      TracepointHead th;
       uint32_t raw_size = 0;
-      if (size < body + sizeof id + 4) return;
-      std::memcpy(&id, rec + body, sizeof id);
-      std::memcpy(&raw_size, rec + body + sizeof id, 4);
-      const uint8_t* raw = rec + body + sizeof id + 4;
-      if (raw_size < 8 || body + sizeof id + 4 + raw_size > size) return;
-      s.pid = id.pid;
-      s.tid = id.tid;
-      s.time_ns = id.time;
+      if (size < after + sizeof th + 4) return;
+      std::memcpy(&th, rec + after, sizeof th);
+      std::memcpy(&raw_size, rec + after + sizeof th, 4);
+      const uint8_t* raw = rec + after + sizeof th + 4;
+      if (raw_size < 8 || after + sizeof th + 4 + raw_size > size) return;
+      s.pid = th.pid;
+      s.tid = th.tid;
+      s.time_ns = th.time;
       uint16_t type_id = 0;
       std::memcpy(&type_id, raw, 2);
       if (type_id == switch_tp_.id && switch_tp_.id) {

@@ -26,6 +26,8 @@
 #include "common/result.h"
 #include "recorder/tracefs.h"
 
+struct perf_event_attr;
+
 namespace callscope::recorder {
 
 struct SysRecord {
@@ -40,6 +42,7 @@ struct SysRecord {
     kWakeup,            // sched_waking: tid was woken by parent_pid/parent_tid (pid unknown: 0)
     kSyscallEnter,      // raw_syscalls: `nr` with its six raw arguments
     kSyscallExit,       // raw_syscalls: `nr` returned `ret`
+    kPageFault,         // a page fault at `addr`, taken at `ip`; `major` (it read from a file or swap), `in_kernel`
   };
   Kind kind = Kind::kSwitchOut;
   uint32_t pid = 0, tid = 0;
@@ -51,6 +54,9 @@ struct SysRecord {
   int64_t nr = 0;        // kSyscallEnter, kSyscallExit
   int64_t ret = 0;       // kSyscallExit
   uint64_t args[6] = {};  // kSyscallEnter
+  uint64_t addr = 0, ip = 0;  // kPageFault
+  bool major = false;         // kPageFault
+  bool in_kernel = false;     // kPageFault: taken by the kernel on the thread's behalf (in a system call)
 };
 
 class PerfRings {
@@ -69,6 +75,12 @@ class PerfRings {
     // its number, arguments and result. Same needs; while on, every
     // thread of the machine takes the kernel's slower system-call path.
     bool syscalls = false;
+    // The page faults of the threads (the kernel's software events, minor
+    // and major), with the address and the instruction that took them.
+    // Allowed unprivileged for the program's own code; the faults the
+    // kernel takes on its behalf (copying into a fresh buffer in read())
+    // need root or CAP_PERFMON, and refused() says when they are missing.
+    bool faults = false;
   };
   // Follows `pid` from now on (or from its exec): one ring per online CPU.
   static Result<std::unique_ptr<PerfRings>> open(pid_t pid, const Options& options);
@@ -89,11 +101,14 @@ class PerfRings {
   const std::vector<std::string>& refused() const { return refused_; }
   bool has_sched_detail() const { return switch_tp_.id != 0; }
   bool has_syscalls() const { return enter_tp_.id != 0; }
+  bool has_faults() const { return !fault_ids_.empty(); }
+  // Whether the faults taken in the kernel are in (root or CAP_PERFMON).
+  bool has_kernel_faults() const { return kernel_faults_; }
 
  private:
   struct Ring {
     int fd = -1;
-    std::vector<int> tracepoint_fds;  // writing into fd's ring
+    std::vector<int> event_fds;  // tracepoints and faults, writing into fd's ring
     uint32_t cpu = 0;
     uint8_t* base = nullptr;  // the control page, then the data
     size_t map_bytes = 0;
@@ -107,6 +122,14 @@ class PerfRings {
   // nothing left open of that set) when the kernel refuses.
   bool open_tracepoints(pid_t pid, const Options& options, const std::string& set,
                         const std::vector<std::pair<const char*, Tracepoint*>>& tps, const char* system);
+  // Opens the event `a` on every ring (writing into its ring); the ids the
+  // kernel gave them go into `ids`. False (nothing left open) and errno
+  // in `error` when the kernel refuses.
+  bool open_on_rings(pid_t pid, perf_event_attr a, std::vector<uint64_t>& ids, int& error, std::string& why);
+  // The page-fault events on every ring (refused() says what is missing).
+  void open_faults(pid_t pid, const Options& options);
+  // Closes the last `n` events opened on every ring.
+  void close_last(size_t n);
   std::vector<Ring> rings_;
   std::vector<std::string> refused_;
   Tracepoint switch_tp_, waking_tp_, enter_tp_, exit_tp_;
@@ -114,6 +137,9 @@ class PerfRings {
   struct Fields {
     Tracepoint::Field prev_state, waking_flags, waking_pid, enter_id, enter_args, exit_id, exit_ret;
   } f_;
+  std::vector<uint64_t> major_ids_, minor_ids_;  // the fault events' ids (PERF_SAMPLE_IDENTIFIER)
+  std::vector<uint64_t> fault_ids_;              // both
+  bool kernel_faults_ = false;
   std::vector<uint8_t> scratch_;  // a record that wraps around the ring's end
 };
 

@@ -453,15 +453,16 @@ Result<std::unique_ptr<Recording>> Recording::start(const RecordOptions& o, cons
     // The kernel's events of the program (context switches), from its
     // exec on; where the kernel refuses, a warning says why and the fix.
     const auto open_rings = [&](pid_t pid) {
-      if (!o.sys_events && !o.sys_syscalls) return;
+      if (!o.sys_events && !o.sys_syscalls && !o.sys_faults) return;
       PerfRings::Options po;
       po.enable_on_exec = true;
       po.switches = po.sched_detail = o.sys_events;
       po.syscalls = o.sys_syscalls;
+      po.faults = o.sys_faults;
       // Room for a burst between rounds: two records per system call; with
       // the sched tracepoints (root or CAP_PERFMON, whose rings the locked-
       // memory limit does not bound) three or four per switch.
-      if (o.sys_syscalls) po.ring_bytes = 8 << 20;
+      if (o.sys_syscalls || o.sys_faults) po.ring_bytes = 8 << 20;
       else if (::geteuid() == 0) po.ring_bytes = 1 << 20;
       auto rings = PerfRings::open(pid, po);
       if (!rings) {
@@ -600,6 +601,7 @@ int Recording::finish(bool quiet) {
   fmt::FinalizeOptions fo;
   fo.zstd_level = o_.level;
   fo.claim = s.claim.get();
+  if (s.sys && !o_.sys_events) fo.info_flags |= fmt::kInfoNoSwitches;
   auto sum = fmt::finalize_session(session_, o_.output, fo, live_.get());
   if (!sum) {
     std::fprintf(stderr, "callscope %s: %s\n", who_, sum.error().context("cannot write the trace").message().c_str());
@@ -640,10 +642,11 @@ int Recording::finish(bool quiet) {
       if (s.sys->rings().has_syscalls())
         what += (what.empty() ? "" : ", ") + std::to_string(s.sys->syscalls()) + " system call" +
                 (s.sys->syscalls() == 1 ? "" : "s");
-      std::fprintf(stderr,
-                   "callscope %s: the kernel's events: %s of the program's threads ('callscope info' gives each "
-                   "thread's time running, runnable and blocked)\n",
-                   who_, what.c_str());
+      if (s.sys->rings().has_faults())
+        what += (what.empty() ? "" : ", ") + std::to_string(s.sys->faults()) + " page fault" +
+                (s.sys->faults() == 1 ? "" : "s");
+      std::fprintf(stderr, "callscope %s: the kernel's events: %s of the program's threads%s\n", who_, what.c_str(),
+                   o_.sys_events ? " ('callscope info' gives each thread's time running, runnable and blocked)" : "");
     }
     const auto written = std::chrono::steady_clock::now();
     // Our own CPU (the program is a child: not counted), while it ran and since.

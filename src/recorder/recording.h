@@ -38,6 +38,7 @@ struct RecordOptions {
   // calls when asked.
   bool sys_events = true;
   bool sys_syscalls = false;
+  bool sys_faults = false;
   // --memory: /proc/PID/smaps of each process sampled this often (0: only
   // at start, dlopen and exit, which the runtime takes).
   uint64_t rss_interval_ns = 100'000'000;

@@ -58,6 +58,13 @@ Status SysStream::poll(bool all) {
         e.arg = static_cast<uint64_t>(r.nr);
         e.value = r.ret;
         break;
+      case SysRecord::Kind::kPageFault:
+        e.kind = format::SysKind::kPageFault;
+        e.arg = r.addr;
+        e.args[0] = r.ip;
+        e.value = static_cast<int64_t>((r.major ? format::kFaultMajor : 0) | (r.in_kernel ? format::kFaultInKernel : 0));
+        ++faults_;
+        break;
       case SysRecord::Kind::kWakeup:
         // Told to the woken thread, which the kernel names by tid alone:
         // put with it once this round's records have made it known.

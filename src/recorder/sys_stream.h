@@ -40,6 +40,7 @@ class SysStream {
   uint64_t switches() const { return switches_; }  // switch-outs recorded
   uint64_t lost() const { return lost_; }          // records the kernel dropped (rings full)
   uint64_t syscalls() const { return syscalls_; }  // system calls begun
+  uint64_t faults() const { return faults_; }      // page faults
   const PerfRings& rings() const { return *rings_; }
 
  private:
@@ -57,6 +58,7 @@ class SysStream {
   std::vector<std::pair<uint32_t, format::SysEvent>> wakeups_;  // (woken tid, event) not yet put with it
   bool polled_ = true;
   uint64_t syscalls_ = 0;
+  uint64_t faults_ = 0;
   uint64_t switches_ = 0;
   uint64_t lost_ = 0;
 };

@@ -20,6 +20,8 @@ std::vector<std::string> sys_event_set_names(const std::vector<analysis::ThreadS
   if (any([](const analysis::ThreadStates& s) { return s.sleep_states != 0; })) out.push_back("sleep states");
   if (any([](const analysis::ThreadStates& s) { return s.wakeups != 0; })) out.push_back("wakers");
   if (any([](const analysis::ThreadStates& s) { return s.syscalls != 0; })) out.push_back("system calls");
+  if (any([](const analysis::ThreadStates& s) { return s.minor_faults + s.major_faults != 0; }))
+    out.push_back("page faults");
   return out;
 }
 
@@ -156,26 +158,38 @@ void print_info_text(const fmt::TraceReader& t, const std::vector<analysis::Stre
                  static_cast<unsigned long long>(th.record.lost_events), format_duration_ns(t.ticks_to_ns(dur)).c_str());
   }
 
-  if (std::any_of(states.begin(), states.end(), [](const analysis::ThreadStates& s) { return s.known; })) {
-    const bool syscalls =
-        std::any_of(states.begin(), states.end(), [](const analysis::ThreadStates& s) { return s.syscalls != 0; });
+  const auto any_state = [&](auto f) { return std::any_of(states.begin(), states.end(), f); };
+  if (any_state([](const analysis::ThreadStates& s) { return s.has_events; })) {
+    // The columns of the sets recorded: switches and time by state,
+    // system calls, page faults.
+    const bool switches = any_state([](const analysis::ThreadStates& s) { return s.known; });
+    const bool syscalls = any_state([](const analysis::ThreadStates& s) { return s.syscalls != 0; });
+    const bool faults = any_state([](const analysis::ThreadStates& s) { return s.minor_faults + s.major_faults != 0; });
     std::fprintf(out, "\nthe kernel's events recorded: %s\n", sys_event_sets(states).c_str());
-    std::fprintf(out, "\ncontext switches (the kernel's) and time by state, from each thread's start to its end%s:\n"
-                      "  %5s %7s %10s %10s %12s %12s %12s%s\n",
-                 syscalls ? "; system calls begun" : "", "#", "TID", "BLOCKED", "PREEMPTED", "RUNNING", "RUNNABLE",
-                 "BLOCKED", syscalls ? "     SYSCALLS" : "");
+    std::string what = switches ? "context switches (the kernel's) and time by state" : "";
+    if (syscalls) what += std::string(what.empty() ? "" : "; ") + "system calls begun";
+    if (faults) what += std::string(what.empty() ? "" : "; ") + "page faults (IN KERNEL: those taken in system calls)";
+    std::fprintf(out, "\n%s, from each thread's start to its end:\n  %5s %7s", what.c_str(), "#", "TID");
+    if (switches)
+      std::fprintf(out, " %10s %10s %12s %12s %12s", "BLOCKED", "PREEMPTED", "RUNNING", "RUNNABLE", "BLOCKED");
+    if (syscalls) std::fprintf(out, " %12s", "SYSCALLS");
+    if (faults) std::fprintf(out, " %12s %12s %10s", "MINOR FAULTS", "MAJOR FAULTS", "IN KERNEL");
+    std::fprintf(out, "\n");
     for (size_t i = 0; i < t.threads().size() && i < states.size(); ++i) {
       const analysis::ThreadStates& s = states[i];
-      if (!s.known) continue;
-      char calls[24] = "";
-      if (syscalls) std::snprintf(calls, sizeof calls, " %12llu", static_cast<unsigned long long>(s.syscalls));
-      std::fprintf(out, "  %5zu %7u %10llu %10llu %12s %12s %12s%s%s\n", i, t.threads()[i].record.tid,
-                   static_cast<unsigned long long>(s.switches_blocked),
-                   static_cast<unsigned long long>(s.switches_runnable),
-                   format_duration_ns(t.ticks_to_ns(s.running)).c_str(),
-                   format_duration_ns(t.ticks_to_ns(s.runnable)).c_str(),
-                   format_duration_ns(t.ticks_to_ns(s.blocked)).c_str(), calls,
-                   s.lost ? "  (records lost near it)" : "");
+      if (!s.has_events) continue;
+      std::fprintf(out, "  %5zu %7u", i, t.threads()[i].record.tid);
+      if (switches)
+        std::fprintf(out, " %10llu %10llu %12s %12s %12s", static_cast<unsigned long long>(s.switches_blocked),
+                     static_cast<unsigned long long>(s.switches_runnable),
+                     format_duration_ns(t.ticks_to_ns(s.running)).c_str(),
+                     format_duration_ns(t.ticks_to_ns(s.runnable)).c_str(),
+                     format_duration_ns(t.ticks_to_ns(s.blocked)).c_str());
+      if (syscalls) std::fprintf(out, " %12llu", static_cast<unsigned long long>(s.syscalls));
+      if (faults)
+        std::fprintf(out, " %12llu %12llu %10llu", static_cast<unsigned long long>(s.minor_faults),
+                     static_cast<unsigned long long>(s.major_faults), static_cast<unsigned long long>(s.kernel_faults));
+      std::fprintf(out, "%s\n", s.lost ? "  (records lost near it)" : "");
     }
   }
 
@@ -311,15 +325,19 @@ nlohmann::json info_json(const fmt::TraceReader& t, const std::vector<analysis::
       tj["unclosed_frames"] = b.unclosed();  // negative: closed more often than entered
       tj["balanced"] = b.balanced();
     }
-    if (const size_t i = static_cast<size_t>(&th - t.threads().data()); i < states.size() && states[i].known) {
+    if (const size_t i = static_cast<size_t>(&th - t.threads().data()); i < states.size() && states[i].has_events) {
       const analysis::ThreadStates& s = states[i];
-      tj["context_switches"] = {{"blocked", s.switches_blocked}, {"preempted", s.switches_runnable}};
-      tj["running_ns"] = t.ticks_to_ns(s.running);
-      tj["runnable_ns"] = t.ticks_to_ns(s.runnable);
-      tj["blocked_ns"] = t.ticks_to_ns(s.blocked);
+      if (s.known) {
+        tj["context_switches"] = {{"blocked", s.switches_blocked}, {"preempted", s.switches_runnable}};
+        tj["running_ns"] = t.ticks_to_ns(s.running);
+        tj["runnable_ns"] = t.ticks_to_ns(s.runnable);
+        tj["blocked_ns"] = t.ticks_to_ns(s.blocked);
+      }
       if (s.lost) tj["sys_records_lost"] = s.lost;
       if (s.syscalls) tj["syscalls"] = s.syscalls;
       if (s.wakeups) tj["wakeups"] = s.wakeups;
+      if (s.minor_faults + s.major_faults)
+        tj["page_faults"] = {{"minor", s.minor_faults}, {"major", s.major_faults}, {"in_kernel", s.kernel_faults}};
     }
     if (th.record.flags & fmt::kThreadUntraced)  // ran without being recorded, and why
       tj["untraced"] = {{"errno", th.record.untraced_error}, {"reason", describe_errno(th.record.untraced_error)}};

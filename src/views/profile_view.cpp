@@ -4,6 +4,7 @@
 #include "views/profile_view.h"
 
 #include <algorithm>
+#include <cctype>
 #include <array>
 #include <cmath>
 #include <nlohmann/json.hpp>
@@ -406,7 +407,12 @@ Status print_call_trees(const fmt::TraceReader& t, const an::Profile& p, const R
   auto name = [&](uint64_t k) -> const std::string& { return p.functions[k].name; };
   an::CallTree merged;
   json trees = json::array();
-  if (o.format == OutputFormat::kCsv)
+  const bool counted = !o.count_label.empty();
+  std::string count_column = o.count_label;
+  for (char& c : count_column) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (o.format == OutputFormat::kCsv && counted)
+    csv_row(out, {"thread", "node", "parent", "depth", "function", "module", count_column});
+  else if (o.format == OutputFormat::kCsv)
     csv_row(out, {"thread", "node", "parent", "depth", "function", "module", "calls", "total_ns", "total_per_call_ns",
                   "self_ns", "self_per_call_ns", "first_ns", "min_ns", "max_ns", "open_calls", "inherited_calls"});
   bool first_section = true;
@@ -417,7 +423,28 @@ Status print_call_trees(const fmt::TraceReader& t, const an::Profile& p, const R
     f.min_total = static_cast<uint64_t>(std::ceil(static_cast<double>(tree.total()) * o.threshold_pct / 100.0));
     if (filtered) f.wanted = [&](uint64_t k) { return static_cast<bool>(want[k]); };
     const std::vector<uint32_t> order = tree_order(tree, an::visible_nodes(tree, f), o, name);
-    if (o.format == OutputFormat::kText) {
+    if (o.format == OutputFormat::kText && counted) {
+      uint64_t all = 0;
+      for (uint32_t id = 1; id < tree.size(); ++id)
+        if (tree.node(id).parent == an::kRootNode) all += tree.node(id).stats.calls;
+      std::fprintf(out, "%s%s: %llu\n", first_section ? "" : "\n", thread_title(t, p, s).c_str(),
+                   static_cast<unsigned long long>(all));
+      TextTable table({"DEPTH", o.count_label, "FUNCTION"}, 2);
+      CallNotes notes;
+      for (uint32_t id : order) {
+        const an::CallNode& n = tree.node(id);
+        table.add({std::to_string(n.depth), std::to_string(n.stats.calls),
+                   tree_indent(n.depth, notes) + fit_name(terminal_safe(p.functions[n.key].name), o.name_width)});
+      }
+      table.print(out);
+    } else if (o.format == OutputFormat::kCsv && counted) {
+      for (uint32_t id : order) {
+        const an::CallNode& n = tree.node(id);
+        csv_row(out, {csv_thread(s), std::to_string(id), n.parent == an::kRootNode ? "" : std::to_string(n.parent),
+                      std::to_string(n.depth), p.functions[n.key].name, p.functions[n.key].module,
+                      std::to_string(n.stats.calls)});
+      }
+    } else if (o.format == OutputFormat::kText) {
       std::fprintf(out, "%s%s: %s\n", first_section ? "" : "\n", thread_title(t, p, s).c_str(),
                    observed_text(t, p, s).c_str());
       TextTable table({"DEPTH", "CALLS", "TOTAL", "TOTAL/CALL", "SELF", "SELF/CALL", "FIRST", "MIN", "MAX", "FUNCTION"}, 9);

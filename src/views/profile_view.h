@@ -32,6 +32,9 @@ struct ReportOptions {
   size_t name_width = 0;      // text: function names longer than this are cut with "..." (0 = whole
                               // names); the tree's indentation is not counted
   OutputFormat format = OutputFormat::kText;
+  // tree: the nodes are counted, not timed (page faults): text and CSV give
+  // their calls under this name ("FAULTS") and no times.
+  std::string count_label;
 };
 
 // When threads waited for the recorder (trace 1.8): how long in all, and

@@ -68,6 +68,7 @@ const char* replay_kind_name(ReplayKind k) {
     case ReplayKind::kResume: return "resume";
     case ReplayKind::kWait: return "wait";
     case ReplayKind::kOffCpu: return "off-cpu";
+    case ReplayKind::kFault: return "fault";
   }
   return "?";
 }
@@ -100,6 +101,9 @@ std::string text_body(const ReplayLine& l) {
     case ReplayKind::kWait: return "[waited for recorder]";
     case ReplayKind::kOffCpu:
       return "/* off the CPU: " + f + (l.arg ? ", woken by tid " + std::to_string(l.arg) : std::string()) + " */";
+    case ReplayKind::kFault:
+      return "/* " + f + " at " + format_hex(l.arg) +
+             (l.where.empty() ? std::string() : " in " + terminal_safe(l.where)) + " */";
   }
   return f;
 }
@@ -141,7 +145,8 @@ std::string format_replay_csv(const ReplayLine& l) {
                   replay_kind_name(l.kind) + "," + std::to_string(l.level + 1) + "," + csv_field(l.function) + ",";
   if (l.duration_ns) s += std::to_string(rounded(*l.duration_ns));
   s += ",";
-  if (!has_function(l.kind) || l.kind == ReplayKind::kOffCpu) s += std::to_string(l.arg);
+  if (!has_function(l.kind) || l.kind == ReplayKind::kOffCpu || l.kind == ReplayKind::kFault)
+    s += std::to_string(l.arg);
   return s;
 }
 
@@ -158,6 +163,10 @@ std::string format_replay_json(const ReplayLine& l) {
     j["in_gap"] = l.arg == 1 ? "lost" : "stopped";
   if (l.kind == ReplayKind::kMark) j["id"] = l.arg;
   if (l.kind == ReplayKind::kOffCpu && l.arg) j["woken_by_tid"] = l.arg;
+  if (l.kind == ReplayKind::kFault) {
+    j["address"] = format_hex(l.arg);
+    if (!l.where.empty()) j["at"] = l.where;
+  }
   // Names come from binaries; replace invalid UTF-8 rather than throw.
   return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
@@ -211,6 +220,8 @@ struct Ev {
 };
 
 bool opens(ReplayKind k) { return k == ReplayKind::kCall || k == ReplayKind::kInherited; }
+// The kernel's lines (off the CPU, faults): shown with the frame they are in.
+bool kernel_line(ReplayKind k) { return k == ReplayKind::kOffCpu || k == ReplayKind::kFault; }
 bool closes(ReplayKind k) {
   return k == ReplayKind::kReturn || k == ReplayKind::kUnwound || k == ReplayKind::kTruncated;
 }
@@ -232,11 +243,17 @@ class Replayer {
     match_cache_.clear();
     stretches_.clear();
     next_stretch_ = 0;
-    if (o_.off_cpu && trace_.has_sys_events()) {
+    faults_.clear();
+    next_fault_ = 0;
+    if ((o_.off_cpu || o_.faults) && trace_.has_sys_events()) {
       auto sys = trace_.sys_events(ti);
       if (!sys) return sys.error();
-      stretches_ = analysis::off_cpu_stretches(*sys, trace_.threads()[ti].record.end_tick,
-                                               [this](uint64_t ns) { return trace_.mono_to_tick(ns); });
+      if (o_.off_cpu)
+        stretches_ = analysis::off_cpu_stretches(*sys, trace_.threads()[ti].record.end_tick,
+                                                 [this](uint64_t ns) { return trace_.mono_to_tick(ns); });
+      if (o_.faults)
+        for (const fmt::SysEvent& e : *sys)
+          if (e.kind == fmt::SysKind::kPageFault) faults_.push_back({trace_.mono_to_tick(e.mono_ns), e});
     }
     Status st = trace_.for_each_event(ti, [&](const fmt::TraceEvent& e) {
       if (o_.to_ns && trace_.ticks_to_ns(e.tick) > static_cast<double>(*o_.to_ns)) return false;
@@ -329,18 +346,34 @@ class Replayer {
 
   // The stretches off the CPU that began before `tick`, inside the frames
   // open now (one level in, like a loss), where the selection shows them.
+  // And the page faults, the same way.
   void off_cpu_before(uint64_t tick) {
-    for (; next_stretch_ < stretches_.size() && stretches_[next_stretch_].start < tick; ++next_stretch_) {
-      const analysis::OffCpu& o = stretches_[next_stretch_];
-      const bool filtered = !o_.functions.empty();
-      if (filtered && act_depth_ == 0) continue;
-      const double ns = trace_.ticks_to_ns(o.start);
-      if ((o_.from_ns && ns < static_cast<double>(*o_.from_ns)) || (o_.to_ns && ns > static_cast<double>(*o_.to_ns)))
+    const bool filtered = !o_.functions.empty();
+    const auto shown = [&](uint64_t at) {
+      const double ns = trace_.ticks_to_ns(at);
+      return !(filtered && act_depth_ == 0) && !(o_.from_ns && ns < static_cast<double>(*o_.from_ns)) &&
+             !(o_.to_ns && ns > static_cast<double>(*o_.to_ns));
+    };
+    const uint32_t level = static_cast<uint32_t>(entry_ticks_.size()) - (filtered && act_depth_ ? act_depth_ - 1 : 0);
+    for (;;) {
+      const bool stretch = next_stretch_ < stretches_.size() && stretches_[next_stretch_].start < tick;
+      const bool fault = next_fault_ < faults_.size() && faults_[next_fault_].first < tick;
+      if (!stretch && !fault) return;
+      if (fault && (!stretch || faults_[next_fault_].first <= stretches_[next_stretch_].start)) {
+        const auto& [at, e] = faults_[next_fault_++];
+        if (!shown(at)) continue;
+        const auto flags = static_cast<uint64_t>(e.value);
+        reasons_.push_back(analysis::fault_reason(flags));
+        fault_ips_.push_back(flags & fmt::kFaultInKernel ? 0 : e.args[0]);
+        Ev ev{ReplayKind::kFault, at, level, reasons_.size() - 1, std::nullopt, e.arg};
+        min_filter(ev);
         continue;
-      const uint32_t base = filtered ? act_depth_ - 1 : 0;
+      }
+      const analysis::OffCpu& o = stretches_[next_stretch_++];
+      if (!shown(o.start)) continue;
       reasons_.push_back(analysis::off_cpu_reason(o));
-      Ev ev{ReplayKind::kOffCpu, o.start, static_cast<uint32_t>(entry_ticks_.size()) - base, reasons_.size() - 1,
-            o.end - o.start, o.woken ? o.waker_tid : 0};
+      fault_ips_.push_back(0);
+      Ev ev{ReplayKind::kOffCpu, o.start, level, reasons_.size() - 1, o.end - o.start, o.woken ? o.waker_tid : 0};
       min_filter(ev);
     }
   }
@@ -368,25 +401,32 @@ class Replayer {
   // the held entries around it are passed on) or returns sooner (then it is
   // dropped with its exit). Its children cannot outlast it, so while it is
   // held they are dropped too: only the chain of open held frames is kept.
+  // The kernel's lines inside a held frame are held with it, and go as it
+  // goes.
   void min_filter(const Ev& ev) {
     if (o_.min_ns == 0) return merge_leaf(ev);
-    // Held frames that have lasted min_ns by now, outermost first.
+    // Held frames that have lasted min_ns by now, outermost first (and the
+    // kernel's lines held after them).
     size_t confirmed = 0;
     while (confirmed < pending_.size() &&
-           trace_.ticks_to_ns(ev.tick - pending_[confirmed].tick) >= static_cast<double>(o_.min_ns))
+           (kernel_line(pending_[confirmed].kind) ||
+            trace_.ticks_to_ns(ev.tick - pending_[confirmed].tick) >= static_cast<double>(o_.min_ns)))
       ++confirmed;
+    const bool hold = kernel_line(ev.kind) && confirmed < pending_.size();
     // Lost events, marks and strays are always shown, inside their frames.
-    if (!opens(ev.kind) && !closes(ev.kind)) confirmed = pending_.size();
+    if (!hold && !opens(ev.kind) && !closes(ev.kind)) confirmed = pending_.size();
     for (size_t i = 0; i < confirmed; ++i) merge_leaf(pending_[i]);
     pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(confirmed));
-
-    if (opens(ev.kind)) {
+    if (hold || opens(ev.kind)) {
       pending_.push_back(ev);
-    } else if (closes(ev.kind) && !pending_.empty() && pending_.back().level == ev.level) {
-      pending_.pop_back();  // returned before min_ns
-    } else {
-      merge_leaf(ev);
+      return;
     }
+    size_t frame = pending_.size();  // past the innermost held frame (the kernel's lines after it are its)
+    while (frame && kernel_line(pending_[frame - 1].kind)) --frame;
+    if (closes(ev.kind) && frame && pending_[frame - 1].level == ev.level)
+      pending_.resize(frame - 1);  // returned before min_ns, with what happened inside it
+    else
+      merge_leaf(ev);
   }
 
   // Stage 3: an entry directly followed by its return is one "f();" line.
@@ -420,9 +460,10 @@ class Replayer {
     l.thread = thread_;
     l.time_ns = trace_.ticks_to_ns(ev.tick);
     l.level = ev.level;
-    if (kind == ReplayKind::kOffCpu)
+    if (kind == ReplayKind::kOffCpu || kind == ReplayKind::kFault) {
       l.function = reasons_[ev.addr];
-    else if (has_function(kind))
+      if (fault_ips_[ev.addr]) l.where = name_of(fault_ips_[ev.addr], ev.tick);
+    } else if (has_function(kind))
       l.function = name_of(ev.addr, ev.tick);
     if (ev.dur_ticks) l.duration_ns = trace_.ticks_to_ns(*ev.dur_ticks);
     l.arg = ev.arg;
@@ -452,7 +493,10 @@ class Replayer {
   std::unordered_map<uint64_t, bool> match_cache_;  // addr → matches a -F glob (per thread, so per process)
   std::vector<analysis::OffCpu> stretches_;  // the thread's time off the CPU, in order
   size_t next_stretch_ = 0;
-  std::vector<std::string> reasons_;  // of the off-CPU lines: Ev::addr indexes it
+  std::vector<std::pair<uint64_t, fmt::SysEvent>> faults_;  // the thread's page faults (tick, event), in order
+  size_t next_fault_ = 0;
+  std::vector<std::string> reasons_;   // of the off-CPU and fault lines: Ev::addr indexes it
+  std::vector<uint64_t> fault_ips_;    // of those lines: a fault's instruction (0: none, or in the kernel)
 };
 
 std::string thread_title(const fmt::TraceReader& t, uint32_t ti) {

@@ -43,6 +43,7 @@ struct ReplayOptions {
   OutputFormat format = OutputFormat::kText;
   bool symbols = true;                 // false: addresses instead of names
   bool off_cpu = true;                 // the kernel's context switches, where the trace has them
+  bool faults = true;                  // page faults, where the trace has them (record --events faults)
 };
 
 enum class ReplayKind {
@@ -60,6 +61,8 @@ enum class ReplayKind {
   kWait,       // the thread waited for the recorder (duration: how long), not counted in its frames
   kOffCpu,     // the thread was off its CPU (the kernel's context switches): function = the reason
                // ("[futex]", "[runnable]"), duration: how long, arg: the waker's tid (0: not known)
+  kFault,      // a page fault: function = its kind ("[minor fault]"), arg: the address,
+               // where: the function of the instruction that took it (empty: in the kernel)
 };
 
 const char* replay_kind_name(ReplayKind k);  // "call", "leaf", "return", ...
@@ -74,6 +77,7 @@ struct ReplayLine {
   std::optional<double> duration_ns;   // leaf, return, unwound, truncated
   uint64_t arg = 0;                    // lost: events dropped; mark: id; truncated and
                                        // inherited: 1 inside a loss, 2 inside a stop, else 0
+  std::string where;                   // fault: the function that took it
 };
 
 

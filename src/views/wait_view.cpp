@@ -33,12 +33,10 @@ bool wanted(const analysis::FunctionInfo& f, const ReportOptions& o) {
          (o.module_globs.empty() || glob_match_any(o.module_globs, f.module));
 }
 
-}  // namespace
-
-Status print_wait_table(const format::TraceReader& trace, const analysis::Profile& p, const ReportOptions& o,
-                        FILE* out) {
+// The leaves by the function above them and reason, those -F/-m want,
+// largest first (by time, or by count); `all` gets the sum of them all.
+std::vector<Row> leaf_rows(const analysis::Profile& p, const ReportOptions& o, bool by_count, Row& all) {
   std::map<std::pair<uint64_t, uint64_t>, Row> rows;
-  uint64_t all = 0;
   for_each_reason(p, [&](const analysis::ThreadProfile& tp, uint32_t id) {
     const analysis::CallNode& n = tp.tree.node(id);
     const uint64_t fn = n.parent == analysis::kRootNode ? kOutside : tp.tree.node(n.parent).key;
@@ -49,17 +47,37 @@ Status print_wait_table(const format::TraceReader& trace, const analysis::Profil
     r.ticks += n.stats.self;
     r.count += n.stats.calls;
     r.max = std::max(r.max, n.stats.max);
-    all += n.stats.self;
+    all.ticks += n.stats.self;
+    all.count += n.stats.calls;
   });
-  if (rows.empty() && (o.function_globs.size() || o.module_globs.size()))
-    return Error("no function matching -F/-m left its CPU");
   std::vector<Row> sorted;
   for (auto& [k, r] : rows) sorted.push_back(r);
-  std::stable_sort(sorted.begin(), sorted.end(), [](const Row& a, const Row& b) { return a.ticks > b.ticks; });
+  std::stable_sort(sorted.begin(), sorted.end(), [by_count](const Row& a, const Row& b) {
+    return by_count ? a.count > b.count : a.ticks > b.ticks;
+  });
   if (o.top && sorted.size() > o.top) sorted.resize(o.top);
+  return sorted;
+}
+
+std::string function_name(const analysis::Profile& p, uint64_t fn) {
+  return fn == kOutside ? std::string("[outside every frame]") : p.functions[fn].name;
+}
+std::string module_name(const analysis::Profile& p, uint64_t fn) {
+  return fn == kOutside ? std::string() : p.functions[fn].module;
+}
+
+}  // namespace
+
+Status print_wait_table(const format::TraceReader& trace, const analysis::Profile& p, const ReportOptions& o,
+                        FILE* out) {
+  Row total;
+  const std::vector<Row> sorted = leaf_rows(p, o, false, total);
+  const uint64_t all = total.ticks;
+  if (sorted.empty() && (o.function_globs.size() || o.module_globs.size()))
+    return Error("no function matching -F/-m left its CPU");
   const auto ns = [&](uint64_t ticks) { return trace.ticks_to_ns(ticks); };
-  const auto name = [&](uint64_t fn) { return fn == kOutside ? std::string("[outside every frame]") : p.functions[fn].name; };
-  const auto module = [&](uint64_t fn) { return fn == kOutside ? std::string() : p.functions[fn].module; };
+  const auto name = [&](uint64_t fn) { return function_name(p, fn); };
+  const auto module = [&](uint64_t fn) { return module_name(p, fn); };
   switch (o.format) {
     case OutputFormat::kJson: {
       nlohmann::json j;
@@ -93,6 +111,48 @@ Status print_wait_table(const format::TraceReader& trace, const analysis::Profil
         t.add({format_duration_ns(ns(r.ticks)), pct, std::to_string(r.count),
                format_duration_ns(ns(r.ticks) / static_cast<double>(std::max<uint64_t>(r.count, 1))),
                format_duration_ns(ns(r.max)), p.functions[r.reason].name, fit_name(name(r.function), o.name_width)});
+      }
+      t.print(out);
+      break;
+    }
+  }
+  return ok_status();
+}
+
+Status print_fault_table(const analysis::Profile& p, const ReportOptions& o, FILE* out) {
+  Row total;
+  const std::vector<Row> sorted = leaf_rows(p, o, true, total);
+  if (sorted.empty() && (o.function_globs.size() || o.module_globs.size()))
+    return Error("no function matching -F/-m took a page fault");
+  switch (o.format) {
+    case OutputFormat::kJson: {
+      nlohmann::json j;
+      j["faults"] = total.count;
+      j["rows"] = nlohmann::json::array();
+      for (const Row& r : sorted)
+        j["rows"].push_back({{"function", function_name(p, r.function)},
+                             {"module", module_name(p, r.function)},
+                             {"kind", p.functions[r.reason].name},
+                             {"count", r.count}});
+      std::fprintf(out, "%s\n", json_text(j).c_str());
+      break;
+    }
+    case OutputFormat::kCsv:
+      std::fprintf(out, "function,module,kind,count\n");
+      for (const Row& r : sorted)
+        std::fprintf(out, "%s,%s,%s,%llu\n", csv_field(function_name(p, r.function)).c_str(),
+                     csv_field(module_name(p, r.function)).c_str(), csv_field(p.functions[r.reason].name).c_str(),
+                     static_cast<unsigned long long>(r.count));
+      break;
+    case OutputFormat::kText: {
+      std::fprintf(out, "Page faults: %llu in all, by the function that took them and their kind\n\n",
+                   static_cast<unsigned long long>(total.count));
+      TextTable t({"FAULTS", "%", "KIND", "FUNCTION"}, 3);
+      for (const Row& r : sorted) {
+        char pct[16];
+        std::snprintf(pct, sizeof pct, "%.1f",
+                      total.count ? 100.0 * static_cast<double>(r.count) / static_cast<double>(total.count) : 0.0);
+        t.add({std::to_string(r.count), pct, p.functions[r.reason].name, fit_name(function_name(p, r.function), o.name_width)});
       }
       t.print(out);
       break;

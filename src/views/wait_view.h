@@ -15,6 +15,10 @@ namespace callscope::views {
 
 Status print_wait_table(const format::TraceReader& trace, const analysis::Profile& waits, const ReportOptions& o,
                         FILE* out);
+// `report --faults`: the page faults (analysis::build_fault_profile) by the
+// function that took them -- the instruction's function, or the innermost
+// traced one -- and their kind, most first.
+Status print_fault_table(const analysis::Profile& faults, const ReportOptions& o, FILE* out);
 // The `limit` longest waits by thread, call path and reason (the html
 // page's summary): [{"thread", "path": [names, outermost first], "reason",
 // "wait_ns", "count", "max_ns"}], longest first.

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
 #include <sstream>
 
 #include "e2e_support.h"
@@ -220,14 +221,23 @@ TEST_P(SchedTest, AUserWithoutPrivilegeIsToldWhatIsMissingAndTheFix) {
   ASSERT_EQ(::chmod(dir.path().c_str(), 0777), 0);
   const std::string trace = dir.file("u.trace");
   RunResult r = run({"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", CALLSCOPE_EXE, "record", "--events",
-                     "sched,syscalls", "-o", trace, "--", fixture(GetParam(), "waits"), dir.path()});
+                     "sched,syscalls,faults", "-o", trace, "--", fixture(GetParam(), "waits"), dir.path()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const bool tracefs = r.err.find("cannot be read (it is root's alone by default): run as root, or") != std::string::npos;
   const bool perm = r.err.find("need root or CAP_PERFMON") != std::string::npos;
   EXPECT_TRUE(tracefs || perm) << r.err;
   EXPECT_NE(r.err.find("not recorded: sleep states (S, D) and wakers: "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("not recorded: system calls: "), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find(" context switches of the program's threads"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(" context switches"), std::string::npos) << r.err;
+  // The program's own page faults are recorded; those the kernel takes for
+  // it are not (at perf_event_paranoid 2 and above), and record says so.
+  std::ifstream paranoid_file("/proc/sys/kernel/perf_event_paranoid");
+  int paranoid = 2;
+  paranoid_file >> paranoid;
+  if (paranoid >= 2) {
+    EXPECT_NE(r.err.find("not recorded: page faults the kernel takes for the program"), std::string::npos) << r.err;
+  }
+  EXPECT_NE(r.err.find(" page faults of the program's threads"), std::string::npos) << r.err;
   auto reader = format::TraceReader::open(trace);
   ASSERT_TRUE(reader) << reader.error().message();
   EXPECT_TRUE((*reader)->has_sys_events());
@@ -252,6 +262,132 @@ TEST_P(SchedTest, EventSetsAreCheckedAndWaitNeedsSwitches) {
   RunResult f = callscope({"flame", "--wait", trace});
   EXPECT_NE(f.exit_code, 0);
   EXPECT_NE(f.err.find("this trace has no context switches"), std::string::npos) << f.err;
+  RunResult pf = callscope({"report", "--faults", trace});
+  EXPECT_NE(pf.exit_code, 0);
+  EXPECT_NE(pf.err.find("this trace has no page faults of these threads: record with --events faults"),
+            std::string::npos)
+      << pf.err;
+}
+
+// Page faults (--events faults), against the kernel's own counts: the
+// fixture `faults` reads each thread's minor and major faults (getrusage
+// RUSAGE_THREAD) around three windows; the trace has exactly those faults
+// of that thread between the window's clock readings. report --faults puts
+// them under touch and page_in; a major fault the thread blocked in is its
+// reason off the CPU.
+TEST_P(SchedTest, PageFaultsAreTheKernelsCounts) {
+  TempDir dir;
+  const std::string trace = dir.file("f.trace");
+  RunResult r = callscope({"record", "--events", "sched,syscalls,faults", "-o", trace, "--",
+                           fixture(GetParam(), "faults"), dir.path()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  if (r.err.find("the kernel's events are not recorded") != std::string::npos ||
+      r.err.find("not recorded: page faults: ") != std::string::npos)
+    GTEST_SKIP() << r.err;
+  // (a major fault's wait is named only with the system calls and states)
+  const bool calls = r.err.find("not recorded") == std::string::npos;
+  EXPECT_NE(r.err.find(" page faults of the program's threads"), std::string::npos) << r.err;
+  const std::map<std::string, long> k = parse_counts(r.out);
+  ASSERT_TRUE(k.count("main") && k.count("worker") && k.count("wtouch1")) << r.out;
+  auto reader = format::TraceReader::open(trace);
+  ASSERT_TRUE(reader) << reader.error().message();
+  format::TraceReader& t = **reader;
+  const auto index_of = [&](long tid) {
+    for (size_t i = 0; i < t.threads().size(); ++i)
+      if (t.threads()[i].record.tid == static_cast<uint32_t>(tid)) return static_cast<int>(i);
+    return -1;
+  };
+  const int main_index = index_of(k.at("main")), worker_index = index_of(k.at("worker"));
+  ASSERT_GE(main_index, 0);
+  ASSERT_GE(worker_index, 0);
+  // The faults of a thread between two clock readings: (minor, major).
+  const auto faults = [&](int thread, const char* from, const char* to) {
+    auto events = t.sys_events(static_cast<uint32_t>(thread));
+    EXPECT_TRUE(events) << events.error().message();
+    std::pair<long, long> n{0, 0};
+    for (const format::SysEvent& e : events ? *events : std::vector<format::SysEvent>{}) {
+      if (e.kind != format::SysKind::kPageFault || e.mono_ns < static_cast<uint64_t>(k.at(from)) ||
+          e.mono_ns > static_cast<uint64_t>(k.at(to)))
+        continue;
+      ++(static_cast<uint64_t>(e.value) & format::kFaultMajor ? n.second : n.first);
+    }
+    return n;
+  };
+  EXPECT_GE(k.at("touch_min"), 300);
+  EXPECT_EQ(faults(main_index, "touch0", "touch1"), std::make_pair(k.at("touch_min"), k.at("touch_maj")));
+  EXPECT_EQ(faults(main_index, "page0", "page1"), std::make_pair(k.at("page_min"), k.at("page_maj")));
+  EXPECT_GE(k.at("wtouch_min"), 100);
+  EXPECT_EQ(faults(worker_index, "wtouch0", "wtouch1"), std::make_pair(k.at("wtouch_min"), k.at("wtouch_maj")));
+  // By function: touch took the 400 pages' faults, in main and the worker.
+  RunResult f = callscope({"report", "--faults", "--format", "json", trace});
+  ASSERT_EQ(f.exit_code, 0) << f.err;
+  std::map<std::string, uint64_t> count;
+  const auto rows = nlohmann::json::parse(f.out);
+  for (const auto& row : rows["rows"])
+    count[row["function"].get<std::string>() + " " + row["kind"].get<std::string>()] += row["count"].get<uint64_t>();
+  EXPECT_GE(count["touch [minor fault]"], 400u) << f.out;
+  EXPECT_EQ(count["page_in [major fault]"], static_cast<uint64_t>(k.at("page_maj"))) << f.out;
+  // The thread blocked in a major fault: that is why it was off the CPU
+  // (every stretch it blocked in within the window, and there is one).
+  if (k.at("page_maj") > 0 && calls) {
+    auto events = t.sys_events(static_cast<uint32_t>(main_index));
+    ASSERT_TRUE(events);
+    const auto stretches = analysis::off_cpu_stretches(*events, t.threads()[main_index].record.end_tick,
+                                                       [&t](uint64_t ns) { return t.mono_to_tick(ns); });
+    int blocked = 0;
+    for (const analysis::OffCpu& o : stretches) {
+      if (o.runnable || o.start < t.mono_to_tick(static_cast<uint64_t>(k.at("page0"))) ||
+          o.end > t.mono_to_tick(static_cast<uint64_t>(k.at("page1"))))
+        continue;
+      ++blocked;
+      EXPECT_EQ(analysis::off_cpu_reason(o), "[major fault]");
+    }
+    EXPECT_GE(blocked, 1);
+    RunResult w = callscope({"report", "--wait", "-F", "page_in", trace});
+    ASSERT_EQ(w.exit_code, 0) << w.err;
+    EXPECT_NE(w.out.find("[major fault]"), std::string::npos) << w.out;
+  }
+  // replay: the faults inline, inside touch, with the instruction's function.
+  RunResult rp = callscope({"replay", "-F", "touch", "--format", "json", trace});
+  ASSERT_EQ(rp.exit_code, 0) << rp.err;
+  uint64_t lines = 0;
+  for (const auto& l : nlohmann::json::parse(rp.out))
+    lines += l["kind"] == "fault" && l["function"] == "[minor fault]" && l.value("at", "") == "touch";
+  EXPECT_GE(lines, 400u);
+  RunResult none = callscope({"replay", "--no-faults", "-F", "touch", "--format", "json", trace});
+  ASSERT_EQ(none.exit_code, 0) << none.err;
+  EXPECT_EQ(none.out.find("\"fault\""), std::string::npos);
+  // info counts them per thread.
+  RunResult info = callscope({"info", "--format", "json", trace});
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  const auto j = nlohmann::json::parse(info.out);
+  EXPECT_GE(j.at("threads").at(main_index).at("page_faults").at("minor").get<long>(),
+            k.at("touch_min") + k.at("page_min"));
+}
+
+// Faults without sched: the trace has no context switches, and nothing
+// pretends to know when the threads ran.
+TEST_P(SchedTest, FaultsWithoutSchedClaimNoStates) {
+  TempDir dir;
+  const std::string trace = dir.file("f.trace");
+  RunResult r = callscope({"record", "--events", "faults", "-o", trace, "--", fixture(GetParam(), "faults"), dir.path()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  if (r.err.find("not recorded: page faults: ") != std::string::npos) GTEST_SKIP() << r.err;
+  RunResult w = callscope({"report", "--wait", trace});
+  EXPECT_NE(w.exit_code, 0);
+  EXPECT_NE(w.err.find("this trace has no context switches"), std::string::npos) << w.err;
+  RunResult info = callscope({"info", "--format", "json", trace});
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  const auto j = nlohmann::json::parse(info.out);
+  for (const auto& th : j["threads"]) {
+    EXPECT_FALSE(th.contains("running_ns")) << th;
+    EXPECT_FALSE(th.contains("context_switches")) << th;
+  }
+  EXPECT_EQ(j["sys_events"], nlohmann::json::array({"page faults"}));
+  EXPECT_EQ(flat_report(trace)["touch"].count("wait_ns"), 0u);
+  RunResult f = callscope({"report", "--faults", "-F", "touch", trace});
+  ASSERT_EQ(f.exit_code, 0) << f.err;
+  EXPECT_NE(f.out.find("[minor fault]"), std::string::npos) << f.out;
 }
 
 INSTANTIATE_TEST_SUITE_P(Compilers, SchedTest, ::testing::ValuesIn(variants()), VariantName());

@@ -52,6 +52,12 @@ list(APPEND suffixes "folded" "folded_calls" "chrome" "speedscope" "folded_dump1
 # Waiting (docs/report.md, "Where the threads waited"): the kernel's events.
 list(APPEND views "report --wait" "report --wait --tree" "report --wait --format json" "report --wait -F *0x401100 --format csv")
 list(APPEND suffixes "wait" "wait_tree" "wait_json" "wait_f_csv")
+# Page faults (docs/report.md, "Where the threads took page faults").
+list(APPEND views "report --faults" "report --faults --tree" "report --faults --format json" "report --faults --tree --format csv")
+list(APPEND suffixes "faults" "faults_tree" "faults_json" "faults_tree_csv")
+# replay --min holds the kernel's lines with the frame they are in, and drops them with it.
+list(APPEND views "replay --min 5us")
+list(APPEND suffixes "replay_min5")
 list(LENGTH views n)
 math(EXPR last "${n} - 1")
 set(failed FALSE)

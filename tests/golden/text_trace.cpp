@@ -201,7 +201,8 @@ Status text_to_trace(const std::string& text, const std::string& out_path) {
         declared_span.emplace_back(f.count("start") ? num(f["start"]) : 0, f.count("end") ? num(f["end"]) : 0);
       } else if (head == "sys") {
         // sys THREAD KIND NS [cpu=N] [state=MASK] [nr=N] [args=A,B,...] [ret=N] [waker=TID]
-        //     [waker_pid=PID] [count=N]: the kernel's events (kSysEvents), NS on the trace's clock.
+        //     [waker_pid=PID] [count=N] [addr=A ip=IP] [major] [kernel]: the kernel's events
+        //     (kSysEvents), NS on the trace's clock.
         uint32_t thread = 0;
         std::string kind;
         fmt::SysEvent e;
@@ -210,17 +211,22 @@ Status text_to_trace(const std::string& text, const std::string& out_path) {
             {"out", fmt::SysKind::kSwitchOutBlocked}, {"preempt", fmt::SysKind::kSwitchOutRunnable},
             {"in", fmt::SysKind::kSwitchIn},          {"lost", fmt::SysKind::kLost},
             {"state", fmt::SysKind::kSleepState},     {"wakeup", fmt::SysKind::kWakeup},
-            {"enter", fmt::SysKind::kSyscallEnter},   {"exit", fmt::SysKind::kSyscallExit}};
+            {"enter", fmt::SysKind::kSyscallEnter},   {"exit", fmt::SysKind::kSyscallExit},
+            {"fault", fmt::SysKind::kPageFault}};
         auto k = sys_kinds.find(kind);
         if (k == sys_kinds.end()) return Error(where + ": unknown sys kind '" + kind + "'");
         e.kind = k->second;
         for (auto& [key, value] : fields(in)) {
-          if (key == "cpu" || key == "state" || key == "nr" || key == "count" || key == "waker") {
+          if (key == "cpu" || key == "state" || key == "nr" || key == "count" || key == "waker" || key == "addr") {
             e.arg = num(value);
           } else if (key == "ret") {
             e.value = std::stoll(value, nullptr, 0);
           } else if (key == "waker_pid") {
             e.value = static_cast<int64_t>(num(value));
+          } else if (key == "ip") {
+            e.args[0] = num(value);
+          } else if (key == "major" || key == "kernel") {
+            e.value |= static_cast<int64_t>(key == "major" ? fmt::kFaultMajor : fmt::kFaultInKernel);
           } else if (key == "args") {
             std::istringstream a(value);
             std::string one;
@@ -366,7 +372,10 @@ Status text_to_trace(const std::string& text, const std::string& out_path) {
     last = std::max(last, threads[i].end_tick);
   }
 
-  for (const auto& [thread, evs] : sys_events) {
+  for (auto& [thread, evs] : sys_events) {
+    // In time order, as the recorder writes them (a case lists them by kind).
+    std::stable_sort(evs.begin(), evs.end(),
+                     [](const fmt::SysEvent& a, const fmt::SysEvent& b) { return a.mono_ns < b.mono_ns; });
     CALLSCOPE_CHECK(writer->write_block(fmt::BlockType::kSysEvents, threads[thread].tid,
                                         static_cast<uint32_t>(evs.size()), evs.front().mono_ns,
                                         fmt::encode_sys_events(evs), procs.at(threads[thread].process_index).pid));

@@ -81,5 +81,57 @@ TEST(analysis_off_cpu, StateLettersAndSyscallNames) {
   EXPECT_EQ(syscall_number("no_such_call"), -1);
 }
 
+// A major fault's event comes once the page is in: the stretches the thread
+// blocked in uninterruptibly since the last fault or system call were that
+// fault's. Not those inside a system call, nor preemptions, nor a sleep,
+// nor a minor fault's; and only where the trace has the system calls.
+TEST(analysis_off_cpu, AMajorFaultNamesTheWaitsBeforeIt) {
+  const std::vector<SysEvent> events = {
+      ev(SysKind::kSyscallEnter, 10, SYS_getpid),
+      ev(SysKind::kSyscallExit, 20, SYS_getpid),
+      ev(SysKind::kPageFault, 50, 0x1000, 0),  // minor: nothing before it
+      ev(SysKind::kSleepState, 100, 0x2),
+      ev(SysKind::kSwitchOutBlocked, 100),
+      ev(SysKind::kSwitchIn, 200),
+      ev(SysKind::kSwitchOutRunnable, 250),
+      ev(SysKind::kSwitchIn, 260),
+      ev(SysKind::kSleepState, 270, 0x2),
+      ev(SysKind::kSwitchOutBlocked, 270),
+      ev(SysKind::kSwitchIn, 300),
+      ev(SysKind::kPageFault, 310, 0x2000, static_cast<int64_t>(format::kFaultMajor)),  // 100..200 and 270..300
+      ev(SysKind::kSyscallEnter, 400, SYS_read),
+      ev(SysKind::kSleepState, 410, 0x2),
+      ev(SysKind::kSwitchOutBlocked, 410),
+      ev(SysKind::kSwitchIn, 500),
+      ev(SysKind::kPageFault, 505, 0x3000, static_cast<int64_t>(format::kFaultMajor | format::kFaultInKernel)),
+      ev(SysKind::kSyscallExit, 510, SYS_read),
+      ev(SysKind::kSleepState, 600, 0x2),
+      ev(SysKind::kSwitchOutBlocked, 600),
+      ev(SysKind::kSwitchIn, 700),
+      ev(SysKind::kPageFault, 710, 0x4000, 0),  // minor: 600..700 stays [uninterruptible]
+      ev(SysKind::kSleepState, 800, 0x1),
+      ev(SysKind::kSwitchOutBlocked, 800),
+      ev(SysKind::kSwitchIn, 850),
+      ev(SysKind::kPageFault, 860, 0x5000, static_cast<int64_t>(format::kFaultMajor)),  // 800..850 slept (S): not it
+  };
+  const auto s = off_cpu_stretches(events, 1000, [](uint64_t ns) { return ns; });
+  ASSERT_EQ(s.size(), 6u);
+  EXPECT_EQ(off_cpu_reason(s[0]), "[major fault]");
+  EXPECT_EQ(off_cpu_reason(s[1]), "[runnable]");
+  EXPECT_EQ(off_cpu_reason(s[2]), "[major fault]");
+  EXPECT_EQ(off_cpu_reason(s[3]), "[read D]");
+  EXPECT_EQ(off_cpu_reason(s[4]), "[uninterruptible]");
+  EXPECT_EQ(off_cpu_reason(s[5]), "[sleeping]");
+  // Without the system calls in the trace, a D wait might have been in one.
+  std::vector<SysEvent> no_calls;
+  for (const SysEvent& e : events)
+    if (e.kind != SysKind::kSyscallEnter && e.kind != SysKind::kSyscallExit) no_calls.push_back(e);
+  for (const OffCpu& o : off_cpu_stretches(no_calls, 1000, [](uint64_t ns) { return ns; }))
+    EXPECT_NE(off_cpu_reason(o), "[major fault]");
+  EXPECT_EQ(fault_reason(0), "[minor fault]");
+  EXPECT_EQ(fault_reason(format::kFaultMajor), "[major fault]");
+  EXPECT_EQ(fault_reason(format::kFaultInKernel), "[minor fault in the kernel]");
+}
+
 }  // namespace
 }  // namespace callscope::analysis

@@ -74,6 +74,26 @@ TEST(format_sys_events, SyscallsStatesAndWakersRoundTrip) {
   EXPECT_NE(st.error().message().find("ends before event 4"), std::string::npos) << st.error().message();
 }
 
+// 1.11: a page fault's address, instruction and flags.
+TEST(format_sys_events, PageFaultsRoundTrip) {
+  std::vector<SysEvent> in(2);
+  in[0] = {SysKind::kPageFault, 2'000'000'000, 0x7f0012345000};
+  in[0].args[0] = 0x401136;
+  in[1] = {SysKind::kPageFault, 2'000'000'500, 0x55550000};
+  in[1].args[0] = 0xffffffff81234567;
+  in[1].value = static_cast<int64_t>(kFaultMajor | kFaultInKernel);
+  std::vector<SysEvent> out;
+  ASSERT_TRUE(decode_sys_events(encode_sys_events(in), 2, in.front().mono_ns, out).ok());
+  ASSERT_EQ(out.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(out[i].kind, SysKind::kPageFault) << i;
+    EXPECT_EQ(out[i].mono_ns, in[i].mono_ns) << i;
+    EXPECT_EQ(out[i].arg, in[i].arg) << i;
+    EXPECT_EQ(out[i].args[0], in[i].args[0]) << i;
+    EXPECT_EQ(out[i].value, in[i].value) << i;
+  }
+}
+
 TEST(format_sys_events, DamageIsNamed) {
   const std::vector<SysEvent> in = sample();
   std::vector<uint8_t> payload = encode_sys_events(in);
