@@ -20,7 +20,7 @@ packages=(build-essential cmake ninja-build pkg-config ccache gcc g++ clang libc
   procps python3 zlib1g-dev
   protobuf-compiler chromium chromium-driver python3-selenium
   gcc-arm-none-eabi gcc-aarch64-linux-gnu libc6-dev-arm64-cross
-  nginx-light)
+  nginx-light linux-perf strace)
 # node and npm install speedscope (below) for the browser tests that open
 # the exports in it; a node from elsewhere (nodesource, nvm) will do.
 command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)

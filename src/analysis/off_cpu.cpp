@@ -91,6 +91,7 @@ std::vector<OffCpu> off_cpu_stretches(const std::vector<format::SysEvent>& event
         out.push_back(cur);
         break;
       case format::SysKind::kLost:
+      case format::SysKind::kSample:
         break;
     }
   }

@@ -3,6 +3,7 @@
 #include "analysis/report_model.h"
 
 #include <algorithm>
+#include <cmath>
 #include <condition_variable>
 #include <cstring>
 #include <functional>
@@ -422,14 +423,18 @@ CallTree merged_tree(const Profile& p) {
 namespace {
 
 // What goes under a thread's call path at a time: a stretch off the CPU
-// (start to end) or a page fault (start == end), as a leaf named by its
-// reason; `frame`, when not 0, the address of the instruction that took it,
-// a frame under the innermost traced one when its function is another
-// (memset, called by the traced function).
+// (start to end), a page fault (start == end) or a CPU sample (the CPU time
+// it stands for: `ticks`), as a leaf named by its reason; `frame`, when not
+// 0, the address of the instruction that took it, a frame under the
+// innermost traced one when its function is another (memset, called by the
+// traced function). Without a reason the frame itself (or the innermost
+// traced one) holds it.
 struct PathLeaf {
   uint64_t start = 0, end = 0;  // ticks
   std::string reason;
   uint64_t frame = 0;
+  bool off_cpu = true;  // its time is time off the CPU (Stats::wait)
+  uint64_t ticks = 0;   // a sample's: its time is `ticks` of CPU (end == start)
 };
 
 // One thread's leaves under the call paths they happened in, each named by
@@ -483,17 +488,24 @@ class LeafPathBuilder {
       while (nodes_.size() < stack_.size())
         nodes_.push_back(tree_.child(nodes_.empty() ? kRootNode : nodes_.back(), stack_[nodes_.size()]));
       const PathLeaf& l = leaves_[next_];
-      auto [it, fresh] = reason_ids_.try_emplace(l.reason, reasons_.size());
-      if (fresh) reasons_.push_back(l.reason);
       uint32_t under = nodes_.empty() ? kRootNode : nodes_.back();
       if (l.frame && !(same_ && !stack_.empty() && same_(stack_.back(), l.frame))) under = tree_.child(under, l.frame);
-      const uint64_t ticks = l.end - l.start;
-      Stats& s = tree_.node(tree_.child(under, kReasonKey | it->second)).stats;
+      uint32_t at = under;
+      if (!l.reason.empty()) {
+        auto [it, fresh] = reason_ids_.try_emplace(l.reason, reasons_.size());
+        if (fresh) reasons_.push_back(l.reason);
+        at = tree_.child(under, kReasonKey | it->second);
+      }
+      if (at == kRootNode) continue;  // (a leaf has a reason or a frame)
+      const uint64_t ticks = l.ticks ? l.ticks : l.end - l.start;
+      Stats& s = tree_.node(at).stats;
       s.add_call(l.start, ticks);
       s.total += ticks;
       s.self += ticks;
-      s.wait += ticks;
-      s.self_wait += ticks;
+      if (l.off_cpu) {
+        s.wait += ticks;
+        s.self_wait += ticks;
+      }
     }
   }
   CallTree& tree_;
@@ -586,6 +598,26 @@ Result<Profile> build_fault_profile(format::TraceReader& trace, const std::vecto
                               }
                               return leaves;
                             });
+}
+
+Result<Profile> build_sample_profile(format::TraceReader& trace, const std::vector<uint32_t>& threads,
+                                     const Resolver& resolve) {
+  const double ns_per_tick = trace.ticks_to_ns(1);
+  return build_leaf_profile(
+      trace, threads, resolve, [&trace, ns_per_tick](const std::vector<format::SysEvent>& events, const format::ThreadRecord&) {
+        std::vector<PathLeaf> leaves;
+        for (const format::SysEvent& e : events) {
+          if (e.kind != format::SysKind::kSample) continue;
+          const uint64_t tick = trace.mono_to_tick(e.mono_ns);
+          const auto v = static_cast<uint64_t>(e.value);
+          PathLeaf l{tick, tick, (v & 1) ? "[kernel]" : "", (v & 1) ? 0 : e.arg, false, 0};
+          // (a period past 10 s is damage: no rate the recorder takes makes one)
+          const double period = std::min(static_cast<double>(v >> 1), 1e10);
+          l.ticks = std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(period / ns_per_tick)));
+          leaves.push_back(std::move(l));
+        }
+        return leaves;
+      });
 }
 
 }  // namespace callscope::analysis

@@ -78,6 +78,14 @@ Result<Profile> build_wait_profile(format::TraceReader& trace, const std::vector
 // calls are the faults under it; it has no time.
 Result<Profile> build_fault_profile(format::TraceReader& trace, const std::vector<uint32_t>& threads,
                                     const Resolver& resolve);
+// Where the threads of `threads` ran, from their CPU samples (record
+// --sample HZ): each sample under the call path it was taken in, in the
+// function of its instruction (a frame under the innermost traced one when
+// that is another: memcpy, called by it), or in a "[kernel]" leaf; its
+// time the CPU time it stands for. A node's calls are its samples, its
+// self time theirs, its total time that of the samples under it.
+Result<Profile> build_sample_profile(format::TraceReader& trace, const std::vector<uint32_t>& threads,
+                                     const Resolver& resolve);
 
 // Profile-mode traces: the trees of `threads` in the snapshots `dumps`
 // (indexes into TraceReader::dumps()); a thread found in several (two

@@ -49,6 +49,9 @@ ThreadStates thread_states(const std::vector<format::SysEvent>& events, uint64_t
         break;
       case format::SysKind::kSyscallExit:
         break;
+      case format::SysKind::kSample:
+        ++s.samples;
+        break;
       case format::SysKind::kPageFault:
         ++(static_cast<uint64_t>(e.value) & format::kFaultMajor ? s.major_faults : s.minor_faults);
         s.kernel_faults += (static_cast<uint64_t>(e.value) & format::kFaultInKernel) != 0;

@@ -26,6 +26,7 @@ struct ThreadStates {
   uint64_t sleep_states = 0, wakeups = 0;  // the sched tracepoints' events (root or CAP_PERFMON)
   uint64_t minor_faults = 0, major_faults = 0;  // page faults (--events faults)
   uint64_t kernel_faults = 0;                   // of them, taken by the kernel in a system call
+  uint64_t samples = 0;                         // CPU samples (record --sample)
 };
 
 // From one thread's events (in time order), over [start, end] (ticks);

@@ -19,6 +19,7 @@ struct Opts {
   bool icicle = false;
   bool merge = false;
   bool wait = false;
+  bool samples = false;
   uint32_t width = 1200;
   std::vector<std::string> diff;
   ViewFilters filters;
@@ -65,7 +66,7 @@ Result<int> run(const Opts& o) {
   fo.by = by;
   fo.width = o.width;
   if (!o.diff.empty()) {
-    if (o.wait) return Error("--wait does not go with --diff");
+    if (o.wait || o.samples) return Error(std::string(o.wait ? "--wait" : "--samples") + " does not go with --diff");
     if (o.diff.size() != 2) return Error("--diff takes two sides: --diff A B (traces, or snapshot numbers of TRACE)");
     if (o.filters.dump) return Error("--dump does not go with --diff: give the snapshots as --diff A B");
     CALLSCOPE_TRY(DiffSide a, open_diff_side(o.diff[0], o.trace, o.filters));
@@ -81,9 +82,12 @@ Result<int> run(const Opts& o) {
   }
   if (o.trace.empty()) return Error("a trace is required (or --diff A B)");
   CALLSCOPE_TRY(ViewInput in, open_view(o.trace, o.filters));
-  CALLSCOPE_TRY(analysis::Profile p, o.wait ? load_wait_profile(in, o.filters) : load_view_profile(in, o.filters));
+  CALLSCOPE_TRY(analysis::Profile p, o.wait      ? load_wait_profile(in, o.filters)
+                                      : o.samples ? load_sample_profile(in, o.filters)
+                                                  : load_view_profile(in, o.filters));
   const exporter::StackTree t = exporter::build_stacks(*in.trace, p, stack_options(in, p, o.merge));
-  fo.title = o.title.empty() ? std::string(o.wait ? "Off-CPU " : "") + (o.icicle ? "Icicle graph" : "Flame graph")
+  fo.title = o.title.empty() ? std::string(o.wait ? "Off-CPU " : o.samples ? "CPU-sampled " : "") +
+                                   (o.icicle ? "Icicle graph" : "Flame graph")
                              : o.title;
   if (o.wait && t.nodes.front().ticks == 0) print_warning("flame", "the threads never left their CPUs: the graph is empty");
   std::string label = o.trace;
@@ -114,6 +118,11 @@ Command flame_command() {
                          "recorded by default), by the call path they left in, the reason on top: [runnable] "
                          "(preempted), the system call ([futex], [fsync D] when it slept uninterruptibly; "
                          "record --events syscalls), else the state ([sleeping], [uninterruptible], [blocked])");
+            app.add_flag("--samples", o->samples,
+                         "CPU graph from the threads' CPU samples (record --sample HZ): each sample's CPU time under "
+                         "the call path it was taken in, in the function of its instruction (memcpy above the traced "
+                         "function that called it), [kernel] for the kernel's code")
+                ->excludes("--wait");
             app.add_option("--diff", o->diff,
                            "Differential graph of A and B: two traces, or two snapshot numbers of TRACE; drawn as B, "
                            "red where a frame's own weight grew, blue where it shrank (threads merged)")

@@ -73,6 +73,7 @@ Command record_command() {
                 ->check(CLI::IsMember({"auto", "dwarf", "fp", "off"}))
                 ->default_str("auto")
                 ->needs(memory);
+            add_kernel_event_flags(app, *o);
             add_stream_flags(app, *o, "while the program runs");
             // Everything from PROGRAM on belongs to the program, options too.
             app.prefix_command();

@@ -27,6 +27,7 @@
 #include "views/memory_view.h"
 #include "views/profile_view.h"
 #include "views/stack_depth_view.h"
+#include "views/sample_view.h"
 #include "views/wait_view.h"
 
 namespace callscope::cli {
@@ -45,6 +46,7 @@ struct Opts {
   bool tree = false;
   bool wait = false;
   bool faults = false;
+  bool samples = false;
   bool merge = false;
   uint32_t depth = 0;
   double threshold = 0;
@@ -303,6 +305,19 @@ Result<int> run(const Opts& o) {
     for (const std::string& p : t.problems()) std::fprintf(stderr, "callscope report: damaged trace: %s\n", p.c_str());
     return t.problems().empty() ? 0 : 1;
   }
+  if (o.samples) {
+    if (t.is_profile()) return Error("--samples needs a recording: a profile-mode trace keeps no CPU samples");
+    CALLSCOPE_TRY(analysis::Profile samples, analysis::build_sample_profile(t, threads, resolve));
+    CALLSCOPE_CHECK(samples_present(samples));
+    if (o.tree && r.format == OutputFormat::kText)
+      std::printf("CPU samples by call path: a frame's CALLS are the samples taken under it, TOTAL and SELF the CPU "
+                  "time they stand for (a sample per period of the thread's CPU time)\n\n");
+    CALLSCOPE_CHECK(o.tree ? views::print_call_trees(t, samples, r, stdout)
+                           : views::print_sample_table(t, samples, r, stdout));
+    for (const std::string& w : sym.warnings()) print_warning("report", w);
+    for (const std::string& p : t.problems()) std::fprintf(stderr, "callscope report: damaged trace: %s\n", p.c_str());
+    return t.problems().empty() ? 0 : 1;
+  }
   if (o.faults) {
     if (t.is_profile()) return Error("--faults needs a recording: a profile-mode trace keeps no page faults");
     CALLSCOPE_TRY(analysis::Profile faults, analysis::build_fault_profile(t, threads, resolve));
@@ -397,6 +412,13 @@ Command report_command() {
                                         "[major fault]; '... in the kernel]' for one taken in a system call); with "
                                         "--tree, by call path, the kinds as leaves");
             faults->excludes(wait);
+            auto* samples = app.add_flag("--samples", o->samples,
+                                         "Where the threads ran, from their CPU samples (record --sample HZ): per "
+                                         "function the samples taken in it (SELF: the function of the sampled "
+                                         "instruction -- memcpy, called by a traced function -- or [kernel]) and "
+                                         "under it (TOTAL), with the CPU time they stand for; with --tree, by call "
+                                         "path");
+            samples->excludes(wait)->excludes(faults);
             app.add_flag("--merge", o->merge, "With --tree: one tree merged across threads by function name")->needs(tree);
             app.add_option("--depth", o->depth, "With --tree: show nodes down to depth N (1 = outermost; 0: all)")
                 ->type_name("N")
@@ -415,6 +437,7 @@ Command report_command() {
             tree->excludes(callers)->excludes(callees)->excludes(per_thread);
             wait->excludes(callers)->excludes(callees)->excludes(per_thread);
             faults->excludes(callers)->excludes(callees)->excludes(per_thread);
+            samples->excludes(callers)->excludes(callees)->excludes(per_thread);
             fn_glob->excludes(callers)->excludes(callees);
             mod_glob->excludes(callers)->excludes(callees);
             app.add_flag("--stack", o->stack,
@@ -463,12 +486,12 @@ Command report_command() {
             // What --diff refuses rather than ignore (run_diff names them).
             std::vector<CLI::Option*> not_for_diff;
             for (const char* name : {"--sort", "--threads", "--tree", "--callers", "--callees", "--stack", "--dump", "--idle",
-                                     "--min-busy", "--by-busy", "--wait", "--faults"})
+                                     "--min-busy", "--by-busy", "--wait", "--faults", "--samples"})
               not_for_diff.push_back(app.get_option(name));
             std::vector<CLI::Option*> not_for_memory;
             for (const char* name : {"--sort", "--threads", "--callers", "--callees", "--stack", "--dump", "--idle",
                                      "--min-busy", "--by-busy", "--diff", "--merge", "--function", "--module", "--thread",
-                                     "--wait", "--faults"})
+                                     "--wait", "--faults", "--samples"})
               not_for_memory.push_back(app.get_option(name));
             const CLI::Option* threshold_opt = app.get_option("--threshold");
             return [o, settings, not_for_diff, not_for_memory, threshold_opt]() -> Result<int> {

@@ -16,7 +16,7 @@ void add_output_flags(CLI::App& app, RecordOptions& o) {
   app.add_flag("--keep-raw", o.keep_raw, "Keep the raw session directory after writing the trace");
 }
 
-void add_stream_flags(CLI::App& app, RecordOptions& o, const std::string& raw_dir_when) {
+void add_kernel_event_flags(CLI::App& app, RecordOptions& o) {
   app.add_option_function<std::string>(
          "--events",
          [&o](const std::string& v) {
@@ -50,6 +50,16 @@ void add_stream_flags(CLI::App& app, RecordOptions& o, const std::string& raw_di
         return "";
       })
       ->default_str("sched");
+  app.add_option("--sample", o.sample_hz,
+                 "CPU samples: each thread's instruction HZ times a second of its CPU time (the kernel's cpu-clock), "
+                 "each put under the call path of its thread at that moment -- a sample in libc's memcpy under the "
+                 "traced function that called it; 'report --samples', 'flame --samples'. The kernel's part needs "
+                 "root or CAP_PERFMON")
+      ->type_name("HZ")
+      ->check(CLI::Range(1, 10000));
+}
+
+void add_stream_flags(CLI::App& app, RecordOptions& o, const std::string& raw_dir_when) {
   app.add_flag("--drop-when-behind", o.drop_when_behind,
                "When the recorder cannot keep up, drop events (the trace marks where) instead of making the "
                "program wait (the default)");

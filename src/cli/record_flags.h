@@ -16,6 +16,9 @@ namespace callscope::cli {
 
 // -f/--force and --keep-raw.
 void add_output_flags(CLI::App& app, recorder::RecordOptions& o);
+// --events and --sample: the kernel's events beside the calls (record;
+// attach does not follow them yet).
+void add_kernel_event_flags(CLI::App& app, recorder::RecordOptions& o);
 // --drop-when-behind, --raw-dir (`raw_dir_help`: while what runs) and --level.
 void add_stream_flags(CLI::App& app, recorder::RecordOptions& o, const std::string& raw_dir_when);
 // The output and the runtime's environment from the settings; their

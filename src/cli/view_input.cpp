@@ -155,6 +155,24 @@ Result<analysis::Profile> load_wait_profile(ViewInput& in, const ViewFilters& f)
   return p;
 }
 
+Result<analysis::Profile> load_sample_profile(ViewInput& in, const ViewFilters& f) {
+  format::TraceReader& t = *in.trace;
+  if (t.is_profile()) return Error("--samples needs a recording: a profile-mode trace keeps no CPU samples");
+  if (!f.from.empty() || !f.to.empty()) return Error("--samples does not take --from/--to: it shows the whole recording");
+  CALLSCOPE_TRY(analysis::Profile p, analysis::build_sample_profile(t, in.threads, in.resolve));
+  CALLSCOPE_CHECK(samples_present(p));
+  CALLSCOPE_CHECK(some_wanted(in, p, f));
+  return p;
+}
+
+Status samples_present(const analysis::Profile& samples) {
+  if (std::none_of(samples.threads.begin(), samples.threads.end(),
+                   [](const analysis::ThreadProfile& tp) { return tp.tree.size() > 1; }))
+    return Error("this trace has no CPU samples of these threads: record with --sample HZ (e.g. --sample 999) to "
+                 "see where they ran");
+  return ok_status();
+}
+
 Result<DiffSide> open_diff_side(const std::string& spec, const std::string& trace, ViewFilters f) {
   const bool snapshot =
       !spec.empty() && spec.size() < 10 && spec.find_first_not_of("0123456789") == std::string::npos;

@@ -67,6 +67,12 @@ Result<analysis::Profile> load_view_profile(ViewInput& in, const ViewFilters& f)
 Result<analysis::Profile> load_wait_profile(ViewInput& in, const ViewFilters& f);
 // Why a trace has no --wait view (profile mode, no context switches).
 Status wait_view_possible(const format::TraceReader& t);
+// --samples: where the threads ran, from their CPU samples
+// (analysis::build_sample_profile); an error that says why for a trace
+// without them, and for a window.
+Result<analysis::Profile> load_sample_profile(ViewInput& in, const ViewFilters& f);
+// An error that says what to record when `samples` holds none.
+Status samples_present(const analysis::Profile& samples);
 
 // One side of a --diff A B: "K" is snapshot K of `trace` (a profile-mode
 // trace), anything else another trace (its final state, or its whole

@@ -29,6 +29,9 @@ std::vector<uint8_t> encode_sys_events(const std::vector<SysEvent>& events) {
         put_varint(arg, e.args[0]);
         put_varint(arg, static_cast<uint64_t>(e.value));
         break;
+      case SysKind::kSample:
+        put_varint(arg, static_cast<uint64_t>(e.value));
+        break;
       default:
         break;
     }
@@ -80,6 +83,10 @@ Status decode_sys_events(const std::vector<uint8_t>& payload, uint32_t count, ui
         break;
       case SysKind::kPageFault:
         ok = ok && get_varint(arg, arg_end, e.args[0]) && get_varint(arg, arg_end, v);
+        e.value = static_cast<int64_t>(v);
+        break;
+      case SysKind::kSample:
+        ok = ok && get_varint(arg, arg_end, v);
         e.value = static_cast<int64_t>(v);
         break;
       default:

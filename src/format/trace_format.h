@@ -225,6 +225,11 @@ inline constexpr uint32_t kThreadUntraced = 4;
 // A trace with kInfoUnwound and no thread flagged was written before the
 // flag: every thread's calls were unwound.
 inline constexpr uint32_t kThreadUnwound = 8;
+// Made by the reader, never written: a thread that the kernel's events
+// (kSysEvents) name but that made no traced call -- a program without
+// hooks under --sample, a library's thread. start_tick is its first such
+// event, end_tick its process's end.
+inline constexpr uint32_t kThreadKernelOnly = 16;
 
 // A snapshot of every thread's call tree of one process.
 struct DumpRecord {
@@ -409,8 +414,10 @@ enum class SysKind : uint8_t {
   // 1.11 (record --events faults):
   kPageFault = 9,  // a page fault. arg: the address, then the instruction that took it, then flags
                    // (kFaultMajor, kFaultInKernel)
+  kSample = 10,    // a CPU sample (record --sample HZ). arg: the instruction, then the period in ns of the
+                   // thread's CPU time it stands for, times 2, plus 1 when the instruction is the kernel's
 };
-inline constexpr uint8_t kSysKindMax = 9;
+inline constexpr uint8_t kSysKindMax = 10;
 inline constexpr uint64_t kFaultMajor = 1;     // read from a file or swap (the thread waited for it)
 inline constexpr uint64_t kFaultInKernel = 2;  // taken by the kernel for the thread, in a system call
 struct SysColumnsHeader {

@@ -480,6 +480,7 @@ Status TraceReader::check_references(Damage damage) {
   for (size_t i = n_threads; i < threads_.size(); ++i)
     if (threads_[i].record.process_index >= processes_.size())
       threads_[i].record.process_index = process_ref(threads_[i].record.process_index, "thread " + std::to_string(i));
+  add_kernel_only_threads();
   if (found.empty()) return ok_status();
   if (damage == Damage::kList) {
     for (std::string& f : found) problems_.push_back(std::move(f));

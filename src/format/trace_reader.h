@@ -206,6 +206,9 @@ class TraceReader {
   uint64_t mono_to_tick(uint64_t mono_ns) const;
 
  private:
+  // Threads the kernel's events name that have no thread record (no
+  // traced call): kThreadKernelOnly.
+  void add_kernel_only_threads();
   TraceReader() = default;
   Status index_blocks();
   template <class Out>

@@ -1,5 +1,6 @@
 // TraceReader: the kernel's events of a thread (kSysEvents, trace 1.9).
 #include <algorithm>
+#include <map>
 
 #include "format/trace_reader.h"
 
@@ -32,7 +33,72 @@ Result<std::vector<SysEvent>> TraceReader::sys_events(uint32_t thread) {
       problem(b, st.error().message());
   }
   std::stable_sort(out.begin(), out.end(), [](const SysEvent& a, const SysEvent& b) { return a.mono_ns < b.mono_ns; });
+  // A pid that exec'd is several images, each its own process record: the
+  // kernel's events of the tid go to the image whose life holds them.
+  const ProcessRecord& mine = process(t.process_index).record;
+  uint64_t from = 0, to = ~uint64_t{0};
+  for (const ProcessInfo& other : processes_) {
+    if (&other.record == &mine || other.record.pid != pid) continue;
+    if (other.record.start_tick > mine.start_tick) to = std::min(to, other.record.start_tick);
+    else from = mine.start_tick;  // an earlier image: ours begins at our start
+  }
+  if (from != 0 || to != ~uint64_t{0})
+    out.erase(std::remove_if(out.begin(), out.end(),
+                             [&](const SysEvent& e) {
+                               const uint64_t tick = mono_to_tick(e.mono_ns);
+                               return tick < from || tick >= to;
+                             }),
+              out.end());
   return out;
+}
+
+void TraceReader::add_kernel_only_threads() {
+  // Only a process without a thread record -- a program without hooks --
+  // gets threads from its samples: a hooked process's threads are those it
+  // recorded (the runtime's own control thread is not the program's).
+  std::vector<bool> has_threads(processes_.size(), false);
+  for (ThreadInfo& t : threads_) {
+    t.record.flags &= ~kThreadKernelOnly;  // the reader's alone: never taken from a file
+    if (t.record.process_index < processes_.size()) has_threads[t.record.process_index] = true;
+  }
+  std::map<std::pair<size_t, uint32_t>, size_t> made;  // (process, tid) -> thread
+  for (const BlockRef& b : blocks_) {
+    if (b.header.type != static_cast<uint16_t>(BlockType::kSysEvents)) continue;
+    const uint32_t tid = b.header.aux0, pid = b.header.aux1;
+    bool wanted = false;
+    for (size_t i = 0; i < processes_.size() && !wanted; ++i)
+      wanted = processes_[i].record.pid == pid && !has_threads[i];
+    if (!wanted) continue;
+    auto p = payload(b);
+    std::vector<SysEvent> events;
+    if (!p || !decode_sys_events(*p, b.header.count, b.header.first_tick, events)) continue;  // named by sys_events()
+    for (const SysEvent& e : events) {
+      if (e.kind != SysKind::kSample) continue;
+      // The image of that pid whose life holds the sample (an exec makes
+      // another): the last begun before it.
+      const uint64_t at = mono_to_tick(e.mono_ns);
+      int64_t process = -1;
+      for (size_t i = 0; i < processes_.size(); ++i)
+        if (processes_[i].record.pid == pid && (process < 0 || processes_[i].record.start_tick <= at))
+          process = static_cast<int64_t>(i);
+      if (process < 0 || has_threads[static_cast<size_t>(process)]) continue;
+      auto [it, fresh] = made.try_emplace({static_cast<size_t>(process), tid}, threads_.size());
+      if (!fresh) {
+        ThreadRecord& r = threads_[it->second].record;
+        r.start_tick = std::min(r.start_tick, at);
+        r.end_tick = std::max(r.end_tick, at);
+        continue;
+      }
+      ThreadInfo t;
+      t.record.tid = tid;
+      t.record.process_index = static_cast<uint32_t>(process);
+      t.record.start_tick = t.record.end_tick = at;
+      t.record.flags = kThreadKernelOnly | (tid == pid ? kThreadMain : 0);
+      const std::string& exe = processes_[static_cast<size_t>(process)].exe;
+      t.name = exe.substr(exe.find_last_of('/') == std::string::npos ? 0 : exe.find_last_of('/') + 1);
+      threads_.push_back(std::move(t));
+    }
+  }
 }
 
 uint64_t TraceReader::mono_to_tick(uint64_t mono_ns) const {

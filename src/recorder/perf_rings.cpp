@@ -40,6 +40,14 @@ struct FaultSample {
   uint32_t cpu, reserved;
 };
 
+// A CPU sample after its id: IP, TID, TIME, CPU.
+struct SampleIp {
+  uint64_t ip;
+  uint32_t pid, tid;
+  uint64_t time;
+  uint32_t cpu, reserved;
+};
+
 constexpr uint64_t kSampleType = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU;
 
 int perf_event_open(perf_event_attr* attr, pid_t pid, int cpu) {
@@ -181,6 +189,7 @@ Result<std::unique_ptr<PerfRings>> PerfRings::open_sized(pid_t pid, const Option
                            "raw_syscalls"))
     p->enter_tp_ = p->exit_tp_ = Tracepoint{};
   if (options.faults) p->open_faults(pid, options);
+  if (options.sample_hz) p->open_samples(pid, options);
   Fields& f = p->f_;
   f.prev_state = p->switch_tp_.field("prev_state");
   f.waking_flags = p->waking_tp_.field("common_flags");
@@ -224,42 +233,61 @@ bool PerfRings::open_on_rings(pid_t pid, perf_event_attr a, std::vector<uint64_t
   return true;
 }
 
-void PerfRings::open_faults(pid_t pid, const Options& options) {
-  // The kernel's own faults on the thread's behalf first; where only the
-  // program's own code may be watched (perf_event_paranoid 2, no
-  // CAP_PERFMON), those, and a word on what is missing.
-  for (int kernel = 1; kernel >= 0; --kernel) {
-    std::vector<uint64_t> major, minor;
+bool PerfRings::open_software(pid_t pid, perf_event_attr a, const std::string& set, const std::string& kernel_part,
+                              const std::vector<std::pair<uint64_t, std::vector<uint64_t>*>>& configs, bool& kernel) {
+  // The kernel's part first; where only the program's own code may be
+  // watched (perf_event_paranoid 2, no CAP_PERFMON), that, and a word on
+  // what is missing.
+  a.type = PERF_TYPE_SOFTWARE;
+  for (int with_kernel = 1; with_kernel >= 0; --with_kernel) {
+    a.exclude_kernel = with_kernel ? 0 : 1;
+    std::vector<std::vector<uint64_t>> got(configs.size());
     int error = 0;
     std::string why;
-    perf_event_attr a = base_attr(options);
-    a.type = PERF_TYPE_SOFTWARE;
-    a.sample_type |= PERF_SAMPLE_IP | PERF_SAMPLE_ADDR;
-    a.exclude_kernel = kernel ? 0 : 1;
-    a.config = PERF_COUNT_SW_PAGE_FAULTS_MAJ;
-    bool ok = open_on_rings(pid, a, major, error, why);
-    a.config = PERF_COUNT_SW_PAGE_FAULTS_MIN;
-    if (ok && !open_on_rings(pid, a, minor, error, why)) {
-      ok = false;
-      close_last(1);  // the major faults' events
+    size_t opened = 0;
+    for (; opened < configs.size(); ++opened) {
+      a.config = configs[opened].first;
+      if (!open_on_rings(pid, a, got[opened], error, why)) break;
     }
-    if (ok) {
-      major_ids_ = major;
-      minor_ids_ = minor;
-      fault_ids_ = major;
-      fault_ids_.insert(fault_ids_.end(), minor.begin(), minor.end());
-      kernel_faults_ = kernel != 0;
+    if (opened == configs.size()) {
+      for (size_t i = 0; i < configs.size(); ++i) *configs[i].second = got[i];
+      kernel = with_kernel != 0;
       if (!kernel)
-        refused_.push_back("page faults the kernel takes for the program (copying into its memory in a system "
-                           "call): watching the kernel needs root or CAP_PERFMON (kernel.perf_event_paranoid=" +
+        refused_.push_back(kernel_part + ": watching the kernel needs root or CAP_PERFMON "
+                                         "(kernel.perf_event_paranoid=" +
                            read_line("/proc/sys/kernel/perf_event_paranoid") + ")");
-      return;
+      return true;
     }
-    if (!kernel || (error != EACCES && error != EPERM)) {
-      refused_.push_back("page faults: " + why);
-      return;
+    close_last(opened);
+    if (!with_kernel || (error != EACCES && error != EPERM)) {
+      refused_.push_back(set + ": " + why);
+      return false;
     }
   }
+  return false;
+}
+
+void PerfRings::open_faults(pid_t pid, const Options& options) {
+  perf_event_attr a = base_attr(options);
+  a.sample_type |= PERF_SAMPLE_IP | PERF_SAMPLE_ADDR;
+  if (open_software(pid, a, "page faults",
+                    "page faults the kernel takes for the program (copying into its memory in a system call)",
+                    {{PERF_COUNT_SW_PAGE_FAULTS_MAJ, &major_ids_}, {PERF_COUNT_SW_PAGE_FAULTS_MIN, &minor_ids_}},
+                    kernel_faults_)) {
+    fault_ids_ = major_ids_;
+    fault_ids_.insert(fault_ids_.end(), minor_ids_.begin(), minor_ids_.end());
+  }
+}
+
+void PerfRings::open_samples(pid_t pid, const Options& options) {
+  // A sample every period of the thread's CPU time, the period fixed (not
+  // a frequency the kernel adjusts): every sample stands for as much CPU.
+  perf_event_attr a = base_attr(options);
+  a.sample_type |= PERF_SAMPLE_IP;
+  a.sample_period = 1'000'000'000ull / options.sample_hz;
+  if (open_software(pid, a, "CPU samples", "CPU samples of the kernel's code (in system calls, faults)",
+                    {{PERF_COUNT_SW_CPU_CLOCK, &sample_ids_}}, kernel_samples_))
+    sample_period_ns_ = a.sample_period;
 }
 
 bool PerfRings::open_tracepoints(pid_t pid, const Options& options, const std::string& set,
@@ -393,6 +421,19 @@ void PerfRings::decode(const Ring& r, const uint8_t* rec, uint16_t type, uint16_
       uint64_t event = 0;
       std::memcpy(&event, rec + body, sizeof event);
       const size_t after = body + sizeof event;
+      if (std::find(sample_ids_.begin(), sample_ids_.end(), event) != sample_ids_.end()) {
+        SampleIp si;
+        if (size < after + sizeof si) return;
+        std::memcpy(&si, rec + after, sizeof si);
+        s.kind = SysRecord::Kind::kSample;
+        s.pid = si.pid;
+        s.tid = si.tid;
+        s.time_ns = si.time;
+        s.ip = si.ip;
+        s.period = sample_period_ns_;
+        s.in_kernel = (misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL;
+        break;
+      }
       if (std::find(fault_ids_.begin(), fault_ids_.end(), event) != fault_ids_.end()) {
         FaultSample fs;
         if (size < after + sizeof fs) return;

@@ -43,6 +43,7 @@ struct SysRecord {
     kSyscallEnter,      // raw_syscalls: `nr` with its six raw arguments
     kSyscallExit,       // raw_syscalls: `nr` returned `ret`
     kPageFault,         // a page fault at `addr`, taken at `ip`; `major` (it read from a file or swap), `in_kernel`
+    kSample,            // a CPU sample: the thread ran `ip` (`in_kernel`: the kernel's), after `period` ns of CPU
   };
   Kind kind = Kind::kSwitchOut;
   uint32_t pid = 0, tid = 0;
@@ -54,7 +55,8 @@ struct SysRecord {
   int64_t nr = 0;        // kSyscallEnter, kSyscallExit
   int64_t ret = 0;       // kSyscallExit
   uint64_t args[6] = {};  // kSyscallEnter
-  uint64_t addr = 0, ip = 0;  // kPageFault
+  uint64_t addr = 0, ip = 0;  // kPageFault; ip: kSample
+  uint64_t period = 0;        // kSample
   bool major = false;         // kPageFault
   bool in_kernel = false;     // kPageFault: taken by the kernel on the thread's behalf (in a system call)
 };
@@ -81,6 +83,10 @@ class PerfRings {
     // kernel takes on its behalf (copying into a fresh buffer in read())
     // need root or CAP_PERFMON, and refused() says when they are missing.
     bool faults = false;
+    // CPU samples: each thread's instruction every 1/sample_hz s of its
+    // CPU time (the kernel's cpu-clock; 0: none). Unprivileged, of the
+    // program's own code; the kernel's part needs root or CAP_PERFMON.
+    uint32_t sample_hz = 0;
   };
   // Follows `pid` from now on (or from its exec): one ring per online CPU.
   static Result<std::unique_ptr<PerfRings>> open(pid_t pid, const Options& options);
@@ -102,6 +108,8 @@ class PerfRings {
   bool has_sched_detail() const { return switch_tp_.id != 0; }
   bool has_syscalls() const { return enter_tp_.id != 0; }
   bool has_faults() const { return !fault_ids_.empty(); }
+  bool has_samples() const { return !sample_ids_.empty(); }
+  uint64_t sample_period_ns() const { return sample_period_ns_; }
   // Whether the faults taken in the kernel are in (root or CAP_PERFMON).
   bool has_kernel_faults() const { return kernel_faults_; }
 
@@ -126,8 +134,17 @@ class PerfRings {
   // kernel gave them go into `ids`. False (nothing left open) and errno
   // in `error` when the kernel refuses.
   bool open_on_rings(pid_t pid, perf_event_attr a, std::vector<uint64_t>& ids, int& error, std::string& why);
+  // The software events `configs` on every ring, their ids into `ids`
+  // (each's own list), with `sample_type` more than the base: with the
+  // kernel's part first, else without it (`kernel` says which) and a word
+  // on what is missing (`set`, `kernel_part`); refused() says why when
+  // neither may be had.
+  bool open_software(pid_t pid, perf_event_attr a, const std::string& set, const std::string& kernel_part,
+                     const std::vector<std::pair<uint64_t, std::vector<uint64_t>*>>& configs, bool& kernel);
   // The page-fault events on every ring (refused() says what is missing).
   void open_faults(pid_t pid, const Options& options);
+  // The CPU-clock sampling events on every ring.
+  void open_samples(pid_t pid, const Options& options);
   // Closes the last `n` events opened on every ring.
   void close_last(size_t n);
   std::vector<Ring> rings_;
@@ -140,6 +157,9 @@ class PerfRings {
   std::vector<uint64_t> major_ids_, minor_ids_;  // the fault events' ids (PERF_SAMPLE_IDENTIFIER)
   std::vector<uint64_t> fault_ids_;              // both
   bool kernel_faults_ = false;
+  std::vector<uint64_t> sample_ids_;  // the CPU-clock sampling events' ids
+  uint64_t sample_period_ns_ = 0;
+  bool kernel_samples_ = false;
   std::vector<uint8_t> scratch_;  // a record that wraps around the ring's end
 };
 

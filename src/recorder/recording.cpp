@@ -296,6 +296,10 @@ struct Recording::State {
 Result<std::unique_ptr<Recording>> Recording::start(const RecordOptions& o, const char* who, fmt::LiveTap* tap,
                                                     double ticks_per_ns) {
   if (o.command.empty() && !o.attach_pid) return Error("no program given: callscope record [-o FILE] -- PROGRAM [ARGS...]");
+  for (const auto& [name, value] : o.runtime_env)
+    if (name == "CALLSCOPE_MODE" && value == "profile" && o.sample_hz)
+      return Error("--sample needs --mode record: a profile-mode trace keeps the call trees, not the events a "
+                   "sample is put among");
   std::unique_ptr<Recording> r(new Recording());
   r->o_ = o;
   r->who_ = who;
@@ -453,16 +457,17 @@ Result<std::unique_ptr<Recording>> Recording::start(const RecordOptions& o, cons
     // The kernel's events of the program (context switches), from its
     // exec on; where the kernel refuses, a warning says why and the fix.
     const auto open_rings = [&](pid_t pid) {
-      if (!o.sys_events && !o.sys_syscalls && !o.sys_faults) return;
+      if (!o.sys_events && !o.sys_syscalls && !o.sys_faults && !o.sample_hz) return;
       PerfRings::Options po;
       po.enable_on_exec = true;
       po.switches = po.sched_detail = o.sys_events;
       po.syscalls = o.sys_syscalls;
       po.faults = o.sys_faults;
+      po.sample_hz = o.sample_hz;
       // Room for a burst between rounds: two records per system call; with
       // the sched tracepoints (root or CAP_PERFMON, whose rings the locked-
       // memory limit does not bound) three or four per switch.
-      if (o.sys_syscalls || o.sys_faults) po.ring_bytes = 8 << 20;
+      if (o.sys_syscalls || o.sys_faults || o.sample_hz) po.ring_bytes = 8 << 20;
       else if (::geteuid() == 0) po.ring_bytes = 1 << 20;
       auto rings = PerfRings::open(pid, po);
       if (!rings) {
@@ -645,6 +650,13 @@ int Recording::finish(bool quiet) {
       if (s.sys->rings().has_faults())
         what += (what.empty() ? "" : ", ") + std::to_string(s.sys->faults()) + " page fault" +
                 (s.sys->faults() == 1 ? "" : "s");
+      if (s.sys->rings().has_samples()) {
+        char every[64];
+        std::snprintf(every, sizeof every, " (one per %.3f ms of CPU)",
+                      static_cast<double>(s.sys->rings().sample_period_ns()) / 1e6);
+        what += (what.empty() ? "" : ", ") + std::to_string(s.sys->samples()) + " CPU sample" +
+                (s.sys->samples() == 1 ? "" : "s") + every;
+      }
       std::fprintf(stderr, "callscope %s: the kernel's events: %s of the program's threads%s\n", who_, what.c_str(),
                    o_.sys_events ? " ('callscope info' gives each thread's time running, runnable and blocked)" : "");
     }

@@ -65,6 +65,12 @@ Status SysStream::poll(bool all) {
         e.value = static_cast<int64_t>((r.major ? format::kFaultMajor : 0) | (r.in_kernel ? format::kFaultInKernel : 0));
         ++faults_;
         break;
+      case SysRecord::Kind::kSample:
+        e.kind = format::SysKind::kSample;
+        e.arg = r.ip;
+        e.value = static_cast<int64_t>(r.period * 2 + (r.in_kernel ? 1 : 0));
+        ++samples_;
+        break;
       case SysRecord::Kind::kWakeup:
         // Told to the woken thread, which the kernel names by tid alone:
         // put with it once this round's records have made it known.

@@ -41,6 +41,7 @@ class SysStream {
   uint64_t lost() const { return lost_; }          // records the kernel dropped (rings full)
   uint64_t syscalls() const { return syscalls_; }  // system calls begun
   uint64_t faults() const { return faults_; }      // page faults
+  uint64_t samples() const { return samples_; }    // CPU samples
   const PerfRings& rings() const { return *rings_; }
 
  private:
@@ -59,6 +60,7 @@ class SysStream {
   bool polled_ = true;
   uint64_t syscalls_ = 0;
   uint64_t faults_ = 0;
+  uint64_t samples_ = 0;
   uint64_t switches_ = 0;
   uint64_t lost_ = 0;
 };

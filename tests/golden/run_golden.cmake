@@ -55,6 +55,9 @@ list(APPEND suffixes "wait" "wait_tree" "wait_json" "wait_f_csv")
 # Page faults (docs/report.md, "Where the threads took page faults").
 list(APPEND views "report --faults" "report --faults --tree" "report --faults --format json" "report --faults --tree --format csv")
 list(APPEND suffixes "faults" "faults_tree" "faults_json" "faults_tree_csv")
+# CPU samples (docs/report.md, "Where the threads ran: --samples").
+list(APPEND views "report --samples" "report --samples --tree" "report --samples --format json")
+list(APPEND suffixes "samples" "samples_tree" "samples_json")
 # replay --min holds the kernel's lines with the frame they are in, and drops them with it.
 list(APPEND views "replay --min 5us")
 list(APPEND suffixes "replay_min5")

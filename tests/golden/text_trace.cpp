@@ -201,7 +201,7 @@ Status text_to_trace(const std::string& text, const std::string& out_path) {
         declared_span.emplace_back(f.count("start") ? num(f["start"]) : 0, f.count("end") ? num(f["end"]) : 0);
       } else if (head == "sys") {
         // sys THREAD KIND NS [cpu=N] [state=MASK] [nr=N] [args=A,B,...] [ret=N] [waker=TID]
-        //     [waker_pid=PID] [count=N] [addr=A ip=IP] [major] [kernel]: the kernel's events
+        //     [waker_pid=PID] [count=N] [addr=A ip=IP] [major] [kernel] [period=NS]: the kernel's events
         //     (kSysEvents), NS on the trace's clock.
         uint32_t thread = 0;
         std::string kind;
@@ -212,7 +212,7 @@ Status text_to_trace(const std::string& text, const std::string& out_path) {
             {"in", fmt::SysKind::kSwitchIn},          {"lost", fmt::SysKind::kLost},
             {"state", fmt::SysKind::kSleepState},     {"wakeup", fmt::SysKind::kWakeup},
             {"enter", fmt::SysKind::kSyscallEnter},   {"exit", fmt::SysKind::kSyscallExit},
-            {"fault", fmt::SysKind::kPageFault}};
+            {"fault", fmt::SysKind::kPageFault},      {"sample", fmt::SysKind::kSample}};
         auto k = sys_kinds.find(kind);
         if (k == sys_kinds.end()) return Error(where + ": unknown sys kind '" + kind + "'");
         e.kind = k->second;
@@ -224,9 +224,12 @@ Status text_to_trace(const std::string& text, const std::string& out_path) {
           } else if (key == "waker_pid") {
             e.value = static_cast<int64_t>(num(value));
           } else if (key == "ip") {
-            e.args[0] = num(value);
+            (e.kind == fmt::SysKind::kSample ? e.arg : e.args[0]) = num(value);
+          } else if (key == "period") {  // a sample's: period * 2, + 1 in the kernel
+            e.value += static_cast<int64_t>(num(value) * 2);
           } else if (key == "major" || key == "kernel") {
-            e.value |= static_cast<int64_t>(key == "major" ? fmt::kFaultMajor : fmt::kFaultInKernel);
+            if (e.kind == fmt::SysKind::kSample) e.value += 1;
+            else e.value |= static_cast<int64_t>(key == "major" ? fmt::kFaultMajor : fmt::kFaultInKernel);
           } else if (key == "args") {
             std::istringstream a(value);
             std::string one;

@@ -94,6 +94,25 @@ TEST(format_sys_events, PageFaultsRoundTrip) {
   }
 }
 
+// A CPU sample: its instruction, and its period (ns, times two, plus one
+// in the kernel).
+TEST(format_sys_events, SamplesRoundTrip) {
+  std::vector<SysEvent> in(2);
+  in[0] = {SysKind::kSample, 3'000'000'000, 0x401136};
+  in[0].value = 1'001'001 * 2;
+  in[1] = {SysKind::kSample, 3'001'001'001, 0xffffffff81234567};
+  in[1].value = 1'001'001 * 2 + 1;
+  std::vector<SysEvent> out;
+  ASSERT_TRUE(decode_sys_events(encode_sys_events(in), 2, in.front().mono_ns, out).ok());
+  ASSERT_EQ(out.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(out[i].kind, SysKind::kSample) << i;
+    EXPECT_EQ(out[i].mono_ns, in[i].mono_ns) << i;
+    EXPECT_EQ(out[i].arg, in[i].arg) << i;
+    EXPECT_EQ(out[i].value, in[i].value) << i;
+  }
+}
+
 TEST(format_sys_events, DamageIsNamed) {
   const std::vector<SysEvent> in = sample();
   std::vector<uint8_t> payload = encode_sys_events(in);

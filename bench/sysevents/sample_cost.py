@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""What `record --sample 999` costs in CPU beside `perf record -F 999 -g`
+(docs/benchmarks.md, "What CPU samples cost"), on a CPU-bound program of
+fixed work (sampled.c). Each configuration runs REPS times, interleaved; the
+CPU of the whole run (the tool and the program, user + system, from
+getrusage of the children) is taken and the median kept:
+
+  program  plain run                                  (baseline of perf's)
+  none     callscope record --events none             (baseline of callscope's)
+  sample   callscope record --events none --sample 999
+  perf     perf record -F 999 -g -e cpu-clock
+
+    bench/sysevents/sample_cost.py [--callscope PATH] [--reps N]"""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cost import cpu_of  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--callscope", default=os.path.join(HERE, "..", "..", "build", "bin", "callscope"))
+    p.add_argument("--reps", type=int, default=5)
+    a = p.parse_args()
+    work = tempfile.mkdtemp()
+    prog = os.path.join(work, "sampled")
+    subprocess.run(["cc", "-O2", "-finstrument-functions", os.path.join(HERE, "sampled.c"), "-o", prog], check=True)
+    cs = os.path.abspath(a.callscope)
+    tr = os.path.join(work, "t.trace")
+    configs = {
+        "program": [prog],
+        "none": [cs, "record", "-f", "-o", tr, "--events", "none", "--", prog],
+        "sample": [cs, "record", "-f", "-o", tr, "--events", "none", "--sample", "999", "--", prog],
+        "perf": ["perf", "record", "-q", "-F", "999", "-g", "-e", "cpu-clock", "-o", os.path.join(work, "p.data"),
+                 "--", prog],
+    }
+    cpu = {k: [] for k in configs}
+    for _ in range(a.reps):
+        for k, cmd in configs.items():
+            cpu[k].append(cpu_of(cmd, work))
+    med = {k: statistics.median(v) for k, v in cpu.items()}
+    for k in configs:
+        print("%-8s %.3f s CPU (median of %d)" % (k, med[k], a.reps))
+    ours = med["sample"] - med["none"]
+    theirs = med["perf"] - med["program"]
+    print("cost of the samples: callscope %.3f s, perf record -F 999 -g %.3f s: %.2fx" %
+          (ours, theirs, ours / theirs if theirs > 0 else float("nan")))
+
+
+if __name__ == "__main__":
+    main()
