@@ -294,6 +294,13 @@ Result<int> run(const Opts& o) {
     return t.problems().empty() ? 0 : 1;
   }
   const analysis::Resolver resolve = symbol_resolver(sym);
+  // The kernel's events under the call paths (--wait, --samples, --faults):
+  // the symbolizer's warnings and the damage found, then the exit status.
+  const auto done = [&]() -> Result<int> {
+    for (const std::string& w : sym.warnings()) print_warning("report", w);
+    for (const std::string& p : t.problems()) std::fprintf(stderr, "callscope report: damaged trace: %s\n", p.c_str());
+    return t.problems().empty() ? 0 : 1;
+  };
   if (o.wait) {
     CALLSCOPE_CHECK(wait_view_possible(t));
     CALLSCOPE_TRY(analysis::Profile waits, analysis::build_wait_profile(t, threads, resolve));
@@ -301,40 +308,31 @@ Result<int> run(const Opts& o) {
       std::printf("Time off the CPU by call path: a frame's TOTAL is the time its thread spent off the CPU under it, "
                   "CALLS the times it left; the leaves are the reasons\n\n");
     CALLSCOPE_CHECK(o.tree ? views::print_call_trees(t, waits, r, stdout) : views::print_wait_table(t, waits, r, stdout));
-    for (const std::string& w : sym.warnings()) print_warning("report", w);
-    for (const std::string& p : t.problems()) std::fprintf(stderr, "callscope report: damaged trace: %s\n", p.c_str());
-    return t.problems().empty() ? 0 : 1;
+    return done();
   }
   if (o.samples) {
     if (t.is_profile()) return Error("--samples needs a recording: a profile-mode trace keeps no CPU samples");
     CALLSCOPE_TRY(analysis::Profile samples, analysis::build_sample_profile(t, threads, resolve));
-    CALLSCOPE_CHECK(samples_present(samples));
+    CALLSCOPE_CHECK(events_present(samples, "CPU samples", "--sample HZ (e.g. --sample 999) to see where they ran"));
     if (o.tree && r.format == OutputFormat::kText)
       std::printf("CPU samples by call path: a frame's CALLS are the samples taken under it, TOTAL and SELF the CPU "
                   "time they stand for (a sample per period of the thread's CPU time)\n\n");
     CALLSCOPE_CHECK(o.tree ? views::print_call_trees(t, samples, r, stdout)
                            : views::print_sample_table(t, samples, r, stdout));
-    for (const std::string& w : sym.warnings()) print_warning("report", w);
-    for (const std::string& p : t.problems()) std::fprintf(stderr, "callscope report: damaged trace: %s\n", p.c_str());
-    return t.problems().empty() ? 0 : 1;
+    return done();
   }
   if (o.faults) {
     if (t.is_profile()) return Error("--faults needs a recording: a profile-mode trace keeps no page faults");
     CALLSCOPE_TRY(analysis::Profile faults, analysis::build_fault_profile(t, threads, resolve));
-    const bool any = std::any_of(faults.threads.begin(), faults.threads.end(),
-                                 [](const analysis::ThreadProfile& tp) { return tp.tree.size() > 1; });
-    if (!any)
-      return Error("this trace has no page faults of these threads: record with --events faults (e.g. --events "
-                   "sched,faults) to see where they were taken");
+    CALLSCOPE_CHECK(events_present(faults, "page faults",
+                                   "--events faults (e.g. --events sched,faults) to see where they were taken"));
     if (o.tree && r.format == OutputFormat::kText)
       std::printf("Page faults by call path: a frame's FAULTS are those taken under it; the leaves are their "
                   "kinds (the time a major fault waited is in report --wait)\n\n");
     r.count_label = "FAULTS";
     if (r.sort != analysis::SortKey::kName) r.sort = analysis::SortKey::kCalls;  // they have no times
     CALLSCOPE_CHECK(o.tree ? views::print_call_trees(t, faults, r, stdout) : views::print_fault_table(faults, r, stdout));
-    for (const std::string& w : sym.warnings()) print_warning("report", w);
-    for (const std::string& p : t.problems()) std::fprintf(stderr, "callscope report: damaged trace: %s\n", p.c_str());
-    return t.problems().empty() ? 0 : 1;
+    return done();
   }
   CALLSCOPE_TRY(analysis::Profile profile, load_profile(t, threads, o.dump, resolve));
   CALLSCOPE_CHECK(apply_busy_options(t, profile, o));

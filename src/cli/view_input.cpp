@@ -160,16 +160,14 @@ Result<analysis::Profile> load_sample_profile(ViewInput& in, const ViewFilters& 
   if (t.is_profile()) return Error("--samples needs a recording: a profile-mode trace keeps no CPU samples");
   if (!f.from.empty() || !f.to.empty()) return Error("--samples does not take --from/--to: it shows the whole recording");
   CALLSCOPE_TRY(analysis::Profile p, analysis::build_sample_profile(t, in.threads, in.resolve));
-  CALLSCOPE_CHECK(samples_present(p));
+  CALLSCOPE_CHECK(events_present(p, "CPU samples", "--sample HZ (e.g. --sample 999) to see where they ran"));
   CALLSCOPE_CHECK(some_wanted(in, p, f));
   return p;
 }
 
-Status samples_present(const analysis::Profile& samples) {
-  if (std::none_of(samples.threads.begin(), samples.threads.end(),
-                   [](const analysis::ThreadProfile& tp) { return tp.tree.size() > 1; }))
-    return Error("this trace has no CPU samples of these threads: record with --sample HZ (e.g. --sample 999) to "
-                 "see where they ran");
+Status events_present(const analysis::Profile& p, const std::string& what, const std::string& record_with) {
+  if (std::none_of(p.threads.begin(), p.threads.end(), [](const analysis::ThreadProfile& tp) { return tp.tree.size() > 1; }))
+    return Error("this trace has no " + what + " of these threads: record with " + record_with);
   return ok_status();
 }
 

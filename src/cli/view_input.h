@@ -71,8 +71,9 @@ Status wait_view_possible(const format::TraceReader& t);
 // (analysis::build_sample_profile); an error that says why for a trace
 // without them, and for a window.
 Result<analysis::Profile> load_sample_profile(ViewInput& in, const ViewFilters& f);
-// An error that says what to record when `samples` holds none.
-Status samples_present(const analysis::Profile& samples);
+// An error that says what to record (`record_with`) when `p`, a profile of
+// the kernel's events (`what`: "CPU samples"), holds none of its threads'.
+Status events_present(const analysis::Profile& p, const std::string& what, const std::string& record_with);
 
 // One side of a --diff A B: "K" is snapshot K of `trace` (a profile-mode
 // trace), anything else another trace (its final state, or its whole

@@ -31,21 +31,12 @@ struct TracepointHead {
   uint64_t time;
   uint32_t cpu, reserved;
 };
-// A fault's sample after its id: IP, TID, TIME, ADDR, CPU.
-struct FaultSample {
+// A fault's or a CPU sample's record after its id: IP, TID, TIME, then
+// (a fault's) ADDR; the CPU after them is the ring's.
+struct IpHead {
   uint64_t ip;
   uint32_t pid, tid;
   uint64_t time;
-  uint64_t addr;
-  uint32_t cpu, reserved;
-};
-
-// A CPU sample after its id: IP, TID, TIME, CPU.
-struct SampleIp {
-  uint64_t ip;
-  uint32_t pid, tid;
-  uint64_t time;
-  uint32_t cpu, reserved;
 };
 
 constexpr uint64_t kSampleType = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU;
@@ -421,31 +412,26 @@ void PerfRings::decode(const Ring& r, const uint8_t* rec, uint16_t type, uint16_
       uint64_t event = 0;
       std::memcpy(&event, rec + body, sizeof event);
       const size_t after = body + sizeof event;
-      if (std::find(sample_ids_.begin(), sample_ids_.end(), event) != sample_ids_.end()) {
-        SampleIp si;
-        if (size < after + sizeof si) return;
-        std::memcpy(&si, rec + after, sizeof si);
-        s.kind = SysRecord::Kind::kSample;
-        s.pid = si.pid;
-        s.tid = si.tid;
-        s.time_ns = si.time;
-        s.ip = si.ip;
-        s.period = sample_period_ns_;
+      const bool sample = std::find(sample_ids_.begin(), sample_ids_.end(), event) != sample_ids_.end();
+      const bool fault = std::find(fault_ids_.begin(), fault_ids_.end(), event) != fault_ids_.end();
+      if (sample || fault) {
+        IpHead h;
+        const size_t need = after + sizeof h + (fault ? sizeof s.addr : 0) + 8;  // and the CPU
+        if (size < need) return;
+        std::memcpy(&h, rec + after, sizeof h);
+        s.pid = h.pid;
+        s.tid = h.tid;
+        s.time_ns = h.time;
+        s.ip = h.ip;
         s.in_kernel = (misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL;
-        break;
-      }
-      if (std::find(fault_ids_.begin(), fault_ids_.end(), event) != fault_ids_.end()) {
-        FaultSample fs;
-        if (size < after + sizeof fs) return;
-        std::memcpy(&fs, rec + after, sizeof fs);
-        s.kind = SysRecord::Kind::kPageFault;
-        s.pid = fs.pid;
-        s.tid = fs.tid;
-        s.time_ns = fs.time;
-        s.addr = fs.addr;
-        s.ip = fs.ip;
-        s.major = std::find(major_ids_.begin(), major_ids_.end(), event) != major_ids_.end();
-        s.in_kernel = (misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL;
+        if (sample) {
+          s.kind = SysRecord::Kind::kSample;
+          s.period = sample_period_ns_;
+        } else {
+          s.kind = SysRecord::Kind::kPageFault;
+          std::memcpy(&s.addr, rec + after + sizeof h, sizeof s.addr);
+          s.major = std::find(major_ids_.begin(), major_ids_.end(), event) != major_ids_.end();
+        }
         break;
       }
       TracepointHead th;
