@@ -45,6 +45,9 @@ std::vector<OffCpu> off_cpu_stretches(const std::vector<format::SysEvent>& event
     return e.kind == format::SysKind::kSyscallEnter || e.kind == format::SysKind::kSyscallExit;
   });
   OffCpu cur;
+  // The block requests the thread began and not yet seen complete:
+  // (device, sector) in the order begun.
+  std::vector<std::pair<uint64_t, uint64_t>> io;
   for (const format::SysEvent& e : events) {
     const uint64_t tick = to_tick(e.mono_ns);
     switch (e.kind) {
@@ -75,8 +78,22 @@ std::vector<OffCpu> off_cpu_stretches(const std::vector<format::SysEvent>& event
         cur.runnable = e.kind == format::SysKind::kSwitchOutRunnable;
         cur.state = cur.runnable ? 0 : state == 'R' ? 0 : state;
         cur.syscall = cur.runnable ? -1 : in_call;
+        if (cur.state == 'D' && !io.empty()) {
+          cur.disk = true;
+          cur.disk_dev = io.back().first;
+        }
         state = 0;
         break;
+      case format::SysKind::kIoStart:
+        // (one whose completion was never seen stops counting after many)
+        if (io.size() >= 4096) io.erase(io.begin());
+        io.emplace_back(e.arg, e.args[0]);
+        break;
+      case format::SysKind::kIoDone: {
+        auto it = std::find(io.begin(), io.end(), std::make_pair(e.arg, e.args[0]));
+        if (it != io.end()) io.erase(it);
+        break;
+      }
       case format::SysKind::kWakeup:
         if (off && !cur.woken) {
           cur.woken = true;
@@ -102,9 +119,15 @@ std::vector<OffCpu> off_cpu_stretches(const std::vector<format::SysEvent>& event
   return out;
 }
 
-std::string off_cpu_reason(const OffCpu& o) {
+std::string off_cpu_reason(const OffCpu& o, const std::function<std::string(uint64_t)>& device) {
   if (o.runnable) return "[runnable]";
   if (o.fault) return "[major fault]";
+  if (o.disk) {
+    const std::string disk = "disk " + (device ? device(o.disk_dev)
+                                               : std::to_string(o.disk_dev >> 20) + ":" +
+                                                     std::to_string(o.disk_dev & 0xfffff));
+    return o.syscall >= 0 ? "[" + syscall_name(o.syscall) + ": " + disk + "]" : "[" + disk + "]";
+  }
   if (o.syscall >= 0) return "[" + syscall_name(o.syscall) + (o.state == 'D' ? " D" : "") + "]";
   switch (o.state) {
     case 0: return "[blocked]";
@@ -114,6 +137,26 @@ std::string off_cpu_reason(const OffCpu& o) {
     case 't': return "[stopped]";
     default: return std::string("[blocked ") + o.state + "]";
   }
+}
+
+std::string io_kind_name(uint64_t kind) {
+  std::string s = kind & format::kIoWrite     ? "write"
+                  : kind & format::kIoDiscard ? "discard"
+                  : kind & format::kIoFlush   ? "flush"
+                                              : "read";
+  if ((kind & format::kIoFlush) && (kind & (format::kIoWrite | format::kIoDiscard))) s += " flush";
+  if (kind & format::kIoSync) s += " sync";
+  if (kind & format::kIoMeta) s += " meta";
+  if (kind & format::kIoFua) s += " fua";
+  return s;
+}
+
+std::string io_reason(uint64_t kind, const std::string& device) {
+  const std::string s = kind & format::kIoWrite     ? "write"
+                        : kind & format::kIoDiscard ? "discard"
+                        : kind & format::kIoFlush   ? "flush"
+                                                    : "read";
+  return "[" + s + " " + device + "]";
 }
 
 std::string fault_reason(uint64_t flags) {

@@ -20,6 +20,8 @@ struct OffCpu {
   char state = 0;               // blocked: 'S', 'D', ... from sched_switch; 0: not known
   int64_t syscall = -1;         // the system call it was in (--events syscalls); -1: none, or not known
   bool fault = false;  // blocked (D) in a major page fault, outside any system call (--events syscalls,faults)
+  bool disk = false;  // blocked (D) while a block request the thread began was in flight (--events io)
+  uint64_t disk_dev = 0;        // that request's device (the kernel's dev_t)
   bool woken = false;           // a wakeup was seen before its switch-in
   uint32_t waker_tid = 0, waker_pid = 0;  // 0: an interrupt, or not known
 };
@@ -36,8 +38,16 @@ std::vector<OffCpu> off_cpu_stretches(const std::vector<format::SysEvent>& event
 // page fault was major: it waited for the page to be read; known only
 // where the trace has the system calls); without those the state:
 // "[sleeping]", "[uninterruptible]", or "[blocked]" when the trace has no
-// states.
-std::string off_cpu_reason(const OffCpu& o);
+// states. A D wait while the thread's own block request was in flight
+// names the disk, by `device` (a dev_t's name; none: "MAJOR:MINOR"):
+// "[fsync: disk vda]", or "[disk vda]" outside a system call.
+std::string off_cpu_reason(const OffCpu& o, const std::function<std::string(uint64_t)>& device = {});
+// A block request's kind and device as a leaf's label: "[write vda]",
+// "[read vda]", "[flush vda]", "[discard vda]".
+std::string io_reason(uint64_t kind, const std::string& device);
+// A block request's kind alone: "write", "read", "flush", "discard"; with
+// " sync", " meta", " fua" after it as the kernel said.
+std::string io_kind_name(uint64_t kind);
 // A page fault's kind as a leaf's label, from its flags (format
 // kFaultMajor, kFaultInKernel): "[minor fault]", "[major fault]", and
 // "[minor fault in the kernel]" for one taken in a system call.

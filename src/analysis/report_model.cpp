@@ -579,7 +579,11 @@ Result<Profile> build_wait_profile(format::TraceReader& trace, const std::vector
                               std::vector<PathLeaf> leaves;
                               for (const OffCpu& o : off_cpu_stretches(
                                        events, r.end_tick, [&trace](uint64_t ns) { return trace.mono_to_tick(ns); }))
-                                leaves.push_back({o.start, o.end, off_cpu_reason(o), 0});
+                                leaves.push_back({o.start, o.end,
+                                                  off_cpu_reason(o, [&trace](uint64_t dev) {
+                                                    return trace.info().block_device(dev);
+                                                  }),
+                                                  0});
                               return leaves;
                             });
 }
@@ -615,6 +619,43 @@ Result<Profile> build_sample_profile(format::TraceReader& trace, const std::vect
           const double period = std::min(static_cast<double>(v >> 1), 1e10);
           l.ticks = std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(period / ns_per_tick)));
           leaves.push_back(std::move(l));
+        }
+        return leaves;
+      });
+}
+
+Result<Profile> build_io_profile(format::TraceReader& trace, const std::vector<uint32_t>& threads,
+                                 const Resolver& resolve) {
+  return build_leaf_profile(
+      trace, threads, resolve, [&trace](const std::vector<format::SysEvent>& events, const format::ThreadRecord&) {
+        std::vector<PathLeaf> leaves;
+        std::vector<const format::SysEvent*> starts;  // of each leaf
+        std::vector<bool> done;
+        std::vector<size_t> open;  // leaves not yet seen complete
+        for (const format::SysEvent& e : events) {
+          const uint64_t tick = trace.mono_to_tick(e.mono_ns);
+          if (e.kind == format::SysKind::kIoStart) {
+            if (open.size() >= 4096) open.erase(open.begin());  // (completions lost: not searched for ever)
+            open.push_back(leaves.size());
+            starts.push_back(&e);
+            done.push_back(false);
+            PathLeaf l{tick, tick, "", 0};
+            l.off_cpu = false;
+            leaves.push_back(std::move(l));
+          } else if (e.kind == format::SysKind::kIoDone) {
+            for (auto it = open.begin(); it != open.end(); ++it) {
+              if (starts[*it]->arg != e.arg || starts[*it]->args[0] != e.args[0]) continue;
+              leaves[*it].end = std::max(tick, leaves[*it].start);
+              done[*it] = true;
+              open.erase(it);
+              break;
+            }
+          }
+        }
+        for (size_t i = 0; i < leaves.size(); ++i) {
+          std::string device = trace.info().block_device(starts[i]->arg);
+          if (!done[i]) device += ", completion not seen";
+          leaves[i].reason = io_reason(static_cast<uint64_t>(starts[i]->value), device);
         }
         return leaves;
       });

@@ -86,6 +86,14 @@ Result<Profile> build_fault_profile(format::TraceReader& trace, const std::vecto
 // self time theirs, its total time that of the samples under it.
 Result<Profile> build_sample_profile(format::TraceReader& trace, const std::vector<uint32_t>& threads,
                                      const Resolver& resolve);
+// The block I/O requests the threads of `threads` began (record --events
+// io): each a leaf named by its kind and device ("[write vda]",
+// analysis/off_cpu.h; "[write vda, completion not seen]" when the trace
+// has none) under the call path that began it; its time is the request's
+// latency, from its start to the device's completion. A node's calls are
+// the requests under it.
+Result<Profile> build_io_profile(format::TraceReader& trace, const std::vector<uint32_t>& threads,
+                                 const Resolver& resolve);
 
 // Profile-mode traces: the trees of `threads` in the snapshots `dumps`
 // (indexes into TraceReader::dumps()); a thread found in several (two

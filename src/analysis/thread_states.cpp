@@ -52,6 +52,15 @@ ThreadStates thread_states(const std::vector<format::SysEvent>& events, uint64_t
       case format::SysKind::kSample:
         ++s.samples;
         break;
+      case format::SysKind::kIoStart:
+        ++s.io_requests;
+        // (a flush or a discard alone moves no data)
+        if (static_cast<uint64_t>(e.value) & format::kIoWrite) s.io_write_bytes += e.args[1];
+        else if (!(static_cast<uint64_t>(e.value) & (format::kIoFlush | format::kIoDiscard))) s.io_read_bytes += e.args[1];
+        break;
+      case format::SysKind::kIoDone:
+        ++s.io_done;
+        break;
       case format::SysKind::kPageFault:
         ++(static_cast<uint64_t>(e.value) & format::kFaultMajor ? s.major_faults : s.minor_faults);
         s.kernel_faults += (static_cast<uint64_t>(e.value) & format::kFaultInKernel) != 0;

@@ -27,6 +27,9 @@ struct ThreadStates {
   uint64_t minor_faults = 0, major_faults = 0;  // page faults (--events faults)
   uint64_t kernel_faults = 0;                   // of them, taken by the kernel in a system call
   uint64_t samples = 0;                         // CPU samples (record --sample)
+  uint64_t io_requests = 0;                     // block I/O requests begun (--events io)
+  uint64_t io_read_bytes = 0, io_write_bytes = 0;
+  uint64_t io_done = 0;                         // of them, seen complete
 };
 
 // From one thread's events (in time order), over [start, end] (ticks);

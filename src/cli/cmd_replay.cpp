@@ -24,6 +24,7 @@ Command replay_command() {
               bool no_symbols = false;
               bool no_off_cpu = false;
               bool no_faults = false;
+              bool no_io = false;
               bool no_demangle = false;
             };
             auto o = std::make_shared<Opts>();
@@ -50,6 +51,10 @@ Command replay_command() {
             app.add_flag("--no-faults", o->no_faults,
                          "Leave out the page faults (record --events faults: '/* [minor fault] at 0x7f2a10 in "
                          "memset */', inside the frames they happened in)");
+            app.add_flag("--no-io", o->no_io,
+                         "Leave out the block I/O requests (record --events io: '/* [write vda] 4096 bytes at "
+                         "sector 123 */' with the time until the device completed it, inside the frames that "
+                         "began them)");
             app.add_flag("--no-demangle", o->no_demangle, "Show C++ names as the linker sees them");
             app.footer(
                 "Lines: 'f() {' a call, '} /* f */' its return with the duration, 'f();' a call\n"
@@ -68,6 +73,7 @@ Command replay_command() {
               r.symbols = !o->no_symbols;
               r.off_cpu = !o->no_off_cpu;
               r.faults = !o->no_faults;
+              r.io = !o->no_io;
               if (r.from_ns && r.to_ns && *r.from_ns > *r.to_ns)
                 return Error("--from " + o->from + " is after --to " + o->to);
 

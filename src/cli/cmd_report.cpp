@@ -47,6 +47,7 @@ struct Opts {
   bool wait = false;
   bool faults = false;
   bool samples = false;
+  bool io = false;
   bool merge = false;
   uint32_t depth = 0;
   double threshold = 0;
@@ -334,6 +335,18 @@ Result<int> run(const Opts& o) {
     CALLSCOPE_CHECK(o.tree ? views::print_call_trees(t, faults, r, stdout) : views::print_fault_table(faults, r, stdout));
     return done();
   }
+  if (o.io) {
+    if (t.is_profile()) return Error("--io needs a recording: a profile-mode trace keeps no block I/O");
+    CALLSCOPE_TRY(analysis::Profile io, analysis::build_io_profile(t, threads, resolve));
+    CALLSCOPE_CHECK(events_present(io, "block I/O requests",
+                                   "--events io (e.g. --events sched,io; root or CAP_PERFMON) to see who began them"));
+    if (o.tree && r.format == OutputFormat::kText)
+      std::printf("Block I/O by call path: a frame's REQUESTS are those begun under it; the leaves are their kinds "
+                  "and devices (their latency: report --io)\n\n");
+    r.count_label = "REQUESTS";
+    CALLSCOPE_CHECK(o.tree ? views::print_call_trees(t, io, r, stdout) : views::print_io_table(t, io, r, stdout));
+    return done();
+  }
   CALLSCOPE_TRY(analysis::Profile profile, load_profile(t, threads, o.dump, resolve));
   CALLSCOPE_CHECK(apply_busy_options(t, profile, o));
 
@@ -417,6 +430,13 @@ Command report_command() {
                                          "under it (TOTAL), with the CPU time they stand for; with --tree, by call "
                                          "path");
             samples->excludes(wait)->excludes(faults);
+            app.add_flag("--io", o->io,
+                         "The block I/O requests the threads began (record --events io): by the function that began "
+                         "them, their kind and device ([write vda], [read vda], [flush vda]), with their count and "
+                         "latency (start to the device's completion); with --tree, by call path")
+                ->excludes(wait)
+                ->excludes(faults)
+                ->excludes(samples);
             app.add_flag("--merge", o->merge, "With --tree: one tree merged across threads by function name")->needs(tree);
             app.add_option("--depth", o->depth, "With --tree: show nodes down to depth N (1 = outermost; 0: all)")
                 ->type_name("N")
@@ -484,12 +504,12 @@ Command report_command() {
             // What --diff refuses rather than ignore (run_diff names them).
             std::vector<CLI::Option*> not_for_diff;
             for (const char* name : {"--sort", "--threads", "--tree", "--callers", "--callees", "--stack", "--dump", "--idle",
-                                     "--min-busy", "--by-busy", "--wait", "--faults", "--samples"})
+                                     "--min-busy", "--by-busy", "--wait", "--faults", "--samples", "--io"})
               not_for_diff.push_back(app.get_option(name));
             std::vector<CLI::Option*> not_for_memory;
             for (const char* name : {"--sort", "--threads", "--callers", "--callees", "--stack", "--dump", "--idle",
                                      "--min-busy", "--by-busy", "--diff", "--merge", "--function", "--module", "--thread",
-                                     "--wait", "--faults", "--samples"})
+                                     "--wait", "--faults", "--samples", "--io"})
               not_for_memory.push_back(app.get_option(name));
             const CLI::Option* threshold_opt = app.get_option("--threshold");
             return [o, settings, not_for_diff, not_for_memory, threshold_opt]() -> Result<int> {

@@ -20,12 +20,13 @@ void add_kernel_event_flags(CLI::App& app, RecordOptions& o) {
   app.add_option_function<std::string>(
          "--events",
          [&o](const std::string& v) {
-           o.sys_events = o.sys_syscalls = o.sys_faults = false;
+           o.sys_events = o.sys_syscalls = o.sys_faults = o.sys_io = false;
            std::stringstream in(v);
            for (std::string set; std::getline(in, set, ',');) {
              if (set == "sched") o.sys_events = true;
              if (set == "syscalls") o.sys_syscalls = true;
              if (set == "faults") o.sys_faults = true;
+             if (set == "io") o.sys_io = true;
            }
          },
          "The kernel's events recorded beside the calls, a comma list: sched (the threads' context switches: "
@@ -33,7 +34,9 @@ void add_kernel_event_flags(CLI::App& app, RecordOptions& o) {
          "and who woke it), syscalls (every system call: number, arguments, result, time; root or CAP_PERFMON; "
          "every thread of the machine takes the kernel's slower system-call path meanwhile), faults (every page fault, "
          "minor or major: the address and the instruction that took it; those the kernel takes inside system "
-         "calls need root or CAP_PERFMON), or none. What the "
+         "calls need root or CAP_PERFMON), io (every block I/O request a thread begins -- a synchronous or direct "
+         "write or read, an fsync's -- with device, sector, bytes and when the device completed it; root or "
+         "CAP_PERFMON), or none. What the "
          "kernel refuses is left out with a warning that says why and the fix")
       ->check([](const std::string& v) -> std::string {
         std::stringstream in(v);
@@ -42,10 +45,10 @@ void add_kernel_event_flags(CLI::App& app, RecordOptions& o) {
         for (std::string set; std::getline(in, set, ',');) {
           ++n;
           if (set == "none") none = true;
-          else if (set != "sched" && set != "syscalls" && set != "faults")
-            return "unknown event set '" + set + "' (sched, syscalls, faults, none)";
+          else if (set != "sched" && set != "syscalls" && set != "faults" && set != "io")
+            return "unknown event set '" + set + "' (sched, syscalls, faults, io, none)";
         }
-        if (n == 0) return "no event set given (sched, syscalls, faults, none)";
+        if (n == 0) return "no event set given (sched, syscalls, faults, io, none)";
         if (none && n > 1) return "'none' goes alone";
         return "";
       })

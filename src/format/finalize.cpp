@@ -613,6 +613,7 @@ Result<FinalizeSummary> finalize_session(const std::string& raw_dir, const std::
   info.cmdline = info_strings.add(cmdline);
   info.cwd = info_strings.add(s.recorder_cwd);
   info.tool_version = info_strings.add("callscope " CALLSCOPE_VERSION_STRING);
+  if (!options.block_devices.empty()) info.block_devices = info_strings.add(options.block_devices);
 
   // Metadata before and after the events: the reader indexes all blocks first.
   CALLSCOPE_CHECK(writer->write_records(BlockType::kInfo, std::vector<InfoRecord>{info}, info_strings));

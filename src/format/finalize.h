@@ -24,6 +24,8 @@ struct FinalizeOptions {
   bool keep_inputs = false;
   // InfoRecord flags the recorder knows of (kInfoNoSwitches).
   uint32_t info_flags = 0;
+  // InfoRecord.block_devices: "MAJOR:MINOR NAME" lines.
+  std::string block_devices;
 };
 
 struct FinalizeSummary {

@@ -32,6 +32,15 @@ std::vector<uint8_t> encode_sys_events(const std::vector<SysEvent>& events) {
       case SysKind::kSample:
         put_varint(arg, static_cast<uint64_t>(e.value));
         break;
+      case SysKind::kIoStart:
+        put_varint(arg, e.args[0]);
+        put_varint(arg, e.args[1]);
+        put_varint(arg, static_cast<uint64_t>(e.value));
+        break;
+      case SysKind::kIoDone:
+        put_varint(arg, e.args[0]);
+        put_varint(arg, zigzag(e.value));
+        break;
       default:
         break;
     }
@@ -88,6 +97,15 @@ Status decode_sys_events(const std::vector<uint8_t>& payload, uint32_t count, ui
       case SysKind::kSample:
         ok = ok && get_varint(arg, arg_end, v);
         e.value = static_cast<int64_t>(v);
+        break;
+      case SysKind::kIoStart:
+        ok = ok && get_varint(arg, arg_end, e.args[0]) && get_varint(arg, arg_end, e.args[1]) &&
+             get_varint(arg, arg_end, v);
+        e.value = static_cast<int64_t>(v);
+        break;
+      case SysKind::kIoDone:
+        ok = ok && get_varint(arg, arg_end, e.args[0]) && get_varint(arg, arg_end, v);
+        e.value = unzigzag(v);
         break;
       default:
         break;

@@ -18,6 +18,8 @@ struct SysEvent {
   int64_t value = 0;      // a system call's result; a waker's pid; a fault's flags (kFaultMajor, kFaultInKernel)
   uint64_t args[6] = {};  // a system call's arguments (kSyscallEnter); a fault's instruction (args[0])
   // kSample: arg the instruction, value the period (ns) * 2 + 1 if in the kernel.
+  // kIoStart: arg the device, args[0] the sector, args[1] the bytes, value the kind (kIoWrite, ...);
+  // kIoDone: arg the device, args[0] the sector, value the error (0: none).
 };
 
 // The payload of a kSysEvents block for `events` (in time order); the

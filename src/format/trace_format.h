@@ -38,7 +38,7 @@ namespace callscope::format {
 
 inline constexpr char kTraceMagic[8] = {'C', 'A', 'L', 'L', 'S', 'C', 'P', '\x1a'};
 inline constexpr uint16_t kTraceVersionMajor = 1;
-inline constexpr uint16_t kTraceVersionMinor = 11;
+inline constexpr uint16_t kTraceVersionMinor = 12;
 // The first minor version whose header carries a check.
 inline constexpr uint16_t kTraceMinorHeaderCheck = 3;
 
@@ -146,7 +146,10 @@ struct InfoRecord {
   StrRef cmdline;              // NUL-separated argv of the program
   StrRef cwd;
   StrRef tool_version;         // "callscope 0.1.0"
-  uint64_t reserved[2];
+  // 1.12 (record --events io): the block devices of the kIoStart events,
+  // "MAJOR:MINOR NAME" lines ("254:0 vda"); empty: none known.
+  StrRef block_devices;
+  uint64_t reserved;
 };
 static_assert(sizeof(InfoRecord) == 80);
 inline constexpr uint32_t kInfoNotInstrumented = 1;
@@ -416,8 +419,19 @@ enum class SysKind : uint8_t {
                    // (kFaultMajor, kFaultInKernel)
   kSample = 10,    // a CPU sample (record --sample HZ). arg: the instruction, then the period in ns of the
                    // thread's CPU time it stands for, times 2, plus 1 when the instruction is the kernel's
+  // 1.12 (record --events io):
+  kIoStart = 11,  // the thread began a block I/O request. arg: the device (the kernel's dev_t, MAJOR << 20 |
+                  // MINOR), then the sector, the bytes, and its kind (kIoWrite, kIoFlush, ...)
+  kIoDone = 12,   // a request the thread began completed (the time is the device's). arg: the device, then the
+                  // sector, then the error (zigzag; 0: none)
 };
-inline constexpr uint8_t kSysKindMax = 10;
+inline constexpr uint8_t kSysKindMax = 12;
+inline constexpr uint64_t kIoWrite = 1;    // a write (else a read, when not a flush alone)
+inline constexpr uint64_t kIoFlush = 2;    // a cache flush (alone: no data)
+inline constexpr uint64_t kIoSync = 4;     // synchronous
+inline constexpr uint64_t kIoMeta = 8;     // the file system's metadata
+inline constexpr uint64_t kIoDiscard = 16; // a discard (trim)
+inline constexpr uint64_t kIoFua = 32;     // forced unit access: written through the device's cache
 inline constexpr uint64_t kFaultMajor = 1;     // read from a file or swap (the thread waited for it)
 inline constexpr uint64_t kFaultInKernel = 2;  // taken by the kernel for the thread, in a system call
 struct SysColumnsHeader {

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <sstream>
 #include <map>
 
 #include "common/files.h"
@@ -17,6 +18,12 @@
 #include "format/varint.h"
 
 namespace callscope::format {
+
+std::string TraceInfo::block_device(uint64_t dev) const {
+  auto it = block_devices.find(static_cast<uint32_t>(dev));
+  if (it != block_devices.end() && dev <= 0xffffffffu) return it->second;
+  return std::to_string(dev >> 20) + ":" + std::to_string(dev & 0xfffff);
+}
 namespace {
 
 bool valid_header(const BlockHeader& h) {
@@ -287,6 +294,17 @@ Status TraceReader::read_metadata() {
         info_.argv = split_nul(str(strings, ssize, info_.record.cmdline));
         info_.cwd = str(strings, ssize, info_.record.cwd);
         info_.tool_version = str(strings, ssize, info_.record.tool_version);
+        {
+          // "MAJOR:MINOR NAME" lines; a line that is not one is skipped.
+          std::stringstream lines(str(strings, ssize, info_.record.block_devices));
+          for (std::string line; std::getline(lines, line);) {
+            unsigned major = 0, minor = 0;
+            char name[64] = {};
+            if (std::sscanf(line.c_str(), "%u:%u %63s", &major, &minor, name) == 3 && major < 4096 &&
+                minor < (1u << 20))
+              info_.block_devices[major << 20 | minor] = name;
+          }
+        }
         break;
       }
       case BlockType::kProcesses: {

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,10 @@ struct TraceInfo {
   std::vector<std::string> argv;
   std::string cwd;
   std::string tool_version;
+  // 1.12: the block devices of the I/O requests, by the kernel's dev_t.
+  std::map<uint32_t, std::string> block_devices;
+  // A device's name ("vda"), or "MAJOR:MINOR" when the trace does not say.
+  std::string block_device(uint64_t dev) const;
 };
 
 struct ProcessInfo {

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "recorder/trace_instance.h"
 #include "recorder/tracefs.h"
 
 struct perf_event_attr;
@@ -44,6 +45,8 @@ struct SysRecord {
     kSyscallExit,       // raw_syscalls: `nr` returned `ret`
     kPageFault,         // a page fault at `addr`, taken at `ip`; `major` (it read from a file or swap), `in_kernel`
     kSample,            // a CPU sample: the thread ran `ip` (`in_kernel`: the kernel's), after `period` ns of CPU
+    kIoStart,           // block:block_io_start: the thread began a request (`dev`, `sector`, `bytes`, `io_kind`)
+    kIoDone,            // block:block_rq_complete, of any CPU: the request at `dev`/`sector` ended (`error`); no thread
   };
   Kind kind = Kind::kSwitchOut;
   uint32_t pid = 0, tid = 0;
@@ -59,7 +62,16 @@ struct SysRecord {
   uint64_t period = 0;        // kSample
   bool major = false;         // kPageFault
   bool in_kernel = false;     // kPageFault: taken by the kernel on the thread's behalf (in a system call)
+  uint32_t dev = 0;           // kIoStart, kIoDone: the kernel's dev_t (MAJOR << 20 | MINOR)
+  uint32_t bytes = 0;         // kIoStart
+  uint64_t sector = 0;        // kIoStart, kIoDone
+  uint64_t io_kind = 0;       // kIoStart: format's kIoWrite, kIoFlush, ...
+  int32_t error = 0;          // kIoDone
 };
+
+// The kind of a block request (format's kIoWrite, kIoFlush, ...) from the
+// kernel's "rwbs" letters ("WS", "FWFS", "R", "F").
+uint64_t block_io_kind(const char* rwbs, size_t n);
 
 class PerfRings {
  public:
@@ -87,6 +99,11 @@ class PerfRings {
     // CPU time (the kernel's cpu-clock; 0: none). Unprivileged, of the
     // program's own code; the kernel's part needs root or CAP_PERFMON.
     uint32_t sample_hz = 0;
+    // Block I/O: the requests the threads begin (block:block_io_start, in
+    // their own context) and, from a tracefs instance, every completion
+    // (block:block_rq_complete, in the device's interrupt: the caller
+    // keeps those of the requests it saw begin). Root.
+    bool io = false;
   };
   // Follows `pid` from now on (or from its exec): one ring per online CPU.
   static Result<std::unique_ptr<PerfRings>> open(pid_t pid, const Options& options);
@@ -109,6 +126,7 @@ class PerfRings {
   bool has_syscalls() const { return enter_tp_.id != 0; }
   bool has_faults() const { return !fault_ids_.empty(); }
   bool has_samples() const { return !sample_ids_.empty(); }
+  bool has_io() const { return io_done_ != nullptr; }
   uint64_t sample_period_ns() const { return sample_period_ns_; }
   // Whether the faults taken in the kernel are in (root or CAP_PERFMON).
   bool has_kernel_faults() const { return kernel_faults_; }
@@ -145,14 +163,18 @@ class PerfRings {
   void open_faults(pid_t pid, const Options& options);
   // The CPU-clock sampling events on every ring.
   void open_samples(pid_t pid, const Options& options);
+  // The block I/O tracepoints: the threads' own, and every CPU's completions.
+  void open_io(pid_t pid, const Options& options);
   // Closes the last `n` events opened on every ring.
   void close_last(size_t n);
   std::vector<Ring> rings_;
   std::vector<std::string> refused_;
-  Tracepoint switch_tp_, waking_tp_, enter_tp_, exit_tp_;
+  Tracepoint switch_tp_, waking_tp_, enter_tp_, exit_tp_, io_start_tp_;
+  std::unique_ptr<TraceInstance> io_done_;  // block_rq_complete, of every CPU
   // The fields decode() reads, looked up once when the tracepoints open.
   struct Fields {
     Tracepoint::Field prev_state, waking_flags, waking_pid, enter_id, enter_args, exit_id, exit_ret;
+    Tracepoint::Field io_dev, io_sector, io_bytes, io_rwbs;
   } f_;
   std::vector<uint64_t> major_ids_, minor_ids_;  // the fault events' ids (PERF_SAMPLE_IDENTIFIER)
   std::vector<uint64_t> fault_ids_;              // both

@@ -457,12 +457,13 @@ Result<std::unique_ptr<Recording>> Recording::start(const RecordOptions& o, cons
     // The kernel's events of the program (context switches), from its
     // exec on; where the kernel refuses, a warning says why and the fix.
     const auto open_rings = [&](pid_t pid) {
-      if (!o.sys_events && !o.sys_syscalls && !o.sys_faults && !o.sample_hz) return;
+      if (!o.sys_events && !o.sys_syscalls && !o.sys_faults && !o.sys_io && !o.sample_hz) return;
       PerfRings::Options po;
       po.enable_on_exec = true;
       po.switches = po.sched_detail = o.sys_events;
       po.syscalls = o.sys_syscalls;
       po.faults = o.sys_faults;
+      po.io = o.sys_io;
       po.sample_hz = o.sample_hz;
       // Room for a burst between rounds: two records per system call; with
       // the sched tracepoints (root or CAP_PERFMON, whose rings the locked-
@@ -607,6 +608,7 @@ int Recording::finish(bool quiet) {
   fo.zstd_level = o_.level;
   fo.claim = s.claim.get();
   if (s.sys && !o_.sys_events) fo.info_flags |= fmt::kInfoNoSwitches;
+  if (s.sys) fo.block_devices = s.sys->block_devices();
   auto sum = fmt::finalize_session(session_, o_.output, fo, live_.get());
   if (!sum) {
     std::fprintf(stderr, "callscope %s: %s\n", who_, sum.error().context("cannot write the trace").message().c_str());
@@ -650,6 +652,9 @@ int Recording::finish(bool quiet) {
       if (s.sys->rings().has_faults())
         what += (what.empty() ? "" : ", ") + std::to_string(s.sys->faults()) + " page fault" +
                 (s.sys->faults() == 1 ? "" : "s");
+      if (s.sys->rings().has_io())
+        what += (what.empty() ? "" : ", ") + std::to_string(s.sys->io_requests()) + " block I/O request" +
+                (s.sys->io_requests() == 1 ? "" : "s");
       if (s.sys->rings().has_samples()) {
         char every[64];
         std::snprintf(every, sizeof every, " (one per %.3f ms of CPU)",

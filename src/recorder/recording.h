@@ -39,6 +39,7 @@ struct RecordOptions {
   bool sys_events = true;
   bool sys_syscalls = false;
   bool sys_faults = false;
+  bool sys_io = false;
   uint32_t sample_hz = 0;  // --sample HZ: CPU samples (0: none)
   // --memory: /proc/PID/smaps of each process sampled this often (0: only
   // at start, dlopen and exit, which the runtime takes).

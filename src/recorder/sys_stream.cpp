@@ -3,6 +3,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <fstream>
 
 namespace callscope::recorder {
 namespace {
@@ -13,6 +14,18 @@ constexpr uint64_t kMarginNs = 2'000'000;
 constexpr size_t kBlockEvents = 1 << 16;
 // A wakeup of a thread not seen within this long is of a thread not traced.
 constexpr uint64_t kUnknownWakeupNs = 1'000'000'000;
+
+// A dev_t's name, from /sys/dev/block/MAJOR:MINOR/uevent ("vda", "nvme0n1p2").
+std::string device_name(uint32_t dev) {
+  const std::string id = std::to_string(dev >> 20) + ":" + std::to_string(dev & 0xfffff);
+  std::ifstream f("/sys/dev/block/" + id + "/uevent");
+  for (std::string line; std::getline(f, line);)
+    if (line.rfind("DEVNAME=", 0) == 0) return line.substr(8);
+  return "";
+}
+
+// More requests open than this: their completions were lost (a full ring).
+constexpr size_t kMaxOpenIo = 1 << 16;
 
 uint64_t mono_now() {
   timespec ts{};
@@ -71,6 +84,27 @@ Status SysStream::poll(bool all) {
         e.value = static_cast<int64_t>(r.period * 2 + (r.in_kernel ? 1 : 0));
         ++samples_;
         break;
+      case SysRecord::Kind::kIoStart:
+        e.kind = format::SysKind::kIoStart;
+        e.arg = r.dev;
+        e.args[0] = r.sector;
+        e.args[1] = r.bytes;
+        e.value = static_cast<int64_t>(r.io_kind);
+        ++io_requests_;
+        if (io_open_size_ >= kMaxOpenIo) io_open_.clear(), io_open_size_ = 0;
+        io_open_[{r.dev, r.sector}].push_back({r.time_ns, {r.pid, r.tid}});
+        ++io_open_size_;
+        if (!devices_.count(r.dev)) devices_[r.dev] = device_name(r.dev);
+        break;
+      case SysRecord::Kind::kIoDone:
+        // Of whichever thread ran when the device answered: put with the
+        // thread that began it, once this round has shown who that was.
+        e.kind = format::SysKind::kIoDone;
+        e.arg = r.dev;
+        e.args[0] = r.sector;
+        e.value = r.error;
+        io_done_.push_back(e);
+        return;
       case SysRecord::Kind::kWakeup:
         // Told to the woken thread, which the kernel names by tid alone:
         // put with it once this round's records have made it known.
@@ -113,6 +147,27 @@ Status SysStream::poll(bool all) {
     t.waiting.push_back(e);
   }
   wakeups_ = std::move(later);
+  // Completions of the requests the threads began (the others are of
+  // other programs, or the kernel's own writeback).
+  // One read before its start (the start's ring drained just before the
+  // start, the completion's after it) is tried again in the next round.
+  std::vector<format::SysEvent> again;
+  for (size_t i = 0; i < io_done_.size(); ++i) {
+    const format::SysEvent& e = io_done_[i];
+    // The oldest request begun there before it ended (a sector written,
+    // then read, has two).
+    auto it = io_open_.find({static_cast<uint32_t>(e.arg), e.args[0]});
+    if (it == io_open_.end() || it->second.front().first > e.mono_ns) {
+      if (!all && i >= io_retried_) again.push_back(e);
+      continue;
+    }
+    threads_[it->second.front().second].waiting.push_back(e);
+    it->second.pop_front();
+    --io_open_size_;
+    if (it->second.empty()) io_open_.erase(it);
+  }
+  io_done_ = std::move(again);
+  io_retried_ = io_done_.size();
   const uint64_t safe = all ? ~uint64_t{0} : start - std::min(start, kMarginNs);
   for (auto& [key, t] : threads_) {
     if (t.waiting.empty() && (t.ready.empty() || !all)) continue;
@@ -126,6 +181,13 @@ Status SysStream::poll(bool all) {
       CALLSCOPE_CHECK(write(key.first, key.second, t));
   }
   return ok_status();
+}
+
+std::string SysStream::block_devices() const {
+  std::string out;
+  for (const auto& [dev, name] : devices_)
+    if (!name.empty()) out += std::to_string(dev >> 20) + ":" + std::to_string(dev & 0xfffff) + " " + name + "\n";
+  return out;
 }
 
 Status SysStream::write(uint32_t pid, uint32_t tid, Thread& t) {

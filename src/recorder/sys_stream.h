@@ -14,8 +14,10 @@
 #include <poll.h>
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -42,6 +44,10 @@ class SysStream {
   uint64_t syscalls() const { return syscalls_; }  // system calls begun
   uint64_t faults() const { return faults_; }      // page faults
   uint64_t samples() const { return samples_; }    // CPU samples
+  uint64_t io_requests() const { return io_requests_; }  // block requests begun
+  // The block devices of the requests recorded, "MAJOR:MINOR NAME" lines
+  // (InfoRecord.block_devices), named as /sys/dev/block says.
+  std::string block_devices() const;
   const PerfRings& rings() const { return *rings_; }
 
  private:
@@ -57,10 +63,19 @@ class SysStream {
   std::map<uint32_t, std::pair<uint32_t, uint32_t>> last_on_cpu_;  // cpu -> the thread that ran there last
   std::map<uint32_t, uint32_t> pid_of_;  // tid -> pid, of the threads seen
   std::vector<std::pair<uint32_t, format::SysEvent>> wakeups_;  // (woken tid, event) not yet put with it
+  // The requests the threads began and not yet seen end: (device, sector)
+  // -> (time begun, (pid, tid)), oldest first; and the completions of a
+  // round, matched after it.
+  std::map<std::pair<uint32_t, uint64_t>, std::deque<std::pair<uint64_t, std::pair<uint32_t, uint32_t>>>> io_open_;
+  size_t io_open_size_ = 0;
+  std::vector<format::SysEvent> io_done_;
+  size_t io_retried_ = 0;  // io_done_'s first entries: of the round before, tried once
+  std::map<uint32_t, std::string> devices_;  // dev_t -> name
   bool polled_ = true;
   uint64_t syscalls_ = 0;
   uint64_t faults_ = 0;
   uint64_t samples_ = 0;
+  uint64_t io_requests_ = 0;
   uint64_t switches_ = 0;
   uint64_t lost_ = 0;
 };

@@ -23,6 +23,7 @@ std::vector<std::string> sys_event_set_names(const std::vector<analysis::ThreadS
   if (any([](const analysis::ThreadStates& s) { return s.minor_faults + s.major_faults != 0; }))
     out.push_back("page faults");
   if (any([](const analysis::ThreadStates& s) { return s.samples != 0; })) out.push_back("CPU samples");
+  if (any([](const analysis::ThreadStates& s) { return s.io_requests != 0; })) out.push_back("block I/O");
   return out;
 }
 
@@ -167,17 +168,20 @@ void print_info_text(const fmt::TraceReader& t, const std::vector<analysis::Stre
     const bool syscalls = any_state([](const analysis::ThreadStates& s) { return s.syscalls != 0; });
     const bool faults = any_state([](const analysis::ThreadStates& s) { return s.minor_faults + s.major_faults != 0; });
     const bool samples = any_state([](const analysis::ThreadStates& s) { return s.samples != 0; });
+    const bool io = any_state([](const analysis::ThreadStates& s) { return s.io_requests != 0; });
     std::fprintf(out, "\nthe kernel's events recorded: %s\n", sys_event_sets(states).c_str());
     std::string what = switches ? "context switches (the kernel's) and time by state" : "";
     if (syscalls) what += std::string(what.empty() ? "" : "; ") + "system calls begun";
     if (faults) what += std::string(what.empty() ? "" : "; ") + "page faults (IN KERNEL: those taken in system calls)";
     if (samples) what += std::string(what.empty() ? "" : "; ") + "CPU samples";
+    if (io) what += std::string(what.empty() ? "" : "; ") + "block I/O requests begun and bytes";
     std::fprintf(out, "\n%s, from each thread's start to its end:\n  %5s %7s", what.c_str(), "#", "TID");
     if (switches)
       std::fprintf(out, " %10s %10s %12s %12s %12s", "BLOCKED", "PREEMPTED", "RUNNING", "RUNNABLE", "BLOCKED");
     if (syscalls) std::fprintf(out, " %12s", "SYSCALLS");
     if (faults) std::fprintf(out, " %12s %12s %10s", "MINOR FAULTS", "MAJOR FAULTS", "IN KERNEL");
     if (samples) std::fprintf(out, " %10s", "SAMPLES");
+    if (io) std::fprintf(out, " %10s %12s %12s", "I/O", "READ", "WRITTEN");
     std::fprintf(out, "\n");
     for (size_t i = 0; i < t.threads().size() && i < states.size(); ++i) {
       const analysis::ThreadStates& s = states[i];
@@ -194,6 +198,9 @@ void print_info_text(const fmt::TraceReader& t, const std::vector<analysis::Stre
         std::fprintf(out, " %12llu %12llu %10llu", static_cast<unsigned long long>(s.minor_faults),
                      static_cast<unsigned long long>(s.major_faults), static_cast<unsigned long long>(s.kernel_faults));
       if (samples) std::fprintf(out, " %10llu", static_cast<unsigned long long>(s.samples));
+      if (io)
+        std::fprintf(out, " %10llu %12s %12s", static_cast<unsigned long long>(s.io_requests),
+                     format_bytes(s.io_read_bytes).c_str(), format_bytes(s.io_write_bytes).c_str());
       std::fprintf(out, "%s\n", s.lost ? "  (records lost near it)" : "");
     }
   }
@@ -344,6 +351,11 @@ nlohmann::json info_json(const fmt::TraceReader& t, const std::vector<analysis::
       if (s.minor_faults + s.major_faults)
         tj["page_faults"] = {{"minor", s.minor_faults}, {"major", s.major_faults}, {"in_kernel", s.kernel_faults}};
       if (s.samples) tj["cpu_samples"] = s.samples;
+      if (s.io_requests)
+        tj["block_io"] = {{"requests", s.io_requests},
+                          {"completed", s.io_done},
+                          {"read_bytes", s.io_read_bytes},
+                          {"written_bytes", s.io_write_bytes}};
     }
     if (th.record.flags & fmt::kThreadUntraced)  // ran without being recorded, and why
       tj["untraced"] = {{"errno", th.record.untraced_error}, {"reason", describe_errno(th.record.untraced_error)}};

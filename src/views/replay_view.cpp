@@ -69,6 +69,7 @@ const char* replay_kind_name(ReplayKind k) {
     case ReplayKind::kWait: return "wait";
     case ReplayKind::kOffCpu: return "off-cpu";
     case ReplayKind::kFault: return "fault";
+    case ReplayKind::kIo: return "io";
   }
   return "?";
 }
@@ -104,6 +105,10 @@ std::string text_body(const ReplayLine& l) {
     case ReplayKind::kFault:
       return "/* " + f + " at " + format_hex(l.arg) +
              (l.where.empty() ? std::string() : " in " + terminal_safe(l.where)) + " */";
+    case ReplayKind::kIo:
+      return "/* " + f + " " + std::to_string(l.arg) + " bytes at sector " + std::to_string(l.sector) +
+             (l.error ? ", error " + std::to_string(l.error) : std::string()) +
+             (l.duration_ns ? std::string() : ", completion not seen") + " */";
   }
   return f;
 }
@@ -145,7 +150,8 @@ std::string format_replay_csv(const ReplayLine& l) {
                   replay_kind_name(l.kind) + "," + std::to_string(l.level + 1) + "," + csv_field(l.function) + ",";
   if (l.duration_ns) s += std::to_string(rounded(*l.duration_ns));
   s += ",";
-  if (!has_function(l.kind) || l.kind == ReplayKind::kOffCpu || l.kind == ReplayKind::kFault)
+  if (!has_function(l.kind) || l.kind == ReplayKind::kOffCpu || l.kind == ReplayKind::kFault ||
+      l.kind == ReplayKind::kIo)
     s += std::to_string(l.arg);
   return s;
 }
@@ -166,6 +172,11 @@ std::string format_replay_json(const ReplayLine& l) {
   if (l.kind == ReplayKind::kFault) {
     j["address"] = format_hex(l.arg);
     if (!l.where.empty()) j["at"] = l.where;
+  }
+  if (l.kind == ReplayKind::kIo) {
+    j["bytes"] = l.arg;
+    j["sector"] = l.sector;
+    if (l.error) j["error"] = l.error;
   }
   // Names come from binaries; replace invalid UTF-8 rather than throw.
   return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
@@ -221,7 +232,7 @@ struct Ev {
 
 bool opens(ReplayKind k) { return k == ReplayKind::kCall || k == ReplayKind::kInherited; }
 // The kernel's lines (off the CPU, faults): shown with the frame they are in.
-bool kernel_line(ReplayKind k) { return k == ReplayKind::kOffCpu || k == ReplayKind::kFault; }
+bool kernel_line(ReplayKind k) { return k == ReplayKind::kOffCpu || k == ReplayKind::kFault || k == ReplayKind::kIo; }
 bool closes(ReplayKind k) {
   return k == ReplayKind::kReturn || k == ReplayKind::kUnwound || k == ReplayKind::kTruncated;
 }
@@ -241,19 +252,12 @@ class Replayer {
     pending_.clear();
     held_.reset();
     match_cache_.clear();
-    stretches_.clear();
-    next_stretch_ = 0;
-    faults_.clear();
-    next_fault_ = 0;
-    if ((o_.off_cpu || o_.faults) && trace_.has_sys_events()) {
+    kernel_.clear();
+    next_kernel_ = 0;
+    if ((o_.off_cpu || o_.faults || o_.io) && trace_.has_sys_events()) {
       auto sys = trace_.sys_events(ti);
       if (!sys) return sys.error();
-      if (o_.off_cpu)
-        stretches_ = analysis::off_cpu_stretches(*sys, trace_.threads()[ti].record.end_tick,
-                                                 [this](uint64_t ns) { return trace_.mono_to_tick(ns); });
-      if (o_.faults)
-        for (const fmt::SysEvent& e : *sys)
-          if (e.kind == fmt::SysKind::kPageFault) faults_.push_back({trace_.mono_to_tick(e.mono_ns), e});
+      collect_kernel_lines(*sys);
     }
     Status st = trace_.for_each_event(ti, [&](const fmt::TraceEvent& e) {
       if (o_.to_ns && trace_.ticks_to_ns(e.tick) > static_cast<double>(*o_.to_ns)) return false;
@@ -344,36 +348,67 @@ class Replayer {
     return ev;
   }
 
-  // The stretches off the CPU that began before `tick`, inside the frames
-  // open now (one level in, like a loss), where the selection shows them.
-  // And the page faults, the same way.
+  // The kernel's lines of the thread, in time order: its stretches off
+  // the CPU, its page faults, its block requests (each with the time until
+  // its completion, when seen).
+  void collect_kernel_lines(const std::vector<fmt::SysEvent>& sys) {
+    const auto tick_of = [this](uint64_t ns) { return trace_.mono_to_tick(ns); };
+    std::vector<size_t> open_io;  // kernel_ indexes of requests not yet seen complete
+    for (const fmt::SysEvent& e : sys) {
+      const uint64_t at = tick_of(e.mono_ns);
+      if (e.kind == fmt::SysKind::kPageFault && o_.faults) {
+        const auto flags = static_cast<uint64_t>(e.value);
+        kernel_.push_back(Ev{ReplayKind::kFault, at, 0,
+                              line_reason(analysis::fault_reason(flags), flags & fmt::kFaultInKernel ? 0 : e.args[0]),
+                              std::nullopt, e.arg});
+      } else if (e.kind == fmt::SysKind::kIoStart && o_.io) {
+        open_io.push_back(kernel_.size());
+        const uint64_t i = line_reason(
+            analysis::io_reason(static_cast<uint64_t>(e.value), trace_.info().block_device(e.arg)), 0);
+        info_[i].dev = e.arg;
+        info_[i].sector = e.args[0];
+        kernel_.push_back(Ev{ReplayKind::kIo, at, 0, i, std::nullopt, e.args[1]});
+      } else if (e.kind == fmt::SysKind::kIoDone && o_.io) {
+        for (auto it = open_io.begin(); it != open_io.end(); ++it) {
+          Ev& k = kernel_[*it];
+          LineInfo& info = info_[k.addr];
+          if (info.sector != e.args[0] || info.dev != e.arg) continue;
+          k.dur_ticks = at >= k.tick ? at - k.tick : 0;
+          info.error = e.value;
+          open_io.erase(it);
+          break;
+        }
+      }
+    }
+    // (at one tick, a fault before the stretch it began)
+    if (o_.off_cpu)
+      for (const analysis::OffCpu& o : analysis::off_cpu_stretches(sys, trace_.threads()[thread_].record.end_tick, tick_of))
+        kernel_.push_back(Ev{ReplayKind::kOffCpu, o.start, 0, line_reason(analysis::off_cpu_reason(o, device_name()), 0),
+                              o.end - o.start, o.woken ? o.waker_tid : 0});
+    std::stable_sort(kernel_.begin(), kernel_.end(),
+                     [](const Ev& a, const Ev& b) { return a.tick < b.tick; });
+  }
+  std::function<std::string(uint64_t)> device_name() {
+    return [this](uint64_t dev) { return trace_.info().block_device(dev); };
+  }
+  // A kernel line's label (and the instruction a fault took, 0: none): its index.
+  uint64_t line_reason(std::string reason, uint64_t ip) {
+    info_.push_back({std::move(reason), ip});
+    return info_.size() - 1;
+  }
+
+  // The kernel's lines that began before `tick`, inside the frames open
+  // now (one level in, like a loss), where the selection shows them.
   void off_cpu_before(uint64_t tick) {
     const bool filtered = !o_.functions.empty();
-    const auto shown = [&](uint64_t at) {
-      const double ns = trace_.ticks_to_ns(at);
-      return !(filtered && act_depth_ == 0) && !(o_.from_ns && ns < static_cast<double>(*o_.from_ns)) &&
-             !(o_.to_ns && ns > static_cast<double>(*o_.to_ns));
-    };
     const uint32_t level = static_cast<uint32_t>(entry_ticks_.size()) - (filtered && act_depth_ ? act_depth_ - 1 : 0);
-    for (;;) {
-      const bool stretch = next_stretch_ < stretches_.size() && stretches_[next_stretch_].start < tick;
-      const bool fault = next_fault_ < faults_.size() && faults_[next_fault_].first < tick;
-      if (!stretch && !fault) return;
-      if (fault && (!stretch || faults_[next_fault_].first <= stretches_[next_stretch_].start)) {
-        const auto& [at, e] = faults_[next_fault_++];
-        if (!shown(at)) continue;
-        const auto flags = static_cast<uint64_t>(e.value);
-        reasons_.push_back(analysis::fault_reason(flags));
-        fault_ips_.push_back(flags & fmt::kFaultInKernel ? 0 : e.args[0]);
-        Ev ev{ReplayKind::kFault, at, level, reasons_.size() - 1, std::nullopt, e.arg};
-        min_filter(ev);
+    for (; next_kernel_ < kernel_.size() && kernel_[next_kernel_].tick < tick; ++next_kernel_) {
+      const double ns = trace_.ticks_to_ns(kernel_[next_kernel_].tick);
+      if ((filtered && act_depth_ == 0) || (o_.from_ns && ns < static_cast<double>(*o_.from_ns)) ||
+          (o_.to_ns && ns > static_cast<double>(*o_.to_ns)))
         continue;
-      }
-      const analysis::OffCpu& o = stretches_[next_stretch_++];
-      if (!shown(o.start)) continue;
-      reasons_.push_back(analysis::off_cpu_reason(o));
-      fault_ips_.push_back(0);
-      Ev ev{ReplayKind::kOffCpu, o.start, level, reasons_.size() - 1, o.end - o.start, o.woken ? o.waker_tid : 0};
+      Ev ev = kernel_[next_kernel_];
+      ev.level = level;
       min_filter(ev);
     }
   }
@@ -460,9 +495,12 @@ class Replayer {
     l.thread = thread_;
     l.time_ns = trace_.ticks_to_ns(ev.tick);
     l.level = ev.level;
-    if (kind == ReplayKind::kOffCpu || kind == ReplayKind::kFault) {
-      l.function = reasons_[ev.addr];
-      if (fault_ips_[ev.addr]) l.where = name_of(fault_ips_[ev.addr], ev.tick);
+    if (kernel_line(kind)) {
+      const LineInfo& info = info_[ev.addr];
+      l.function = info.reason;
+      if (info.ip) l.where = name_of(info.ip, ev.tick);
+      l.sector = info.sector;
+      l.error = info.error;
     } else if (has_function(kind))
       l.function = name_of(ev.addr, ev.tick);
     if (ev.dur_ticks) l.duration_ns = trace_.ticks_to_ns(*ev.dur_ticks);
@@ -491,12 +529,18 @@ class Replayer {
   std::vector<Ev> pending_;            // --min: open entries not yet shown
   std::optional<Ev> held_;             // leaf lookahead
   std::unordered_map<uint64_t, bool> match_cache_;  // addr → matches a -F glob (per thread, so per process)
-  std::vector<analysis::OffCpu> stretches_;  // the thread's time off the CPU, in order
-  size_t next_stretch_ = 0;
-  std::vector<std::pair<uint64_t, fmt::SysEvent>> faults_;  // the thread's page faults (tick, event), in order
-  size_t next_fault_ = 0;
-  std::vector<std::string> reasons_;   // of the off-CPU and fault lines: Ev::addr indexes it
-  std::vector<uint64_t> fault_ips_;    // of those lines: a fault's instruction (0: none, or in the kernel)
+  // The thread's kernel lines (Ev::addr: their index in reasons_), in time order.
+  std::vector<Ev> kernel_;
+  size_t next_kernel_ = 0;
+
+  // Of the kernel's lines (Ev::addr indexes it): the label; a fault's
+  // instruction (0: none, or in the kernel); a request's device, sector and error.
+  struct LineInfo {
+    std::string reason;
+    uint64_t ip = 0, dev = 0, sector = 0;
+    int64_t error = 0;
+  };
+  std::vector<LineInfo> info_;
 };
 
 std::string thread_title(const fmt::TraceReader& t, uint32_t ti) {

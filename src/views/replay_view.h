@@ -44,6 +44,7 @@ struct ReplayOptions {
   bool symbols = true;                 // false: addresses instead of names
   bool off_cpu = true;                 // the kernel's context switches, where the trace has them
   bool faults = true;                  // page faults, where the trace has them (record --events faults)
+  bool io = true;                      // block I/O requests, where the trace has them (record --events io)
 };
 
 enum class ReplayKind {
@@ -63,6 +64,8 @@ enum class ReplayKind {
                // ("[futex]", "[runnable]"), duration: how long, arg: the waker's tid (0: not known)
   kFault,      // a page fault: function = its kind ("[minor fault]"), arg: the address,
                // where: the function of the instruction that took it (empty: in the kernel)
+  kIo,         // a block I/O request the thread began: function = its kind and device ("[write vda]"),
+               // arg: the bytes, sector, duration: until the device completed it, error
 };
 
 const char* replay_kind_name(ReplayKind k);  // "call", "leaf", "return", ...
@@ -78,6 +81,10 @@ struct ReplayLine {
   uint64_t arg = 0;                    // lost: events dropped; mark: id; truncated and
                                        // inherited: 1 inside a loss, 2 inside a stop, else 0
   std::string where;                   // fault: the function that took it
+  // io: arg the bytes, duration_ns the latency (begun to completed; none
+  // when the completion was not seen), and these:
+  uint64_t sector = 0;
+  int64_t error = 0;                   // the kernel's error (0: none)
 };
 
 

@@ -161,6 +161,58 @@ Status print_fault_table(const analysis::Profile& p, const ReportOptions& o, FIL
   return ok_status();
 }
 
+Status print_io_table(const format::TraceReader& trace, const analysis::Profile& p, const ReportOptions& o,
+                      FILE* out) {
+  Row total;
+  const std::vector<Row> sorted = leaf_rows(p, o, true, total);
+  if (sorted.empty() && (o.function_globs.size() || o.module_globs.size()))
+    return Error("no function matching -F/-m began a block I/O request");
+  const auto ns = [&](uint64_t ticks) { return trace.ticks_to_ns(ticks); };
+  switch (o.format) {
+    case OutputFormat::kJson: {
+      nlohmann::json j;
+      j["requests"] = total.count;
+      j["rows"] = nlohmann::json::array();
+      for (const Row& r : sorted)
+        j["rows"].push_back({{"function", function_name(p, r.function)},
+                             {"module", module_name(p, r.function)},
+                             {"kind", p.functions[r.reason].name},
+                             {"count", r.count},
+                             {"latency_ns", static_cast<uint64_t>(ns(r.ticks))},
+                             {"max_ns", static_cast<uint64_t>(ns(r.max))}});
+      std::fprintf(out, "%s\n", json_text(j).c_str());
+      break;
+    }
+    case OutputFormat::kCsv:
+      std::fprintf(out, "function,module,kind,count,latency_ns,max_ns\n");
+      for (const Row& r : sorted)
+        std::fprintf(out, "%s,%s,%s,%llu,%llu,%llu\n", csv_field(function_name(p, r.function)).c_str(),
+                     csv_field(module_name(p, r.function)).c_str(), csv_field(p.functions[r.reason].name).c_str(),
+                     static_cast<unsigned long long>(r.count), static_cast<unsigned long long>(ns(r.ticks)),
+                     static_cast<unsigned long long>(ns(r.max)));
+      break;
+    case OutputFormat::kText: {
+      std::fprintf(out,
+                   "Block I/O: %llu request%s in all, by the function that began them, their kind and device; "
+                   "LATENCY from the start to the device's completion\n\n",
+                   static_cast<unsigned long long>(total.count), total.count == 1 ? "" : "s");
+      TextTable t({"REQUESTS", "%", "LATENCY", "AVG", "MAX", "KIND", "FUNCTION"}, 5);
+      for (const Row& r : sorted) {
+        char pct[16];
+        std::snprintf(pct, sizeof pct, "%.1f",
+                      total.count ? 100.0 * static_cast<double>(r.count) / static_cast<double>(total.count) : 0.0);
+        t.add({std::to_string(r.count), pct, format_duration_ns(ns(r.ticks)),
+               format_duration_ns(ns(r.ticks) / static_cast<double>(std::max<uint64_t>(r.count, 1))),
+               format_duration_ns(ns(r.max)), p.functions[r.reason].name,
+               fit_name(function_name(p, r.function), o.name_width)});
+      }
+      t.print(out);
+      break;
+    }
+  }
+  return ok_status();
+}
+
 nlohmann::json biggest_waits(const format::TraceReader& trace, const analysis::Profile& p, size_t limit) {
   struct Leaf {
     uint32_t thread;

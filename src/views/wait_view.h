@@ -19,6 +19,10 @@ Status print_wait_table(const format::TraceReader& trace, const analysis::Profil
 // function that took them -- the instruction's function, or the innermost
 // traced one -- and their kind, most first.
 Status print_fault_table(const analysis::Profile& faults, const ReportOptions& o, FILE* out);
+// The block I/O requests (analysis::build_io_profile) by the function that
+// began them and their kind and device: how many, and their latency.
+Status print_io_table(const format::TraceReader& trace, const analysis::Profile& io, const ReportOptions& o,
+                      FILE* out);
 // The `limit` longest waits by thread, call path and reason (the html
 // page's summary): [{"thread", "path": [names, outermost first], "reason",
 // "wait_ns", "count", "max_ns"}], longest first.

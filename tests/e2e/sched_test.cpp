@@ -386,6 +386,102 @@ TEST_P(SchedTest, PageFaultsAreTheKernelsCounts) {
             k.at("touch_min") + k.at("page_min"));
 }
 
+// Block I/O: the requests a thread began, each with its completion, add
+// up to the kernel's own count of the thread's reads and writes.
+TEST_P(SchedTest, BlockIoIsTheKernelsCount) {
+  TempDir dir;
+  const std::string trace = dir.file("io.trace");
+  RunResult r = callscope({"record", "--events", "sched,syscalls,io", "-o", trace, "--", fixture(GetParam(), "io"),
+                           dir.path()});
+  if (r.exit_code == 3) GTEST_SKIP() << "O_DIRECT refused where the test writes: " << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  if (r.err.find("the kernel's events are not recorded") != std::string::npos ||
+      r.err.find("not recorded: block I/O") != std::string::npos)
+    GTEST_SKIP() << r.err;
+  EXPECT_NE(r.err.find(" block I/O requests of the program's threads"), std::string::npos) << r.err;
+  const std::map<std::string, long> k = parse_counts(r.out);
+  ASSERT_TRUE(k.count("main") && k.count("direct1") && k.count("read")) << r.out;
+  auto reader = format::TraceReader::open(trace);
+  ASSERT_TRUE(reader) << reader.error().message();
+  format::TraceReader& t = **reader;
+  int main_index = -1;
+  for (size_t i = 0; i < t.threads().size(); ++i)
+    if (t.threads()[i].record.tid == static_cast<uint32_t>(k.at("main"))) main_index = static_cast<int>(i);
+  ASSERT_GE(main_index, 0);
+  auto events = t.sys_events(static_cast<uint32_t>(main_index));
+  ASSERT_TRUE(events) << events.error().message();
+  // The requests begun in direct()'s window: their data bytes by direction,
+  // against /proc/thread-self/io; each one's completion is in the trace.
+  const auto in_window = [&](const format::SysEvent& e) {
+    return e.mono_ns >= static_cast<uint64_t>(k.at("direct0")) && e.mono_ns <= static_cast<uint64_t>(k.at("direct1"));
+  };
+  long read = 0, written = 0, begun = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> open;
+  for (const format::SysEvent& e : *events) {
+    if (e.kind == format::SysKind::kIoStart && in_window(e)) {
+      const auto kind = static_cast<uint64_t>(e.value);
+      ++begun;
+      open.emplace_back(e.arg, e.args[0]);
+      if (kind & format::kIoWrite) {
+        if (!(kind & format::kIoMeta)) written += static_cast<long>(e.args[1]);  // (the file system's own: not counted)
+      } else if (!(kind & (format::kIoFlush | format::kIoDiscard))) {
+        read += static_cast<long>(e.args[1]);
+      }
+    }
+    if (e.kind == format::SysKind::kIoDone) {
+      auto it = std::find(open.begin(), open.end(), std::make_pair(e.arg, e.args[0]));
+      if (it != open.end()) open.erase(it);
+    }
+  }
+  EXPECT_EQ(read, k.at("read"));
+  // (the kernel's write_bytes also counts the page-cache pages the thread
+  // dirtied: a mapped file of the runtime's)
+  EXPECT_EQ(written, k.at("blocks") * 4096);
+  EXPECT_LE(written, k.at("written"));
+  EXPECT_GE(begun, 32);
+  EXPECT_TRUE(open.empty()) << open.size() << " requests without their completion";
+  // An O_DIRECT read that slept uninterruptibly waited for its own request.
+  int disk_waits = 0;
+  for (const analysis::OffCpu& o : analysis::off_cpu_stretches(*events, t.threads()[main_index].record.end_tick,
+                                                                [&t](uint64_t ns) { return t.mono_to_tick(ns); }))
+    if (!o.runnable && o.state == 'D' && o.syscall == analysis::syscall_number("pread64") &&
+        o.start >= t.mono_to_tick(static_cast<uint64_t>(k.at("direct0"))) &&
+        o.end <= t.mono_to_tick(static_cast<uint64_t>(k.at("direct1")))) {
+      ++disk_waits;
+      EXPECT_EQ(analysis::off_cpu_reason(o).rfind("[pread64: disk ", 0), 0u) << analysis::off_cpu_reason(o);
+    }
+  if (disk_waits) {
+    RunResult w = callscope({"report", "--wait", "-F", "direct", trace});
+    ASSERT_EQ(w.exit_code, 0) << w.err;
+    EXPECT_NE(w.out.find("[pread64: disk "), std::string::npos) << w.out;
+  }
+  // report --io: direct() began the reads, each with its latency.
+  RunResult io = callscope({"report", "--io", "--format", "json", trace});
+  ASSERT_EQ(io.exit_code, 0) << io.err;
+  long reads = 0;
+  const auto rows = nlohmann::json::parse(io.out);
+  for (const auto& row : rows["rows"])
+    if (row["function"] == "direct" && row["kind"].get<std::string>().rfind("[read ", 0) == 0) {
+      reads += row["count"].get<long>();
+      EXPECT_EQ(row["kind"].get<std::string>().find("not seen"), std::string::npos) << io.out;
+      EXPECT_GT(row["latency_ns"].get<uint64_t>(), 0u);
+    }
+  EXPECT_EQ(reads, k.at("read") / 4096) << io.out;
+  // replay: each request inline in the frame that began it.
+  RunResult rp = callscope({"replay", "-F", "direct", "--format", "json", trace});
+  ASSERT_EQ(rp.exit_code, 0) << rp.err;
+  long lines = 0;
+  for (const auto& l : nlohmann::json::parse(rp.out)) lines += l["kind"] == "io" && l.contains("duration_ns");
+  EXPECT_GE(lines, 32);
+  // info: the thread's requests and bytes.
+  RunResult info = callscope({"info", "--format", "json", trace});
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  const auto j = nlohmann::json::parse(info.out);
+  const auto& b = j.at("threads").at(main_index).at("block_io");
+  EXPECT_GE(b.at("read_bytes").get<long>(), k.at("read"));
+  EXPECT_GE(b.at("requests").get<long>(), begun);
+}
+
 // Faults without sched: the trace has no context switches, and nothing
 // pretends to know when the threads ran.
 TEST_P(SchedTest, FaultsWithoutSchedClaimNoStates) {

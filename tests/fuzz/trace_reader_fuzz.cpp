@@ -123,11 +123,12 @@ void exercise(TraceReader& rd) {
   const std::vector<analysis::ThreadStates> none;
   views::print_info_text(rd, balance, devnull(), states ? *states : none);
   (void)views::info_json(rd, balance, states ? *states : none);
-  // The kernel's events under the call paths: waits, faults, samples.
+  // The kernel's events under the call paths: waits, faults, block I/O, samples.
   if (!rd.is_profile()) {
     views::ReportOptions o;
     if (auto w = analysis::build_wait_profile(rd, all, resolve); w) (void)views::print_wait_table(rd, *w, o, devnull());
     if (auto f = analysis::build_fault_profile(rd, all, resolve); f) (void)views::print_fault_table(*f, o, devnull());
+    if (auto io = analysis::build_io_profile(rd, all, resolve); io) (void)views::print_io_table(rd, *io, o, devnull());
     if (auto s = analysis::build_sample_profile(rd, all, resolve); s) {
       (void)views::print_sample_table(rd, *s, o, devnull());
       (void)views::print_call_trees(rd, *s, o, devnull());

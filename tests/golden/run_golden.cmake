@@ -58,6 +58,9 @@ list(APPEND suffixes "faults" "faults_tree" "faults_json" "faults_tree_csv")
 # CPU samples (docs/report.md, "Where the threads ran: --samples").
 list(APPEND views "report --samples" "report --samples --tree" "report --samples --format json")
 list(APPEND suffixes "samples" "samples_tree" "samples_json")
+# Block I/O (docs/report.md, "Block I/O: --io").
+list(APPEND views "report --io" "report --io --tree" "report --io --format json")
+list(APPEND suffixes "io" "io_tree" "io_json")
 # replay --min holds the kernel's lines with the frame they are in, and drops them with it.
 list(APPEND views "replay --min 5us")
 list(APPEND suffixes "replay_min5")

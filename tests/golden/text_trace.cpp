@@ -201,8 +201,9 @@ Status text_to_trace(const std::string& text, const std::string& out_path) {
         declared_span.emplace_back(f.count("start") ? num(f["start"]) : 0, f.count("end") ? num(f["end"]) : 0);
       } else if (head == "sys") {
         // sys THREAD KIND NS [cpu=N] [state=MASK] [nr=N] [args=A,B,...] [ret=N] [waker=TID]
-        //     [waker_pid=PID] [count=N] [addr=A ip=IP] [major] [kernel] [period=NS]: the kernel's events
-        //     (kSysEvents), NS on the trace's clock.
+        //     [waker_pid=PID] [count=N] [addr=A ip=IP] [major] [kernel] [period=NS]
+        //     [dev=DEV sector=S bytes=B] [write] [flush] [sync] [meta] [error=E]: the kernel's events
+        //     (kSysEvents), NS on the trace's clock; KIND io a block request begun, iodone its completion.
         uint32_t thread = 0;
         std::string kind;
         fmt::SysEvent e;
@@ -212,14 +213,23 @@ Status text_to_trace(const std::string& text, const std::string& out_path) {
             {"in", fmt::SysKind::kSwitchIn},          {"lost", fmt::SysKind::kLost},
             {"state", fmt::SysKind::kSleepState},     {"wakeup", fmt::SysKind::kWakeup},
             {"enter", fmt::SysKind::kSyscallEnter},   {"exit", fmt::SysKind::kSyscallExit},
-            {"fault", fmt::SysKind::kPageFault},      {"sample", fmt::SysKind::kSample}};
+            {"fault", fmt::SysKind::kPageFault},      {"sample", fmt::SysKind::kSample},
+            {"io", fmt::SysKind::kIoStart},           {"iodone", fmt::SysKind::kIoDone}};
         auto k = sys_kinds.find(kind);
         if (k == sys_kinds.end()) return Error(where + ": unknown sys kind '" + kind + "'");
         e.kind = k->second;
         for (auto& [key, value] : fields(in)) {
-          if (key == "cpu" || key == "state" || key == "nr" || key == "count" || key == "waker" || key == "addr") {
+          if (key == "cpu" || key == "state" || key == "nr" || key == "count" || key == "waker" || key == "addr" ||
+              key == "dev") {
             e.arg = num(value);
-          } else if (key == "ret") {
+          } else if (key == "sector" || key == "bytes") {
+            e.args[key == "sector" ? 0 : 1] = num(value);
+          } else if (key == "write" || key == "flush" || key == "sync" || key == "meta") {
+            e.value |= static_cast<int64_t>(key == "write"   ? fmt::kIoWrite
+                                            : key == "flush" ? fmt::kIoFlush
+                                            : key == "sync"  ? fmt::kIoSync
+                                                             : fmt::kIoMeta);
+          } else if (key == "ret" || key == "error") {
             e.value = std::stoll(value, nullptr, 0);
           } else if (key == "waker_pid") {
             e.value = static_cast<int64_t>(num(value));

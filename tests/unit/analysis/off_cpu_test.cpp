@@ -133,5 +133,45 @@ TEST(analysis_off_cpu, AMajorFaultNamesTheWaitsBeforeIt) {
   EXPECT_EQ(fault_reason(format::kFaultInKernel), "[minor fault in the kernel]");
 }
 
+// A D wait while a request the thread began is in flight is for the disk
+// (named by its device); once the request is done, a D wait is not.
+TEST(analysis_off_cpu, ADWaitWithTheThreadsRequestInFlightIsForTheDisk) {
+  const uint64_t vda = 254u << 20;
+  std::vector<SysEvent> events = {
+      ev(SysKind::kSyscallEnter, 10, SYS_fsync),
+      ev(SysKind::kIoStart, 20, vda, static_cast<int64_t>(format::kIoWrite)),
+      ev(SysKind::kSleepState, 30, 0x2),
+      ev(SysKind::kSwitchOutBlocked, 30),
+      ev(SysKind::kIoDone, 90, vda),
+      ev(SysKind::kSwitchIn, 100),
+      ev(SysKind::kSleepState, 110, 0x2),
+      ev(SysKind::kSwitchOutBlocked, 110),  // nothing in flight now: the journal, say
+      ev(SysKind::kSwitchIn, 150),
+      ev(SysKind::kSyscallExit, 160, SYS_fsync),
+      ev(SysKind::kIoStart, 200, vda),
+      ev(SysKind::kSleepState, 210, 0x2),
+      ev(SysKind::kSwitchOutBlocked, 210),  // outside a system call: "[disk ...]"
+      ev(SysKind::kSwitchIn, 260),
+      ev(SysKind::kSleepState, 270, 0x1),
+      ev(SysKind::kSwitchOutBlocked, 270),  // asleep (S): not the disk's
+      ev(SysKind::kSwitchIn, 280),
+  };
+  events[1].args[0] = 2048;
+  events[4].args[0] = 2048;
+  events[10].args[0] = 4096;
+  const auto s = off_cpu_stretches(events, 1000, [](uint64_t ns) { return ns; });
+  ASSERT_EQ(s.size(), 4u);
+  EXPECT_EQ(off_cpu_reason(s[0], [](uint64_t dev) { return dev == (254u << 20) ? std::string("vda") : std::string("?"); }),
+            "[fsync: disk vda]");
+  EXPECT_EQ(off_cpu_reason(s[0]), "[fsync: disk 254:0]");
+  EXPECT_EQ(off_cpu_reason(s[1]), "[fsync D]");
+  EXPECT_EQ(off_cpu_reason(s[2]), "[disk 254:0]");
+  EXPECT_EQ(off_cpu_reason(s[3]), "[sleeping]");
+  EXPECT_EQ(io_reason(format::kIoWrite | format::kIoSync, "vda"), "[write vda]");
+  EXPECT_EQ(io_reason(format::kIoFlush, "vda"), "[flush vda]");
+  EXPECT_EQ(io_reason(0, "sdb"), "[read sdb]");
+  EXPECT_EQ(io_kind_name(format::kIoFlush | format::kIoWrite | format::kIoSync | format::kIoFua), "write flush sync fua");
+}
+
 }  // namespace
 }  // namespace callscope::analysis

@@ -94,6 +94,32 @@ TEST(format_sys_events, PageFaultsRoundTrip) {
   }
 }
 
+// 1.12: a block request begun (device, sector, bytes, kind) and its
+// completion (device, sector, error).
+TEST(format_sys_events, BlockIoRoundTrip) {
+  std::vector<SysEvent> in(3);
+  in[0] = {SysKind::kIoStart, 4'000'000'000, 254u << 20};
+  in[0].args[0] = 365183440;
+  in[0].args[1] = 4096;
+  in[0].value = static_cast<int64_t>(kIoWrite | kIoSync);
+  in[1] = {SysKind::kIoDone, 4'000'050'000, 254u << 20};
+  in[1].args[0] = 365183440;
+  in[1].value = -5;  // EIO
+  in[2] = {SysKind::kIoStart, 4'000'060'000, (8u << 20) | 1};
+  in[2].args[0] = ~uint64_t{0};
+  std::vector<SysEvent> out;
+  ASSERT_TRUE(decode_sys_events(encode_sys_events(in), 3, in.front().mono_ns, out).ok());
+  ASSERT_EQ(out.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(out[i].kind, in[i].kind) << i;
+    EXPECT_EQ(out[i].mono_ns, in[i].mono_ns) << i;
+    EXPECT_EQ(out[i].arg, in[i].arg) << i;
+    EXPECT_EQ(out[i].args[0], in[i].args[0]) << i;
+    EXPECT_EQ(out[i].value, in[i].value) << i;
+  }
+  EXPECT_EQ(out[0].args[1], 4096u);
+}
+
 // A CPU sample: its instruction, and its period (ns, times two, plus one
 // in the kernel).
 TEST(format_sys_events, SamplesRoundTrip) {

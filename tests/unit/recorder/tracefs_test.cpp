@@ -5,6 +5,10 @@
 // tracepoints the recorder opens are found (when tracefs may be read).
 #include "recorder/tracefs.h"
 
+#include "format/trace_format.h"
+#include "recorder/perf_rings.h"
+#include "recorder/trace_instance.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -66,6 +70,32 @@ TEST(recorder_tracefs, TheRecordersTracepointsAreOnThisKernel) {
   auto none = read_tracepoint("sched", "no_such_event");
   ASSERT_FALSE(none);
   EXPECT_NE(none.error().message().find("no tracepoint sched:no_such_event"), std::string::npos);
+}
+
+// The kernel's rwbs letters as a request's kind, and a block_rq_complete
+// line of trace_pipe as its fields (what follows the count varies by
+// kernel; a line that is not one is refused).
+TEST(recorder_tracefs, BlockRequestKindsAndCompletionLines) {
+  EXPECT_EQ(block_io_kind("WS", 10), format::kIoWrite | format::kIoSync);
+  EXPECT_EQ(block_io_kind("FWFS", 10), format::kIoFlush | format::kIoWrite | format::kIoFua | format::kIoSync);
+  EXPECT_EQ(block_io_kind("F", 10), format::kIoFlush);
+  EXPECT_EQ(block_io_kind("FF", 10), format::kIoFlush);  // a flush first, then the flush itself
+  EXPECT_EQ(block_io_kind("RA", 10), 0u);
+  EXPECT_EQ(block_io_kind("WSM", 10), format::kIoWrite | format::kIoSync | format::kIoMeta);
+  EXPECT_EQ(block_io_kind("DE", 10), format::kIoDiscard);
+  const char unended[4] = {'W', 'S', 'M', 'S'};  // no NUL within the field: its size bounds it
+  EXPECT_EQ(block_io_kind(unended, 2), format::kIoWrite | format::kIoSync);
+  BlockCompletion c;
+  ASSERT_TRUE(parse_block_completion("254,0 WS () 365183976 + 8 be,0,4 [0]", c));
+  EXPECT_EQ(c.dev, (254u << 20) | 0);
+  EXPECT_EQ(c.sector, 365183976u);
+  EXPECT_EQ(c.error, 0);
+  ASSERT_TRUE(parse_block_completion("8,16 R () 2048 + 16 [-5]", c));  // an older kernel's, with an error
+  EXPECT_EQ(c.dev, (8u << 20) | 16);
+  EXPECT_EQ(c.sector, 2048u);
+  EXPECT_EQ(c.error, -5);
+  EXPECT_FALSE(parse_block_completion("254,0 WS 365183976", c));
+  EXPECT_FALSE(parse_block_completion("garbage", c));
 }
 
 }  // namespace
