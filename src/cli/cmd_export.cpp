@@ -55,6 +55,11 @@ Result<int> export_timeline(const Opts& o, ViewInput& in) {
   if (!out->is_stdout())
     std::fprintf(stderr, "callscope export: %s: %s, %s\n", terminal_safe(out->path()).c_str(),
                  views::count_of(counts.timeline.slices, "call", "calls").c_str(), views::format_bytes(counts.bytes).c_str());
+  if (o.format != "perfetto" && t.has_sys_events())
+    print_warning("export", "the kernel's events in this trace (its threads' CPU states and waits, system calls, page "
+                            "faults, block I/O, CPU samples) have no place in " + o.format +
+                            "'s format and are left out: --format perfetto shows them on tracks beside each "
+                            "thread's calls");
   if (o.format == "chrome" && counts.bytes > exporter::kChromeJsonLarge)
     print_warning("export", views::format_bytes(counts.bytes) +
                                 " of JSON: Chrome's viewer and most JSON readers slow down or fail on files this "
@@ -133,7 +138,10 @@ Command export_command() {
                 "              sampled profile per thread weighted by self time\n"
                 "  folded      'a;b;c N' lines (flamegraph.pl, inferno), N per --by\n"
                 "  pprof       gzipped profile.proto (go tool pprof, Pyroscope, Grafana): calls, total, self;\n"
-                "              with record --memory also alloc_objects, alloc_space, inuse_space\n"
+                "              with the kernel's context switches also cpu and wait (self time on and off\n"
+                "              the CPU); with record --memory also alloc_objects, alloc_space, inuse_space\n"
+                "The kernel's events (record --events, --sample) go to perfetto only: per thread, tracks\n"
+                "of its CPU state, system calls, block I/O, page faults and CPU samples.\n"
                 "Profile-mode traces hold call trees, not calls in time: folded, pprof and speedscope\n"
                 "only. -F/-m keep the call paths through the functions matched, as 'report --tree'.\n"
                 "See docs/export.md.");

@@ -13,12 +13,15 @@
 //    them as the slice's category and its source.* arguments. An end
 //    carries nothing but its type: the reader closes the innermost open
 //    slice of the track;
-//  - with the kernel's context switches in the trace, per thread a "CPU
-//    state" track under the thread's (its own sequence, after the calls'):
-//    slices that tile the thread's life -- Running, Runnable, Sleeping,
-//    Uninterruptible or Blocked, with the system call it blocked in
-//    ("Sleeping: futex") and, as woken_by_tid, the thread that woke it
-//    when the trace knows.
+//  - with the kernel's events in the trace, per thread the tracks of
+//    export/kernel_tracks.h under the thread's (each its own sequence,
+//    after the calls'): a "CPU state" track whose slices tile the thread's
+//    life -- Running, Runnable, Sleeping, Uninterruptible or Blocked, with
+//    the system call it blocked in ("Sleeping: futex") and, as
+//    woken_by_tid, the thread that woke it when the trace knows --;
+//    "System calls" (slices, the result as an argument); "Block I/O" lanes
+//    (a request from its start to its completion, bytes and sector as
+//    arguments); "Page faults" and "CPU samples" as instants.
 // Packets are gathered into chunks of about 4 MiB, each written as one
 // TracePacket whose compressed_packets is the chunk, zlib-compressed by two
 // other threads while the next chunks are encoded, and written in order.
@@ -34,6 +37,7 @@
 
 #include "analysis/off_cpu.h"
 #include "common/files.h"
+#include "export/kernel_tracks.h"
 #include "export/ns.h"
 #include "export/protobuf.h"
 #include "export/timeline_exports.h"
@@ -48,7 +52,7 @@ enum : uint32_t {
   // TrackEvent
   kEvName = 23, kEvNameIid = 10, kEvType = 9, kEvAnnotation = 4, kEvCategoryIids = 3, kEvSourceLocationIid = 34,
   // DebugAnnotation
-  kAnnName = 10, kAnnUint = 3,
+  kAnnName = 10, kAnnUint = 3, kAnnInt = 4,
   // InternedData
   kInEventCategories = 1, kInEventNames = 2, kInSourceLocations = 4,
 };
@@ -207,7 +211,10 @@ class Writer {
 
 uint64_t process_uuid(uint32_t process_index) { return (uint64_t{1} << 40) | process_index; }
 uint64_t thread_uuid(uint32_t thread) { return uint64_t{thread} + 1; }
-uint64_t state_uuid(uint32_t thread) { return (uint64_t{1} << 41) | thread; }
+// A kernel track's (export/kernel_tracks.h): its kind (2 and up) and lane above the thread's index.
+uint64_t kernel_uuid(uint32_t kind, uint32_t lane, uint32_t thread) {
+  return (uint64_t{kind} << 40) | (uint64_t{lane & 0xff} << 32) | thread;
+}
 
 // A sequence's first packet: incremental state cleared, clock 64 defined
 // as incremental from BOOTTIME 0, events on `track` by default.
@@ -232,48 +239,6 @@ std::string sequence_start(uint32_t seq, uint64_t track) {
     });
   });
   return b;
-}
-
-// A thread's state over its life, from the kernel's context switches:
-// per exported thread that has them, stretches off the CPU
-// (analysis/off_cpu.h) and the running time between.
-struct StateSlice {
-  uint64_t from, to;  // ticks
-  std::string name;   // "Running", "Runnable", "Sleeping: futex", ...
-  uint32_t waker = 0;
-};
-
-std::string state_name(const analysis::OffCpu& o) {
-  if (o.runnable) return "Runnable";
-  std::string s = o.state == 'S' ? "Sleeping" : o.state == 'D' ? "Uninterruptible" : o.state == 'T' ? "Stopped" : "Blocked";
-  if (o.syscall >= 0) s += ": " + analysis::syscall_name(o.syscall);
-  return s;
-}
-
-Result<std::vector<StateSlice>> thread_state_slices(format::TraceReader& trace, uint32_t thread,
-                                                    analysis::TickWindow window) {
-  std::vector<StateSlice> out;
-  if (!trace.has_switches()) return out;
-  CALLSCOPE_TRY(auto events, trace.sys_events(thread));
-  if (events.empty()) return out;
-  const format::ThreadRecord& r = trace.threads()[thread].record;
-  const uint64_t lo = std::max(r.start_tick, window.from), hi = std::min(r.end_tick, window.to);
-  if (hi <= lo) return out;
-  uint64_t at = lo;
-  const auto add = [&](uint64_t from, uint64_t to, std::string name, uint32_t waker) {
-    from = std::max(from, at);
-    to = std::min(to, hi);
-    if (to <= from) return;
-    out.push_back({from, to, std::move(name), waker});
-    at = to;
-  };
-  for (const analysis::OffCpu& o :
-       analysis::off_cpu_stretches(events, r.end_tick, [&trace](uint64_t ns) { return trace.mono_to_tick(ns); })) {
-    add(at, o.start, "Running", 0);
-    add(o.start, o.end, state_name(o), o.woken ? o.waker_tid : 0);
-  }
-  add(at, hi, "Running", 0);
-  return out;
 }
 
 class PerfettoSink final : public SliceSink {
@@ -395,52 +360,49 @@ class PerfettoSink final : public SliceSink {
   std::map<std::string, uint64_t> categories_;
 };
 
-// Each thread's "CPU state" track, under its thread's: a sequence of its
-// own, after the calls', whose slices tile the thread's life.
-Status write_states(TimelineInput& in, Writer& w, uint32_t first_seq) {
+// The kernel's tracks of each thread (export/kernel_tracks.h), under its
+// thread's: each a sequence of its own, after the calls'.
+Status write_kernel_tracks(TimelineInput& in, Writer& w, uint32_t first_seq) {
   uint32_t seq = first_seq;
   for (uint32_t ti : in.threads) {
-    CALLSCOPE_TRY(std::vector<StateSlice> slices, thread_state_slices(in.trace, ti, in.options.window));
-    if (slices.empty()) continue;
-    std::string b;
-    ProtoWriter p(b);
-    p.varint(kSequenceId, 1);
-    p.message(kTrackDescriptor, [&](ProtoWriter& d) {
-      d.varint(1, state_uuid(ti));
-      d.bytes(2, "CPU state");
-      d.varint(5, thread_uuid(ti));
-    });
-    w.packet(b);
-    w.packet(sequence_start(seq, state_uuid(ti)));
-    uint64_t last = 0;
-    const auto stamp = [&](ProtoWriter& q, uint64_t tick) {
-      const uint64_t ns = ns_of(in.trace, tick);
-      q.varint(kTimestamp, ns - std::min(ns, last));
-      last = std::max(last, ns);
-    };
-    for (const StateSlice& s : slices) {
-      std::string e;
-      ProtoWriter q(e);
-      stamp(q, s.from);
-      q.message(kTrackEvent, [&](ProtoWriter& ev) {
-        ev.varint(kEvType, kSliceBegin);
-        ev.bytes(kEvName, s.name);
-        if (s.waker)
-          ev.message(kEvAnnotation, [&](ProtoWriter& a) {
-            a.bytes(kAnnName, "woken_by_tid");
-            a.varint(kAnnUint, s.waker);
-          });
+    CALLSCOPE_TRY(std::vector<KernelTrack> tracks, kernel_tracks(in.trace, ti, in.options.window, in.functions));
+    for (const KernelTrack& t : tracks) {
+      const uint64_t uuid = kernel_uuid(t.kind, t.lane, ti);
+      std::string b;
+      ProtoWriter p(b);
+      p.varint(kSequenceId, 1);
+      p.message(kTrackDescriptor, [&](ProtoWriter& d) {
+        d.varint(1, uuid);
+        d.bytes(2, t.name);
+        d.varint(5, thread_uuid(ti));
       });
-      q.varint(kSequenceId, seq);
-      w.packet(e);
-      std::string f;
-      ProtoWriter r(f);
-      stamp(r, s.to);
-      r.message(kTrackEvent, [&](ProtoWriter& ev) { ev.varint(kEvType, kSliceEnd); });
-      r.varint(kSequenceId, seq);
-      w.packet(f);
+      w.packet(b);
+      w.packet(sequence_start(seq, uuid));
+      uint64_t last = 0;
+      const auto event = [&](uint64_t tick, auto&& body) {
+        std::string e;
+        ProtoWriter q(e);
+        const uint64_t ns = ns_of(in.trace, tick);
+        q.varint(kTimestamp, ns - std::min(ns, last));
+        last = std::max(last, ns);
+        q.message(kTrackEvent, body);
+        q.varint(kSequenceId, seq);
+        w.packet(e);
+      };
+      for (const KernelSlice& s : t.slices) {
+        event(s.from, [&](ProtoWriter& ev) {
+          ev.varint(kEvType, s.instant ? kInstant : kSliceBegin);
+          ev.bytes(kEvName, s.name);
+          for (const KernelArg& arg : s.args)
+            ev.message(kEvAnnotation, [&](ProtoWriter& a) {
+              a.bytes(kAnnName, arg.name);
+              a.varint(arg.is_signed ? kAnnInt : kAnnUint, arg.value);  // (int64 as two's complement)
+            });
+        });
+        if (!s.instant) event(s.to, [&](ProtoWriter& ev) { ev.varint(kEvType, kSliceEnd); });
+      }
+      ++seq;
     }
-    ++seq;
   }
   return ok_status();
 }
@@ -492,7 +454,7 @@ Result<ExportCounts> write_perfetto(TimelineInput& in, FILE* out, bool compress)
   describe_tracks(in, w);
   PerfettoSink sink(in, w);
   CALLSCOPE_TRY(TimelineCounts counts, stream_timeline(in.trace, in.threads, in.functions, in.options, sink));
-  CALLSCOPE_CHECK(write_states(in, w, 2 + static_cast<uint32_t>(in.threads.size())));
+  CALLSCOPE_CHECK(write_kernel_tracks(in, w, 2 + static_cast<uint32_t>(in.threads.size())));
   CALLSCOPE_CHECK(w.finish());
   return ExportCounts{counts, w.bytes()};
 }

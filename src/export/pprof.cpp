@@ -91,6 +91,13 @@ Result<std::string> pprof_profile(const format::TraceReader& trace, const StackT
   value_type(kSampleType, "calls", "count");
   value_type(kSampleType, "total", "nanoseconds");
   value_type(kSampleType, "self", "nanoseconds");
+  // With the kernel's context switches: self time split into time on the
+  // CPU and off it (analysis/call_tree.h, self_wait).
+  const bool with_waits = p.has_waits;
+  if (with_waits) {
+    value_type(kSampleType, "cpu", "nanoseconds");
+    value_type(kSampleType, "wait", "nanoseconds");
+  }
   if (with_memory) {
     value_type(kSampleType, "alloc_objects", "count");
     value_type(kSampleType, "alloc_space", "bytes");
@@ -146,6 +153,11 @@ Result<std::string> pprof_profile(const format::TraceReader& trace, const StackT
       if (f.function >= 0) locs.push_back(location(p.functions[static_cast<size_t>(f.function)]));
     }
     std::vector<uint64_t> values = {n.stats.calls, ns_of(trace, n.stats.total), ns_of(trace, n.own_ticks)};
+    if (with_waits) {
+      // (own_ticks is the node's self time as counted for the wanted frames)
+      const uint64_t wait = ns_of(trace, std::min(n.stats.self_wait, n.own_ticks));
+      values.insert(values.end(), {values[2] - std::min(values[2], wait), wait});
+    }
     if (with_memory) values.insert(values.end(), {0, 0, 0});
     add_sample(locs, values, t.per_thread ? static_cast<int64_t>(t.nodes[path.front()].thread) : -1,
                shown.size() != path.size());
@@ -156,7 +168,10 @@ Result<std::string> pprof_profile(const format::TraceReader& trace, const StackT
     const std::vector<const analysis::FunctionInfo*> shown = shown_frames(frames, &elided_frame);
     std::vector<uint64_t> locs;
     for (size_t i = shown.size(); i-- > 0;) locs.push_back(location(*shown[i]));
-    add_sample(locs, {0, 0, 0, s.allocs, s.bytes, s.leaked_bytes}, s.thread, shown.size() != s.path.size());
+    std::vector<uint64_t> values = {0, 0, 0};
+    if (with_waits) values.insert(values.end(), {0, 0});
+    values.insert(values.end(), {s.allocs, s.bytes, s.leaked_bytes});
+    add_sample(locs, values, s.thread, shown.size() != s.path.size());
   }
   for (const auto& [key, values] : elided) sample(key.first, values, key.second);
 

@@ -1,6 +1,7 @@
 #include "recorder/sys_stream.h"
 
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <fstream>
@@ -40,7 +41,7 @@ SysStream::SysStream(std::unique_ptr<PerfRings> rings, format::TraceWriter& writ
 
 Status SysStream::poll(bool all) {
   const uint64_t start = mono_now();
-  rings_->drain([&](const SysRecord& r) {
+  const auto on_record = [&](const SysRecord& r) {
     format::SysEvent e;
     e.mono_ns = r.time_ns;
     e.arg = r.cpu;
@@ -92,8 +93,14 @@ Status SysStream::poll(bool all) {
         e.value = static_cast<int64_t>(r.io_kind);
         ++io_requests_;
         if (io_open_size_ >= kMaxOpenIo) io_open_.clear(), io_open_size_ = 0;
-        io_open_[{r.dev, r.sector}].push_back({r.time_ns, {r.pid, r.tid}});
-        ++io_open_size_;
+        {
+          auto& starts = io_open_[{r.dev, r.sector}];
+          const OpenIo o{r.time_ns, {r.pid, r.tid}, r.bytes != 0};
+          starts.insert(std::upper_bound(starts.begin(), starts.end(), o,
+                                         [](const OpenIo& a, const OpenIo& b) { return a.start_ns < b.start_ns; }),
+                        o);
+          ++io_open_size_;
+        }
         if (!devices_.count(r.dev)) devices_[r.dev] = device_name(r.dev);
         break;
       case SysRecord::Kind::kIoDone:
@@ -130,7 +137,14 @@ Status SysStream::poll(bool all) {
     last_on_cpu_[r.cpu] = {r.pid, r.tid};
     pid_of_[r.tid] = r.pid;
     threads_[{r.pid, r.tid}].waiting.push_back(e);
-  });
+  };
+  rings_->drain(on_record);
+  // At the end, the kernel's trace buffers a moment more: a CPU's last
+  // completions come late at times.
+  if (all && rings_->has_io()) {
+    ::usleep(20'000);
+    rings_->drain(on_record);
+  }
   // Wakeups of the threads seen (one not seen yet may be in a later
   // round; at the end, one never seen is not ours). A wakeup that reaches
   // both the waker's events and the woken thread's comes twice: kept once.
@@ -149,32 +163,41 @@ Status SysStream::poll(bool all) {
   wakeups_ = std::move(later);
   // Completions of the requests the threads began (the others are of
   // other programs, or the kernel's own writeback).
-  // One read before its start (the start's ring drained just before the
-  // start, the completion's after it) is tried again in the next round.
   std::vector<format::SysEvent> again;
-  for (size_t i = 0; i < io_done_.size(); ++i) {
-    const format::SysEvent& e = io_done_[i];
-    // The oldest request begun there before it ended (a sector written,
-    // then read, has two).
+  for (const format::SysEvent& e : io_done_) {
     auto it = io_open_.find({static_cast<uint32_t>(e.arg), e.args[0]});
-    if (it == io_open_.end() || it->second.front().first > e.mono_ns) {
-      if (!all && i >= io_retried_) again.push_back(e);
+    auto& starts = it == io_open_.end() ? no_starts_ : it->second;
+    auto latest = std::upper_bound(starts.begin(), starts.end(), e.mono_ns,
+                                   [](uint64_t t, const OpenIo& o) { return t < o.start_ns; });
+    if (latest == starts.begin()) {
+      if (!all && e.mono_ns + kUnknownWakeupNs > start) again.push_back(e);
       continue;
     }
-    threads_[it->second.front().second].waiting.push_back(e);
-    it->second.pop_front();
+    --latest;
+    threads_[latest->thread].waiting.push_back(e);
+    starts.erase(latest);
     --io_open_size_;
-    if (it->second.empty()) io_open_.erase(it);
+    if (starts.empty()) io_open_.erase(it);
   }
   io_done_ = std::move(again);
-  io_retried_ = io_done_.size();
+  // A thread's events wait for the completions of its open requests (but
+  // not past a second: one may never come).
+  std::map<std::pair<uint32_t, uint32_t>, uint64_t> held;
+  for (const auto& [key, starts] : io_open_)
+    for (const OpenIo& o : starts)
+      if (o.data && o.start_ns + kUnknownWakeupNs > start) {
+        auto [h, fresh] = held.try_emplace(o.thread, o.start_ns);
+        if (!fresh) h->second = std::min(h->second, o.start_ns);
+      }
   const uint64_t safe = all ? ~uint64_t{0} : start - std::min(start, kMarginNs);
   for (auto& [key, t] : threads_) {
     if (t.waiting.empty() && (t.ready.empty() || !all)) continue;
     std::stable_sort(t.waiting.begin(), t.waiting.end(),
                      [](const format::SysEvent& a, const format::SysEvent& b) { return a.mono_ns < b.mono_ns; });
+    auto h = all ? held.end() : held.find(key);
+    const uint64_t until = h == held.end() ? safe : std::min(safe, h->second);
     const auto cut = std::find_if(t.waiting.begin(), t.waiting.end(),
-                                  [safe](const format::SysEvent& e) { return e.mono_ns > safe; });
+                                  [until](const format::SysEvent& e) { return e.mono_ns > until; });
     t.ready.insert(t.ready.end(), t.waiting.begin(), cut);
     t.waiting.erase(t.waiting.begin(), cut);
     if (t.ready.size() >= kBlockEvents || (all && !t.ready.empty()))

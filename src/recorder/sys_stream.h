@@ -14,7 +14,6 @@
 #include <poll.h>
 
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -63,13 +62,22 @@ class SysStream {
   std::map<uint32_t, std::pair<uint32_t, uint32_t>> last_on_cpu_;  // cpu -> the thread that ran there last
   std::map<uint32_t, uint32_t> pid_of_;  // tid -> pid, of the threads seen
   std::vector<std::pair<uint32_t, format::SysEvent>> wakeups_;  // (woken tid, event) not yet put with it
-  // The requests the threads began and not yet seen end: (device, sector)
-  // -> (time begun, (pid, tid)), oldest first; and the completions of a
-  // round, matched after it.
-  std::map<std::pair<uint32_t, uint64_t>, std::deque<std::pair<uint64_t, std::pair<uint32_t, uint32_t>>>> io_open_;
+  // The requests the threads began and not yet seen end, by (device,
+  // sector), in the order begun; and the completions not yet put with
+  // theirs. The kernel's trace buffers give a CPU's completions late at
+  // times -- after a later one of another CPU --, so a completion goes with
+  // the latest request begun there before it, one read before its start
+  // waits for it (a second at most), and a thread's events are held back
+  // while a request of its own with data is open (a second at most).
+  struct OpenIo {
+    uint64_t start_ns;
+    std::pair<uint32_t, uint32_t> thread;  // (pid, tid)
+    bool data;                             // it moves bytes (a flush alone: not held for)
+  };
+  std::map<std::pair<uint32_t, uint64_t>, std::vector<OpenIo>> io_open_;
   size_t io_open_size_ = 0;
   std::vector<format::SysEvent> io_done_;
-  size_t io_retried_ = 0;  // io_done_'s first entries: of the round before, tried once
+  std::vector<OpenIo> no_starts_;  // (a completion of no request seen)
   std::map<uint32_t, std::string> devices_;  // dev_t -> name
   bool polled_ = true;
   uint64_t syscalls_ = 0;

@@ -17,7 +17,9 @@ merged tree. Lines are sorted. A failed check exits 1 with the reason.
 --located: perfetto must give some slice a source location (file:line).
 FORMAT pprof:TYPE sums the values of sample type TYPE (alloc_space, ...)
 instead of calls; perfetto:states counts each thread's CPU state slices by
-name ("THREAD;Sleeping: futex COUNT") instead of its call paths."""
+name ("THREAD;Sleeping: futex COUNT") instead of its call paths;
+perfetto:kernel every track of the kernel's under a thread, its slices and
+instants by name ("THREAD;System calls;read COUNT")."""
 
 import gzip
 import json
@@ -184,14 +186,18 @@ def encode_varint(n):
 
 # ---- the formats ----
 
-def read_perfetto(path, proto_dir, states=False):
+def read_perfetto(path, proto_dir, states=False, kernel=False):
     """The call paths; with `states`, each thread's CPU-state slices
     instead ("THREAD;Running COUNT"), checked to tile its track: never
-    nested, never overlapping, each ended."""
+    nested, never overlapping, each ended; with `kernel`, the slices and
+    instants of every track of the kernel's under a thread ("THREAD;System
+    calls;read COUNT"), each track's never overlapping."""
     data = inflate_packets(open(path, "rb").read())
     trace = protoc(proto_dir, "perfetto_trace.proto", "perfetto.protos.Trace", data)
     tracks = {}  # uuid -> thread key
     state_tracks = {}  # uuid -> the thread key of its parent
+    kernel_tracks = {}  # uuid -> "THREAD;TRACK NAME", every track under a thread's
+    kernel_counts = Counter()
     seqs = {}    # sequence -> state
     counts = Counter()
     state_counts = Counter()
@@ -204,10 +210,12 @@ def read_perfetto(path, proto_dir, states=False):
             th = get(td, "thread")
             if th is not None:
                 tracks[get(td, "uuid")] = thread_key(get(th, "thread_name"))
-            elif get(td, "parent_uuid") is not None and get(td, "name") == "CPU state":
+            elif get(td, "parent_uuid") is not None and get(td, "name"):
                 if get(td, "parent_uuid") not in tracks:
-                    fail("a CPU state track before its thread's track")
-                state_tracks[get(td, "uuid")] = tracks[get(td, "parent_uuid")]
+                    fail("a track of the kernel's before its thread's track")
+                kernel_tracks[get(td, "uuid")] = tracks[get(td, "parent_uuid")] + ";" + get(td, "name")
+                if get(td, "name") == "CPU state":
+                    state_tracks[get(td, "uuid")] = tracks[get(td, "parent_uuid")]
             continue
         st = seqs.get(seq)
         if get(p, "clock_snapshot") is not None:
@@ -239,12 +247,16 @@ def read_perfetto(path, proto_dir, states=False):
             continue
         st["ts"] += get(p, "timestamp", 0)
         kind = get(ev, "type")
-        if st["track"] in state_tracks:
-            if kind == "TYPE_SLICE_BEGIN":
+        if st["track"] in kernel_tracks:
+            if kind == "TYPE_INSTANT":
+                kernel_counts[kernel_tracks[st["track"]] + ";" + get(ev, "name")] += 1
+            elif kind == "TYPE_SLICE_BEGIN":
                 if st["stack"]:
-                    fail("sequence %d: CPU state slices overlap" % seq)
+                    fail("sequence %d: slices of the kernel's track %s overlap" % (seq, kernel_tracks[st["track"]]))
                 st["stack"].append(get(ev, "name"))
-                state_counts[state_tracks[st["track"]] + ";" + get(ev, "name")] += 1
+                kernel_counts[kernel_tracks[st["track"]] + ";" + get(ev, "name")] += 1
+                if st["track"] in state_tracks:
+                    state_counts[state_tracks[st["track"]] + ";" + get(ev, "name")] += 1
             elif kind == "TYPE_SLICE_END":
                 if not st["stack"]:
                     fail("sequence %d: an end without a begin" % seq)
@@ -272,7 +284,7 @@ def read_perfetto(path, proto_dir, states=False):
             fail("sequence %d: %d slices never ended" % (seq, len(st["stack"])))
     if EXPECT_LOCATIONS and not any(st["located"] for st in seqs.values()):
         fail("no slice has a source location (the program was built with -g)")
-    return state_counts if states else counts
+    return kernel_counts if kernel else state_counts if states else counts
 
 
 def read_chrome(path, _):
@@ -431,6 +443,8 @@ def main():
         fail("unknown format " + fmt)
     if fmt == "perfetto:states":  # each thread's CPU state slices by name
         reader = lambda path, proto_dir: read_perfetto(path, proto_dir, True)
+    elif fmt == "perfetto:kernel":  # every track of the kernel's: its slices and instants by name
+        reader = lambda path, proto_dir: read_perfetto(path, proto_dir, False, True)
     elif ":" in fmt:  # pprof:TYPE: that sample type's values instead of calls
         value = fmt.split(":", 1)[1]
         reader = lambda path, proto_dir: read_pprof(path, proto_dir, value)

@@ -206,6 +206,32 @@ TEST_P(SchedTest, WaitsHaveTheirReasonsAndWakers) {
   });
   EXPECT_EQ(off, static_cast<uint64_t>(within_life)) << states.out;
   EXPECT_TRUE(futex) << states.out;
+  // pprof (read by the independent reader): self time split into cpu and
+  // wait; take_lock's wait is its time blocked on the lock, as --wait says.
+  const std::string pp = dir.file("w.pprof");
+  RunResult pe = callscope({"export", "-f", "pprof", "-o", pp, trace});
+  ASSERT_EQ(pe.exit_code, 0) << pe.err;
+  const auto pprof_values = [&](const char* type) {
+    RunResult r = run({EXPORT_PYTHON, EXPORT_READER, std::string("pprof:") + type, pp, EXPORT_PROTO_DIR});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::map<std::string, long long> v;
+    std::istringstream in(r.out);
+    for (std::string line; std::getline(in, line);)
+      if (const size_t sp = line.rfind(' '); sp != std::string::npos)
+        v[line.substr(0, sp)] = std::stoll(line.substr(sp + 1));
+    return v;
+  };
+  const auto self = pprof_values("self"), cpu = pprof_values("cpu"), wait = pprof_values("wait");
+  long long lock_wait = -1;
+  for (const auto& [path, ns] : wait) {
+    EXPECT_EQ(cpu.at(path) + ns, self.at(path)) << path;
+    if (path.size() >= 10 && path.compare(path.size() - 10, 10, ";take_lock") == 0) lock_wait = ns;
+  }
+  uint64_t futex_ns = 0;
+  for (const auto& row : j["waits"])
+    if (row["function"] == "take_lock") futex_ns += row["wait_ns"].get<uint64_t>();
+  EXPECT_GT(lock_wait, 0);
+  EXPECT_NEAR(static_cast<double>(lock_wait), static_cast<double>(futex_ns), 1000.0);  // (ns rounding of ticks)
   // info counts each thread's system calls.
   RunResult info = callscope({"info", "--format", "json", trace});
   ASSERT_EQ(info.exit_code, 0) << info.err;
@@ -473,6 +499,30 @@ TEST_P(SchedTest, BlockIoIsTheKernelsCount) {
   long lines = 0;
   for (const auto& l : nlohmann::json::parse(rp.out)) lines += l["kind"] == "io" && l.contains("duration_ns");
   EXPECT_GE(lines, 32);
+  // Perfetto (read by the independent reader): the requests as slices on
+  // the thread's Block I/O tracks (lanes that never overlap), its system
+  // calls, and its D waits for the disk in its CPU state.
+  const std::string pf = dir.file("io.perfetto");
+  RunResult e = callscope({"export", "-f", "perfetto", "-o", pf, trace});
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  RunResult kt = run({EXPORT_PYTHON, EXPORT_READER, "perfetto:kernel", pf, EXPORT_PROTO_DIR});
+  ASSERT_EQ(kt.exit_code, 0) << kt.err;
+  long pf_reads = 0, pf_preads = 0;
+  bool pf_disk = false;
+  std::istringstream lines_of(kt.out);
+  for (std::string line; std::getline(lines_of, line);) {
+    const std::string prefix = std::to_string(main_index) + ";";
+    if (line.rfind(prefix, 0) != 0) continue;
+    const size_t sp = line.rfind(' ');
+    const std::string what = line.substr(prefix.size(), sp - prefix.size());
+    const long n = std::stol(line.substr(sp + 1));
+    if (what.rfind("Block I/O", 0) == 0 && what.find(";[read ") != std::string::npos) pf_reads += n;
+    if (what == "System calls;pread64") pf_preads += n;
+    pf_disk = pf_disk || (what.rfind("CPU state;Uninterruptible: pread64 (disk ", 0) == 0);
+  }
+  EXPECT_EQ(pf_reads, reads) << kt.out;
+  EXPECT_EQ(pf_preads, 16) << kt.out;
+  EXPECT_EQ(pf_disk, disk_waits > 0) << kt.out;
   // info: the thread's requests and bytes.
   RunResult info = callscope({"info", "--format", "json", trace});
   ASSERT_EQ(info.exit_code, 0) << info.err;
