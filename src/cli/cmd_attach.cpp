@@ -123,7 +123,7 @@ Command attach_command() {
                 ->check(duration_check());
             add_output_flags(app, *o);
             add_stream_flags(app, *o, "while attached");
-            o->sys_events = false;  // the kernel's events: not while attached yet (docs/recording.md)
+            add_kernel_event_flags(app, *o);
             app.footer(
                 "Usage: callscope attach PID [-o FILE] [--duration 30s] [--mode profile] [--libcalls]\n"
                 "The runtime is loaded into the process by a thread of its own (ptrace holds one\n"

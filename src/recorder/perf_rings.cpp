@@ -167,6 +167,9 @@ Result<std::unique_ptr<PerfRings>> PerfRings::open_sized(pid_t pid, const Option
   size_t data = static_cast<size_t>(page);
   while (data < options.ring_bytes) data *= 2;
   std::unique_ptr<PerfRings> p(new PerfRings());
+  p->targets_ = {pid};
+  for (pid_t t : options.threads)
+    if (t != pid) p->targets_.push_back(t);
   for (uint32_t cpu : online_cpus()) {
     perf_event_attr a = base_attr(options);
     a.type = PERF_TYPE_SOFTWARE;
@@ -202,6 +205,26 @@ Result<std::unique_ptr<PerfRings>> PerfRings::open_sized(pid_t pid, const Option
     r.base = static_cast<uint8_t*>(m);
     p->rings_.push_back(r);
   }
+  // The other threads of a running process: their switches and what they
+  // start, into the same rings (one that ended meanwhile is not followed).
+  for (size_t t = 1; t < p->targets_.size(); ++t)
+    for (Ring& r : p->rings_) {
+      perf_event_attr a = base_attr(options);
+      a.type = PERF_TYPE_SOFTWARE;
+      a.config = PERF_COUNT_SW_DUMMY;
+      a.context_switch = options.switches;
+      a.task = 1;
+      a.exclude_kernel = 1;
+      const int fd = perf_event_open(&a, p->targets_[t], static_cast<int>(r.cpu));
+      if (fd < 0 && errno == ESRCH) break;
+      if (fd < 0 || ::ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, r.fd) != 0) {
+        const int e = errno;
+        if (fd >= 0) ::close(fd);
+        return Error("cannot watch thread " + std::to_string(p->targets_[t]) + "'s context switches on CPU " +
+                     std::to_string(r.cpu) + ": " + perf_open_advice(e));
+      }
+      r.event_fds.push_back(fd);
+    }
   if (options.sched_detail &&
       !p->open_tracepoints(pid, options, "sleep states (S, D) and wakers",
                            {{"sched_switch", &p->switch_tp_}, {"sched_waking", &p->waking_tp_}}, "sched"))
@@ -239,23 +262,40 @@ bool PerfRings::open_on_rings(pid_t pid, perf_event_attr a, std::vector<uint64_t
     return false;
   };
   std::vector<uint64_t> got;
-  for (size_t i = 0; i < rings_.size(); ++i) {
-    const int fd = perf_event_open(&a, pid, static_cast<int>(rings_[i].cpu));
-    if (fd < 0) {
-      error = errno;
-      why = perf_open_advice(error);
-      return undo();
+  size_t targets = 0;  // those still running
+  for (pid_t target : pid < 0 ? std::vector<pid_t>{pid} : targets_) {
+    bool ended = false;
+    for (size_t i = 0; i < rings_.size() && !ended; ++i) {
+      const int fd = perf_event_open(&a, target, static_cast<int>(rings_[i].cpu));
+      if (fd < 0 && errno == ESRCH && target != targets_.front()) {
+        // A thread of a running process ended meanwhile: not followed.
+        ended = true;
+        for (size_t j = 0; j < i; ++j) {
+          ::close(opened.back().second);
+          rings_[opened.back().first].event_fds.pop_back();
+          opened.pop_back();
+          got.pop_back();
+        }
+        break;
+      }
+      if (fd < 0) {
+        error = errno;
+        why = perf_open_advice(error);
+        return undo();
+      }
+      opened.emplace_back(i, fd);
+      rings_[i].event_fds.push_back(fd);
+      uint64_t id = 0;
+      if (::ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, rings_[i].fd) != 0 || ::ioctl(fd, PERF_EVENT_IOC_ID, &id) != 0) {
+        error = errno;
+        why = std::string("cannot share the CPU's ring: ") + std::strerror(error);
+        return undo();
+      }
+      got.push_back(id);
     }
-    opened.emplace_back(i, fd);
-    rings_[i].event_fds.push_back(fd);
-    uint64_t id = 0;
-    if (::ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, rings_[i].fd) != 0 || ::ioctl(fd, PERF_EVENT_IOC_ID, &id) != 0) {
-      error = errno;
-      why = std::string("cannot share the CPU's ring: ") + std::strerror(error);
-      return undo();
-    }
-    got.push_back(id);
+    if (!ended) ++targets;
   }
+  event_fds_.push_back(targets);
   ids.insert(ids.end(), got.begin(), got.end());
   return true;
 }
@@ -374,11 +414,14 @@ bool PerfRings::open_tracepoints(pid_t pid, const Options& options, const std::s
 }
 
 void PerfRings::close_last(size_t n) {
-  for (Ring& r : rings_)
-    for (size_t i = 0; i < n && !r.event_fds.empty(); ++i) {
-      ::close(r.event_fds.back());
-      r.event_fds.pop_back();
-    }
+  for (; n > 0 && !event_fds_.empty(); --n) {
+    for (Ring& r : rings_)
+      for (size_t i = 0; i < event_fds_.back() && !r.event_fds.empty(); ++i) {
+        ::close(r.event_fds.back());
+        r.event_fds.pop_back();
+      }
+    event_fds_.pop_back();
+  }
 }
 
 PerfRings::~PerfRings() {

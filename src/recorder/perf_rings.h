@@ -104,6 +104,10 @@ class PerfRings {
     // (block:block_rq_complete, in the device's interrupt: the caller
     // keeps those of the requests it saw begin). Root.
     bool io = false;
+    // The threads of a running process to follow (attach): each one's
+    // events, and those of what it starts from now on. Empty: `pid`
+    // alone, and what it starts (record: the program before its exec).
+    std::vector<pid_t> threads;
   };
   // Follows `pid` from now on (or from its exec): one ring per online CPU.
   static Result<std::unique_ptr<PerfRings>> open(pid_t pid, const Options& options);
@@ -165,9 +169,11 @@ class PerfRings {
   void open_samples(pid_t pid, const Options& options);
   // The block I/O tracepoints: the threads' own, and every CPU's completions.
   void open_io(pid_t pid, const Options& options);
-  // Closes the last `n` events opened on every ring.
+  // Closes the last `n` events opened on every ring (each on every thread followed).
   void close_last(size_t n);
   std::vector<Ring> rings_;
+  std::vector<pid_t> targets_;      // the threads the events follow (and, inherited, what they start)
+  std::vector<size_t> event_fds_;  // per event opened on the rings: its descriptors on each ring (one per target)
   std::vector<std::string> refused_;
   Tracepoint switch_tp_, waking_tp_, enter_tp_, exit_tp_, io_start_tp_;
   std::unique_ptr<TraceInstance> io_done_;  // block_rq_complete, of every CPU

@@ -447,39 +447,44 @@ Result<std::unique_ptr<Recording>> Recording::start(const RecordOptions& o, cons
   // The child must start with default dispositions for the signals we ignore.
   ::sigaction(SIGINT, &s.old_int, nullptr);
   ::sigaction(SIGQUIT, &s.old_quit, nullptr);
+  // The kernel's events of the program (context switches, ...): from its
+  // exec on, or (attached) from now on in each of its threads; where the
+  // kernel refuses, a warning says why and the fix.
+  const auto open_rings = [&](pid_t pid, const std::vector<pid_t>& threads) {
+    if (!o.sys_events && !o.sys_syscalls && !o.sys_faults && !o.sys_io && !o.sample_hz) return;
+    PerfRings::Options po;
+    po.enable_on_exec = !o.attach_pid;
+    po.threads = threads;
+    po.switches = po.sched_detail = o.sys_events;
+    po.syscalls = o.sys_syscalls;
+    po.faults = o.sys_faults;
+    po.io = o.sys_io;
+    po.sample_hz = o.sample_hz;
+    // Room for a burst between rounds: two records per system call; with
+    // the sched tracepoints (root or CAP_PERFMON, whose rings the locked-
+    // memory limit does not bound) three or four per switch.
+    if (o.sys_syscalls || o.sys_faults || o.sample_hz) po.ring_bytes = 8 << 20;
+    else if (::geteuid() == 0) po.ring_bytes = 1 << 20;
+    auto rings = PerfRings::open(pid, po);
+    if (!rings) {
+      print_warning(who, "the kernel's events are not recorded: " + rings.error().message());
+      return;
+    }
+    s.rings = std::move(*rings);
+    for (const std::string& why : s.rings->refused())
+      print_warning(who, "not recorded: " + why);
+  };
   Result<pid_t> child = o.attach_pid;
   if (o.attach_pid) {
+    // (before the runtime: by the time attach says it records, so do they)
+    open_rings(o.attach_pid, inject::threads_of(o.attach_pid));
     auto stopped = attach_runtime(o.attach_pid, runtime, session, env);
     if (stopped) r->attach_stopped_ms_ = *stopped;
     else child = stopped.error();
   } else {
     auto value = preload_value(preload, session, r->preload_dir_);
-    // The kernel's events of the program (context switches), from its
-    // exec on; where the kernel refuses, a warning says why and the fix.
-    const auto open_rings = [&](pid_t pid) {
-      if (!o.sys_events && !o.sys_syscalls && !o.sys_faults && !o.sys_io && !o.sample_hz) return;
-      PerfRings::Options po;
-      po.enable_on_exec = true;
-      po.switches = po.sched_detail = o.sys_events;
-      po.syscalls = o.sys_syscalls;
-      po.faults = o.sys_faults;
-      po.io = o.sys_io;
-      po.sample_hz = o.sample_hz;
-      // Room for a burst between rounds: two records per system call; with
-      // the sched tracepoints (root or CAP_PERFMON, whose rings the locked-
-      // memory limit does not bound) three or four per switch.
-      if (o.sys_syscalls || o.sys_faults || o.sample_hz) po.ring_bytes = 8 << 20;
-      else if (::geteuid() == 0) po.ring_bytes = 1 << 20;
-      auto rings = PerfRings::open(pid, po);
-      if (!rings) {
-        print_warning(who, "the kernel's events are not recorded: " + rings.error().message());
-        return;
-      }
-      s.rings = std::move(*rings);
-      for (const std::string& why : s.rings->refused())
-        print_warning(who, "not recorded: " + why);
-    };
-    if (value) child = spawn(program, o.command, *value, session, env, open_rings);
+    if (value)
+      child = spawn(program, o.command, *value, session, env, [&](pid_t pid) { open_rings(pid, {}); });
     else child = value.error();
   }
   ::sigaction(SIGINT, &ignore, nullptr);

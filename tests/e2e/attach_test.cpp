@@ -20,6 +20,8 @@
 #include <thread>
 
 #include "e2e_support.h"
+#include "analysis/off_cpu.h"
+#include "format/trace_reader.h"
 
 namespace callscope::e2e {
 namespace {
@@ -321,6 +323,45 @@ TEST_P(AttachTest, ProfileModeKeepsTheTreesUntilTheDetach) {
   auto rows = csv_by(rep.out, "function");
   EXPECT_EQ(num(rows["step"], "calls"), 2800u) << rep.out;
   EXPECT_EQ(num(rows["leaf"], "calls"), 5600u) << rep.out;
+  EXPECT_EQ(s.command("run 5"), "ran 5\n");
+}
+
+// The kernel's events of a running program: each of its threads that was
+// running before the attach is followed from then on -- the workers, woken
+// for their steps, go back to their condition variable's futex.
+TEST_P(AttachTest, KernelEventsOfTheThreadsAlreadyRunning) {
+  Server s(program("attach_server"));
+  s.command("run 3");
+  const std::string trace = dir_.file("k.trace");
+  auto a = attach(s.pid(), {"-o", trace, "--events", "sched,syscalls"});
+  EXPECT_EQ(s.command("run 300"), "ran 300\n");
+  EXPECT_EQ(s.command("run 300"), "ran 300\n");
+  EXPECT_EQ(detach(s.pid()).exit_code, 0);
+  RunResult r = a.get();
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  if (r.err.find("the kernel's events are not recorded") != std::string::npos ||
+      r.err.find("not recorded: system calls") != std::string::npos)
+    GTEST_SKIP() << r.err;
+  EXPECT_NE(r.err.find(" context switches with sleep states and wakers, "), std::string::npos) << r.err;
+  auto reader = format::TraceReader::open(trace);
+  ASSERT_TRUE(reader) << reader.error().message();
+  format::TraceReader& t = **reader;
+  int waited_in_futex = 0;
+  for (uint32_t i = 0; i < t.threads().size(); ++i) {
+    if (t.process(t.threads()[i].record.process_index).record.pid != static_cast<uint32_t>(s.pid())) continue;
+    auto events = t.sys_events(i);
+    ASSERT_TRUE(events) << events.error().message();
+    bool futex = false;
+    for (const analysis::OffCpu& o : analysis::off_cpu_stretches(*events, t.threads()[i].record.end_tick,
+                                                                  [&t](uint64_t ns) { return t.mono_to_tick(ns); }))
+      futex = futex || analysis::off_cpu_reason(o) == "[futex]";
+    waited_in_futex += futex;
+  }
+  EXPECT_GE(waited_in_futex, 4) << callscope({"info", trace}).out;  // the 4 workers (and main, waiting for them)
+  RunResult info = callscope({"info", "--format", "json", trace});
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  EXPECT_NE(info.out.find("\"context switches\""), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find("\"system calls\""), std::string::npos) << info.out;
   EXPECT_EQ(s.command("run 5"), "ran 5\n");
 }
 
