@@ -1,12 +1,14 @@
 #include "export/html.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <queue>
 
 #include "analysis/profile.h"
 #include "export/flame.h"
+#include "export/kernel_tracks.h"
 #include "export/ns.h"
 #include "export/stacks.h"
 
@@ -376,6 +378,35 @@ Result<HtmlCounts> write_html(HtmlInput& in, FILE* out) {
     counts.calls = sink.calls();
     d["timeline"] = sink.to_json(labels);
     d["timeline"]["threads_left_out"] = in.threads.size() - shown.size();
+    // Each thread's state under its calls, per bucket (the kernel's context
+    // switches): the state it spent most of the bucket in -- 1 running, 2
+    // runnable, 3 sleeping or blocked, 4 uninterruptible (the disk) --, and
+    // the share of the bucket it spent off the CPU.
+    for (json& th : d["timeline"]["threads"]) {
+      const uint32_t ti = th["thread"].get<uint32_t>();
+      CALLSCOPE_TRY(std::vector<KernelTrack> tracks, kernel_tracks(t, ti, {from, to}, in.functions));
+      const KernelTrack* states = nullptr;
+      for (const KernelTrack& k : tracks)
+        if (k.kind == KernelTrack::kState) states = &k;
+      if (!states) continue;
+      std::vector<std::array<double, 5>> in_state(buckets, std::array<double, 5>{});
+      const double bucket_ticks = static_cast<double>(to - from) / buckets;
+      for (const KernelSlice& sl : states->slices) {
+        const int code = sl.name == "Running" ? 1 : sl.name == "Runnable" ? 2 : sl.name.rfind("Uninterruptible", 0) == 0 ? 4 : 3;
+        const double a = static_cast<double>(sl.from - from), b = static_cast<double>(sl.to - from);
+        for (auto k = static_cast<uint32_t>(a / bucket_ticks); k < buckets && k * bucket_ticks < b; ++k)
+          in_state[k][code] += std::min(b, (k + 1) * bucket_ticks) - std::max(a, k * bucket_ticks);
+      }
+      std::vector<uint32_t> code(buckets), off(buckets);
+      for (uint32_t k = 0; k < buckets; ++k) {
+        const auto& c = in_state[k];
+        code[k] = static_cast<uint32_t>(std::max_element(c.begin(), c.end()) - c.begin());
+        if (c[code[k]] <= 0) code[k] = 0;
+        off[k] = static_cast<uint32_t>(std::lround(std::min(100.0, 100.0 * (c[2] + c[3] + c[4]) / bucket_ticks)));
+      }
+      th["state"] = rle(code);
+      th["off_cpu"] = rle(off);
+    }
   }
 
   if (in.stack) {

@@ -201,6 +201,17 @@ def html(d, args, seen):
         ActionChains(d).move_to_element_with_offset(canvas, 0, 0).click_and_hold().move_by_offset(-200, 0).release().perform()
         seen.append(("timeline", "%d calls drawn; view %s -> %s" % (drawn, v, d.execute_script("return window.callscopeReport.timeline.view()"))))
         d.execute_script("window.callscopeReport.timeline.set(arguments[0], arguments[1])", v[0], v[1])
+        if args.waits:
+            # Each thread's state strip under its calls: some of it asleep
+            # (the fixture's waits), some running.
+            strips = d.execute_script("return window.callscopeReport.timeline.stateStrips")
+            check(strips >= 2, "%d threads have a state strip in the timeline" % strips)
+            codes = d.execute_script(
+                "var t = window.callscopeReport.timeline, v = t.view(), c = [0, 0, 0, 0, 0];"
+                "for (var i = 0; i < t.threads; ++i) for (var k = 0; k < 400; ++k) c[t.stateAt(i, (v[1] - v[0]) * k / 400)]++;"
+                "return c;")
+            check(codes[1] > 0 and codes[3] > 0, "the state strips show no running or no sleeping: %s" % codes)
+            seen.append(("state strips", "%d threads; buckets by state (none, running, runnable, sleeping, D): %s" % (strips, codes)))
         shot(d, args.shots, "timeline", seen)
     for extra in ("stack", "snapshots", "memory"):
         if extra in sections:

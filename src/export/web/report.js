@@ -418,7 +418,9 @@
   // ---- timeline ----
   if (D.timeline) addSection("timeline", "Timeline", function (node) {
     var T = D.timeline;
-    var note = "Each thread's calls in time, a lane per depth. Scroll to zoom, drag to move, double-click to see the whole run. ";
+    var note = "Each thread's calls in time, a lane per depth" +
+               (T.threads.some(function (t) { return t.state; }) ? ", under a strip of its state (green running, yellow runnable, grey sleeping or blocked, red uninterruptible: the disk)" : "") +
+               ". Scroll to zoom, drag to move, double-click to see the whole run. ";
     note += T.detail.length < T.calls
       ? "Drawn one by one: the " + fmtCount(T.detail.length) + " longest of " + fmtCount(T.calls) + " calls (all of at least " + fmtNs(T.detail_min_ns) +
         "); shorter calls are drawn per time bucket: the function running at its middle, shaded by how busy the depth was (hover for it). 'callscope html --from T --to T' shows every call of a window."
@@ -436,19 +438,24 @@
     node.appendChild(wrap);
     var LANE = 14, HEAD = 18, AXIS = 22;
     // Decode the raster and split the detail calls per thread.
+    function un(a, Arr) {
+      var n = 0, i;
+      for (i = 1; i < a.length; i += 2) n += a[i];
+      var out = new Arr(n), p = 0;
+      for (i = 0; i < a.length; i += 2) for (var k = 0; k < a[i + 1]; ++k) out[p++] = a[i];
+      return out;
+    }
     var threads = T.threads.map(function (t) {
       var lanes = t.lanes.map(function (l) {
-        function un(a, Arr) {
-          var n = 0, i;
-          for (i = 1; i < a.length; i += 2) n += a[i];
-          var out = new Arr(n), p = 0;
-          for (i = 0; i < a.length; i += 2) for (var k = 0; k < a[i + 1]; ++k) out[p++] = a[i];
-          return out;
-        }
         return {fn: un(l.fn, Int32Array), busy: un(l.busy, Uint8Array)};
       });
-      return {label: t.label, lanes: lanes, calls: []};
+      // Its state under its calls (the kernel's context switches), per bucket.
+      var state = t.state ? {code: un(t.state, Uint8Array), off: un(t.off_cpu, Uint8Array)} : null;
+      return {label: t.label, lanes: lanes, calls: [], state: state};
     });
+    var STRIP = 6;
+    var STATE_COLOR = [null, "#3aa655", "#e0b000", "#9aa7b8", "#d9534f"];
+    var STATE_NAME = ["", "running", "runnable (waiting for a CPU)", "sleeping or blocked", "uninterruptible (the disk, mostly)"];
     var prev = -1, at = 0;
     T.detail.forEach(function (c) {
       if (c[0] !== prev) { prev = c[0]; at = 0; }
@@ -456,7 +463,7 @@
       threads[c[0]].calls.push({s: at, e: at + c[2], d: c[3], fn: c[4]});
     });
     var tops = [], y = AXIS;
-    threads.forEach(function (t) { tops.push(y); y += HEAD + Math.max(1, t.lanes.length) * LANE + 6; });
+    threads.forEach(function (t) { tops.push(y); y += HEAD + (t.state ? STRIP : 0) + Math.max(1, t.lanes.length) * LANE + 6; });
     var height = Math.min(y, 6000);
     var v0 = T.from_ns, v1 = T.to_ns, W = 800, ctx = canvas.getContext("2d");
     var bucketNs = (T.to_ns - T.from_ns) / T.buckets;
@@ -490,9 +497,22 @@
         if (top > height) return;
         ctx.fillStyle = "#333";
         ctx.fillText(t.label, 2, top + HEAD / 2);
-        var laneTop = top + HEAD;
+        var laneTop = top + HEAD + (t.state ? STRIP : 0);
         // The raster: runs of buckets with the same function and busyness.
         var b0 = Math.max(0, Math.floor((v0 - T.from_ns) / bucketNs)), b1 = Math.min(T.buckets - 1, Math.floor((v1 - T.from_ns) / bucketNs));
+        // The state strip: runs of buckets in the same state.
+        if (t.state) {
+          for (var sb = b0; sb <= b1;) {
+            var se = sb + 1;
+            while (se <= b1 && t.state.code[se] === t.state.code[sb]) ++se;
+            if (t.state.code[sb]) {
+              ctx.fillStyle = STATE_COLOR[t.state.code[sb]];
+              var sa = X(T.from_ns + sb * bucketNs), sz = X(T.from_ns + se * bucketNs);
+              ctx.fillRect(sa, top + HEAD - 1, Math.max(0.5, sz - sa), STRIP - 1);
+            }
+            sb = se;
+          }
+        }
         t.lanes.forEach(function (l, d) {
           var yy = laneTop + d * LANE;
           for (var b = b0; b <= b1;) {
@@ -565,7 +585,20 @@
       tip.style.display = "none";
       var ns = v0 + e.offsetX / W * (v1 - v0);
       for (var ti = 0; ti < threads.length; ++ti) {
-        var d = Math.floor((e.offsetY - tops[ti] - HEAD) / LANE), t = threads[ti];
+        var t = threads[ti], strip = t.state ? STRIP : 0;
+        if (t.state && e.offsetY >= tops[ti] + HEAD - 1 && e.offsetY < tops[ti] + HEAD - 1 + STRIP) {
+          var sbk = Math.floor((ns - T.from_ns) / bucketNs);
+          if (sbk >= 0 && sbk < T.buckets && t.state.code[sbk]) {
+            tip.textContent = "mostly " + STATE_NAME[t.state.code[sbk]] + "\noff the CPU " + t.state.off[sbk] + "% of " + fmtNs(bucketNs) +
+                              " from " + fmtNs(sbk * bucketNs) + "\n(the Waits section says why)";
+            tip.style.whiteSpace = "pre";
+            tip.style.display = "block";
+            tip.style.left = (e.clientX + 12) + "px";
+            tip.style.top = (e.clientY + 12) + "px";
+          }
+          break;
+        }
+        var d = Math.floor((e.offsetY - tops[ti] - HEAD - strip) / LANE);
         if (d < 0 || d >= t.lanes.length) continue;
         var text = null, c;
         for (var k = 0; k < t.calls.length; ++k) {
@@ -595,7 +628,10 @@
     byId.timeline.onShow = function () { resize(); draw(); };
     window.callscopeReport.timeline = {
       view: function () { return [v0, v1]; }, set: setView, zoom: zoomBy,
-      drawnCalls: function () { return drawn; }, threads: threads.length
+      drawnCalls: function () { return drawn; }, threads: threads.length,
+      stateStrips: threads.filter(function (t) { return t.state; }).length,
+      // a thread's state strip at a time (ns since the trace start): its code (0 none, 1 running, ...)
+      stateAt: function (i, ns) { var t = threads[i], b = Math.floor(ns / bucketNs); return t && t.state && b >= 0 && b < T.buckets ? t.state.code[b] : 0; }
     };
   });
 
