@@ -99,6 +99,7 @@ std::vector<OffCpu> off_cpu_stretches(const std::vector<format::SysEvent>& event
           cur.woken = true;
           cur.waker_tid = static_cast<uint32_t>(e.arg);
           cur.waker_pid = static_cast<uint32_t>(e.value);
+          cur.woken_at = tick;
         }
         break;
       case format::SysKind::kSwitchIn:

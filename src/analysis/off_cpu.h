@@ -24,6 +24,7 @@ struct OffCpu {
   uint64_t disk_dev = 0;        // that request's device (the kernel's dev_t)
   bool woken = false;           // a wakeup was seen before its switch-in
   uint32_t waker_tid = 0, waker_pid = 0;  // 0: an interrupt, or not known
+  uint64_t woken_at = 0;                  // the wakeup's tick (woken)
 };
 
 // A thread's stretches off its CPU, in time order, from its events (in time

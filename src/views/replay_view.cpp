@@ -4,6 +4,7 @@
 #include "views/replay_view.h"
 
 #include "analysis/off_cpu.h"
+#include "analysis/wakers.h"
 
 #include <cctype>
 #include <cmath>
@@ -101,7 +102,8 @@ std::string text_body(const ReplayLine& l) {
     case ReplayKind::kResume: return "... recording goes on ...";
     case ReplayKind::kWait: return "[waited for recorder]";
     case ReplayKind::kOffCpu:
-      return "/* off the CPU: " + f + (l.arg ? ", woken by tid " + std::to_string(l.arg) : std::string()) + " */";
+      return "/* off the CPU: " + f + (l.arg ? ", woken by tid " + std::to_string(l.arg) : std::string()) +
+             (l.arg && !l.where.empty() ? " in " + terminal_safe(l.where) : std::string()) + " */";
     case ReplayKind::kFault:
       return "/* " + f + " at " + format_hex(l.arg) +
              (l.where.empty() ? std::string() : " in " + terminal_safe(l.where)) + " */";
@@ -168,7 +170,10 @@ std::string format_replay_json(const ReplayLine& l) {
   if ((l.kind == ReplayKind::kTruncated || l.kind == ReplayKind::kInherited) && l.arg)
     j["in_gap"] = l.arg == 1 ? "lost" : "stopped";
   if (l.kind == ReplayKind::kMark) j["id"] = l.arg;
-  if (l.kind == ReplayKind::kOffCpu && l.arg) j["woken_by_tid"] = l.arg;
+  if (l.kind == ReplayKind::kOffCpu && l.arg) {
+    j["woken_by_tid"] = l.arg;
+    if (!l.where.empty()) j["waker_in"] = l.where;
+  }
   if (l.kind == ReplayKind::kFault) {
     j["address"] = format_hex(l.arg);
     if (!l.where.empty()) j["at"] = l.where;
@@ -257,7 +262,7 @@ class Replayer {
     if ((o_.off_cpu || o_.faults || o_.io) && trace_.has_sys_events()) {
       auto sys = trace_.sys_events(ti);
       if (!sys) return sys.error();
-      collect_kernel_lines(*sys);
+      CALLSCOPE_CHECK(collect_kernel_lines(*sys));
     }
     Status st = trace_.for_each_event(ti, [&](const fmt::TraceEvent& e) {
       if (o_.to_ns && trace_.ticks_to_ns(e.tick) > static_cast<double>(*o_.to_ns)) return false;
@@ -351,7 +356,7 @@ class Replayer {
   // The kernel's lines of the thread, in time order: its stretches off
   // the CPU, its page faults, its block requests (each with the time until
   // its completion, when seen).
-  void collect_kernel_lines(const std::vector<fmt::SysEvent>& sys) {
+  Status collect_kernel_lines(const std::vector<fmt::SysEvent>& sys) {
     const auto tick_of = [this](uint64_t ns) { return trace_.mono_to_tick(ns); };
     std::vector<size_t> open_io;  // kernel_ indexes of requests not yet seen complete
     for (const fmt::SysEvent& e : sys) {
@@ -381,12 +386,37 @@ class Replayer {
       }
     }
     // (at one tick, a fault before the stretch it began)
-    if (o_.off_cpu)
-      for (const analysis::OffCpu& o : analysis::off_cpu_stretches(sys, trace_.threads()[thread_].record.end_tick, tick_of))
-        kernel_.push_back(Ev{ReplayKind::kOffCpu, o.start, 0, line_reason(analysis::off_cpu_reason(o, device_name()), 0),
-                              o.end - o.start, o.woken ? o.waker_tid : 0});
+    if (o_.off_cpu) {
+      const auto stretches = analysis::off_cpu_stretches(sys, trace_.threads()[thread_].record.end_tick, tick_of);
+      // Where each waker was, when it is a traced thread.
+      std::vector<analysis::WakerQuery> asked;
+      for (const analysis::OffCpu& o : stretches)
+        if (o.woken && o.waker_tid) asked.push_back({o.waker_pid, o.waker_tid, o.woken_at});
+      CALLSCOPE_TRY(analysis::WakerPaths wakers, analysis::WakerPaths::find(trace_, asked));
+      for (const analysis::OffCpu& o : stretches) {
+        const uint64_t i = line_reason(analysis::off_cpu_reason(o, device_name()), 0);
+        if (o.woken && o.waker_tid)
+          if (const auto* path = wakers.at({o.waker_pid, o.waker_tid, o.woken_at}))
+            info_[i].waker = waker_path(*path, o.woken_at);
+        kernel_.push_back(Ev{ReplayKind::kOffCpu, o.start, 0, i, o.end - o.start, o.woken ? o.waker_tid : 0});
+      }
+    }
     std::stable_sort(kernel_.begin(), kernel_.end(),
                      [](const Ev& a, const Ev& b) { return a.tick < b.tick; });
+    return ok_status();
+  }
+  // A waker's frames as "main > release" (innermost last; the outermost
+  // elided past a few).
+  std::string waker_path(const analysis::WakerPaths::Path& p, uint64_t tick) {
+    const uint32_t process = trace_.threads()[p.thread].record.process_index;
+    std::string s;
+    const size_t first = p.frames.size() > 4 ? p.frames.size() - 4 : 0;
+    if (first) s = "... > ";
+    for (size_t k = first; k < p.frames.size(); ++k) {
+      if (k > first) s += " > ";
+      s += o_.symbols ? sym_.lookup(process, p.frames[k], tick).display() : format_hex(p.frames[k]);
+    }
+    return s.empty() ? "[outside every frame]" : s;
   }
   std::function<std::string(uint64_t)> device_name() {
     return [this](uint64_t dev) { return trace_.info().block_device(dev); };
@@ -499,6 +529,7 @@ class Replayer {
       const LineInfo& info = info_[ev.addr];
       l.function = info.reason;
       if (info.ip) l.where = name_of(info.ip, ev.tick);
+      if (!info.waker.empty()) l.where = info.waker;
       l.sector = info.sector;
       l.error = info.error;
     } else if (has_function(kind))
@@ -539,6 +570,7 @@ class Replayer {
     std::string reason;
     uint64_t ip = 0, dev = 0, sector = 0;
     int64_t error = 0;
+    std::string waker;  // off-cpu: where the waker was
   };
   std::vector<LineInfo> info_;
 };

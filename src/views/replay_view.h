@@ -80,7 +80,8 @@ struct ReplayLine {
   std::optional<double> duration_ns;   // leaf, return, unwound, truncated
   uint64_t arg = 0;                    // lost: events dropped; mark: id; truncated and
                                        // inherited: 1 inside a loss, 2 inside a stop, else 0
-  std::string where;                   // fault: the function that took it
+  std::string where;                   // fault: the function that took it; off-cpu: where its waker was
+                                       // ("main > release", the waker's frames then), when traced
   // io: arg the bytes, duration_ns the latency (begun to completed; none
   // when the completion was not seen), and these:
   uint64_t sector = 0;

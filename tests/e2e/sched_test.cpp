@@ -165,6 +165,14 @@ TEST_P(SchedTest, WaitsHaveTheirReasonsAndWakers) {
     woken_by_main = woken_by_main || (analysis::off_cpu_reason(o) == "[futex]" &&
                                       o.waker_tid == static_cast<uint32_t>(printed.at("main")));
   EXPECT_TRUE(woken_by_main);
+  // replay says where the waker was: main unlocked in main itself.
+  RunResult rp = callscope({"replay", "--format", "json", trace});
+  ASSERT_EQ(rp.exit_code, 0) << rp.err;
+  bool waker_in_main = false;
+  for (const auto& l : nlohmann::json::parse(rp.out))
+    if (l["kind"] == "off-cpu" && l["function"] == "[futex]" && l.value("woken_by_tid", 0L) == printed.at("main"))
+      waker_in_main = waker_in_main || l.value("waker_in", "") == "main";
+  EXPECT_TRUE(waker_in_main) << rp.out.substr(0, 4000);
   // report --wait: by function and reason.
   RunResult w = callscope({"report", "--wait", "--format", "json", trace});
   ASSERT_EQ(w.exit_code, 0) << w.err;
@@ -212,10 +220,10 @@ TEST_P(SchedTest, WaitsHaveTheirReasonsAndWakers) {
   RunResult pe = callscope({"export", "-f", "pprof", "-o", pp, trace});
   ASSERT_EQ(pe.exit_code, 0) << pe.err;
   const auto pprof_values = [&](const char* type) {
-    RunResult r = run({EXPORT_PYTHON, EXPORT_READER, std::string("pprof:") + type, pp, EXPORT_PROTO_DIR});
-    EXPECT_EQ(r.exit_code, 0) << r.err;
+    RunResult pr = run({EXPORT_PYTHON, EXPORT_READER, std::string("pprof:") + type, pp, EXPORT_PROTO_DIR});
+    EXPECT_EQ(pr.exit_code, 0) << pr.err;
     std::map<std::string, long long> v;
-    std::istringstream in(r.out);
+    std::istringstream in(pr.out);
     for (std::string line; std::getline(in, line);)
       if (const size_t sp = line.rfind(' '); sp != std::string::npos)
         v[line.substr(0, sp)] = std::stoll(line.substr(sp + 1));
