@@ -312,7 +312,7 @@ Result<int> run(const Opts& o) {
     return done();
   }
   if (o.samples) {
-    if (t.is_profile()) return Error("--samples needs a recording: a profile-mode trace keeps no CPU samples");
+    CALLSCOPE_CHECK(kernel_view_possible(t, "--samples"));
     CALLSCOPE_TRY(analysis::Profile samples, analysis::build_sample_profile(t, threads, resolve));
     CALLSCOPE_CHECK(events_present(samples, "CPU samples", "--sample HZ (e.g. --sample 999) to see where they ran"));
     if (o.tree && r.format == OutputFormat::kText)
@@ -323,7 +323,7 @@ Result<int> run(const Opts& o) {
     return done();
   }
   if (o.faults) {
-    if (t.is_profile()) return Error("--faults needs a recording: a profile-mode trace keeps no page faults");
+    CALLSCOPE_CHECK(kernel_view_possible(t, "--faults"));
     CALLSCOPE_TRY(analysis::Profile faults, analysis::build_fault_profile(t, threads, resolve));
     CALLSCOPE_CHECK(events_present(faults, "page faults",
                                    "--events faults (e.g. --events sched,faults) to see where they were taken"));
@@ -336,7 +336,7 @@ Result<int> run(const Opts& o) {
     return done();
   }
   if (o.io) {
-    if (t.is_profile()) return Error("--io needs a recording: a profile-mode trace keeps no block I/O");
+    CALLSCOPE_CHECK(kernel_view_possible(t, "--io"));
     CALLSCOPE_TRY(analysis::Profile io, analysis::build_io_profile(t, threads, resolve));
     CALLSCOPE_CHECK(events_present(io, "block I/O requests",
                                    "--events io (e.g. --events sched,io; root or CAP_PERFMON) to see who began them"));

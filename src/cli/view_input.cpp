@@ -137,9 +137,16 @@ Result<analysis::Profile> load_view_profile(ViewInput& in, const ViewFilters& f)
   return p;
 }
 
-Status wait_view_possible(const format::TraceReader& t) {
+Status kernel_view_possible(const format::TraceReader& t, const std::string& flag) {
   if (t.is_profile())
-    return Error("--wait needs a recording: a profile-mode trace keeps no context switches");
+    return Error(flag + " needs a recording: a profile-mode trace holds call trees, not calls in time, so the kernel's "
+                        "events it has cannot be put under call paths ('callscope info' gives each thread's); record "
+                        "without --mode profile");
+  return ok_status();
+}
+
+Status wait_view_possible(const format::TraceReader& t) {
+  CALLSCOPE_CHECK(kernel_view_possible(t, "--wait"));
   if (!t.has_switches())
     return Error("this trace has no context switches: it was recorded with --events none or without sched, by an older callscope, or "
                  "where the kernel refused them (record printed why); record again to see where the threads waited");
@@ -157,7 +164,7 @@ Result<analysis::Profile> load_wait_profile(ViewInput& in, const ViewFilters& f)
 
 Result<analysis::Profile> load_sample_profile(ViewInput& in, const ViewFilters& f) {
   format::TraceReader& t = *in.trace;
-  if (t.is_profile()) return Error("--samples needs a recording: a profile-mode trace keeps no CPU samples");
+  CALLSCOPE_CHECK(kernel_view_possible(t, "--samples"));
   if (!f.from.empty() || !f.to.empty()) return Error("--samples does not take --from/--to: it shows the whole recording");
   CALLSCOPE_TRY(analysis::Profile p, analysis::build_sample_profile(t, in.threads, in.resolve));
   CALLSCOPE_CHECK(events_present(p, "CPU samples", "--sample HZ (e.g. --sample 999) to see where they ran"));

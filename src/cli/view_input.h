@@ -66,6 +66,9 @@ Result<analysis::Profile> load_view_profile(ViewInput& in, const ViewFilters& f)
 // without the kernel's context switches, and for a window.
 Result<analysis::Profile> load_wait_profile(ViewInput& in, const ViewFilters& f);
 // Why a trace has no --wait view (profile mode, no context switches).
+// The kernel's events under call paths (--wait, --samples, --faults, --io)
+// need calls in time: a profile-mode trace is refused, saying so.
+Status kernel_view_possible(const format::TraceReader& t, const std::string& flag);
 Status wait_view_possible(const format::TraceReader& t);
 // --samples: where the threads ran, from their CPU samples
 // (analysis::build_sample_profile); an error that says why for a trace

@@ -320,6 +320,23 @@ TEST_P(SchedTest, EventSetsAreCheckedAndWaitNeedsSwitches) {
   EXPECT_NE(pf.err.find("this trace has no page faults of these threads: record with --events faults"),
             std::string::npos)
       << pf.err;
+  RunResult io = callscope({"report", "--io", trace});
+  EXPECT_NE(io.exit_code, 0);
+  EXPECT_NE(io.err.find("this trace has no block I/O requests of these threads: record with --events io"),
+            std::string::npos)
+      << io.err;
+  // A profile-mode trace has the kernel's events (info counts them) but no
+  // calls in time to put them under: the views say so.
+  RunResult prof = callscope({"record", "--mode", "profile", "--events", "sched", "-f", "-o", trace, "--",
+                              fixture(GetParam(), "waits"), dir.path()});
+  ASSERT_EQ(prof.exit_code, 0) << prof.err;
+  for (const char* view : {"--wait", "--faults", "--io", "--samples"}) {
+    RunResult v = callscope({"report", view, trace});
+    EXPECT_NE(v.exit_code, 0) << view;
+    EXPECT_NE(v.err.find(std::string(view) + " needs a recording: a profile-mode trace holds call trees"),
+              std::string::npos)
+        << v.err;
+  }
 }
 
 // Page faults (--events faults), against the kernel's own counts: the
