@@ -19,7 +19,10 @@ Result<WakerPaths> WakerPaths::find(format::TraceReader& trace, const std::vecto
       break;
     }
   }
-  for (auto& [thread, asked] : by_thread) {
+  for (auto& entry : by_thread) {
+    // (named, not bound: a lambda below uses them)
+    const uint32_t thread = entry.first;
+    std::vector<WakerQuery>& asked = entry.second;
     std::sort(asked.begin(), asked.end(), [](const WakerQuery& a, const WakerQuery& b) { return a.tick < b.tick; });
     std::vector<uint64_t> stack;
     size_t next = 0;
