@@ -285,6 +285,52 @@ TEST_P(SchedTest, AUserWithoutPrivilegeIsToldWhatIsMissingAndTheFix) {
   EXPECT_GE(calls, 6u);  // main, worker, take_lock, doze, ask_parent, flush (and state_of, as often as it looped)
 }
 
+// kernel.perf_event_paranoid raised (as root, restored after, whatever
+// happens): a user's recording still has its calls, and what the kernel
+// refused names the setting. On a kernel with Debian's restriction, 3
+// refuses a user every perf event (the switches too, and record says so);
+// on mainline's, 3 acts as 2 (the kernel's own part is refused).
+TEST(SchedParanoid, ARaisedParanoidSettingIsNamed) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to set kernel.perf_event_paranoid";
+  if (run({"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", CALLSCOPE_EXE, "--version"}).exit_code != 0)
+    GTEST_SKIP() << "uid 65534 cannot run this build (a directory above it is closed to others)";
+  const char* const setting = "/proc/sys/kernel/perf_event_paranoid";
+  std::string before;
+  {
+    std::ifstream in(setting);
+    std::getline(in, before);
+  }
+  ASSERT_FALSE(before.empty());
+  struct Restore {
+    const char* path;
+    std::string value;
+    ~Restore() { std::ofstream(path) << value << "\n"; }
+  } restore{setting, before};
+  {
+    std::ofstream out(setting);
+    out << "3\n";
+    out.flush();
+    ASSERT_TRUE(out.good()) << "cannot write " << setting;
+  }
+  TempDir dir;
+  ASSERT_EQ(::chmod(dir.path().c_str(), 0777), 0);
+  const std::string trace = dir.file("p.trace");
+  RunResult r = run({"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", CALLSCOPE_EXE, "record", "--events",
+                     "sched,faults", "-o", trace, "--", fixture(variants().front(), "waits"), dir.path()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("kernel.perf_event_paranoid=3"), std::string::npos) << r.err;
+  const bool restricted = r.err.find("the kernel's events are not recorded") != std::string::npos;
+  if (restricted)
+    EXPECT_NE(r.err.find("lets only privileged users use perf events"), std::string::npos) << r.err;
+  else
+    EXPECT_NE(r.err.find(" context switches"), std::string::npos) << r.err;
+  auto reader = format::TraceReader::open(trace);
+  ASSERT_TRUE(reader) << reader.error().message();
+  uint64_t calls = 0;
+  for (const format::ThreadInfo& th : (*reader)->threads()) calls += th.record.calls;
+  EXPECT_GE(calls, 6u);
+}
+
 // --events takes a list; what it does not know is refused by name, and
 // --wait on a trace without switches says why.
 TEST_P(SchedTest, EventSetsAreCheckedAndWaitNeedsSwitches) {
