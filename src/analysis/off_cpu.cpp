@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "analysis/block_io.h"
+
 namespace callscope::analysis {
 
 extern const std::pair<int, const char*> kSyscallNames[];
@@ -45,9 +47,12 @@ std::vector<OffCpu> off_cpu_stretches(const std::vector<format::SysEvent>& event
     return e.kind == format::SysKind::kSyscallEnter || e.kind == format::SysKind::kSyscallExit;
   });
   OffCpu cur;
-  // The block requests the thread began and not yet seen complete:
-  // (device, sector) in the order begun.
-  std::vector<std::pair<uint64_t, uint64_t>> io;
+  // The block requests the thread began, with their completions: one in
+  // flight at a switch-out (begun before it, completed after) is what a
+  // D wait waited for. One never seen complete is not taken to be.
+  const std::vector<IoRequest> requests = block_io_requests(events);
+  size_t next_request = 0;
+  std::vector<const IoRequest*> in_flight;
   for (const format::SysEvent& e : events) {
     const uint64_t tick = to_tick(e.mono_ns);
     switch (e.kind) {
@@ -78,22 +83,18 @@ std::vector<OffCpu> off_cpu_stretches(const std::vector<format::SysEvent>& event
         cur.runnable = e.kind == format::SysKind::kSwitchOutRunnable;
         cur.state = cur.runnable ? 0 : state == 'R' ? 0 : state;
         cur.syscall = cur.runnable ? -1 : in_call;
-        if (cur.state == 'D' && !io.empty()) {
+        for (; next_request < requests.size() && requests[next_request].start->mono_ns <= e.mono_ns; ++next_request)
+          if (requests[next_request].done()) in_flight.push_back(&requests[next_request]);
+        std::erase_if(in_flight, [&e](const IoRequest* r) { return r->done_ns <= e.mono_ns; });
+        if (cur.state == 'D' && !in_flight.empty()) {
           cur.disk = true;
-          cur.disk_dev = io.back().first;
+          cur.disk_dev = in_flight.back()->start->arg;
         }
         state = 0;
         break;
       case format::SysKind::kIoStart:
-        // (one whose completion was never seen stops counting after many)
-        if (io.size() >= 4096) io.erase(io.begin());
-        io.emplace_back(e.arg, e.args[0]);
+      case format::SysKind::kIoDone:
         break;
-      case format::SysKind::kIoDone: {
-        auto it = std::find(io.begin(), io.end(), std::make_pair(e.arg, e.args[0]));
-        if (it != io.end()) io.erase(it);
-        break;
-      }
       case format::SysKind::kWakeup:
         if (off && !cur.woken) {
           cur.woken = true;
@@ -140,11 +141,21 @@ std::string off_cpu_reason(const OffCpu& o, const std::function<std::string(uint
   }
 }
 
+namespace {
+
+// The operation of a request's kind.
+const char* io_operation(uint64_t kind) {
+  return kind & format::kIoWrite     ? "write"
+         : kind & format::kIoDiscard ? "discard"
+         : kind & format::kIoOther   ? "other"
+         : kind & format::kIoFlush   ? "flush"
+                                     : "read";
+}
+
+}  // namespace
+
 std::string io_kind_name(uint64_t kind) {
-  std::string s = kind & format::kIoWrite     ? "write"
-                  : kind & format::kIoDiscard ? "discard"
-                  : kind & format::kIoFlush   ? "flush"
-                                              : "read";
+  std::string s = io_operation(kind);
   if ((kind & format::kIoFlush) && (kind & (format::kIoWrite | format::kIoDiscard))) s += " flush";
   if (kind & format::kIoSync) s += " sync";
   if (kind & format::kIoMeta) s += " meta";
@@ -153,11 +164,7 @@ std::string io_kind_name(uint64_t kind) {
 }
 
 std::string io_reason(uint64_t kind, const std::string& device) {
-  const std::string s = kind & format::kIoWrite     ? "write"
-                        : kind & format::kIoDiscard ? "discard"
-                        : kind & format::kIoFlush   ? "flush"
-                                                    : "read";
-  return "[" + s + " " + device + "]";
+  return std::string("[") + io_operation(kind) + " " + device + "]";
 }
 
 std::string fault_reason(uint64_t flags) {

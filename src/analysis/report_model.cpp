@@ -13,8 +13,9 @@
 #include <thread>
 #include <unordered_map>
 
-#include "common/glob.h"
+#include "analysis/block_io.h"
 #include "analysis/off_cpu.h"
+#include "common/glob.h"
 #include "format/module_map.h"
 
 namespace callscope::analysis {
@@ -629,33 +630,14 @@ Result<Profile> build_io_profile(format::TraceReader& trace, const std::vector<u
   return build_leaf_profile(
       trace, threads, resolve, [&trace](const std::vector<format::SysEvent>& events, const format::ThreadRecord&) {
         std::vector<PathLeaf> leaves;
-        std::vector<const format::SysEvent*> starts;  // of each leaf
-        std::vector<bool> done;
-        std::vector<size_t> open;  // leaves not yet seen complete
-        for (const format::SysEvent& e : events) {
-          const uint64_t tick = trace.mono_to_tick(e.mono_ns);
-          if (e.kind == format::SysKind::kIoStart) {
-            if (open.size() >= 4096) open.erase(open.begin());  // (completions lost: not searched for ever)
-            open.push_back(leaves.size());
-            starts.push_back(&e);
-            done.push_back(false);
-            PathLeaf l{tick, tick, "", 0};
-            l.off_cpu = false;
-            leaves.push_back(std::move(l));
-          } else if (e.kind == format::SysKind::kIoDone) {
-            for (auto it = open.begin(); it != open.end(); ++it) {
-              if (starts[*it]->arg != e.arg || starts[*it]->args[0] != e.args[0]) continue;
-              leaves[*it].end = std::max(tick, leaves[*it].start);
-              done[*it] = true;
-              open.erase(it);
-              break;
-            }
-          }
-        }
-        for (size_t i = 0; i < leaves.size(); ++i) {
-          std::string device = trace.info().block_device(starts[i]->arg);
-          if (!done[i]) device += ", completion not seen";
-          leaves[i].reason = io_reason(static_cast<uint64_t>(starts[i]->value), device);
+        for (const IoRequest& r : block_io_requests(events)) {
+          const uint64_t start = trace.mono_to_tick(r.start->mono_ns);
+          std::string device = trace.info().block_device(r.start->arg);
+          if (!r.done()) device += ", completion not seen";
+          PathLeaf l{start, r.done() ? std::max(start, trace.mono_to_tick(r.done_ns)) : start,
+                     io_reason(static_cast<uint64_t>(r.start->value), device), 0};
+          l.off_cpu = false;
+          leaves.push_back(std::move(l));
         }
         return leaves;
       });

@@ -339,7 +339,7 @@ Result<int> run(const Opts& o) {
     CALLSCOPE_CHECK(kernel_view_possible(t, "--io"));
     CALLSCOPE_TRY(analysis::Profile io, analysis::build_io_profile(t, threads, resolve));
     CALLSCOPE_CHECK(events_present(io, "block I/O requests",
-                                   "--events io (e.g. --events sched,io; root or CAP_PERFMON) to see who began them"));
+                                   "--events io (e.g. --events sched,io; as root) to see who began them"));
     if (o.tree && r.format == OutputFormat::kText)
       std::printf("Block I/O by call path: a frame's REQUESTS are those begun under it; the leaves are their kinds "
                   "and devices (their latency: report --io)\n\n");

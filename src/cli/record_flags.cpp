@@ -35,8 +35,8 @@ void add_kernel_event_flags(CLI::App& app, RecordOptions& o) {
          "every thread of the machine takes the kernel's slower system-call path meanwhile), faults (every page fault, "
          "minor or major: the address and the instruction that took it; those the kernel takes inside system "
          "calls need root or CAP_PERFMON), io (every block I/O request a thread begins -- a synchronous or direct "
-         "write or read, an fsync's -- with device, sector, bytes and when the device completed it; root or "
-         "CAP_PERFMON), or none. What the "
+         "write or read, an fsync's -- with device, sector, bytes and when the device completed it; root: the "
+         "completions come from a tracefs instance of its own), or none. What the "
          "kernel refuses is left out with a warning that says why and the fix")
       ->check([](const std::string& v) -> std::string {
         std::stringstream in(v);

@@ -2,10 +2,13 @@
 
 #include <algorithm>
 
+#include "analysis/block_io.h"
 #include "analysis/off_cpu.h"
 
 namespace callscope::exporter {
 namespace {
+
+constexpr size_t kMaxLanes = 256;  // Block I/O tracks of one thread
 
 std::string state_name(const analysis::OffCpu& o, const format::TraceReader& trace) {
   if (o.runnable) return "Runnable";
@@ -62,15 +65,6 @@ Result<std::vector<KernelTrack>> kernel_tracks(format::TraceReader& trace, uint3
   KernelTrack calls;
   calls.kind = KernelTrack::kSyscalls;
   calls.name = "System calls";
-  // Block I/O, each request in the first lane free at its start.
-  std::vector<KernelTrack> lanes;
-  std::vector<uint64_t> lane_end;
-  std::vector<bool> lane_busy;  // a request in it not yet seen complete
-  struct Open {
-    uint64_t dev, sector, from;
-    size_t lane, slice;
-  };
-  std::vector<Open> open_io;
   KernelTrack faults, samples;
   faults.kind = KernelTrack::kFaults;
   faults.name = "Page faults";
@@ -79,13 +73,6 @@ Result<std::vector<KernelTrack>> kernel_tracks(format::TraceReader& trace, uint3
   const uint32_t process = r.process_index;
   const auto function = [&](uint64_t ip, uint64_t tick) {
     return functions.functions()[functions.id(process, ip, tick, false)].name;
-  };
-  // A request whose completion the trace does not have: says so, and
-  // frees its lane.
-  const auto unseen = [&](const Open& o) {
-    std::string& name = lanes[o.lane].slices[o.slice].name;
-    name.insert(name.size() - 1, ", completion not seen");
-    lane_busy[o.lane] = false;
   };
   int64_t in_call = -1;
   uint64_t call_from = 0;
@@ -101,47 +88,6 @@ Result<std::vector<KernelTrack>> kernel_tracks(format::TraceReader& trace, uint3
           cut(calls, call_from, std::max(tick, call_from + 1), analysis::syscall_name(in_call),
               {{"result", static_cast<uint64_t>(e.value), true}});
         in_call = -1;
-        break;
-      case format::SysKind::kIoStart: {
-        // (completions lost: the oldest stops holding its lane)
-        if (open_io.size() >= 256) {
-          unseen(open_io.front());
-          open_io.erase(open_io.begin());
-        }
-        size_t lane = 0;
-        while (lane < lane_end.size() && (lane_busy[lane] || lane_end[lane] > tick)) ++lane;
-        if (lane == lane_end.size()) {
-          lane_end.push_back(0);
-          lane_busy.push_back(false);
-          KernelTrack t;
-          t.kind = KernelTrack::kIo;
-          t.lane = static_cast<uint32_t>(lane);
-          t.name = lane ? "Block I/O " + std::to_string(lane + 1) : "Block I/O";
-          lanes.push_back(std::move(t));
-        }
-        // Until its completion; not seen, a moment (an instant would hide it).
-        lane_end[lane] = tick + 1;
-        const auto kind = static_cast<uint64_t>(e.value);
-        std::vector<KernelArg> args = {{"bytes", e.args[1]}, {"sector", e.args[0]}};
-        const size_t before = lanes[lane].slices.size();
-        cut(lanes[lane], tick, tick + 1, analysis::io_reason(kind, trace.info().block_device(e.arg)), std::move(args));
-        if (lanes[lane].slices.size() > before) {
-          open_io.push_back({e.arg, e.args[0], tick, lane, before});
-          lane_busy[lane] = true;
-        }
-        break;
-      }
-      case format::SysKind::kIoDone:
-        for (auto it = open_io.begin(); it != open_io.end(); ++it) {
-          if (it->dev != e.arg || it->sector != e.args[0]) continue;
-          KernelSlice& s = lanes[it->lane].slices[it->slice];
-          s.to = std::clamp(tick, s.from + 1, std::max(hi, s.from + 1));
-          lane_end[it->lane] = std::max(lane_end[it->lane], s.to);
-          lane_busy[it->lane] = false;
-          if (e.value) s.args.push_back({"error", static_cast<uint64_t>(e.value), true});
-          open_io.erase(it);
-          break;
-        }
         break;
       case format::SysKind::kPageFault: {
         const auto flags = static_cast<uint64_t>(e.value);
@@ -160,7 +106,36 @@ Result<std::vector<KernelTrack>> kernel_tracks(format::TraceReader& trace, uint3
     }
   }
   if (in_call >= 0) cut(calls, call_from, r.end_tick, analysis::syscall_name(in_call));
-  for (const Open& o : open_io) unseen(o);
+  // Block I/O: each request (analysis/block_io.h) from its start to its
+  // completion -- a moment when the trace has none (an instant would hide
+  // it) --, in the first lane free at its start (one that began before the
+  // window and ends in it starts at the window's edge).
+  std::vector<KernelTrack> lanes;
+  std::vector<uint64_t> lane_end;
+  for (const analysis::IoRequest& q : analysis::block_io_requests(events)) {
+    const uint64_t start = tick_of(q.start->mono_ns);
+    const uint64_t end = q.done() ? std::max(tick_of(q.done_ns), start + 1) : start + 1;
+    if (end <= lo || start > hi) continue;
+    const uint64_t from = std::max(start, lo);
+    size_t lane = 0;
+    while (lane < lane_end.size() && lane_end[lane] > from) ++lane;
+    if (lane == kMaxLanes) continue;  // (so many in flight at once: past the tracks shown)
+    if (lane == lane_end.size()) {
+      lane_end.push_back(0);
+      KernelTrack t;
+      t.kind = KernelTrack::kIo;
+      t.lane = static_cast<uint32_t>(lane);
+      t.name = lane ? "Block I/O " + std::to_string(lane + 1) : "Block I/O";
+      lanes.push_back(std::move(t));
+    }
+    const size_t before = lanes[lane].slices.size();
+    std::string device = trace.info().block_device(q.start->arg);
+    if (!q.done()) device += ", completion not seen";
+    std::vector<KernelArg> args = {{"bytes", q.start->args[1]}, {"sector", q.start->args[0]}};
+    if (q.error) args.push_back({"error", static_cast<uint64_t>(q.error), true});
+    cut(lanes[lane], from, end, analysis::io_reason(static_cast<uint64_t>(q.start->value), device), std::move(args));
+    if (lanes[lane].slices.size() > before) lane_end[lane] = lanes[lane].slices.back().to;
+  }
   for (KernelTrack* t : {&calls, &faults, &samples})
     if (!t->slices.empty()) out.push_back(std::move(*t));
   for (KernelTrack& t : lanes)

@@ -36,7 +36,7 @@ struct KernelSlice {
 struct KernelTrack {
   enum Kind : uint32_t { kState = 2, kSyscalls = 3, kIo = 4, kFaults = 5, kSamples = 6 };
   Kind kind = kState;
-  uint32_t lane = 0;  // kIo: 0, 1, ... (one track each)
+  uint32_t lane = 0;  // kIo: 0, 1, ... (one track each; at most 256)
   std::string name;   // "CPU state", "System calls", "Block I/O", "Block I/O 2", "Page faults", "CPU samples"
   std::vector<KernelSlice> slices;
 };

@@ -213,7 +213,7 @@ uint64_t process_uuid(uint32_t process_index) { return (uint64_t{1} << 40) | pro
 uint64_t thread_uuid(uint32_t thread) { return uint64_t{thread} + 1; }
 // A kernel track's (export/kernel_tracks.h): its kind (2 and up) and lane above the thread's index.
 uint64_t kernel_uuid(uint32_t kind, uint32_t lane, uint32_t thread) {
-  return (uint64_t{kind} << 40) | (uint64_t{lane & 0xff} << 32) | thread;
+  return (uint64_t{kind} << 48) | (uint64_t{lane & 0xffff} << 32) | thread;
 }
 
 // A sequence's first packet: incremental state cleared, clock 64 defined

@@ -432,6 +432,7 @@ inline constexpr uint64_t kIoSync = 4;     // synchronous
 inline constexpr uint64_t kIoMeta = 8;     // the file system's metadata
 inline constexpr uint64_t kIoDiscard = 16; // a discard (trim)
 inline constexpr uint64_t kIoFua = 32;     // forced unit access: written through the device's cache
+inline constexpr uint64_t kIoOther = 64;   // neither read, write, flush nor discard (write-zeroes, zone management)
 inline constexpr uint64_t kFaultMajor = 1;     // read from a file or swap (the thread waited for it)
 inline constexpr uint64_t kFaultInKernel = 2;  // taken by the kernel for the thread, in a system call
 struct SysColumnsHeader {

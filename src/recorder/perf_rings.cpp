@@ -74,7 +74,8 @@ uint64_t block_io_kind(const char* rwbs, size_t n) {
         if (i < s.size() && s[i] == 'E') ++i;
         break;
       case 'F': kind |= format::kIoFlush; break;
-      default: break;  // R, N
+      case 'R': break;
+      default: kind |= format::kIoOther; break;  // N: write-zeroes, zone management, ...; E: secure erase
     }
   }
   for (; i < s.size(); ++i) {
@@ -120,7 +121,8 @@ std::string perf_open_advice(int error) {
       return "this kernel has no perf events (CONFIG_PERF_EVENTS), or not this kind";
     case EMFILE:
     case ENFILE:
-      return "out of file descriptors (one per CPU is needed): raise the limit (ulimit -n)";
+      return "out of file descriptors (one per CPU, event set and thread followed is needed): raise the limit "
+             "(ulimit -n)";
     case ESRCH:
       return "the process has ended";
     default:

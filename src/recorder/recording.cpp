@@ -476,7 +476,13 @@ Result<std::unique_ptr<Recording>> Recording::start(const RecordOptions& o, cons
   };
   Result<pid_t> child = o.attach_pid;
   if (o.attach_pid) {
-    // (before the runtime: by the time attach says it records, so do they)
+    // (before the runtime: by the time attach says it records, so do they;
+    // a descriptor per thread, CPU and event: the hard limit, as the
+    // drainer takes it -- the program is not ours to pass limits to)
+    if (struct rlimit lim {}; ::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
+      lim.rlim_cur = lim.rlim_max;
+      ::setrlimit(RLIMIT_NOFILE, &lim);
+    }
     open_rings(o.attach_pid, inject::threads_of(o.attach_pid));
     auto stopped = attach_runtime(o.attach_pid, runtime, session, env);
     if (stopped) r->attach_stopped_ms_ = *stopped;

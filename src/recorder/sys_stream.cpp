@@ -27,6 +27,8 @@ std::string device_name(uint32_t dev) {
 
 // More requests open than this: their completions were lost (a full ring).
 constexpr size_t kMaxOpenIo = 1 << 16;
+// A request open this long lost its completion.
+constexpr uint64_t kStaleIoNs = 30'000'000'000;
 
 uint64_t mono_now() {
   timespec ts{};
@@ -180,6 +182,17 @@ Status SysStream::poll(bool all) {
     if (starts.empty()) io_open_.erase(it);
   }
   io_done_ = std::move(again);
+  // A request open for long never had its completion seen (merged into
+  // another's, or dropped): it must not take a later one at its sector.
+  if (!all)
+    for (auto it = io_open_.begin(); it != io_open_.end();) {
+      std::vector<OpenIo>& starts = it->second;
+      const auto stale = std::find_if(starts.begin(), starts.end(),
+                                      [&](const OpenIo& o) { return o.start_ns + kStaleIoNs > start; });
+      io_open_size_ -= static_cast<size_t>(stale - starts.begin());
+      starts.erase(starts.begin(), stale);
+      it = starts.empty() ? io_open_.erase(it) : std::next(it);
+    }
   // A thread's events wait for the completions of its open requests (but
   // not past a second: one may never come).
   std::map<std::pair<uint32_t, uint32_t>, uint64_t> held;
@@ -214,6 +227,10 @@ std::string SysStream::block_devices() const {
 }
 
 Status SysStream::write(uint32_t pid, uint32_t tid, Thread& t) {
+  // (a completion put with its thread late -- the kernel's trace buffers
+  // gave it after the thread's later events were ready -- goes in its place)
+  std::stable_sort(t.ready.begin(), t.ready.end(),
+                   [](const format::SysEvent& a, const format::SysEvent& b) { return a.mono_ns < b.mono_ns; });
   const std::vector<uint8_t> payload = format::encode_sys_events(t.ready);
   CALLSCOPE_CHECK(writer_.write_block(format::BlockType::kSysEvents, tid, static_cast<uint32_t>(t.ready.size()),
                                       t.ready.front().mono_ns, payload, pid));

@@ -55,6 +55,7 @@ Result<std::unique_ptr<TraceInstance>> TraceInstance::open(const std::string& sy
                  (e == EACCES || e == EPERM ? std::string("it needs root") : std::string(std::strerror(e))));
   }
   t->event_ = t->dir_ + "/events/" + system + "/" + name + "/enable";
+  t->marker_ = ": " + name + ": ";
   if (::access(t->event_.c_str(), F_OK) != 0) return Error("this kernel has no tracepoint " + system + ":" + name);
   if (!write_file(t->dir_ + "/trace_clock", "mono") || !write_file(t->event_, "1"))
     return Error("cannot enable " + system + ":" + name + " in " + t->dir_ + ": " + std::strerror(errno));
@@ -78,16 +79,18 @@ size_t TraceInstance::drain(const std::function<void(uint64_t, const std::string
     partial_.append(buf, static_cast<size_t>(got));
     size_t start = 0;
     for (size_t nl; (nl = partial_.find('\n', start)) != std::string::npos; start = nl + 1) {
-      // "<idle>-0  [001] ..s1. 59002.892722: block_rq_complete: 254,0 WS ..."
+      // "<idle>-0  [001] ..s1. 59002.892722: block_rq_complete: 254,0 WS ...":
+      // found by the event's name (a thread's own name may hold ": "), the
+      // timestamp the word before it.
       const std::string line = partial_.substr(start, nl - start);
-      const size_t colon = line.find(": ");
-      if (colon == std::string::npos) continue;
-      const size_t stamp = line.rfind(' ', colon);
-      const size_t body = line.find(": ", colon + 2);
-      if (stamp == std::string::npos || body == std::string::npos) continue;
+      const size_t at = line.find(marker_);
+      if (at == std::string::npos) continue;
+      const size_t stamp = line.rfind(' ', at);
+      if (stamp == std::string::npos) continue;
       unsigned long long sec = 0, usec = 0;
-      if (std::sscanf(line.c_str() + stamp + 1, "%llu.%6llu", &sec, &usec) != 2) continue;
-      f(sec * 1'000'000'000ull + usec * 1000ull, line.substr(body + 2));
+      char end = 0;
+      if (std::sscanf(line.c_str() + stamp + 1, "%llu.%6llu%c", &sec, &usec, &end) != 3 || end != ':') continue;
+      f(sec * 1'000'000'000ull + usec * 1000ull, line.substr(at + marker_.size()));
       ++n;
     }
     partial_.erase(0, start);

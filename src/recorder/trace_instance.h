@@ -34,6 +34,7 @@ class TraceInstance {
  private:
   TraceInstance() = default;
   std::string dir_, event_;  // the instance; the event's place in it
+  std::string marker_;       // ": NAME: ", after a line's timestamp
   int pipe_ = -1;
   std::string partial_;  // a line not yet ended
 };

@@ -3,6 +3,7 @@
 // only the open frames it needs, never a thread's events (see replay_view.h).
 #include "views/replay_view.h"
 
+#include "analysis/block_io.h"
 #include "analysis/off_cpu.h"
 #include "analysis/wakers.h"
 
@@ -358,7 +359,6 @@ class Replayer {
   // its completion, when seen).
   Status collect_kernel_lines(const std::vector<fmt::SysEvent>& sys) {
     const auto tick_of = [this](uint64_t ns) { return trace_.mono_to_tick(ns); };
-    std::vector<size_t> open_io;  // kernel_ indexes of requests not yet seen complete
     for (const fmt::SysEvent& e : sys) {
       const uint64_t at = tick_of(e.mono_ns);
       if (e.kind == fmt::SysKind::kPageFault && o_.faults) {
@@ -366,25 +366,20 @@ class Replayer {
         kernel_.push_back(Ev{ReplayKind::kFault, at, 0,
                               line_reason(analysis::fault_reason(flags), flags & fmt::kFaultInKernel ? 0 : e.args[0]),
                               std::nullopt, e.arg});
-      } else if (e.kind == fmt::SysKind::kIoStart && o_.io) {
-        open_io.push_back(kernel_.size());
-        const uint64_t i = line_reason(
-            analysis::io_reason(static_cast<uint64_t>(e.value), trace_.info().block_device(e.arg)), 0);
-        info_[i].dev = e.arg;
-        info_[i].sector = e.args[0];
-        kernel_.push_back(Ev{ReplayKind::kIo, at, 0, i, std::nullopt, e.args[1]});
-      } else if (e.kind == fmt::SysKind::kIoDone && o_.io) {
-        for (auto it = open_io.begin(); it != open_io.end(); ++it) {
-          Ev& k = kernel_[*it];
-          LineInfo& info = info_[k.addr];
-          if (info.sector != e.args[0] || info.dev != e.arg) continue;
-          k.dur_ticks = at >= k.tick ? at - k.tick : 0;
-          info.error = e.value;
-          open_io.erase(it);
-          break;
-        }
       }
     }
+    if (o_.io)
+      for (const analysis::IoRequest& q : analysis::block_io_requests(sys)) {
+        const uint64_t at = tick_of(q.start->mono_ns);
+        // (one without its completion says so after its bytes: text_body)
+        const uint64_t i = line_reason(
+            analysis::io_reason(static_cast<uint64_t>(q.start->value), trace_.info().block_device(q.start->arg)), 0);
+        info_[i].sector = q.start->args[0];
+        info_[i].error = q.error;
+        std::optional<uint64_t> dur;
+        if (q.done()) dur = std::max(tick_of(q.done_ns), at) - at;
+        kernel_.push_back(Ev{ReplayKind::kIo, at, 0, i, dur, q.start->args[1]});
+      }
     // (at one tick, a fault before the stretch it began)
     if (o_.off_cpu) {
       const auto stretches = analysis::off_cpu_stretches(sys, trace_.threads()[thread_].record.end_tick, tick_of);
@@ -568,7 +563,7 @@ class Replayer {
   // instruction (0: none, or in the kernel); a request's device, sector and error.
   struct LineInfo {
     std::string reason;
-    uint64_t ip = 0, dev = 0, sector = 0;
+    uint64_t ip = 0, sector = 0;
     int64_t error = 0;
     std::string waker;  // off-cpu: where the waker was
   };

@@ -8,6 +8,8 @@
 
 #include <sys/syscall.h>
 
+#include "analysis/block_io.h"
+
 namespace callscope::analysis {
 namespace {
 
@@ -151,6 +153,7 @@ TEST(analysis_off_cpu, ADWaitWithTheThreadsRequestInFlightIsForTheDisk) {
       ev(SysKind::kIoStart, 200, vda),
       ev(SysKind::kSleepState, 210, 0x2),
       ev(SysKind::kSwitchOutBlocked, 210),  // outside a system call: "[disk ...]"
+      ev(SysKind::kIoDone, 255, vda),
       ev(SysKind::kSwitchIn, 260),
       ev(SysKind::kSleepState, 270, 0x1),
       ev(SysKind::kSwitchOutBlocked, 270),  // asleep (S): not the disk's
@@ -159,6 +162,7 @@ TEST(analysis_off_cpu, ADWaitWithTheThreadsRequestInFlightIsForTheDisk) {
   events[1].args[0] = 2048;
   events[4].args[0] = 2048;
   events[10].args[0] = 4096;
+  events[13].args[0] = 4096;
   const auto s = off_cpu_stretches(events, 1000, [](uint64_t ns) { return ns; });
   ASSERT_EQ(s.size(), 4u);
   EXPECT_EQ(off_cpu_reason(s[0], [](uint64_t dev) { return dev == (254u << 20) ? std::string("vda") : std::string("?"); }),
@@ -171,6 +175,35 @@ TEST(analysis_off_cpu, ADWaitWithTheThreadsRequestInFlightIsForTheDisk) {
   EXPECT_EQ(io_reason(format::kIoFlush, "vda"), "[flush vda]");
   EXPECT_EQ(io_reason(0, "sdb"), "[read sdb]");
   EXPECT_EQ(io_kind_name(format::kIoFlush | format::kIoWrite | format::kIoSync | format::kIoFua), "write flush sync fua");
+}
+
+// Requests and completions are paired as the recorder pairs them: a
+// completion goes with the latest request begun at its sector before it
+// (one whose completion was lost does not take the next one's); a request
+// never completed holds no D wait for the disk.
+TEST(analysis_off_cpu, BlockRequestsArePairedLatestFirst) {
+  const uint64_t vda = 254u << 20;
+  std::vector<SysEvent> events = {
+      ev(SysKind::kIoStart, 100, vda, static_cast<int64_t>(format::kIoWrite)),  // its completion lost
+      ev(SysKind::kIoStart, 200, vda),                                           // a read of the same sector
+      ev(SysKind::kIoDone, 250, vda),
+      ev(SysKind::kIoStart, 300, vda),  // never completed either
+      ev(SysKind::kSleepState, 310, 0x2),
+      ev(SysKind::kSwitchOutBlocked, 310),
+      ev(SysKind::kSwitchIn, 400),
+      ev(SysKind::kIoDone, 50, vda),  // (out of order: before every start, it goes with none)
+  };
+  for (SysEvent& e : events) e.args[0] = 4096;
+  const std::vector<IoRequest> r = block_io_requests(events);
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_FALSE(r[0].done());
+  EXPECT_TRUE(r[1].done());
+  EXPECT_EQ(r[1].done_ns, 250u);
+  EXPECT_FALSE(r[2].done());
+  const auto s = off_cpu_stretches(events, 1000, [](uint64_t ns) { return ns; });
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(off_cpu_reason(s[0]), "[uninterruptible]");
+  EXPECT_EQ(io_reason(format::kIoOther, "vda"), "[other vda]");
 }
 
 }  // namespace

@@ -83,6 +83,7 @@ TEST(recorder_tracefs, BlockRequestKindsAndCompletionLines) {
   EXPECT_EQ(block_io_kind("RA", 10), 0u);
   EXPECT_EQ(block_io_kind("WSM", 10), format::kIoWrite | format::kIoSync | format::kIoMeta);
   EXPECT_EQ(block_io_kind("DE", 10), format::kIoDiscard);
+  EXPECT_EQ(block_io_kind("N", 10), format::kIoOther);  // write-zeroes, zone management
   const char unended[4] = {'W', 'S', 'M', 'S'};  // no NUL within the field: its size bounds it
   EXPECT_EQ(block_io_kind(unended, 2), format::kIoWrite | format::kIoSync);
   BlockCompletion c;
