@@ -117,7 +117,8 @@ Command flame_command() {
                          "Off-CPU graph: the time the threads spent off their CPUs (the kernel's context switches, "
                          "recorded by default), by the call path they left in, the reason on top: [runnable] "
                          "(preempted), the system call ([futex], [fsync D] when it slept uninterruptibly; "
-                         "record --events syscalls), else the state ([sleeping], [uninterruptible], [blocked])");
+                         "record --events syscalls), else the state ([sleeping], [uninterruptible], [blocked]); "
+                         "[fsync: disk vda] while a block request of its own was in flight (record --events io)");
             app.add_flag("--samples", o->samples,
                          "CPU graph from the threads' CPU samples (record --sample HZ): each sample's CPU time under "
                          "the call path it was taken in, in the function of its instruction (memcpy above the traced "

@@ -415,8 +415,9 @@ Command report_command() {
                          "Where the threads waited and why: their time off the CPU (the kernel's context switches, "
                          "recorded by default) by the function they left it in and the reason -- [runnable] "
                          "(preempted), the system call ([futex]; [fsync D] when it slept uninterruptibly; record "
-                         "--events syscalls), else the state ([sleeping], [uninterruptible], [blocked]); with "
-                         "--tree, by call path, the reasons as leaves");
+                         "--events syscalls), else the state ([sleeping], [uninterruptible], [blocked]); the disk "
+                         "([fsync: disk vda]) when it slept uninterruptibly while a block request of its own was in "
+                         "flight (record --events io); [major fault]; with --tree, by call path, the reasons as leaves");
             auto* faults = app.add_flag("--faults", o->faults,
                                         "Where the threads took their page faults (record --events faults): by the "
                                         "function of the instruction that took them and their kind ([minor fault], "

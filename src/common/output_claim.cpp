@@ -79,7 +79,9 @@ Result<std::unique_ptr<OutputClaim>> OutputClaim::take(const std::string& path, 
   }
   c->dev_ = st.st_dev;
   c->ino_ = st.st_ino;
-  c->size_ = st.st_size;
+  // A file we created is empty: another program that wrote it between the
+  // create and the stat (a busy machine) changed it all the same.
+  c->size_ = c->created_ ? 0 : st.st_size;
   c->mtime_ns_ = mtime_ns(st);
   return c;
 }
