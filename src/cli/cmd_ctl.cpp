@@ -92,9 +92,14 @@ struct Target {
 Result<Target> find_target(pid_t pid) {
   const std::string p = std::to_string(pid);
   SocketSearch s = find_socket(pid);
-  if (s.found) return Target{pid, std::move(s)};
+  // `callscope record` serves no socket of its own: one at its pid was left
+  // by an earlier process that had that pid (killed, or crashed), and the
+  // program it records is the one meant. (Seen on a busy machine: the
+  // recorder had the pid of a traced program of an earlier test.)
+  const bool recorder = is_recorder(pid);
+  if (s.found && !recorder) return Target{pid, std::move(s)};
   const std::vector<pid_t> children = traced_children(pid);
-  if (children.empty() && !is_recorder(pid))
+  if (children.empty() && !recorder)
     return Error("process " + p + " is not traced by callscope (" + where_looked(s) +
                  (s.explicit_dir ? "; if the program was started with another CALLSCOPE_CTL_DIR, set that one here"
                                  : "; if the program was started with CALLSCOPE_CTL_DIR, set it here too") +

@@ -7,13 +7,16 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <sstream>
@@ -400,7 +403,21 @@ TEST_P(QueryAttachTest, FindsAProgramThatRewroteItsArgvAndEnvironment) {
   Background query(dir_, {"query", "-n", "pid$target:a.out:beat:entry { @beats = count(); }", "-p",
                           std::to_string(pid)});
   ASSERT_TRUE(wait_until([&] { return query.err().find("matched") != std::string::npos; })) << query.err();
+  // A socket nobody listens on at the recorder's pid, as an earlier traced
+  // process of that pid leaves it when killed: the recorder serves none, so
+  // ctl goes to its program all the same (CI once gave the recorder such a
+  // pid, and ctl had answered "does not listen").
+  const std::string ctl_dir = "/tmp/callscope-" + std::to_string(::geteuid());
+  ASSERT_TRUE(exists(ctl_dir + "/" + std::to_string(pid) + ".sock")) << "the program's socket is in " << ctl_dir;
+  const std::string stale = ctl_dir + "/" + std::to_string(rec->pid()) + ".sock";
+  const int stale_fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, stale.c_str(), sizeof addr.sun_path - 1);
+  ASSERT_EQ(::bind(stale_fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0) << stale;
   RunResult ctl = callscope({"ctl", std::to_string(rec->pid()), "status"});
+  ::close(stale_fd);
+  ::unlink(stale.c_str());
   EXPECT_EQ(ctl.exit_code, 0) << ctl.err;
   EXPECT_NE(ctl.err.find("acting on the program it traces, process " + std::to_string(pid)), std::string::npos)
       << ctl.err;
