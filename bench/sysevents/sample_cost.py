@@ -10,6 +10,15 @@ getrusage of the children) is taken and the median kept:
   sample   callscope record --events none --sample 999
   perf     perf record -F 999 -g -e cpu-clock
 
+and, built without hooks (the samples' call paths unwound from the stack,
+trace 1.13), beside perf's own unwinding by the same rules, whose CPU is
+in `perf report` as much as in `perf record`:
+
+  unhooked      plain run
+  unhooked_cs   callscope record --events none --sample 999
+  dwarf         perf record -F 999 --call-graph dwarf -e cpu-clock
+  dwarf_report  perf report --children of that data (counted apart)
+
     bench/sysevents/sample_cost.py [--callscope PATH] [--reps N]"""
 import argparse
 import os
@@ -32,6 +41,9 @@ def main():
     work = tempfile.mkdtemp()
     prog = os.path.join(work, "sampled")
     subprocess.run(["cc", "-O2", "-finstrument-functions", os.path.join(HERE, "sampled.c"), "-o", prog], check=True)
+    plain = os.path.join(work, "sampled_unhooked")
+    subprocess.run(["cc", "-O2", "-g", os.path.join(HERE, "sampled.c"), "-o", plain], check=True)
+    dwarf = os.path.join(work, "d.data")
     cs = os.path.abspath(a.callscope)
     tr = os.path.join(work, "t.trace")
     configs = {
@@ -40,6 +52,11 @@ def main():
         "sample": [cs, "record", "-f", "-o", tr, "--events", "none", "--sample", "999", "--", prog],
         "perf": ["perf", "record", "-q", "-F", "999", "-g", "-e", "cpu-clock", "-o", os.path.join(work, "p.data"),
                  "--", prog],
+        "unhooked": [plain],
+        "unhooked_cs": [cs, "record", "-f", "-o", tr, "--events", "none", "--sample", "999", "--", plain],
+        "dwarf": ["perf", "record", "-q", "-F", "999", "--call-graph", "dwarf", "-e", "cpu-clock", "-o", dwarf,
+                  "--", plain],
+        "dwarf_report": ["perf", "report", "-i", dwarf, "--children", "--stdio", "--sort", "sym", "-q"],
     }
     cpu = {k: [] for k in configs}
     for _ in range(a.reps):
@@ -52,6 +69,12 @@ def main():
     theirs = med["perf"] - med["program"]
     print("cost of the samples: callscope %.3f s, perf record -F 999 -g %.3f s: %.2fx" %
           (ours, theirs, ours / theirs if theirs > 0 else float("nan")))
+    ours = med["unhooked_cs"] - med["unhooked"]
+    theirs = med["dwarf"] - med["unhooked"]
+    print("unwound from the stack: callscope %.3f s (recording and unwinding), perf record --call-graph dwarf "
+          "%.3f s + perf report %.3f s = %.3f s: %.2fx; %.2fx of perf record alone" %
+          (ours, theirs, med["dwarf_report"], theirs + med["dwarf_report"],
+           ours / (theirs + med["dwarf_report"]), ours / theirs if theirs > 0 else float("nan")))
 
 
 if __name__ == "__main__":

@@ -111,6 +111,7 @@ std::vector<OffCpu> off_cpu_stretches(const std::vector<format::SysEvent>& event
         break;
       case format::SysKind::kLost:
       case format::SysKind::kSample:
+      case format::SysKind::kSampleCaller:
         break;
     }
   }

@@ -436,6 +436,9 @@ struct PathLeaf {
   uint64_t frame = 0;
   bool off_cpu = true;  // its time is time off the CPU (Stats::wait)
   uint64_t ticks = 0;   // a sample's: its time is `ticks` of CPU (end == start)
+  // A sample's unwound frames above `frame`, innermost first (format's
+  // kSampleCaller: 0 for "the frames further out are not known").
+  std::vector<uint64_t> callers;
 };
 
 // One thread's leaves under the call paths they happened in, each named by
@@ -490,13 +493,25 @@ class LeafPathBuilder {
         nodes_.push_back(tree_.child(nodes_.empty() ? kRootNode : nodes_.back(), stack_[nodes_.size()]));
       const PathLeaf& l = leaves_[next_];
       uint32_t under = nodes_.empty() ? kRootNode : nodes_.back();
-      if (l.frame && !(same_ && !stack_.empty() && same_(stack_.back(), l.frame))) under = tree_.child(under, l.frame);
-      uint32_t at = under;
-      if (!l.reason.empty()) {
-        auto [it, fresh] = reason_ids_.try_emplace(l.reason, reasons_.size());
-        if (fresh) reasons_.push_back(l.reason);
-        at = tree_.child(under, kReasonKey | it->second);
+      bool in_open_frame = same_ && !stack_.empty() && l.frame && same_(stack_.back(), l.frame);
+      if (!l.callers.empty() && !in_open_frame) {
+        // The unwound frames between the innermost call the hooks saw and
+        // the sampled instruction (all of them, outermost first, in a
+        // thread without hooks): code without hooks, a library's.
+        size_t outer = l.callers.size();
+        if (!stack_.empty()) {
+          outer = 0;
+          while (outer < l.callers.size() && !(l.callers[outer] && same_(stack_.back(), l.callers[outer]))) ++outer;
+          if (outer == l.callers.size()) outer = 0;  // the hooked frame not among them: none taken
+        } else if (l.callers.back() == 0) {
+          under = reason_node(under, "[outer frames not unwound]");
+          --outer;
+        }
+        for (size_t i = outer; i-- > 0;)
+          if (l.callers[i]) under = tree_.child(under, l.callers[i]);
       }
+      if (l.frame && !in_open_frame) under = tree_.child(under, l.frame);
+      const uint32_t at = l.reason.empty() ? under : reason_node(under, l.reason);
       if (at == kRootNode) continue;  // (a leaf has a reason or a frame)
       const uint64_t ticks = l.ticks ? l.ticks : l.end - l.start;
       Stats& s = tree_.node(at).stats;
@@ -508,6 +523,11 @@ class LeafPathBuilder {
         s.self_wait += ticks;
       }
     }
+  }
+  uint32_t reason_node(uint32_t under, const std::string& reason) {
+    auto [it, fresh] = reason_ids_.try_emplace(reason, reasons_.size());
+    if (fresh) reasons_.push_back(reason);
+    return tree_.child(under, kReasonKey | it->second);
   }
   CallTree& tree_;
   std::vector<PathLeaf> leaves_;
@@ -540,8 +560,12 @@ Result<Profile> build_leaf_profile(format::TraceReader& trace, const std::vector
     std::vector<PathLeaf> leaves = leaves_of(events, r);
     // An instruction where several modules were loaded over time is of the
     // one loaded then, as a call's address is.
-    for (PathLeaf& l : leaves)
-      if (reused && l.frame && modules.reused(process, l.frame)) l.frame = reload.key(l.frame, l.start);
+    for (PathLeaf& l : leaves) {
+      if (!reused) break;
+      if (l.frame && modules.reused(process, l.frame)) l.frame = reload.key(l.frame, l.start);
+      for (uint64_t& c : l.callers)
+        if (c && modules.reused(process, c)) c = reload.key(c, l.start);
+    }
     CallTree raw;
     LeafPathBuilder b(raw, std::move(leaves), reasons, reason_ids,
                       [&](uint64_t key, uint64_t addr) { return table.id(process, key) == table.id(process, addr); });
@@ -612,6 +636,10 @@ Result<Profile> build_sample_profile(format::TraceReader& trace, const std::vect
       trace, threads, resolve, [&trace, ns_per_tick](const std::vector<format::SysEvent>& events, const format::ThreadRecord&) {
         std::vector<PathLeaf> leaves;
         for (const format::SysEvent& e : events) {
+          if (e.kind == format::SysKind::kSampleCaller) {
+            if (!leaves.empty()) leaves.back().callers.push_back(e.arg);
+            continue;
+          }
           if (e.kind != format::SysKind::kSample) continue;
           const uint64_t tick = trace.mono_to_tick(e.mono_ns);
           const auto v = static_cast<uint64_t>(e.value);

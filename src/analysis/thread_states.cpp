@@ -66,6 +66,8 @@ ThreadStates thread_states(const std::vector<format::SysEvent>& events, uint64_t
         ++(static_cast<uint64_t>(e.value) & format::kFaultMajor ? s.major_faults : s.minor_faults);
         s.kernel_faults += (static_cast<uint64_t>(e.value) & format::kFaultInKernel) != 0;
         break;
+      case format::SysKind::kSampleCaller:
+        break;
     }
   }
   spend(end);

@@ -56,8 +56,9 @@ void add_kernel_event_flags(CLI::App& app, RecordOptions& o) {
   app.add_option("--sample", o.sample_hz,
                  "CPU samples: each thread's instruction HZ times a second of its CPU time (the kernel's cpu-clock), "
                  "each put under the call path of its thread at that moment -- a sample in libc's memcpy under the "
-                 "traced function that called it; 'report --samples', 'flame --samples'. The kernel's part needs "
-                 "root or CAP_PERFMON")
+                 "traced function that called it; the frames the hooks do not see (a program without hooks: all) "
+                 "are unwound from an 8 KiB copy of the stack by the modules' .eh_frame; 'report --samples', "
+                 "'flame --samples'. The kernel's part needs root or CAP_PERFMON")
       ->type_name("HZ")
       ->check(CLI::Range(1, 10000));
 }

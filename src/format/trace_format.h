@@ -38,7 +38,7 @@ namespace callscope::format {
 
 inline constexpr char kTraceMagic[8] = {'C', 'A', 'L', 'L', 'S', 'C', 'P', '\x1a'};
 inline constexpr uint16_t kTraceVersionMajor = 1;
-inline constexpr uint16_t kTraceVersionMinor = 12;
+inline constexpr uint16_t kTraceVersionMinor = 13;
 // The first minor version whose header carries a check.
 inline constexpr uint16_t kTraceMinorHeaderCheck = 3;
 
@@ -424,8 +424,11 @@ enum class SysKind : uint8_t {
                   // MINOR), then the sector, the bytes, and its kind (kIoWrite, kIoFlush, ...)
   kIoDone = 12,   // a request the thread began completed (the time is the device's). arg: the device, then the
                   // sector, then the error (zigzag; 0: none)
+  // 1.13 (record --sample HZ of a program without hooks):
+  kSampleCaller = 13,  // a frame of the kSample before it, outward from its instruction. arg: an address in the
+                       // function (a return address less one), or 0: the frames further out are not known
 };
-inline constexpr uint8_t kSysKindMax = 12;
+inline constexpr uint8_t kSysKindMax = 13;
 inline constexpr uint64_t kIoWrite = 1;    // a write (else a read, when not a flush alone)
 inline constexpr uint64_t kIoFlush = 2;    // a cache flush (alone: no data)
 inline constexpr uint64_t kIoSync = 4;     // synchronous

@@ -178,6 +178,8 @@ Result<std::unique_ptr<PerfRings>> PerfRings::open_sized(pid_t pid, const Option
     a.config = PERF_COUNT_SW_DUMMY;
     a.context_switch = options.switches;
     a.task = 1;
+    // What the processes map, for unwinding their samples after they end.
+    a.mmap = a.mmap2 = a.comm = a.comm_exec = options.sample_hz && options.sample_stacks;
     // Switch and task records are side-band: the thread's kernel
     // time need not be watched for them (nor may it be, unprivileged).
     a.exclude_kernel = 1;
@@ -354,6 +356,12 @@ void PerfRings::open_samples(pid_t pid, const Options& options) {
   perf_event_attr a = base_attr(options);
   a.sample_type |= PERF_SAMPLE_IP;
   a.sample_period = 1'000'000'000ull / options.sample_hz;
+  if (options.sample_stacks && SampleUnwinder::regs_count()) {
+    a.sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+    a.sample_regs_user = SampleUnwinder::regs_mask();
+    a.sample_stack_user = SampleUnwinder::kStackBytes;
+    unwinder_ = std::make_unique<SampleUnwinder>();
+  }
   if (open_software(pid, a, "CPU samples", "CPU samples of the kernel's code (in system calls, faults)",
                     {{PERF_COUNT_SW_CPU_CLOCK, &sample_ids_}}, kernel_samples_))
     sample_period_ns_ = a.sample_period;
@@ -439,11 +447,93 @@ void PerfRings::add_poll_fds(std::vector<pollfd>& fds) const {
   for (const Ring& r : rings_) fds.push_back({r.fd, POLLIN, 0});
 }
 
-size_t PerfRings::drain(const std::function<void(const SysRecord&)>& f) {
-  size_t n = 0;
+void PerfRings::unwind_sample(const uint8_t* p, const uint8_t* end, SysRecord& s) {
+  // After the CPU: REGS_USER (the ABI, then the registers unless it is
+  // none: a kernel thread), STACK_USER (the size copied, the bytes, and how
+  // many of them were in use, when the size is not 0).
+  uint64_t abi = 0, size = 0, used = 0;
+  const unsigned nregs = SampleUnwinder::regs_count();
+  if (end - p < 8) return;
+  std::memcpy(&abi, p, 8);
+  p += 8;
+  if (abi == PERF_SAMPLE_REGS_ABI_NONE) return;
+  uint64_t regs[32];
+  if (nregs > 32 || static_cast<size_t>(end - p) < 8 * nregs + 8) return;
+  std::memcpy(regs, p, 8 * nregs);
+  p += 8 * nregs;
+  std::memcpy(&size, p, 8);
+  p += 8;
+  if (size == 0 || static_cast<size_t>(end - p) < size + 8) return;
+  std::memcpy(&used, p + size, 8);
+  s.n_frames = unwinder_->unwind(static_cast<pid_t>(s.pid), static_cast<pid_t>(s.tid), s.in_kernel, regs, p,
+                                 std::min(used, size), frames_, s.frames_cut);
+  s.frames = frames_;
+}
+
+void PerfRings::note_maps() {
+  // Every ring's first: a CPU's sample may come before another's record
+  // of the mapping it ran in. Processes that ended a round ago are let go
+  // (a CPU's last samples of one may come a round after its exit).
+  for (pid_t pid : forget_) unwinder_->forget(pid);
+  forget_ = std::move(ended_);
+  ended_.clear();
+  // In time order across the rings (each record's sample id says when):
+  // a process that exec'd on one CPU maps its libraries on another.
+  // The rounds's samples are read up to the heads seen here: a record of
+  // a mapping written since is told next round, before the samples after it.
+  std::vector<std::pair<uint64_t, std::vector<uint8_t>>> told;
+  heads_.clear();
   for (const Ring& r : rings_) {
     auto* pg = reinterpret_cast<perf_event_mmap_page*>(r.base);
     const uint64_t head = __atomic_load_n(&pg->data_head, __ATOMIC_ACQUIRE);
+    heads_.push_back(head);
+    const uint8_t* data = r.base + (pg->data_offset ? pg->data_offset : r.map_bytes - r.data_bytes);
+    const uint64_t mask = r.data_bytes - 1;
+    for (uint64_t tail = pg->data_tail; tail < head;) {
+      perf_event_header h;
+      std::memcpy(&h, data + (tail & mask), sizeof h);
+      if (h.size < sizeof h || tail + h.size > head) break;
+      if ((h.type == PERF_RECORD_MMAP2 || h.type == PERF_RECORD_COMM || h.type == PERF_RECORD_FORK) &&
+          h.size >= sizeof h + sizeof(SampleId) + 16) {
+        std::vector<uint8_t> rec(h.size);
+        for (size_t i = 0; i < h.size; ++i) rec[i] = data[(tail + i) & mask];
+        SampleId id;
+        std::memcpy(&id, rec.data() + h.size - sizeof id, sizeof id);
+        told.emplace_back(id.time, std::move(rec));
+      }
+      tail += h.size;
+    }
+  }
+  std::stable_sort(told.begin(), told.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [time, rec] : told) {
+    perf_event_header h;
+    std::memcpy(&h, rec.data(), sizeof h);
+    const uint8_t* b = rec.data() + sizeof h;
+    const size_t room = h.size - sizeof h - sizeof(SampleId);
+    uint32_t ids[4] = {};
+    std::memcpy(ids, b, std::min(room, sizeof ids));
+    if (h.type == PERF_RECORD_MMAP2 && room > 64) {
+      // pid, tid; addr, len, pgoff; the file's ids (24 bytes); prot,
+      // flags; the file's name, NUL-ended and padded; the sample id
+      uint64_t v[3];
+      std::memcpy(v, b + 8, sizeof v);
+      const char* name = reinterpret_cast<const char*>(b + 64);
+      unwinder_->mapped(static_cast<pid_t>(ids[0]), v[0], v[1], v[2], std::string(name, strnlen(name, room - 64)));
+    } else if (h.type == PERF_RECORD_COMM && (h.misc & PERF_RECORD_MISC_COMM_EXEC)) {
+      unwinder_->exec(static_cast<pid_t>(ids[0]));
+    } else if (h.type == PERF_RECORD_FORK && ids[0] == ids[2]) {
+      unwinder_->forked(static_cast<pid_t>(ids[1]), static_cast<pid_t>(ids[0]));
+    }
+  }
+}
+
+size_t PerfRings::drain(const std::function<void(const SysRecord&)>& f) {
+  size_t n = 0;
+  if (unwinder_) note_maps();
+  for (size_t ri = 0; ri < rings_.size(); ++ri) {
+    const Ring& r = rings_[ri];
+    auto* pg = reinterpret_cast<perf_event_mmap_page*>(r.base);
+    const uint64_t head = unwinder_ ? heads_[ri] : __atomic_load_n(&pg->data_head, __ATOMIC_ACQUIRE);
     uint64_t tail = pg->data_tail;
     const uint8_t* data = r.base + (pg->data_offset ? pg->data_offset : r.map_bytes - r.data_bytes);
     const uint64_t mask = r.data_bytes - 1;
@@ -482,7 +572,7 @@ size_t PerfRings::drain(const std::function<void(const SysRecord&)>& f) {
 }
 
 void PerfRings::decode(const Ring& r, const uint8_t* rec, uint16_t type, uint16_t misc, uint16_t size,
-                       const std::function<void(const SysRecord&)>& f) const {
+                       const std::function<void(const SysRecord&)>& f) {
   const size_t body = sizeof(perf_event_header);
   if (size < body + sizeof(SampleId)) return;
   SampleId id;
@@ -505,6 +595,11 @@ void PerfRings::decode(const Ring& r, const uint8_t* rec, uint16_t type, uint16_
     case PERF_RECORD_FORK:
     case PERF_RECORD_EXIT: {
       if (room < 24) return;
+      if (type == PERF_RECORD_EXIT && unwinder_) {
+        uint32_t ids[4];
+        std::memcpy(ids, rec + body, sizeof ids);
+        if (ids[0] == ids[2]) ended_.push_back(static_cast<pid_t>(ids[0]));  // a process, not a thread
+      }
       uint32_t v[4];
       uint64_t time;
       std::memcpy(v, rec + body, sizeof v);
@@ -545,6 +640,7 @@ void PerfRings::decode(const Ring& r, const uint8_t* rec, uint16_t type, uint16_
         if (sample) {
           s.kind = SysRecord::Kind::kSample;
           s.period = sample_period_ns_;
+          if (unwinder_) unwind_sample(rec + need, rec + size, s);
         } else {
           s.kind = SysRecord::Kind::kPageFault;
           std::memcpy(&s.addr, rec + after + sizeof h, sizeof s.addr);

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "recorder/sample_unwind.h"
 #include "recorder/trace_instance.h"
 #include "recorder/tracefs.h"
 
@@ -60,6 +61,11 @@ struct SysRecord {
   uint64_t args[6] = {};  // kSyscallEnter
   uint64_t addr = 0, ip = 0;  // kPageFault; ip: kSample
   uint64_t period = 0;        // kSample
+  // kSample: the frames above `ip`, innermost first (SampleUnwinder::unwind;
+  // valid during the callback); `frames_cut`: the outer ones are not known.
+  const uint64_t* frames = nullptr;
+  uint32_t n_frames = 0;
+  bool frames_cut = false;
   bool major = false;         // kPageFault
   bool in_kernel = false;     // kPageFault: taken by the kernel on the thread's behalf (in a system call)
   uint32_t dev = 0;           // kIoStart, kIoDone: the kernel's dev_t (MAJOR << 20 | MINOR)
@@ -99,6 +105,9 @@ class PerfRings {
     // CPU time (the kernel's cpu-clock; 0: none). Unprivileged, of the
     // program's own code; the kernel's part needs root or CAP_PERFMON.
     uint32_t sample_hz = 0;
+    // With samples: each one's call path too, unwound from a copy of the
+    // top of the thread's stack (sample_unwind.h).
+    bool sample_stacks = false;
     // Block I/O: the requests the threads begin (block:block_io_start, in
     // their own context) and, from a tracefs instance, every completion
     // (block:block_rq_complete, in the device's interrupt: the caller
@@ -132,6 +141,7 @@ class PerfRings {
   bool has_samples() const { return !sample_ids_.empty(); }
   bool has_io() const { return io_done_ != nullptr; }
   uint64_t sample_period_ns() const { return sample_period_ns_; }
+  bool has_sample_stacks() const { return unwinder_ != nullptr && has_samples(); }
   // Whether the faults taken in the kernel are in (root or CAP_PERFMON).
   bool has_kernel_faults() const { return kernel_faults_; }
 
@@ -147,7 +157,13 @@ class PerfRings {
   PerfRings() = default;
   static Result<std::unique_ptr<PerfRings>> open_sized(pid_t pid, const Options& options);
   void decode(const Ring& r, const uint8_t* rec, uint16_t type, uint16_t misc, uint16_t size,
-              const std::function<void(const SysRecord&)>& f) const;
+              const std::function<void(const SysRecord&)>& f);
+  // A sample's call path, from its copy of the user registers and stack
+  // (`p` to `end`: the record after its CPU), into s.frames.
+  void unwind_sample(const uint8_t* p, const uint8_t* end, SysRecord& s);
+  // Tells the unwinder what the rings say the processes map (before the
+  // samples of any ring are read).
+  void note_maps();
   // Opens the tracepoints of one event set on every ring; false (and
   // nothing left open of that set) when the kernel refuses.
   bool open_tracepoints(pid_t pid, const Options& options, const std::string& set,
@@ -188,6 +204,10 @@ class PerfRings {
   std::vector<uint64_t> sample_ids_;  // the CPU-clock sampling events' ids
   uint64_t sample_period_ns_ = 0;
   bool kernel_samples_ = false;
+  std::unique_ptr<SampleUnwinder> unwinder_;  // with sample_stacks
+  uint64_t frames_[SampleUnwinder::kMaxFrames];
+  std::vector<pid_t> ended_, forget_;  // processes ended this round, and the one before
+  std::vector<uint64_t> heads_;        // each ring's head when note_maps() read it
   std::vector<uint8_t> scratch_;  // a record that wraps around the ring's end
 };
 

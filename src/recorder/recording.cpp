@@ -362,12 +362,18 @@ Result<std::unique_ptr<Recording>> Recording::start(const RecordOptions& o, cons
   if (!got_hooks.empty()) sources += (sources.empty() ? "" : ", ") + std::string("library calls through the GOT (") + got_hooks + ")";
   if (!sources.empty() && sources != "-finstrument-functions hooks")
     std::fprintf(stderr, "callscope %s: sources: %s\n", who, sources.c_str());
-  if (o.attach_pid && !hooked && got_hooks.empty()) {
+  if (o.attach_pid && !hooked && got_hooks.empty() && !o.sample_hz) {
     return Error("process " + std::to_string(o.attach_pid) + " runs '" + program +
                  "', which has no -finstrument-functions hooks (nor -pg or patchable entries): nothing to record; "
-                 "--libcalls records its calls into libraries");
+                 "--libcalls records its calls into libraries, --sample HZ where it runs");
   } else if (!hooked && !got_hooks.empty() && unwind == "off") {
     // The library calls are what is recorded: nothing to warn about.
+  } else if (!hooked && unwind == "off" && o.sample_hz) {
+    std::fprintf(stderr,
+                 "callscope %s: '%s' has no -finstrument-functions hooks (nor -pg or patchable entries): its CPU "
+                 "samples say where it runs, each under its call path unwound from the stack (--libcalls records "
+                 "its calls into libraries)\n",
+                 who, program.c_str());
   } else if (!hooked && unwind == "off")
     std::fprintf(stderr,
                  "callscope %s: warning: '%s' has no -finstrument-functions hooks (nor -pg or patchable "
@@ -460,6 +466,7 @@ Result<std::unique_ptr<Recording>> Recording::start(const RecordOptions& o, cons
     po.faults = o.sys_faults;
     po.io = o.sys_io;
     po.sample_hz = o.sample_hz;
+    po.sample_stacks = o.sample_hz != 0;
     // Room for a burst between rounds: two records per system call; with
     // the sched tracepoints (root or CAP_PERFMON, whose rings the locked-
     // memory limit does not bound) three or four per switch.
@@ -673,7 +680,15 @@ int Recording::finish(bool quiet) {
         what += (what.empty() ? "" : ", ") + std::to_string(s.sys->samples()) + " CPU sample" +
                 (s.sys->samples() == 1 ? "" : "s") + every;
       }
-      std::fprintf(stderr, "callscope %s: the kernel's events: %s of the program's threads%s\n", who_, what.c_str(),
+      std::string paths;
+      if (s.sys->rings().has_sample_stacks() && s.sys->samples()) {
+        paths = ", the samples' call paths unwound from the stack";
+        if (s.sys->samples_cut())
+          paths += " (" + std::to_string(s.sys->samples_cut()) + " cut short: deeper than the " +
+                   std::to_string(SampleUnwinder::kStackBytes / 1024) + " KiB copied, or code without unwinding rules)";
+      }
+      std::fprintf(stderr, "callscope %s: the kernel's events: %s of the program's threads%s%s\n", who_, what.c_str(),
+                   paths.c_str(),
                    o_.sys_events ? " ('callscope info' gives each thread's time running, runnable and blocked)" : "");
     }
     const auto written = std::chrono::steady_clock::now();

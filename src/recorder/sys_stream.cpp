@@ -138,7 +138,21 @@ Status SysStream::poll(bool all) {
     }
     last_on_cpu_[r.cpu] = {r.pid, r.tid};
     pid_of_[r.tid] = r.pid;
-    threads_[{r.pid, r.tid}].waiting.push_back(e);
+    std::vector<format::SysEvent>& waiting = threads_[{r.pid, r.tid}].waiting;
+    waiting.push_back(e);
+    // A sample's frames follow it, at its time (the sorts are stable).
+    format::SysEvent caller;
+    caller.kind = format::SysKind::kSampleCaller;
+    caller.mono_ns = e.mono_ns;
+    for (uint32_t i = 0; i < r.n_frames; ++i) {
+      caller.arg = r.frames[i];
+      waiting.push_back(caller);
+    }
+    if (r.frames_cut && r.kind == SysRecord::Kind::kSample) {
+      caller.arg = 0;
+      waiting.push_back(caller);
+      ++samples_cut_;
+    }
   };
   rings_->drain(on_record);
   // At the end, the kernel's trace buffers a moment more: a CPU's last

@@ -43,6 +43,7 @@ class SysStream {
   uint64_t syscalls() const { return syscalls_; }  // system calls begun
   uint64_t faults() const { return faults_; }      // page faults
   uint64_t samples() const { return samples_; }    // CPU samples
+  uint64_t samples_cut() const { return samples_cut_; }  // of them, with their outer frames not unwound
   uint64_t io_requests() const { return io_requests_; }  // block requests begun
   // The block devices of the requests recorded, "MAJOR:MINOR NAME" lines
   // (InfoRecord.block_devices), named as /sys/dev/block says.
@@ -83,6 +84,7 @@ class SysStream {
   uint64_t syscalls_ = 0;
   uint64_t faults_ = 0;
   uint64_t samples_ = 0;
+  uint64_t samples_cut_ = 0;
   uint64_t io_requests_ = 0;
   uint64_t switches_ = 0;
   uint64_t lost_ = 0;

@@ -16,6 +16,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <future>
+#include <map>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -304,6 +306,54 @@ TEST_P(AttachTest, LibraryCallsOfAPlainProgram) {
   Server s(program("attach_server_plain"));
   attach_cycle(*this, s, program("attach_plugin.so"), {"--libcalls"}, "strtol", 1, dir_.file("a.trace"),
                dir_.file("b.trace"));
+}
+
+// CPU samples of a running program without hooks (attach --sample, as
+// perf record -p): each under its call path, unwound from the stack -- the
+// workers' samples in leaf are under worker > step > work, as the code
+// calls them (1.13).
+TEST_P(AttachTest, SamplesOfAPlainProgramHaveTheirCallPaths) {
+  Server s(program("attach_server_plain"));
+  s.command("run 3");
+  const std::string trace = dir_.file("s.trace");
+  auto a = attach(s.pid(), {"-o", trace, "--sample", "999", "--events", "none"});
+  EXPECT_EQ(s.command("run 2000000"), "ran 2000000\n");
+  EXPECT_EQ(detach(s.pid()).exit_code, 0);
+  RunResult r = a.get();
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  if (r.err.find("the kernel's events are not recorded") != std::string::npos) GTEST_SKIP() << r.err;
+  EXPECT_NE(r.err.find("the samples' call paths unwound from the stack"), std::string::npos) << r.err;
+  RunResult tr = callscope({"report", "--samples", "--tree", "--format", "csv", trace});
+  ASSERT_EQ(tr.exit_code, 0) << tr.err;
+  // node -> (parent, function); the samples (CALLS) of each leaf node
+  std::map<std::string, std::pair<std::string, std::string>> node;
+  std::istringstream lines(tr.out);
+  std::string line;
+  std::getline(lines, line);  // the header
+  uint64_t in_leaf = 0, in_leaf_under_step = 0;
+  std::vector<std::vector<std::string>> rows;
+  while (std::getline(lines, line)) {
+    std::vector<std::string> c;
+    std::stringstream cells(line);
+    for (std::string cell; std::getline(cells, cell, ',');) c.push_back(cell);
+    ASSERT_GE(c.size(), 7u) << line;
+    node[c[0] + "/" + c[1]] = {c[0] + "/" + c[2], c[4]};
+    rows.push_back(c);
+  }
+  for (const auto& c : rows) {
+    if (c[4] != "leaf") continue;
+    const uint64_t n = std::stoull(c[6]);
+    in_leaf += n;
+    // leaf < work < step < worker
+    std::vector<std::string> up;
+    for (std::string at = node[c[0] + "/" + c[2]].second, key = c[0] + "/" + c[2]; !at.empty() && up.size() < 3;
+         key = node[key].first, at = node[key].second)
+      up.push_back(at);
+    if (up == std::vector<std::string>{"work", "step", "worker"}) in_leaf_under_step += n;
+  }
+  EXPECT_GE(in_leaf, 20u) << tr.out;
+  EXPECT_GE(static_cast<double>(in_leaf_under_step), 0.95 * static_cast<double>(in_leaf)) << tr.out;
+  EXPECT_EQ(s.command("run 5"), "ran 5\n");
 }
 
 TEST_P(AttachTest, ProfileModeKeepsTheTreesUntilTheDetach) {

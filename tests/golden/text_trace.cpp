@@ -202,8 +202,9 @@ Status text_to_trace(const std::string& text, const std::string& out_path) {
       } else if (head == "sys") {
         // sys THREAD KIND NS [cpu=N] [state=MASK] [nr=N] [args=A,B,...] [ret=N] [waker=TID]
         //     [waker_pid=PID] [count=N] [addr=A ip=IP] [major] [kernel] [period=NS]
-        //     [dev=DEV sector=S bytes=B] [write] [flush] [sync] [meta] [error=E]: the kernel's events
-        //     (kSysEvents), NS on the trace's clock; KIND io a block request begun, iodone its completion.
+        //     [dev=DEV sector=S bytes=B] [write] [flush] [sync] [meta] [error=E] [at=ADDR]: the kernel's
+        //     events (kSysEvents), NS on the trace's clock; KIND io a block request begun, iodone its
+        //     completion; caller (at=ADDR) a frame of the sample before it, 0: the outer ones not known.
         uint32_t thread = 0;
         std::string kind;
         fmt::SysEvent e;
@@ -214,13 +215,14 @@ Status text_to_trace(const std::string& text, const std::string& out_path) {
             {"state", fmt::SysKind::kSleepState},     {"wakeup", fmt::SysKind::kWakeup},
             {"enter", fmt::SysKind::kSyscallEnter},   {"exit", fmt::SysKind::kSyscallExit},
             {"fault", fmt::SysKind::kPageFault},      {"sample", fmt::SysKind::kSample},
-            {"io", fmt::SysKind::kIoStart},           {"iodone", fmt::SysKind::kIoDone}};
+            {"io", fmt::SysKind::kIoStart},           {"iodone", fmt::SysKind::kIoDone},
+            {"caller", fmt::SysKind::kSampleCaller}};
         auto k = sys_kinds.find(kind);
         if (k == sys_kinds.end()) return Error(where + ": unknown sys kind '" + kind + "'");
         e.kind = k->second;
         for (auto& [key, value] : fields(in)) {
           if (key == "cpu" || key == "state" || key == "nr" || key == "count" || key == "waker" || key == "addr" ||
-              key == "dev") {
+              key == "dev" || key == "at") {
             e.arg = num(value);
           } else if (key == "sector" || key == "bytes") {
             e.args[key == "sector" ? 0 : 1] = num(value);

@@ -1,0 +1,114 @@
+// SampleUnwinder (sample_unwind.h) on a stack of this process: the
+// registers and the top of the stack taken at a known point, three calls
+// deep, as the kernel gives them with a sample; the frames unwound are
+// those calls', innermost first.
+#include "recorder/sample_unwind.h"
+
+#include <gtest/gtest.h>
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+namespace callscope::recorder {
+namespace {
+
+#if defined(__x86_64__)
+
+struct Taken {
+  uint64_t regs[17] = {};
+  std::vector<uint8_t> stack;
+};
+
+// Bytes of other frames, as the kernel copies them (their redzones, under
+// AddressSanitizer, too).
+__attribute__((no_sanitize_address)) void copy_raw(uint8_t* to, const uint8_t* from, size_t n) {
+  for (size_t i = 0; i < n; ++i) to[i] = from[i];
+}
+
+// The bytes from `sp` to the end of this thread's stack, at most `max`.
+std::vector<uint8_t> copy_stack(uint64_t sp, size_t max) {
+  pthread_attr_t attr;
+  void* base = nullptr;
+  size_t size = 0;
+  pthread_getattr_np(pthread_self(), &attr);
+  pthread_attr_getstack(&attr, &base, &size);
+  pthread_attr_destroy(&attr);
+  const uint64_t top = reinterpret_cast<uint64_t>(base) + size;
+  const size_t n = std::min<uint64_t>(max, top - sp);
+  std::vector<uint8_t> out(n);
+  copy_raw(out.data(), reinterpret_cast<const uint8_t*>(sp), n);
+  return out;
+}
+
+extern "C" __attribute__((noinline)) void take_here(Taken* t) {
+  uint64_t ip, sp, bp;
+  // ip: the instruction after the lea, where the frame is as at the lea
+  asm volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" : "=r"(ip), "=r"(sp), "=r"(bp));
+  t->regs[6] = bp;
+  t->regs[7] = sp;
+  t->regs[8] = ip;
+  t->stack = copy_stack(sp, SampleUnwinder::kStackBytes);
+  asm volatile("" ::: "memory");
+}
+
+extern "C" __attribute__((noinline)) void middle_caller(Taken* t) {
+  take_here(t);
+  asm volatile("" ::: "memory");  // (a call, not a jump)
+}
+
+extern "C" __attribute__((noinline)) void outer_caller(Taken* t) {
+  middle_caller(t);
+  asm volatile("" ::: "memory");
+}
+
+bool within(uint64_t addr, void (*f)(Taken*)) {
+  const auto start = reinterpret_cast<uint64_t>(f);
+  return addr > start && addr < start + 512;
+}
+
+TEST(SampleUnwinder, UnwindsACopyOfTheStackByTheModulesRules) {
+  Taken t;
+  outer_caller(&t);
+  ASSERT_FALSE(t.stack.empty());
+  SampleUnwinder u;
+  uint64_t frames[SampleUnwinder::kMaxFrames];
+  bool cut = true;
+  const uint32_t n = u.unwind(::getpid(), static_cast<pid_t>(::syscall(SYS_gettid)), false, t.regs, t.stack.data(),
+                              t.stack.size(), frames, cut);
+  ASSERT_GE(n, 2u);
+  EXPECT_TRUE(within(frames[0], middle_caller)) << std::hex << frames[0];
+  EXPECT_TRUE(within(frames[1], outer_caller)) << std::hex << frames[1];
+}
+
+TEST(SampleUnwinder, AStackPastTheCopyIsSaidToBeCut) {
+  Taken t;
+  outer_caller(&t);
+  SampleUnwinder u;
+  uint64_t frames[SampleUnwinder::kMaxFrames];
+  bool cut = false;
+  // Only the first 16 bytes: the callers' frames are past them.
+  const uint32_t n =
+      u.unwind(::getpid(), static_cast<pid_t>(::syscall(SYS_gettid)), false, t.regs, t.stack.data(), 16, frames, cut);
+  EXPECT_TRUE(cut);
+  EXPECT_LE(n, 1u);
+}
+
+TEST(SampleUnwinder, AProcessItCannotReadGivesNoFrames) {
+  Taken t;
+  outer_caller(&t);
+  SampleUnwinder u;
+  uint64_t frames[SampleUnwinder::kMaxFrames];
+  bool cut = false;
+  // No such process (pid_max is at most 2^22): its modules are not known.
+  EXPECT_EQ(u.unwind(1 << 23, 1 << 23, false, t.regs, t.stack.data(), t.stack.size(), frames, cut), 0u);
+  EXPECT_TRUE(cut);
+}
+
+#endif
+
+}  // namespace
+}  // namespace callscope::recorder
