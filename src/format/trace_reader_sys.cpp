@@ -103,7 +103,11 @@ void TraceReader::add_kernel_only_threads() {
 
 uint64_t TraceReader::mono_to_tick(uint64_t mono_ns) const {
   if (mono_ns <= header_.origin_mono_ns) return 0;
-  return static_cast<uint64_t>(static_cast<double>(mono_ns - header_.origin_mono_ns) * header_.ticks_per_ns);
+  const double t = static_cast<double>(mono_ns - header_.origin_mono_ns) * header_.ticks_per_ns;
+  // (a damaged time, past what a tick holds: the end of time, not undefined behaviour)
+  if (!(t >= 0)) return 0;
+  if (!(t < 18446744073709551616.0)) return UINT64_MAX;
+  return static_cast<uint64_t>(t);
 }
 
 }  // namespace callscope::format
