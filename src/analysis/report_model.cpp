@@ -501,7 +501,8 @@ class LeafPathBuilder {
         size_t outer = l.callers.size();
         if (!stack_.empty()) {
           outer = 0;
-          while (outer < l.callers.size() && !(l.callers[outer] && same_(stack_.back(), l.callers[outer]))) ++outer;
+          while (same_ && outer < l.callers.size() && !(l.callers[outer] && same_(stack_.back(), l.callers[outer])))
+            ++outer;
           if (outer == l.callers.size()) outer = 0;  // the hooked frame not among them: none taken
         } else if (l.callers.back() == 0) {
           under = reason_node(under, "[outer frames not unwound]");

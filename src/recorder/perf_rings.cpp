@@ -135,6 +135,24 @@ namespace {
 // What every event of the rings shares: the thread and what inherits it,
 // from its exec or now, on CLOCK_MONOTONIC, each record with its thread,
 // time and CPU.
+perf_event_attr base_attr(const PerfRings::Options& options);
+
+// The side-band event of a ring or of a thread writing into one: switches,
+// forks and exits, and, for unwinding samples after their process has
+// ended, what the processes map and exec.
+perf_event_attr sideband_attr(const PerfRings::Options& options) {
+  perf_event_attr a = base_attr(options);
+  a.type = PERF_TYPE_SOFTWARE;
+  a.config = PERF_COUNT_SW_DUMMY;
+  a.context_switch = options.switches;
+  a.task = 1;
+  a.mmap = a.mmap2 = a.comm = a.comm_exec = options.sample_hz && options.sample_stacks && SampleUnwinder::regs_count();
+  // Side-band records: the thread's kernel time need not be watched for
+  // them (nor may it be, unprivileged).
+  a.exclude_kernel = 1;
+  return a;
+}
+
 perf_event_attr base_attr(const PerfRings::Options& options) {
   perf_event_attr a{};
   a.size = sizeof a;
@@ -173,16 +191,7 @@ Result<std::unique_ptr<PerfRings>> PerfRings::open_sized(pid_t pid, const Option
   for (pid_t t : options.threads)
     if (t != pid) p->targets_.push_back(t);
   for (uint32_t cpu : online_cpus()) {
-    perf_event_attr a = base_attr(options);
-    a.type = PERF_TYPE_SOFTWARE;
-    a.config = PERF_COUNT_SW_DUMMY;
-    a.context_switch = options.switches;
-    a.task = 1;
-    // What the processes map, for unwinding their samples after they end.
-    a.mmap = a.mmap2 = a.comm = a.comm_exec = options.sample_hz && options.sample_stacks;
-    // Switch and task records are side-band: the thread's kernel
-    // time need not be watched for them (nor may it be, unprivileged).
-    a.exclude_kernel = 1;
+    perf_event_attr a = sideband_attr(options);
     a.watermark = 1;
     a.wakeup_watermark = static_cast<uint32_t>(data / 4);
     const int fd = perf_event_open(&a, pid, static_cast<int>(cpu));
@@ -213,12 +222,7 @@ Result<std::unique_ptr<PerfRings>> PerfRings::open_sized(pid_t pid, const Option
   // start, into the same rings (one that ended meanwhile is not followed).
   for (size_t t = 1; t < p->targets_.size(); ++t)
     for (Ring& r : p->rings_) {
-      perf_event_attr a = base_attr(options);
-      a.type = PERF_TYPE_SOFTWARE;
-      a.config = PERF_COUNT_SW_DUMMY;
-      a.context_switch = options.switches;
-      a.task = 1;
-      a.exclude_kernel = 1;
+      perf_event_attr a = sideband_attr(options);
       const int fd = perf_event_open(&a, p->targets_[t], static_cast<int>(r.cpu));
       if (fd < 0 && errno == ESRCH) break;
       if (fd < 0 || ::ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, r.fd) != 0) {
@@ -356,15 +360,17 @@ void PerfRings::open_samples(pid_t pid, const Options& options) {
   perf_event_attr a = base_attr(options);
   a.sample_type |= PERF_SAMPLE_IP;
   a.sample_period = 1'000'000'000ull / options.sample_hz;
-  if (options.sample_stacks && SampleUnwinder::regs_count()) {
+  const bool stacks = options.sample_stacks && SampleUnwinder::regs_count();
+  if (stacks) {
     a.sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
     a.sample_regs_user = SampleUnwinder::regs_mask();
     a.sample_stack_user = SampleUnwinder::kStackBytes;
-    unwinder_ = std::make_unique<SampleUnwinder>();
   }
   if (open_software(pid, a, "CPU samples", "CPU samples of the kernel's code (in system calls, faults)",
-                    {{PERF_COUNT_SW_CPU_CLOCK, &sample_ids_}}, kernel_samples_))
+                    {{PERF_COUNT_SW_CPU_CLOCK, &sample_ids_}}, kernel_samples_)) {
     sample_period_ns_ = a.sample_period;
+    if (stacks) unwinder_ = std::make_unique<SampleUnwinder>();
+  }
 }
 
 void PerfRings::open_io(pid_t pid, const Options& options) {
@@ -463,10 +469,11 @@ void PerfRings::unwind_sample(const uint8_t* p, const uint8_t* end, SysRecord& s
   p += 8 * nregs;
   std::memcpy(&size, p, 8);
   p += 8;
-  if (size == 0 || static_cast<size_t>(end - p) < size + 8) return;
+  const auto avail = static_cast<uint64_t>(end - p);
+  if (size == 0 || avail < 8 || size > avail - 8) return;
   std::memcpy(&used, p + size, 8);
-  s.n_frames = unwinder_->unwind(static_cast<pid_t>(s.pid), static_cast<pid_t>(s.tid), s.in_kernel, regs, p,
-                                 std::min(used, size), frames_, s.frames_cut);
+  s.n_frames = unwinder_->unwind(static_cast<pid_t>(s.pid), static_cast<pid_t>(s.tid), s.time_ns, s.in_kernel, regs,
+                                 p, std::min(used, size), frames_, s.frames_cut);
   s.frames = frames_;
 }
 
@@ -520,7 +527,7 @@ void PerfRings::note_maps() {
       const char* name = reinterpret_cast<const char*>(b + 64);
       unwinder_->mapped(static_cast<pid_t>(ids[0]), v[0], v[1], v[2], std::string(name, strnlen(name, room - 64)));
     } else if (h.type == PERF_RECORD_COMM && (h.misc & PERF_RECORD_MISC_COMM_EXEC)) {
-      unwinder_->exec(static_cast<pid_t>(ids[0]));
+      unwinder_->exec(static_cast<pid_t>(ids[0]), time);
     } else if (h.type == PERF_RECORD_FORK && ids[0] == ids[2]) {
       unwinder_->forked(static_cast<pid_t>(ids[1]), static_cast<pid_t>(ids[0]));
     }

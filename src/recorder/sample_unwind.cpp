@@ -21,10 +21,16 @@
 namespace callscope::recorder {
 namespace {
 
+// No separate debug files: the modules' own .eh_frame and .debug_frame
+// only (a search of /usr/lib/debug, or debuginfod's network, has no place
+// beside a running program).
+int no_debuginfo(Dwfl_Module*, void**, const char*, Dwarf_Addr, const char*, const char*, GElf_Word, char**) {
+  return -1;
+}
 char* debuginfo_path = nullptr;
 const Dwfl_Callbacks kModuleCallbacks = {
     dwfl_linux_proc_find_elf,
-    dwfl_standard_find_debuginfo,
+    no_debuginfo,
     nullptr,
     &debuginfo_path,
 };
@@ -78,6 +84,8 @@ struct SampleUnwinder::Process {
   };
   std::vector<Map> maps;  // told by the kernel (`told`), in the order mapped
   bool told = false;
+  bool dirty = false;    // maps changed since dwfl was made
+  uint64_t exec_ns = 0;  // its last exec's time: a sample before it is of the image before
   size_t reported = 0;  // maps[0, reported) are in dwfl
   std::set<std::pair<std::string, uint64_t>> modules;  // (path, bias) reported
   Dwfl* dwfl = nullptr;
@@ -139,6 +147,7 @@ struct Walk {
   bool first = true;
   bool in_kernel = false;
   bool full = false;
+  bool stray = false;  // a frame in no module
 };
 
 int on_frame(Dwfl_Frame* state, void* arg) {
@@ -155,7 +164,12 @@ int on_frame(Dwfl_Frame* state, void* arg) {
     w->full = true;
     return DWARF_CB_ABORT;
   }
-  w->out[w->n++] = activation ? pc : pc - 1;
+  const uint64_t at = activation ? pc : pc - 1;
+  if (!dwfl_addrmodule(dwfl_thread_dwfl(dwfl_frame_thread(state)), at)) {
+    w->stray = true;
+    return DWARF_CB_ABORT;
+  }
+  w->out[w->n++] = at;
   return DWARF_CB_OK;
 }
 
@@ -177,40 +191,57 @@ SampleUnwinder::Process& SampleUnwinder::slot(pid_t pid) {
   return *p;
 }
 
-void SampleUnwinder::mapped(pid_t pid, uint64_t start, uint64_t len, uint64_t pgoff, const std::string& path) {
-  // Files and the vDSO; not anonymous code (a JIT's), which has no rules.
-  if (path.empty() || (path[0] != '/' && path != "[vdso]")) return;
-  const bool known = processes_.count(pid) != 0;
-  Process& p = slot(pid);
-  if (!known && !p.told) {
-    // Told of a process neither begun nor exec'd while followed (attach):
-    // what it mapped before comes from /proc first.
-    std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
-    for (std::string line; std::getline(maps, line);) {
-      unsigned long lo = 0, hi = 0, off = 0;
-      char perms[8] = {};
-      int name_at = 0;
-      if (std::sscanf(line.c_str(), "%lx-%lx %7s %lx %*s %*s %n", &lo, &hi, perms, &off, &name_at) < 4 ||
-          perms[2] != 'x' || name_at <= 0 || static_cast<size_t>(name_at) >= line.size())
-        continue;
-      const std::string file = line.substr(static_cast<size_t>(name_at));
-      if (file[0] == '/' || file == "[vdso]") p.maps.push_back({lo, hi - lo, off, file});
-    }
+namespace {
+
+// Files and the vDSO; not anonymous code (a JIT's), which has no rules.
+bool unwindable(const std::string& path) { return !path.empty() && (path[0] == '/' || path == "[vdso]"); }
+
+// The executable mappings of `pid` now, from /proc (false: not readable).
+bool read_maps(pid_t pid, std::vector<SampleUnwinder::Process::Map>& out) {
+  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+  if (!maps) return false;
+  std::vector<SampleUnwinder::Process::Map> found;
+  for (std::string line; std::getline(maps, line);) {
+    unsigned long lo = 0, hi = 0, off = 0;
+    char perms[8] = {};
+    int name_at = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx %7s %lx %*s %*s %n", &lo, &hi, perms, &off, &name_at) < 4 ||
+        perms[2] != 'x' || name_at <= 0 || static_cast<size_t>(name_at) >= line.size())
+      continue;
+    std::string file = line.substr(static_cast<size_t>(name_at));
+    if (unwindable(file)) found.push_back({lo, hi - lo, off, std::move(file)});
   }
+  if (found.empty()) return false;  // (a process that has ended has none)
+  out = std::move(found);
+  return true;
+}
+
+}  // namespace
+
+void SampleUnwinder::mapped(pid_t pid, uint64_t start, uint64_t len, uint64_t pgoff, const std::string& path) {
+  if (!unwindable(path)) return;
+  Process& p = slot(pid);
+  // Told of a process neither begun nor exec'd while followed (attach), or
+  // read from /proc so far: what it mapped before comes from /proc first.
+  if (!p.told) read_maps(pid, p.maps);
   p.told = true;
+  p.dirty = true;
   // A mapping over an earlier one (a library unloaded, another loaded
   // there) replaces it.
   std::erase_if(p.maps, [&](const Process::Map& m) { return m.start < start + len && start < m.start + m.len; });
   p.maps.push_back({start, len, pgoff, path});
 }
 
-void SampleUnwinder::exec(pid_t pid) {
+void SampleUnwinder::exec(pid_t pid, uint64_t time_ns) {
   processes_.erase(pid);
-  slot(pid).told = true;  // its maps follow
+  Process& p = slot(pid);
+  p.told = true;  // its maps follow
+  p.exec_ns = time_ns;
 }
 
 void SampleUnwinder::forked(pid_t parent, pid_t child) {
   if (parent == child) return;
+  processes_.erase(child);  // (a pid used again)
   auto it = processes_.find(parent);
   if (it == processes_.end() || !it->second->told) return;
   Process& c = slot(child);
@@ -270,10 +301,20 @@ SampleUnwinder::Process* SampleUnwinder::process(pid_t pid, uint64_t ip) {
     // (modules added to a Dwfl whose state is attached were not found by
     // its lookups).
     Process& p = *told->second;
-    if (p.dwfl && p.reported < p.maps.size()) {
+    // A module lost from what the kernel said (a full ring, a thread's
+    // mapping attach does not follow): /proc again, a while after.
+    if (p.dwfl && !p.dirty && !dwfl_addrmodule(p.dwfl, ip)) {
+      const uint64_t now = mono_now();
+      if (now - p.read_ns >= kRereadNs) {
+        p.read_ns = now;
+        p.dirty = read_maps(pid, p.maps);
+      }
+    }
+    if (p.dwfl && p.dirty) {
       dwfl_end(p.dwfl);
       p.dwfl = nullptr;
     }
+    p.dirty = false;
     if (!p.dwfl) {
       p.dwfl = dwfl_begin(&kModuleCallbacks);
       if (!p.dwfl) return nullptr;
@@ -294,7 +335,7 @@ SampleUnwinder::Process* SampleUnwinder::process(pid_t pid, uint64_t ip) {
         }
         const std::string name = vdso ? "[vdso]" : m.path.substr(m.path.rfind('/') + 1);
         // (libdwfl owns the descriptor once it accepts it)
-        if (!dwfl_report_elf(p.dwfl, name.c_str(), vdso ? "[vdso]" : m.path.c_str(), fd, bias, false)) ::close(fd);
+        if (!dwfl_report_elf(p.dwfl, name.c_str(), vdso ? "[vdso]" : m.path.c_str(), fd, bias, true)) ::close(fd);
       }
       dwfl_report_end(p.dwfl, nullptr, nullptr);
     }
@@ -306,7 +347,7 @@ SampleUnwinder::Process* SampleUnwinder::process(pid_t pid, uint64_t ip) {
   const uint64_t now = mono_now();
   if (it != processes_.end() && now - it->second->read_ns < kRereadNs)
     return it->second->dwfl ? it->second.get() : nullptr;
-  if (processes_.size() >= 256) processes_.clear();  // (ended ones not forgotten)
+  if (processes_.size() >= 1024) processes_.clear();  // (ended ones not forgotten)
   auto p = std::make_unique<Process>();
   p->read_ns = now;
   Process* raw = p.get();
@@ -324,12 +365,14 @@ SampleUnwinder::Process* SampleUnwinder::process(pid_t pid, uint64_t ip) {
   return raw;
 }
 
-uint32_t SampleUnwinder::unwind(pid_t pid, pid_t tid, bool in_kernel, const uint64_t* regs, const uint8_t* stack,
-                                uint64_t size, uint64_t* out, bool& cut) {
+uint32_t SampleUnwinder::unwind(pid_t pid, pid_t tid, uint64_t time_ns, bool in_kernel, const uint64_t* regs,
+                                const uint8_t* stack, uint64_t size, uint64_t* out, bool& cut) {
   cut = false;
   if (!kRegsCount) return 0;
   Process* p = process(pid, regs[kIp]);
-  if (!p) {
+  // (a sample taken before the exec the kernel has told of since, read in
+  // the same round: of the image before, whose modules are gone)
+  if (!p || time_ns < p->exec_ns) {
     cut = true;
     return 0;
   }
@@ -342,10 +385,12 @@ uint32_t SampleUnwinder::unwind(pid_t pid, pid_t tid, bool in_kernel, const uint
   w.in_kernel = in_kernel;
   const int r = dwfl_getthread_frames(p->dwfl, tid, on_frame, &w);
   // The walk ends at the outermost frame (_start, a thread's clone: their
-  // rules say there is no caller; or code without rules, as ld.so's entry).
+  // rules say there is no caller; or code without rules, as ld.so's entry
+  // -- libdwfl says so with an error at times, as at an end without one).
   // It was cut when it needed the stack past the copy (libdwfl ends such a
-  // walk without an error), had no room, or found no frame at all.
-  cut = w.full || p->outside || (r != 0 && w.n == 0);
+  // walk without an error), had no room, came to a frame in no module (a
+  // JIT's code, or garbage), or found no frame at all.
+  cut = w.full || w.stray || p->outside || (r != 0 && w.n == 0);
   p->regs = nullptr;
   p->stack = nullptr;
   return w.n;

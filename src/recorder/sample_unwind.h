@@ -36,19 +36,20 @@ class SampleUnwinder {
   // instruction, innermost first, each an address inside its function: the
   // return address less one (inside the call), or, for the first frame of a
   // sample taken in the kernel (`in_kernel`), the user instruction where it
-  // entered the kernel. `regs` as the kernel gave them (regs_count() of
-  // them), `stack` the copy of the stack from the sampled sp on. Writes at
-  // most kMaxFrames; `cut` says the unwinding went past the copy (the
-  // outer frames are not known) or stopped where no rule said more.
-  uint32_t unwind(pid_t pid, pid_t tid, bool in_kernel, const uint64_t* regs, const uint8_t* stack, uint64_t size,
-                  uint64_t* out, bool& cut);
+  // entered the kernel. `time_ns` the sample's (CLOCK_MONOTONIC), `regs`
+  // as the kernel gave them (regs_count() of them), `stack` the copy of the
+  // stack from the sampled sp on. Writes at most kMaxFrames; `cut` says the
+  // outer frames are not known: the unwinding went past the copy, came to
+  // code in no module, or the process's modules were not known.
+  uint32_t unwind(pid_t pid, pid_t tid, uint64_t time_ns, bool in_kernel, const uint64_t* regs, const uint8_t* stack,
+                  uint64_t size, uint64_t* out, bool& cut);
   // What each process maps, as the kernel tells it (PERF_RECORD_MMAP2 of
   // executable mappings, PERF_RECORD_COMM of an exec, PERF_RECORD_FORK):
   // known so, a process's modules are known even when its samples are read
   // after it has ended. A process not told of (attach: mapped before) is
   // read from /proc/PID/maps at its first sample.
   void mapped(pid_t pid, uint64_t start, uint64_t len, uint64_t pgoff, const std::string& path);
-  void exec(pid_t pid);
+  void exec(pid_t pid, uint64_t time_ns);
   void forked(pid_t parent, pid_t child);
   // The process ended: its modules are let go.
   void forget(pid_t pid);

@@ -10,7 +10,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <vector>
 
 namespace callscope::recorder {
@@ -77,8 +80,8 @@ TEST(SampleUnwinder, UnwindsACopyOfTheStackByTheModulesRules) {
   SampleUnwinder u;
   uint64_t frames[SampleUnwinder::kMaxFrames];
   bool cut = true;
-  const uint32_t n = u.unwind(::getpid(), static_cast<pid_t>(::syscall(SYS_gettid)), false, t.regs, t.stack.data(),
-                              t.stack.size(), frames, cut);
+  const uint32_t n = u.unwind(::getpid(), static_cast<pid_t>(::syscall(SYS_gettid)), 1, false, t.regs,
+                              t.stack.data(), t.stack.size(), frames, cut);
   ASSERT_GE(n, 2u);
   EXPECT_TRUE(within(frames[0], middle_caller)) << std::hex << frames[0];
   EXPECT_TRUE(within(frames[1], outer_caller)) << std::hex << frames[1];
@@ -92,7 +95,7 @@ TEST(SampleUnwinder, AStackPastTheCopyIsSaidToBeCut) {
   bool cut = false;
   // Only the first 16 bytes: the callers' frames are past them.
   const uint32_t n =
-      u.unwind(::getpid(), static_cast<pid_t>(::syscall(SYS_gettid)), false, t.regs, t.stack.data(), 16, frames, cut);
+      u.unwind(::getpid(), static_cast<pid_t>(::syscall(SYS_gettid)), 1, false, t.regs, t.stack.data(), 16, frames, cut);
   EXPECT_TRUE(cut);
   EXPECT_LE(n, 1u);
 }
@@ -104,7 +107,41 @@ TEST(SampleUnwinder, AProcessItCannotReadGivesNoFrames) {
   uint64_t frames[SampleUnwinder::kMaxFrames];
   bool cut = false;
   // No such process (pid_max is at most 2^22): its modules are not known.
-  EXPECT_EQ(u.unwind(1 << 23, 1 << 23, false, t.regs, t.stack.data(), t.stack.size(), frames, cut), 0u);
+  EXPECT_EQ(u.unwind(1 << 23, 1 << 23, 1, false, t.regs, t.stack.data(), t.stack.size(), frames, cut), 0u);
+  EXPECT_TRUE(cut);
+}
+
+// The modules as the kernel's records tell them (record: an exec, then
+// each executable mapping), not read from /proc: the same frames, and a
+// sample from before the exec is not unwound against the image after it.
+TEST(SampleUnwinder, ModulesToldByTheKernelsRecords) {
+  Taken t;
+  outer_caller(&t);
+  SampleUnwinder u;
+  const pid_t pid = ::getpid();
+  u.exec(pid, 1000);
+  std::ifstream maps("/proc/self/maps");
+  int told = 0;
+  for (std::string line; std::getline(maps, line);) {
+    unsigned long lo = 0, hi = 0, off = 0;
+    char perms[8] = {};
+    int at = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx %7s %lx %*s %*s %n", &lo, &hi, perms, &off, &at) < 4 || perms[2] != 'x' ||
+        at <= 0 || static_cast<size_t>(at) >= line.size())
+      continue;
+    u.mapped(pid, lo, hi - lo, off, line.substr(static_cast<size_t>(at)));
+    ++told;
+  }
+  ASSERT_GT(told, 2);
+  uint64_t frames[SampleUnwinder::kMaxFrames];
+  bool cut = true;
+  const pid_t tid = static_cast<pid_t>(::syscall(SYS_gettid));
+  const uint32_t n = u.unwind(pid, tid, 2000, false, t.regs, t.stack.data(), t.stack.size(), frames, cut);
+  ASSERT_GE(n, 2u);
+  EXPECT_TRUE(within(frames[0], middle_caller)) << std::hex << frames[0];
+  EXPECT_TRUE(within(frames[1], outer_caller)) << std::hex << frames[1];
+  EXPECT_FALSE(cut);
+  EXPECT_EQ(u.unwind(pid, tid, 999, false, t.regs, t.stack.data(), t.stack.size(), frames, cut), 0u);
   EXPECT_TRUE(cut);
 }
 
