@@ -58,7 +58,7 @@ def query(n): return [cs, "query", "-q", "-n", count, "-c", f"{work}/fib {n}"]
 # Beyond the targets: scripts the bulk count cannot serve (every firing
 # runs the clause), for what they cost.
 others = (
-    ("count() with a predicate", 'pid$target:a.out:fib:entry /arg0 != 0/ { @[probefunc] = count(); }'),
+    ("count() with a predicate", 'pid$target:a.out:fib:entry /tid != 0/ { @[probefunc] = count(); }'),
     ("quantize(duration) at return", 'pid$target:a.out:fib:return { @[probefunc] = quantize(duration); }'),
 )
 def bpftrace(n): return ["bpftrace", "-e", f"uprobe:{work}/fib-plain:fib {{ @[func] = count(); }}", "-c", f"{work}/fib-plain {n}"]

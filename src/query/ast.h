@@ -48,6 +48,7 @@ struct Expr {
   std::string name;
   uint64_t value = 0;
   bool is_unsigned = false;
+  bool is_long = false;  // kInt: an 'l' or 'll' suffix, 64 bits however small
   bool prefix = false;
   uint8_t cast_bits = 64;
   bool cast_signed = true;

@@ -2,6 +2,8 @@
 // pragmas, names and types, aggregations' prototypes, actions' places.
 #include "query/compile.h"
 
+#include <fnmatch.h>
+
 #include <algorithm>
 #include <optional>
 #include <set>
@@ -166,10 +168,23 @@ class Checker {
     }
   }
 
+  // Whether a probe description can name a pid (or fpid) probe: the
+  // provider pid..., fpid or a pattern that matches them, and a name that
+  // can be entry or return.
+  static bool function_probe(const ProbeSpec& ps) {
+    const auto matches = [](const std::string& pattern, const char* what) {
+      return pattern.empty() || ::fnmatch(pattern.c_str(), what, 0) == 0;
+    };
+    const bool provider = ps.provider.rfind("pid", 0) == 0 || matches(ps.provider, "pid1") ||
+                          matches(ps.provider, "fpid");
+    return provider && (matches(ps.name, "entry") || matches(ps.name, "return"));
+  }
+
   void pass() {
     if (!infer_) check_inlines();
     for (auto& c : p_.script.clauses) {
       if (err_) return;
+      clause_ = &c;
       if (c.predicate) {
         const Type t = expr(*c.predicate, false);
         if (!err_ && !infer_ && t != Type::kNone && !is_integer(t) && t != Type::kString)
@@ -468,7 +483,7 @@ class Checker {
     auto wider = [](uint8_t a, uint8_t b) { return std::max<uint8_t>({a, b, 4}); };
     switch (e.kind) {
       case ExprKind::kInt:
-        return !e.is_unsigned && e.value <= static_cast<uint64_t>(INT32_MAX) ? 4 : 8;
+        return !e.is_unsigned && !e.is_long && e.value <= static_cast<uint64_t>(INT32_MAX) ? 4 : 8;
       case ExprKind::kIdent:
         if (e.var == VarKind::kBuiltin) return builtin_bytes(static_cast<Builtin>(e.slot));
         [[fallthrough]];
@@ -521,6 +536,23 @@ class Checker {
       case ExprKind::kString: return Type::kString;
       case ExprKind::kIdent: {
         if (auto b = builtin_type(e.name)) {
+          if ((b->first == Builtin::kArg0 || b->first == Builtin::kArg1) && clause_) {
+            // At a pid probe D's arg0... are the function's arguments (at
+            // return, arg1 its value): callscope has none to give, and a
+            // stand-in would be a silent wrong answer (issue 33).
+            for (const ProbeSpec& ps : clause_->probes)
+              if (function_probe(ps)) {
+                const std::string at = (ps.target ? std::string("pid$target") : ps.provider) + ":" + ps.module +
+                                       ":" + ps.function + ":" + ps.name;
+                const bool ret = ps.name == "return", first = b->first == Builtin::kArg0;
+                const char* what = ret ? (first ? "the return's offset in the function" : "the function's return value")
+                                       : (first ? "the function's first argument" : "its second argument");
+                fail(e.line, e.name + " is not available at " + at + ": D's " + e.name + " there is " + what +
+                                 ", and callscope records no function arguments or return values yet (probefunc "
+                                 "and probemod name the function)");
+                return Type::kNone;
+              }
+          }
           e.var = VarKind::kBuiltin;
           e.slot = static_cast<uint32_t>(b->first);
           if (b->first == Builtin::kUstackdepth || b->first == Builtin::kUcaller || b->first == Builtin::kDepth)
@@ -756,6 +788,7 @@ class Checker {
   std::string rhs_name_;   // and its D type's name, for messages
   bool infer_ = false;
   std::optional<Error> err_;
+  const Clause* clause_ = nullptr;  // the clause being compiled
 };
 
 }  // namespace

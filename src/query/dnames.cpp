@@ -108,12 +108,14 @@ std::optional<std::string> refused_variable(const std::string& name) {
       {"gid", std::string("gid is not available") + kernel},
       {"zonename", std::string("zonename is not available") + kernel},
       {"vtimestamp", "vtimestamp is not available: callscope does not know when a thread was off the CPU"},
-      {"args", "args[] is not available: callscope records no function arguments (arg0 is the function's address)"},
+      {"args", "args[] is not available: callscope records no function arguments yet (probefunc and probemod name "
+               "the function)"},
   };
   auto it = m.find(name);
   if (it != m.end()) return it->second;
   if (name.size() == 4 && name.starts_with("arg") && name[3] >= '2' && name[3] <= '9')
-    return name + " is not available: callscope records no function arguments (arg0 is the function's address, arg1 0)";
+    return name + " is not available: callscope records no function arguments yet (probefunc and probemod name the "
+                  "function)";
   return std::nullopt;
 }
 

@@ -194,6 +194,7 @@ Token Lexer::number() {
   }
   t.value = v;
   t.is_unsigned = us > 0 || v > static_cast<uint64_t>(INT64_MAX);
+  t.is_long = ls > 0;
   return t;
 }
 

@@ -23,7 +23,7 @@ enum class Tok : uint8_t {
   kEof,
   kError,   // text: the message ("line N: " is added by the parser)
   kIdent,
-  kInt,     // value, is_unsigned (a 'u' suffix or too big for int64)
+  kInt,     // value, is_unsigned (a 'u' suffix or too big for int64), is_long (an 'l' or 'll' suffix)
   kString,  // text: the decoded string
   kAgg,     // text: the name after '@' ("" for the anonymous @)
   kPunct,   // text: the operator or punctuation
@@ -34,6 +34,7 @@ struct Token {
   std::string text;
   uint64_t value = 0;
   bool is_unsigned = false;
+  bool is_long = false;
   int line = 1;
   // probe_desc(): $target was expanded in the first field (pid$target:...),
   // so that a query can say what such a provider left out (driver.h).

@@ -52,7 +52,7 @@ bool starts_declaration(const Token& t) {
 ExprPtr clone(const Expr& e) {
   auto c = std::make_unique<Expr>();
   c->kind = e.kind, c->line = e.line, c->op = e.op, c->name = e.name, c->value = e.value;
-  c->is_unsigned = e.is_unsigned, c->prefix = e.prefix, c->cast_bits = e.cast_bits, c->cast_signed = e.cast_signed;
+  c->is_unsigned = e.is_unsigned, c->is_long = e.is_long, c->prefix = e.prefix, c->cast_bits = e.cast_bits, c->cast_signed = e.cast_signed;
   for (const auto& a : e.args) c->args.push_back(clone(*a));
   return c;
 }
@@ -655,6 +655,7 @@ class Parser {
         auto e = node(ExprKind::kInt, t.line);
         e->value = t.value;
         e->is_unsigned = t.is_unsigned;
+        e->is_long = t.is_long;
         return e;
       }
       case Tok::kString: {

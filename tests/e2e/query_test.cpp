@@ -157,7 +157,7 @@ TEST(QueryTerminal, NamesFromTheTraceAreEscaped) {
   RunResult r = callscope({"query", "-q", "-n",
                            "pid$target::*af:entry /n++ == 0/ { "
                            "printf(\"%s|%s|%s|\x1b[0m\\n\", execname, probemod, probefunc); ustack(); } "
-                           "pid$target::*af:entry { @[probefunc, umod(arg0)] = count(); }",
+                           "pid$target::*af:entry { @[probefunc, umod(ucaller)] = count(); }",
                            trace});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("app\\x1b[2J|app\\x1b[2J|le\\x1b[2Jaf|\x1b[0m\n"), std::string::npos) << r.out;

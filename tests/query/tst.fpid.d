@@ -1,7 +1,7 @@
-/* fpid is pid; arg0 of an entry is the function's address. */
+/* fpid is pid; its entries name the function (arg0 is refused, err.pid_arg0.d). */
 #pragma D option quiet
 
 fpid$target::lex:entry
 {
-	printf("%s %s\n", probeprov, arg0 == 0 ? "no address" : "an address");
+	printf("%s %s %s\n", probeprov, probemod, probefunc);
 }

@@ -138,6 +138,18 @@ TEST(Compile, Refusals) {
             "failed to compile script t.d: line 1: stop( ) is not supported: callscope query observes a program, it does not act on it");
   EXPECT_EQ(error_of("BEGIN { system(\"ls\"); }"),
             "failed to compile script t.d: line 1: system( ) is not supported: callscope query observes a program, it does not act on it");
+  // D's arg0/arg1 at a pid probe are the function's arguments (issue 33):
+  // refused in a clause that can fire there, whatever its other probes;
+  // another provider's are its own.
+  EXPECT_EQ(error_of("pid1::main:entry, proc:::exit { x = arg0; }"),
+            "failed to compile script t.d: line 1: arg0 is not available at pid1::main:entry: D's arg0 there is the "
+            "function's first argument, and callscope records no function arguments or return values yet (probefunc "
+            "and probemod name the function)");
+  EXPECT_NE(error_of(":::return { x = arg1; }").find("D's arg1 there is the function's return value"), std::string::npos);
+  EXPECT_NE(error_of("pid*:::entry { x = arg1; }").find("arg1 is not available at pid*:::entry"), std::string::npos);
+  EXPECT_TRUE(build("proc:::exit, alloc:::malloc { x = arg0 + arg1; }", CompileOptions{}).ok());
+  EXPECT_TRUE(build("pid1::main:entry { x = tid; } proc:::exit { y = arg0; }", CompileOptions{}).ok());
+  EXPECT_TRUE(build("BEGIN { trace(1LL << 62); }", CompileOptions{}).ok());
   for (const char* f : {"raise(9)", "chill(1)", "breakpoint()", "panic()", "copyin(arg0, 4)"})
     EXPECT_NE(error_of(std::string("BEGIN { ") + f + "; }").find("is not supported"), std::string::npos) << f;
   EXPECT_EQ(error_of("BEGIN { x = uregs; }"), "failed to compile script t.d: line 1: uregs is not available: callscope records no registers");
@@ -156,7 +168,7 @@ TEST(Compile, Refusals) {
 TEST(Compile, MacroArguments) {
   CompileOptions o;
   o.macro_args = {"5", "main"};
-  auto r = build("pid1::$2:entry /arg0 == $1/ { printf(\"%s\\n\", $$2); }", o);
+  auto r = build("pid1::$2:entry /tid == $1/ { printf(\"%s\\n\", $$2); }", o);
   ASSERT_TRUE(r.ok()) << r.error().message();
   EXPECT_EQ((*r)->clause_probes(0)[0].function, "main");
   EXPECT_EQ(error_of("BEGIN { x = $3; }", o), "failed to compile script t.d: line 1: macro argument $3 is not defined");
@@ -175,7 +187,7 @@ namespace {
 TEST(Compile, EveryPrefixFailsCleanly) {
   const std::string script =
       "#pragma D option quiet\n"
-      "pid$target:a.out:f*:entry, pid$target::g:entry /self->ts == 0 && arg0 != 0x10/ {\n"
+      "pid$target:a.out:f*:entry, pid$target::g:entry /self->ts == 0 && tid != 0x10/ {\n"
       "  self->ts = timestamp; this->s = strjoin(probefunc, \"/x\"); a[this->s, 1] = 'c';\n"
       "  if (substr(this->s, 1) == \"\") { x = (uint8_t)-1 ? 1 : 2; } else { x ^= ~3 >> 1; }\n"
       "}\n"
