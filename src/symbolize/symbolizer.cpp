@@ -167,7 +167,7 @@ Symbolizer::Process& Symbolizer::process(uint32_t index) {
     }
     // libdwfl owns the descriptor once it accepts it; not when it fails.
     Dwfl_Module* dm = dwfl_report_elf(p.layer_for(mod.low, mod.high), mod.name.c_str(), m.path.c_str(), file->fd,
-                                      m.record.load_bias, false);
+                                      m.record.load_bias, true);
     if (!dm) {
       ::close(file->fd);
       warnings_.push_back("module '" + m.path + "': " + dwfl_errmsg(-1));

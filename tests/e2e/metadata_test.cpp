@@ -276,6 +276,30 @@ TEST_P(MetadataTest, LibrariesLoadedAgainAtTheSameAddressKeepTheirNames) {
   EXPECT_NE(st.out.find("90  plugin_square"), std::string::npos) << st.out;
 }
 
+// A library whose first segment is linked at 0x400000, not 0 (a prelinked
+// library, or one linked at a fixed base): the runtime records its load
+// bias, and the symbolizer had taken that for its start, so both of its
+// functions were named as one wrong symbol (_fini). Each has its name and
+// its count.
+TEST_P(MetadataTest, ALibraryLinkedAtAFixedAddressHasItsNames) {
+  const std::string lib = fixture(GetParam(), "libplugin_high.so");
+  const std::string trace = dir_.file("high.trace");
+  RunResult r = callscope_env({"record", "-o", trace, "--", fixture(GetParam(), "dlopen_main"), lib});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  TraceSummary s = summarize(trace);
+  ASSERT_TRUE(s.reader);
+  bool high = false;
+  for (const auto& m : s.reader->modules())
+    if (m.path == lib) high = m.record.low != m.record.load_bias;
+  EXPECT_TRUE(high) << "the library's start is its load bias: nothing is tested";
+  RunResult rep = callscope({"report", trace, "--format", "csv"});
+  ASSERT_EQ(rep.exit_code, 0) << rep.err;
+  auto rows = csv_by(rep.out, "function");
+  EXPECT_EQ(num(rows["plugin_entry"], "calls"), 3u) << rep.out;
+  EXPECT_EQ(num(rows["plugin_square"], "calls"), 30u) << rep.out;
+  EXPECT_EQ(rows["plugin_square"]["module"], "libplugin_high.so") << rep.out;
+}
+
 // ---- calls open at the end ----------------------------------------------------------
 
 // A call in progress when its thread or process ended, or when a snapshot
