@@ -78,7 +78,8 @@ struct Firing {
   uint32_t execname = 0;        // string id
   uint64_t timestamp = 0;       // ns on the trace's clock (monotonic)
   uint64_t walltimestamp = 0;   // ns since the epoch
-  int64_t arg0 = 0, arg1 = 0;   // pid entry: arg0 the function's address; return: arg0 0 (offset), arg1 0
+  int64_t arg0 = 0, arg1 = 0;   // the provider's (pid entry: arg0 the function's address, which no
+                                // script reads: compile refuses arg0/arg1 at pid probes)
   // Return probes (beyond D): the call's inclusive and exclusive time, ns.
   uint64_t duration = 0, selfduration = 0;
   // The thread's call path at the firing, outermost first (for a return
