@@ -722,13 +722,29 @@ class Checker {
         }
         if (!infer_) e.args[i]->slot = agg_slot(e.args[i]->name, e.line, false);
       }
+      const auto signature = [&](const AggInfo& a, std::vector<ArgType>& keys, std::vector<std::string>& names) {
+        for (size_t k = 0; k < a.keys.size(); ++k)
+          keys.push_back(arg_type(a.keys[k])), names.push_back(k < a.key_names.size() ? a.key_names[k] : type_name(a.keys[k]));
+      };
       if (!infer_ && !err_ && e.args[0]->kind == ExprKind::kString) {
         const AggInfo& a = p_.aggs[e.args[1]->slot];
         std::vector<ArgType> keys;
         std::vector<std::string> names;
-        for (size_t k = 0; k < a.keys.size(); ++k)
-          keys.push_back(arg_type(a.keys[k])), names.push_back(k < a.key_names.size() ? a.key_names[k] : type_name(a.keys[k]));
+        signature(a, keys, names);
         auto st = check_printa(e.args[0]->name, keys, a.fn, names);
+        if (!st) fail(e.line, st.error().message());
+      }
+      // Several aggregations print as one table, row by row of their keys:
+      // their keys must match, as D requires (else the rows mean nothing).
+      const size_t first = e.args[0]->kind == ExprKind::kString ? 1 : 0;
+      for (size_t j = first + 1; !infer_ && !err_ && j < n; ++j) {
+        const AggInfo& a = p_.aggs[e.args[first]->slot];
+        const AggInfo& b = p_.aggs[e.args[j]->slot];
+        std::vector<ArgType> ka, kb;
+        std::vector<std::string> na, nb;
+        signature(a, ka, na);
+        signature(b, kb, nb);
+        auto st = check_printa_keys(a.name, ka, na, b.name, kb, nb);
         if (!st) fail(e.line, st.error().message());
       }
       return Type::kVoid;
