@@ -2,6 +2,8 @@
 // arguments, comments and #pragma lines.
 #include "query/lexer.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstring>
@@ -269,7 +271,19 @@ Token Lexer::quoted(char quote) {
   return t;
 }
 
-// $1..$9 (and more), $target, $$1: expanded to tokens.
+std::optional<uint64_t> process_macro(std::string_view name) {
+  if (name == "pid") return static_cast<uint64_t>(::getpid());
+  if (name == "ppid") return static_cast<uint64_t>(::getppid());
+  if (name == "pgid") return static_cast<uint64_t>(::getpgrp());
+  if (name == "sid") return static_cast<uint64_t>(::getsid(0));
+  if (name == "uid") return static_cast<uint64_t>(::getuid());
+  if (name == "gid") return static_cast<uint64_t>(::getgid());
+  if (name == "euid") return static_cast<uint64_t>(::geteuid());
+  if (name == "egid") return static_cast<uint64_t>(::getegid());
+  return std::nullopt;
+}
+
+// $1..$9 (and more), $target, $pid and the like, $$1: expanded to tokens.
 Token Lexer::macro() {
   Token t;
   t.line = line_;
@@ -281,14 +295,16 @@ Token Lexer::macro() {
   while (off_ < src_.size() && ident_char(src_[off_])) ++off_;
   const std::string name(src_.substr(nb, off_ - nb));
   const std::string whole(src_.substr(b, off_ - b));
-  if (name == "target") {
-    if (!macros_.target) return error("macro argument $target is not defined: give callscope query -c or -p");
+  if (name == "target" || process_macro(name)) {
+    if (name == "target" && !macros_.target)
+      return error("macro argument $target is not defined: give callscope query -c or -p");
+    const uint64_t v = name == "target" ? *macros_.target : *process_macro(name);
     if (as_string) {
       t.kind = Tok::kString;
-      t.text = std::to_string(*macros_.target);
+      t.text = std::to_string(v);
     } else {
       t.kind = Tok::kInt;
-      t.value = *macros_.target;
+      t.value = v;
     }
     return t;
   }

@@ -47,6 +47,10 @@ struct MacroArgs {
   bool defaultargs = false;  // an unset $N reads 0 / "" instead of an error
 };
 
+// dtrace's macro variables of the query's own process: $pid, $ppid, $pgid,
+// $sid, $uid, $gid, $euid, $egid (nullopt: not one of them).
+std::optional<uint64_t> process_macro(std::string_view name);
+
 class Lexer {
  public:
   Lexer(std::string_view src, const MacroArgs& macros);

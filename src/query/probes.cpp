@@ -6,6 +6,7 @@
 #include <libelf.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdio>
 #include <set>
 
@@ -13,6 +14,7 @@
 #include "common/glob.h"
 #include "common/output_format.h"
 #include "format/trace_reader.h"
+#include "query/lexer.h"
 #include "symbolize/elf_symbols.h"
 #include "symbolize/symbolizer.h"
 
@@ -314,6 +316,14 @@ std::optional<uint64_t> clock_interval_ns(const std::string& name, const std::st
   return ns;
 }
 
+namespace {
+// Where the letters of a macro's name that begins at `from` end.
+size_t name_end(const std::string& f, size_t from) {
+  while (from < f.size() && std::isalpha(static_cast<unsigned char>(f[from]))) ++from;
+  return from;
+}
+}  // namespace
+
 Result<ProbeSpec> parse_probe_description(const std::string& text, const CompileOptions& options) {
   std::vector<std::string> fields;
   size_t start = 0;
@@ -338,6 +348,9 @@ Result<ProbeSpec> parse_probe_description(const std::string& text, const Compile
           return Error("invalid probe description \"" + text + "\": $target is not set (no trace to take it from)");
         out += std::to_string(*options.target);
         i += 6;
+      } else if (const size_t e = name_end(f, i + 1); process_macro(std::string_view(f).substr(i + 1, e - i - 1))) {
+        out += std::to_string(*process_macro(std::string_view(f).substr(i + 1, e - i - 1)));  // $pid, ...
+        i = e - 1;
       } else if (i + 1 < f.size() && f[i + 1] >= '1' && f[i + 1] <= '9') {
         const size_t n = static_cast<size_t>(f[i + 1] - '0');
         if (n > options.macro_args.size())

@@ -193,6 +193,14 @@ TEST(Catalog, DescriptionErrors) {
   r = parse_probe_description("pid1::$2:entry", none);
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().message(), "invalid probe description \"pid1::$2:entry\": macro argument $2 is not defined");
+  // The query's own process: $pid, $ppid, ... (dtrace's macro variables).
+  auto own = parse_probe_description("pid$ppid:a.out:main$pid:entry", none);
+  ASSERT_TRUE(own) << own.error().message();
+  EXPECT_EQ(own->provider, "pid" + std::to_string(::getppid()));
+  EXPECT_EQ(own->function, "main" + std::to_string(::getpid()));
+  r = parse_probe_description("pid$nosuch:::entry", none);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message().find("unknown macro at '$nosuch'"), std::string::npos) << r.error().message();
 }
 
 TEST(Catalog, ListLayoutIsDtraces) {
