@@ -40,6 +40,21 @@ def cpu_of(cmd, cwd):
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+def median_cpu(configs, reps, cwd):
+    """Each command of `configs` (name -> argv) `reps` times, interleaved:
+    the median CPU of each name."""
+    cpu = {k: [] for k in configs}
+    for _ in range(reps):
+        for k, cmd in configs.items():
+            cpu[k].append(cpu_of(cmd, cwd))
+    return {k: statistics.median(v) for k, v in cpu.items()}
+
+
+def print_medians(med, reps):
+    for k, v in med.items():
+        print("%-8s %.3f s CPU (median of %d)" % (k, v, reps))
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--callscope", default=os.path.join(HERE, "..", "..", "build", "bin", "callscope"))
@@ -65,11 +80,7 @@ def main():
             "strace": lambda prog: ["strace", "-c", "-f", "-o", os.path.join(work, "strace.txt"), prog],
         }
         for name, prog in progs.items():
-            samples = {c: [] for c in configs}
-            for _ in range(a.reps):
-                for c, cmd in configs.items():
-                    samples[c].append(cpu_of(cmd(prog), work))
-            med = {c: statistics.median(v) for c, v in samples.items()}
+            med = median_cpu({c: cmd(prog) for c, cmd in configs.items()}, a.reps, work)
             # Events per run: system calls of the program, switches of pingpong.
             events = 200_000 if name == "syscalls" else 40_000
             unit, units = ("system call", "system calls") if name == "syscalls" else ("switch", "switches")

@@ -19,13 +19,12 @@ kernels), callscope's those matched with a request of the program.
 import argparse
 import os
 import json
-import statistics
 import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cost import cpu_of  # noqa: E402
+from cost import median_cpu, print_medians  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -49,13 +48,8 @@ def main():
         "perf": ["perf", "record", "-q", "-a", "-e", "block:block_io_start", "-e", "block:block_rq_complete",
                  "-o", pd, "--", prog, work],
     }
-    cpu = {k: [] for k in configs}
-    for _ in range(a.reps):
-        for k, cmd in configs.items():
-            cpu[k].append(cpu_of(cmd, work))
-    med = {k: statistics.median(v) for k, v in cpu.items()}
-    for k in configs:
-        print("%-8s %.3f s CPU (median of %d)" % (k, med[k], a.reps))
+    med = median_cpu(configs, a.reps, work)
+    print_medians(med, a.reps)
     ours = med["io"] - med["none"]
     theirs = med["perf"] - med["program"]
     print("cost of the block events: callscope %.3f s, perf record -a %.3f s: %.2fx" %

@@ -22,13 +22,12 @@ in `perf report` as much as in `perf record`:
     bench/sysevents/sample_cost.py [--callscope PATH] [--reps N]"""
 import argparse
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cost import cpu_of  # noqa: E402
+from cost import median_cpu, print_medians  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -58,13 +57,8 @@ def main():
                   "--", plain],
         "dwarf_report": ["perf", "report", "-i", dwarf, "--children", "--stdio", "--sort", "sym", "-q"],
     }
-    cpu = {k: [] for k in configs}
-    for _ in range(a.reps):
-        for k, cmd in configs.items():
-            cpu[k].append(cpu_of(cmd, work))
-    med = {k: statistics.median(v) for k, v in cpu.items()}
-    for k in configs:
-        print("%-8s %.3f s CPU (median of %d)" % (k, med[k], a.reps))
+    med = median_cpu(configs, a.reps, work)
+    print_medians(med, a.reps)
     ours = med["sample"] - med["none"]
     theirs = med["perf"] - med["program"]
     print("cost of the samples: callscope %.3f s, perf record -F 999 -g %.3f s: %.2fx" %

@@ -2,12 +2,11 @@
 // pragmas, names and types, aggregations' prototypes, actions' places.
 #include "query/compile.h"
 
-#include <fnmatch.h>
-
 #include <algorithm>
 #include <optional>
 #include <set>
 
+#include "query/constant.h"
 #include "query/dnames.h"
 #include "query/parser.h"
 
@@ -24,47 +23,6 @@ bool find(const Vars& vars, const std::string& name, uint32_t& slot) {
       return true;
     }
   return false;
-}
-
-// The value of an integer constant expression (literals, operators on
-// them, casts of them: inlines arrive as casts), or nothing. Arithmetic
-// wraps as the DIF would, without C's undefined overflow.
-std::optional<int64_t> constant(const Expr& e) {
-  switch (e.kind) {
-    case ExprKind::kInt: return static_cast<int64_t>(e.value);
-    case ExprKind::kCast: {
-      auto v = constant(*e.args[0]);
-      if (!v || e.cast_bits >= 64) return v;
-      const unsigned shift = 64u - e.cast_bits;
-      const uint64_t up = static_cast<uint64_t>(*v) << shift;
-      return e.cast_signed ? static_cast<int64_t>(up) >> shift : static_cast<int64_t>(up >> shift);
-    }
-    case ExprKind::kUnary: {
-      auto v = constant(*e.args[0]);
-      if (!v) return v;
-      if (e.op == "-") return static_cast<int64_t>(0 - static_cast<uint64_t>(*v));
-      if (e.op == "~") return ~*v;
-      if (e.op == "+") return v;
-      return !*v;
-    }
-    case ExprKind::kBinary: {
-      auto a = constant(*e.args[0]), b = constant(*e.args[1]);
-      if (!a || !b) return std::nullopt;
-      const uint64_t ua = static_cast<uint64_t>(*a), ub = static_cast<uint64_t>(*b);
-      if (e.op == "+") return static_cast<int64_t>(ua + ub);
-      if (e.op == "-") return static_cast<int64_t>(ua - ub);
-      if (e.op == "*") return static_cast<int64_t>(ua * ub);
-      if ((e.op == "/" || e.op == "%") && *b != 0 && !(*a == INT64_MIN && *b == -1))
-        return e.op == "/" ? *a / *b : *a % *b;
-      if (e.op == "&") return *a & *b;
-      if (e.op == "|") return *a | *b;
-      if (e.op == "^") return *a ^ *b;
-      if (e.op == "<<" && *b >= 0 && *b < 64) return static_cast<int64_t>(ua << *b);
-      if (e.op == ">>" && *b >= 0 && *b < 64) return *a >> *b;
-      return std::nullopt;
-    }
-    default: return std::nullopt;
-  }
 }
 
 ArgType arg_type(Type t) {
@@ -166,18 +124,6 @@ class Checker {
         fail(d.line, "inline " + d.name + " definition uses incompatible types: \"" + d.type.name + "\" = \"" +
                          (d_type_name(*d.value).empty() ? type_name(t) : d_type_name(*d.value)) + "\"");
     }
-  }
-
-  // Whether a probe description can name a pid (or fpid) probe: the
-  // provider pid..., fpid or a pattern that matches them, and a name that
-  // can be entry or return.
-  static bool function_probe(const ProbeSpec& ps) {
-    const auto matches = [](const std::string& pattern, const char* what) {
-      return pattern.empty() || ::fnmatch(pattern.c_str(), what, 0) == 0;
-    };
-    const bool provider = ps.provider.rfind("pid", 0) == 0 || matches(ps.provider, "pid1") ||
-                          matches(ps.provider, "fpid");
-    return provider && (matches(ps.name, "entry") || matches(ps.name, "return"));
   }
 
   void pass() {
@@ -312,7 +258,7 @@ class Checker {
     if (err_) return;
     AggParams params;
     auto arg = [&](size_t i, const char* what) -> std::optional<int64_t> {
-      auto v = constant(*s.fn_args[i]);
+      auto v = constant_value(*s.fn_args[i]);
       if (!v) fail(s.line, s.fn + "( ) argument #" + std::to_string(i + 1) + " (" + what + ") must be an integer constant");
       return v;
     };
@@ -526,7 +472,7 @@ class Checker {
   // A constant zero divisor is a compile error in D, not a fault when the
   // clause runs (dt_node_op2: "expression contains division by zero").
   void divisor(const Expr& e) {
-    const auto z = constant(*e.args[1]);
+    const auto z = constant_value(*e.args[1]);
     if (z && *z == 0) fail(e.line, "expression contains division by zero");
   }
 
@@ -536,23 +482,12 @@ class Checker {
       case ExprKind::kString: return Type::kString;
       case ExprKind::kIdent: {
         if (auto b = builtin_type(e.name)) {
-          if ((b->first == Builtin::kArg0 || b->first == Builtin::kArg1) && clause_) {
-            // At a pid probe D's arg0... are the function's arguments (at
-            // return, arg1 its value): callscope has none to give, and a
-            // stand-in would be a silent wrong answer (issue 33).
+          if (clause_)
             for (const ProbeSpec& ps : clause_->probes)
-              if (function_probe(ps)) {
-                const std::string at = (ps.target ? std::string("pid$target") : ps.provider) + ":" + ps.module +
-                                       ":" + ps.function + ":" + ps.name;
-                const bool ret = ps.name == "return", first = b->first == Builtin::kArg0;
-                const char* what = ret ? (first ? "the return's offset in the function" : "the function's return value")
-                                       : (first ? "the function's first argument" : "its second argument");
-                fail(e.line, e.name + " is not available at " + at + ": D's " + e.name + " there is " + what +
-                                 ", and callscope records no function arguments or return values yet (probefunc "
-                                 "and probemod name the function)");
+              if (auto why = refused_at_probe(b->first, e.name, ps)) {
+                fail(e.line, *why);
                 return Type::kNone;
               }
-          }
           e.var = VarKind::kBuiltin;
           e.slot = static_cast<uint32_t>(b->first);
           if (b->first == Builtin::kUstackdepth || b->first == Builtin::kUcaller || b->first == Builtin::kDepth)
@@ -776,7 +711,7 @@ class Checker {
       }
       if (want == 'i' && !is_integer(got)) return mismatch(i, "integer", got), sig.ret;
       if (want == 's' && got != Type::kString) return mismatch(i, "string", got), sig.ret;
-      if (want == 'c' && !constant(*e.args[i])) {
+      if (want == 'c' && !constant_value(*e.args[i])) {
         fail(e.line, fname + " argument #" + std::to_string(i + 1) + " must be an integer constant");
         return sig.ret;
       }

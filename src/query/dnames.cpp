@@ -1,6 +1,8 @@
 // D's names (dnames.h): the tables of built-in variables and functions.
 #include "query/dnames.h"
 
+#include <fnmatch.h>
+
 #include <cstdint>
 #include <map>
 
@@ -117,6 +119,34 @@ std::optional<std::string> refused_variable(const std::string& name) {
     return name + " is not available: callscope records no function arguments yet (probefunc and probemod name the "
                   "function)";
   return std::nullopt;
+}
+
+namespace {
+
+// Whether a probe description can name a pid (or fpid) probe: the provider
+// pid..., fpid or a pattern that matches them, and a name that can be entry
+// or return.
+bool function_probe(const ProbeSpec& ps) {
+  const auto matches = [](const std::string& pattern, const char* what) {
+    return pattern.empty() || ::fnmatch(pattern.c_str(), what, 0) == 0;
+  };
+  const bool provider =
+      ps.provider.rfind("pid", 0) == 0 || matches(ps.provider, "pid1") || matches(ps.provider, "fpid");
+  return provider && (matches(ps.name, "entry") || matches(ps.name, "return"));
+}
+
+}  // namespace
+
+std::optional<std::string> refused_at_probe(Builtin b, const std::string& name, const ProbeSpec& ps) {
+  if ((b != Builtin::kArg0 && b != Builtin::kArg1) || !function_probe(ps)) return std::nullopt;
+  const std::string at =
+      (ps.target ? std::string("pid$target") : ps.provider) + ":" + ps.module + ":" + ps.function + ":" + ps.name;
+  const bool ret = ps.name == "return", first = b == Builtin::kArg0;
+  const char* what = ret ? (first ? "the return's offset in the function" : "the function's return value")
+                         : (first ? "the function's first argument" : "its second argument");
+  return name + " is not available at " + at + ": D's " + name + " there is " + what +
+         ", and callscope records no function arguments or return values yet (probefunc and probemod name the "
+         "function)";
 }
 
 std::optional<Func> find_function(const std::string& name) {

@@ -22,6 +22,11 @@ std::string d_type_name(const Expr& e);
 // Why a D variable is not available ("uregs is not available: ..."), or
 // nothing when callscope does not know the name at all.
 std::optional<std::string> refused_variable(const std::string& name);
+// Why built-in `b` (named `name`) may not be read in a clause that fires at
+// `probe`, or nothing: D's arg0/arg1 at a pid probe are the function's
+// arguments (at return, the return's offset and value), which callscope
+// does not record -- a stand-in would be a silent wrong answer.
+std::optional<std::string> refused_at_probe(Builtin b, const std::string& name, const ProbeSpec& probe);
 
 struct FunctionSig {
   size_t min_args, max_args;  // SIZE_MAX: any number

@@ -82,14 +82,12 @@ struct SampleUnwinder::Process {
     uint64_t start, len, pgoff;
     std::string path;
   };
-  std::vector<Map> maps;  // told by the kernel (`told`), in the order mapped
+  std::vector<Map> maps;  // told by the kernel (`told`), or read from /proc, in the order mapped
   bool told = false;
   bool dirty = false;    // maps changed since dwfl was made
   uint64_t exec_ns = 0;  // its last exec's time: a sample before it is of the image before
-  size_t reported = 0;  // maps[0, reported) are in dwfl
-  std::set<std::pair<std::string, uint64_t>> modules;  // (path, bias) reported
   Dwfl* dwfl = nullptr;
-  uint64_t read_ns = 0;  // when its modules were read (not told)
+  uint64_t read_ns = 0;  // when its maps were last read from /proc
   pid_t tid = 0;
   const uint64_t* regs = nullptr;
   const uint8_t* stack = nullptr;
@@ -295,74 +293,51 @@ bool load_bias(int fd, uint64_t start, uint64_t pgoff, uint64_t& bias) {
 }  // namespace
 
 SampleUnwinder::Process* SampleUnwinder::process(pid_t pid, uint64_t ip) {
-  auto told = processes_.find(pid);
-  if (told != processes_.end() && told->second->told) {
-    // Modules from what the kernel said; made again when it said more
-    // (modules added to a Dwfl whose state is attached were not found by
-    // its lookups).
-    Process& p = *told->second;
-    // A module lost from what the kernel said (a full ring, a thread's
-    // mapping attach does not follow): /proc again, a while after.
-    if (p.dwfl && !p.dirty && !dwfl_addrmodule(p.dwfl, ip)) {
-      const uint64_t now = mono_now();
-      if (now - p.read_ns >= kRereadNs) {
-        p.read_ns = now;
-        p.dirty = read_maps(pid, p.maps);
-      }
+  if (processes_.size() >= 1024 && !processes_.count(pid)) processes_.clear();  // (ended ones not forgotten)
+  Process& p = slot(pid);
+  // Its modules from /proc, at most every kRereadNs: a process the kernel
+  // has not told of (attach: it mapped them before it was followed), or a
+  // module lost from what it said (a full ring, a thread's mapping attach
+  // does not follow).
+  if ((!p.told && !p.dwfl) || (p.dwfl && !p.dirty && !dwfl_addrmodule(p.dwfl, ip))) {
+    const uint64_t now = mono_now();
+    if (now - p.read_ns >= kRereadNs) {
+      p.read_ns = now;
+      p.dirty = read_maps(pid, p.maps);
     }
-    if (p.dwfl && p.dirty) {
-      dwfl_end(p.dwfl);
-      p.dwfl = nullptr;
-    }
-    p.dirty = false;
-    if (!p.dwfl) {
-      p.dwfl = dwfl_begin(&kModuleCallbacks);
-      if (!p.dwfl) return nullptr;
-      p.reported = 0;
-      p.modules.clear();
-      dwfl_report_begin(p.dwfl);
-      for (; p.reported < p.maps.size(); ++p.reported) {
-        const Process::Map& m = p.maps[p.reported];
-        const bool vdso = m.path == "[vdso]";
-        if (vdso && vdso_fd_ == -2) vdso_fd_ = copy_vdso();
-        const int fd = vdso ? (vdso_fd_ >= 0 ? ::dup(vdso_fd_) : -1) : ::open(m.path.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0) continue;
-        uint64_t bias = 0;
-        if (elf_version(EV_CURRENT) == EV_NONE || !load_bias(fd, m.start, m.pgoff, bias) ||
-            !p.modules.insert({m.path, bias}).second) {  // (another segment of a file reported)
-          ::close(fd);
-          continue;
-        }
-        const std::string name = vdso ? "[vdso]" : m.path.substr(m.path.rfind('/') + 1);
-        // (libdwfl owns the descriptor once it accepts it)
-        if (!dwfl_report_elf(p.dwfl, name.c_str(), vdso ? "[vdso]" : m.path.c_str(), fd, bias, true)) ::close(fd);
-      }
-      dwfl_report_end(p.dwfl, nullptr, nullptr);
-    }
-    if (dwfl_pid(p.dwfl) < 0 && !dwfl_attach_state(p.dwfl, nullptr, pid, &kThreadCallbacks, &p)) return nullptr;
-    return &p;
   }
-  auto it = processes_.find(pid);
-  if (it != processes_.end() && it->second->dwfl && dwfl_addrmodule(it->second->dwfl, ip)) return it->second.get();
-  const uint64_t now = mono_now();
-  if (it != processes_.end() && now - it->second->read_ns < kRereadNs)
-    return it->second->dwfl ? it->second.get() : nullptr;
-  if (processes_.size() >= 1024) processes_.clear();  // (ended ones not forgotten)
-  auto p = std::make_unique<Process>();
-  p->read_ns = now;
-  Process* raw = p.get();
-  processes_[pid] = std::move(p);
-  Dwfl* dwfl = dwfl_begin(&kModuleCallbacks);
-  if (!dwfl) return nullptr;
-  dwfl_report_begin(dwfl);
-  const int r = dwfl_linux_proc_report(dwfl, pid);
-  if (dwfl_report_end(dwfl, nullptr, nullptr) != 0 || r != 0 ||
-      !dwfl_attach_state(dwfl, nullptr, pid, &kThreadCallbacks, raw)) {
-    dwfl_end(dwfl);
-    return nullptr;
+  // Made again when the maps changed (modules added to a Dwfl whose state
+  // is attached were not found by its lookups).
+  if (p.dwfl && p.dirty) {
+    dwfl_end(p.dwfl);
+    p.dwfl = nullptr;
   }
-  raw->dwfl = dwfl;
-  return raw;
+  p.dirty = false;
+  if (!p.dwfl) {
+    if (p.maps.empty()) return nullptr;
+    p.dwfl = dwfl_begin(&kModuleCallbacks);
+    if (!p.dwfl) return nullptr;
+    std::set<std::pair<std::string, uint64_t>> reported;  // (path, bias)
+    dwfl_report_begin(p.dwfl);
+    for (const Process::Map& m : p.maps) {
+      const bool vdso = m.path == "[vdso]";
+      if (vdso && vdso_fd_ == -2) vdso_fd_ = copy_vdso();
+      const int fd = vdso ? (vdso_fd_ >= 0 ? ::dup(vdso_fd_) : -1) : ::open(m.path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) continue;
+      uint64_t bias = 0;
+      if (elf_version(EV_CURRENT) == EV_NONE || !load_bias(fd, m.start, m.pgoff, bias) ||
+          !reported.insert({m.path, bias}).second) {  // (another segment of a file reported)
+        ::close(fd);
+        continue;
+      }
+      const std::string name = vdso ? "[vdso]" : m.path.substr(m.path.rfind('/') + 1);
+      // (libdwfl owns the descriptor once it accepts it)
+      if (!dwfl_report_elf(p.dwfl, name.c_str(), vdso ? "[vdso]" : m.path.c_str(), fd, bias, true)) ::close(fd);
+    }
+    dwfl_report_end(p.dwfl, nullptr, nullptr);
+  }
+  if (dwfl_pid(p.dwfl) < 0 && !dwfl_attach_state(p.dwfl, nullptr, pid, &kThreadCallbacks, &p)) return nullptr;
+  return &p;
 }
 
 uint32_t SampleUnwinder::unwind(pid_t pid, pid_t tid, uint64_t time_ns, bool in_kernel, const uint64_t* regs,

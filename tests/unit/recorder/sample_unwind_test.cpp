@@ -73,53 +73,53 @@ bool within(uint64_t addr, void (*f)(Taken*)) {
   return addr > start && addr < start + 512;
 }
 
-TEST(SampleUnwinder, UnwindsACopyOfTheStackByTheModulesRules) {
-  Taken t;
-  outer_caller(&t);
-  ASSERT_FALSE(t.stack.empty());
-  SampleUnwinder u;
-  uint64_t frames[SampleUnwinder::kMaxFrames];
-  bool cut = true;
-  const uint32_t n = u.unwind(::getpid(), static_cast<pid_t>(::syscall(SYS_gettid)), 1, false, t.regs,
-                              t.stack.data(), t.stack.size(), frames, cut);
-  ASSERT_GE(n, 2u);
-  EXPECT_TRUE(within(frames[0], middle_caller)) << std::hex << frames[0];
-  EXPECT_TRUE(within(frames[1], outer_caller)) << std::hex << frames[1];
+// A stack taken three calls deep, and an unwinder of this process.
+class SampleUnwinderTest : public ::testing::Test {
+ protected:
+  void SetUp() override { outer_caller(&t_); }
+  // The stack taken (its first `size` bytes; 0: all of it) as a sample of
+  // `pid`/`tid` at `time_ns`.
+  uint32_t unwind(pid_t pid, pid_t tid, uint64_t time_ns, size_t size = 0) {
+    return u_.unwind(pid, tid, time_ns, false, t_.regs, t_.stack.data(), size ? size : t_.stack.size(), frames_,
+                     cut_);
+  }
+  uint32_t unwind_self(uint64_t time_ns, size_t size = 0) { return unwind(pid_, tid_, time_ns, size); }
+  void expect_the_callers(uint32_t n) {
+    ASSERT_GE(n, 2u);
+    EXPECT_TRUE(within(frames_[0], middle_caller)) << std::hex << frames_[0];
+    EXPECT_TRUE(within(frames_[1], outer_caller)) << std::hex << frames_[1];
+  }
+  const pid_t pid_ = ::getpid();
+  const pid_t tid_ = static_cast<pid_t>(::syscall(SYS_gettid));
+  Taken t_;
+  SampleUnwinder u_;
+  uint64_t frames_[SampleUnwinder::kMaxFrames];
+  bool cut_ = false;
+};
+
+TEST_F(SampleUnwinderTest, UnwindsACopyOfTheStackByTheModulesRules) {
+  ASSERT_FALSE(t_.stack.empty());
+  expect_the_callers(unwind_self(1));
 }
 
-TEST(SampleUnwinder, AStackPastTheCopyIsSaidToBeCut) {
-  Taken t;
-  outer_caller(&t);
-  SampleUnwinder u;
-  uint64_t frames[SampleUnwinder::kMaxFrames];
-  bool cut = false;
+TEST_F(SampleUnwinderTest, AStackPastTheCopyIsSaidToBeCut) {
   // Only the first 16 bytes: the callers' frames are past them.
-  const uint32_t n =
-      u.unwind(::getpid(), static_cast<pid_t>(::syscall(SYS_gettid)), 1, false, t.regs, t.stack.data(), 16, frames, cut);
-  EXPECT_TRUE(cut);
+  const uint32_t n = unwind_self(1, 16);
+  EXPECT_TRUE(cut_);
   EXPECT_LE(n, 1u);
 }
 
-TEST(SampleUnwinder, AProcessItCannotReadGivesNoFrames) {
-  Taken t;
-  outer_caller(&t);
-  SampleUnwinder u;
-  uint64_t frames[SampleUnwinder::kMaxFrames];
-  bool cut = false;
+TEST_F(SampleUnwinderTest, AProcessItCannotReadGivesNoFrames) {
   // No such process (pid_max is at most 2^22): its modules are not known.
-  EXPECT_EQ(u.unwind(1 << 23, 1 << 23, 1, false, t.regs, t.stack.data(), t.stack.size(), frames, cut), 0u);
-  EXPECT_TRUE(cut);
+  EXPECT_EQ(unwind(1 << 23, 1 << 23, 1), 0u);
+  EXPECT_TRUE(cut_);
 }
 
 // The modules as the kernel's records tell them (record: an exec, then
 // each executable mapping), not read from /proc: the same frames, and a
 // sample from before the exec is not unwound against the image after it.
-TEST(SampleUnwinder, ModulesToldByTheKernelsRecords) {
-  Taken t;
-  outer_caller(&t);
-  SampleUnwinder u;
-  const pid_t pid = ::getpid();
-  u.exec(pid, 1000);
+TEST_F(SampleUnwinderTest, ModulesToldByTheKernelsRecords) {
+  u_.exec(pid_, 1000);
   std::ifstream maps("/proc/self/maps");
   int told = 0;
   for (std::string line; std::getline(maps, line);) {
@@ -129,20 +129,14 @@ TEST(SampleUnwinder, ModulesToldByTheKernelsRecords) {
     if (std::sscanf(line.c_str(), "%lx-%lx %7s %lx %*s %*s %n", &lo, &hi, perms, &off, &at) < 4 || perms[2] != 'x' ||
         at <= 0 || static_cast<size_t>(at) >= line.size())
       continue;
-    u.mapped(pid, lo, hi - lo, off, line.substr(static_cast<size_t>(at)));
+    u_.mapped(pid_, lo, hi - lo, off, line.substr(static_cast<size_t>(at)));
     ++told;
   }
   ASSERT_GT(told, 2);
-  uint64_t frames[SampleUnwinder::kMaxFrames];
-  bool cut = true;
-  const pid_t tid = static_cast<pid_t>(::syscall(SYS_gettid));
-  const uint32_t n = u.unwind(pid, tid, 2000, false, t.regs, t.stack.data(), t.stack.size(), frames, cut);
-  ASSERT_GE(n, 2u);
-  EXPECT_TRUE(within(frames[0], middle_caller)) << std::hex << frames[0];
-  EXPECT_TRUE(within(frames[1], outer_caller)) << std::hex << frames[1];
-  EXPECT_FALSE(cut);
-  EXPECT_EQ(u.unwind(pid, tid, 999, false, t.regs, t.stack.data(), t.stack.size(), frames, cut), 0u);
-  EXPECT_TRUE(cut);
+  expect_the_callers(unwind_self(2000));
+  EXPECT_FALSE(cut_);
+  EXPECT_EQ(unwind_self(999), 0u);
+  EXPECT_TRUE(cut_);
 }
 
 #endif
