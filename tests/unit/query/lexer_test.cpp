@@ -2,6 +2,10 @@
 #include "query/lexer.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <string>
+#include <utility>
 
 namespace callscope::query {
 namespace {
@@ -73,6 +77,27 @@ TEST(Lexer, Macros) {
   auto z = lex("$4 $$4", d);
   EXPECT_EQ(z[0].kind, Tok::kInt);
   EXPECT_EQ(z[1].kind, Tok::kString);
+}
+
+// $pid and the like are the query's own process's ids, as the kernel gives
+// them (a group or session led from outside the pid namespace is 0).
+TEST(Lexer, ProcessMacrosAreTheKernels) {
+  const std::pair<const char*, uint64_t> ids[] = {
+      {"$pid", static_cast<uint64_t>(::getpid())},     {"$ppid", static_cast<uint64_t>(::getppid())},
+      {"$pgid", static_cast<uint64_t>(::getpgrp())},   {"$sid", static_cast<uint64_t>(::getsid(0))},
+      {"$uid", static_cast<uint64_t>(::getuid())},     {"$gid", static_cast<uint64_t>(::getgid())},
+      {"$euid", static_cast<uint64_t>(::geteuid())},   {"$egid", static_cast<uint64_t>(::getegid())},
+  };
+  for (const auto& [name, id] : ids) {
+    auto t = lex(name);
+    ASSERT_EQ(t.size(), 1u) << name;
+    EXPECT_EQ(t[0].kind, Tok::kInt) << name;
+    EXPECT_EQ(t[0].value, id) << name;
+    auto s = lex(std::string("$") + name);
+    ASSERT_EQ(s.size(), 1u) << name;
+    EXPECT_EQ(s[0].kind, Tok::kString) << name;
+    EXPECT_EQ(s[0].text, std::to_string(id)) << name;
+  }
 }
 
 TEST(Lexer, CommentsLinesAndPragmas) {
