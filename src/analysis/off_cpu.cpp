@@ -25,6 +25,13 @@ std::string syscall_name(int64_t nr) {
   return "syscall " + std::to_string(nr);
 }
 
+std::vector<std::pair<int64_t, std::string>> syscall_table() {
+  std::vector<std::pair<int64_t, std::string>> out;
+  for (unsigned i = 0; i < kSyscallNameCount; ++i) out.emplace_back(kSyscallNames[i].first, kSyscallNames[i].second);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 int64_t syscall_number(const std::string& name) {
   for (unsigned i = 0; i < kSyscallNameCount; ++i)
     if (name == kSyscallNames[i].second) return kSyscallNames[i].first;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "format/sys_events.h"
@@ -59,6 +60,8 @@ std::string fault_reason(uint64_t flags);
 std::string syscall_name(int64_t nr);
 // The number of a name, or -1.
 int64_t syscall_number(const std::string& name);
+// Every system call this machine's headers name, by number.
+std::vector<std::pair<int64_t, std::string>> syscall_table();
 
 // The kernel's sched_switch prev_state mask as a letter: 'R' runnable, 'S',
 // 'D', 'T', 't', 'X', 'Z', 'P', 'I'.

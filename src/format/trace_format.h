@@ -166,6 +166,15 @@ inline constexpr uint32_t kInfoAttached = 16;
 // calls or faults but no context switches -- when the threads ran or waited
 // is not known (a 1.9 or 1.10 trace with kSysEvents has its switches).
 inline constexpr uint32_t kInfoNoSwitches = 32;
+// record --events (1.13 writers): which of the kernel's event groups were
+// recorded, so that a reader can tell "none happened" from "not recorded"
+// (query's syscall provider). kInfoEventGroups says the three flags after
+// it are set as recorded; a trace written before says nothing, and a
+// reader then goes by the events it holds.
+inline constexpr uint32_t kInfoEventGroups = 64;
+inline constexpr uint32_t kInfoSyscalls = 128;
+inline constexpr uint32_t kInfoFaults = 256;
+inline constexpr uint32_t kInfoIo = 512;
 
 struct ProcessRecord {
   uint32_t pid;

@@ -15,6 +15,22 @@ bool TraceReader::has_switches() const {
   return has_sys_events() && !(info_.record.flags & kInfoNoSwitches);
 }
 
+bool TraceReader::has_syscalls() {
+  if (info_.record.flags & kInfoEventGroups) return (info_.record.flags & kInfoSyscalls) != 0;
+  for (const BlockRef& b : blocks_) {
+    if (b.header.type != static_cast<uint16_t>(BlockType::kSysEvents)) continue;
+    auto p = payload(b);
+    if (!p) continue;  // sys_events() says what is wrong with it
+    std::vector<SysEvent> events;
+    (void)decode_sys_events(*p, b.header.count, b.header.first_tick, events);
+    if (std::any_of(events.begin(), events.end(), [](const SysEvent& e) {
+          return e.kind == SysKind::kSyscallEnter || e.kind == SysKind::kSyscallExit;
+        }))
+      return true;
+  }
+  return false;
+}
+
 Result<std::vector<SysEvent>> TraceReader::sys_events(uint32_t thread) {
   std::vector<SysEvent> out;
   if (thread >= threads_.size()) return out;

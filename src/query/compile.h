@@ -21,7 +21,8 @@ namespace callscope::query {
 // Built-in variables, in the order of builtin_name().
 enum class Builtin : uint8_t {
   kProbeprov, kProbemod, kProbefunc, kProbename, kPid, kPpid, kTid, kExecname, kTimestamp, kWalltimestamp,
-  kEpid, kId, kArg0, kArg1, kUstackdepth, kUcaller, kDuration, kSelfduration, kDepth,
+  kEpid, kId, kArg0, kArg1, kUstackdepth, kUcaller, kDuration, kSelfduration, kDepth, kArg2, kArg3, kArg4,
+  kArg5, kArg6, kArg7, kArg8, kArg9, kErrno, kCpu,
 };
 
 // Functions (subroutines and actions).

@@ -31,6 +31,16 @@ const std::map<std::string, std::pair<Builtin, Type>>& builtins() {
       {"duration", {Builtin::kDuration, Type::kUint}},
       {"selfduration", {Builtin::kSelfduration, Type::kUint}},
       {"depth", {Builtin::kDepth, Type::kInt}},
+      {"arg2", {Builtin::kArg2, Type::kInt}},
+      {"arg3", {Builtin::kArg3, Type::kInt}},
+      {"arg4", {Builtin::kArg4, Type::kInt}},
+      {"arg5", {Builtin::kArg5, Type::kInt}},
+      {"arg6", {Builtin::kArg6, Type::kInt}},
+      {"arg7", {Builtin::kArg7, Type::kInt}},
+      {"arg8", {Builtin::kArg8, Type::kInt}},
+      {"arg9", {Builtin::kArg9, Type::kInt}},
+      {"errno", {Builtin::kErrno, Type::kInt}},
+      {"cpu", {Builtin::kCpu, Type::kInt}},
   };
   return m;
 }
@@ -63,7 +73,7 @@ std::optional<std::pair<Builtin, Type>> builtin_type(const std::string& name) {
 uint8_t builtin_bytes(Builtin b) {
   switch (b) {
     case Builtin::kPid: case Builtin::kPpid: case Builtin::kTid: case Builtin::kEpid: case Builtin::kId:
-    case Builtin::kUstackdepth: case Builtin::kDepth:
+    case Builtin::kUstackdepth: case Builtin::kDepth: case Builtin::kErrno: case Builtin::kCpu:
       return 4;
     default:
       return 8;
@@ -100,10 +110,8 @@ std::optional<std::string> refused_variable(const std::string& name) {
       {"curpsinfo", std::string("curpsinfo is not available") + kernel},
       {"curlwpsinfo", std::string("curlwpsinfo is not available") + kernel},
       {"curcpu", std::string("curcpu is not available") + kernel},
-      {"cpu", "cpu is not available: callscope records no CPU numbers"},
       {"caller", "caller is a kernel address: use ucaller"},
       {"stackdepth", "stackdepth is the kernel stack's depth: use ustackdepth"},
-      {"errno", "errno is not available: callscope records no system calls"},
       {"cwd", std::string("cwd is not available") + kernel},
       {"root", std::string("root is not available") + kernel},
       {"uid", std::string("uid is not available") + kernel},
@@ -115,9 +123,6 @@ std::optional<std::string> refused_variable(const std::string& name) {
   };
   auto it = m.find(name);
   if (it != m.end()) return it->second;
-  if (name.size() == 4 && name.starts_with("arg") && name[3] >= '2' && name[3] <= '9')
-    return name + " is not available: callscope records no function arguments yet (probefunc and probemod name the "
-                  "function)";
   return std::nullopt;
 }
 
@@ -138,12 +143,26 @@ bool function_probe(const ProbeSpec& ps) {
 }  // namespace
 
 std::optional<std::string> refused_at_probe(Builtin b, const std::string& name, const ProbeSpec& ps) {
-  if ((b != Builtin::kArg0 && b != Builtin::kArg1) || !function_probe(ps)) return std::nullopt;
   const std::string at =
       (ps.target ? std::string("pid$target") : ps.provider) + ":" + ps.module + ":" + ps.function + ":" + ps.name;
-  const bool ret = ps.name == "return", first = b == Builtin::kArg0;
-  const char* what = ret ? (first ? "the return's offset in the function" : "the function's return value")
-                         : (first ? "the function's first argument" : "its second argument");
+  // errno and cpu are known where the kernel's events fire, not between.
+  if (b == Builtin::kErrno && ps.provider != "syscall")
+    return "errno is not available at " + at + ": callscope knows a thread's errno at the syscall provider's "
+           "probes only (record --events syscalls)";
+  if (b == Builtin::kCpu && ps.provider != "sched")
+    return "cpu is not available at " + at + ": callscope knows a thread's CPU at the sched provider's probes only";
+  int n = -1;
+  if (b == Builtin::kArg0) n = 0;
+  else if (b == Builtin::kArg1) n = 1;
+  else if (b >= Builtin::kArg2 && b <= Builtin::kArg9) n = 2 + (static_cast<int>(b) - static_cast<int>(Builtin::kArg2));
+  if (n < 0 || !function_probe(ps)) return std::nullopt;
+  const bool ret = ps.name == "return";
+  const std::string what = ret ? (n == 0 ? "the return's offset in the function"
+                                  : n == 1 ? "the function's return value"
+                                           : "nothing (a return has two)")
+                               : n == 0 ? "the function's first argument"
+                               : n == 1 ? "its second argument"
+                                        : "its argument " + std::to_string(n + 1);
   return name + " is not available at " + at + ": D's " + name + " there is " + what +
          ", and callscope records no function arguments or return values yet (probefunc and probemod name the "
          "function)";

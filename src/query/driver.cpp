@@ -73,6 +73,19 @@ struct Driver::Impl {
     uint64_t next_ns;
   };
   std::vector<Clock> clocks;
+  // The syscall and sched providers' enabled probes (by system call number,
+  // by SchedEvent), and the kernel's events they fire on, all threads'
+  // merged in time order (read at setup: sys_events.h).
+  std::vector<std::vector<const ProbeInfo*>> syscall_entry, syscall_return;
+  std::vector<const ProbeInfo*> sched_probes[kSchedEvents];
+  struct SysItem {
+    uint64_t key;
+    uint32_t thread;
+    format::SysEvent e;
+  };
+  std::vector<SysItem> sys;
+  size_t next_sys = 0;
+  std::unordered_map<int64_t, uint32_t> thread_of_tid;  // a waker's thread
 
   struct Thread {
     uint32_t index = 0, process = 0;
@@ -96,6 +109,7 @@ struct Driver::Impl {
     uint64_t last_addr = 0;
     FnSlot last_slot;
     bool has_last = false;
+    int32_t last_errno = 0;  // its last system call's error (syscall probes)
   };
   std::vector<Thread> threads;
   std::vector<uint32_t> active;  // threads whose stream is being merged (and, live, has events)
@@ -162,6 +176,13 @@ struct Driver::Impl {
         alloc_probes[p.op].push_back(info_by_id[id].get());
         memory_wanted = true;
       }
+      if (p.kind == ProbeKind::kSyscallEntry || p.kind == ProbeKind::kSyscallReturn) {
+        auto& by_nr = p.kind == ProbeKind::kSyscallEntry ? syscall_entry : syscall_return;
+        const auto nr = static_cast<size_t>(p.syscall);
+        if (by_nr.size() <= nr) by_nr.resize(nr + 1);
+        by_nr[nr].push_back(info_by_id[id].get());
+      }
+      if (p.kind == ProbeKind::kSched) sched_probes[static_cast<int>(p.sched)].push_back(info_by_id[id].get());
       if (p.kind == ProbeKind::kTick || p.kind == ProbeKind::kProfile)
         clocks.push_back({info_by_id[id].get(), p.kind == ProbeKind::kProfile, p.interval_ns, p.interval_ns});
     }
@@ -225,7 +246,7 @@ struct Driver::Impl {
     f.walltimestamp = wall_origin_ns + f.timestamp;
     return f;
   }
-  uint32_t strings_callscope = 0;
+  uint32_t strings_callscope = 0, strings_empty = 0;
 
   void fire(const Firing& f) {
     if (!tallied.empty()) flush_tallies();
@@ -330,7 +351,7 @@ struct Driver::Impl {
   [[gnu::noinline]] void fire_entry(const Thread& t, const ProbeInfo* p, uint64_t tick, uint64_t addr) {
     if (counts_only(p)) return others.count(t.process);
     Firing f = context(t, p, tick);
-    f.arg0 = static_cast<int64_t>(addr);
+    f.arg[0] = static_cast<int64_t>(addr);
     fire(f);
   }
 
@@ -352,8 +373,8 @@ struct Driver::Impl {
     const auto& probes = alloc_probes[op];
     for (const ProbeInfo* p : probes) {
       Firing f = context(t, p, tick);
-      f.arg0 = static_cast<int64_t>(values[0] & format::kRawAddrMask);
-      f.arg1 = kind == EventKind::kAlloc ? static_cast<int64_t>(values[1]) : 0;
+      f.arg[0] = static_cast<int64_t>(values[0] & format::kRawAddrMask);
+      f.arg[1] = kind == EventKind::kAlloc ? static_cast<int64_t>(values[1]) : 0;
       fire(f);
       if (stop) return;
     }
@@ -364,7 +385,7 @@ struct Driver::Impl {
       case EventKind::kLost:
         for (const ProbeInfo* p : proc_probes[static_cast<int>(ProcEvent::kLost)]) {
           Firing f = context(t, p, tick);
-          f.arg0 = static_cast<int64_t>(value);
+          f.arg[0] = static_cast<int64_t>(value);
           fire(f);
         }
         [[fallthrough]];
@@ -494,7 +515,7 @@ struct Driver::Impl {
         f.ppid = proc.record.ppid;
         if (live) f.execname = intern_name(proc.exe.substr(proc.exe.rfind('/') + 1));
       }
-      f.arg0 = m.arg0;
+      f.arg[0] = m.arg0;
       fire(f);
       if (stop) return;
     }
@@ -547,11 +568,120 @@ struct Driver::Impl {
     ns_per_tick = 1.0 / trace.header().ticks_per_ns;
     wall_origin_ns = trace.info().record.start_realtime_ns;
     strings_callscope = strings.intern("callscope");
+    strings_empty = strings.intern("");
     threads.resize(trace.threads().size());
     fn_slots.resize(trace.processes().size());
     for (uint32_t i = 0; i < threads.size(); ++i) setup_thread(i);
     meta = metadata();
+    load_sys();
     stop = consumer->exited();
+  }
+
+  bool sched_wanted() const {
+    return std::any_of(std::begin(sched_probes), std::end(sched_probes), [](const auto& v) { return !v.empty(); });
+  }
+
+  // The kernel's events the enabled syscall and sched probes fire on.
+  void load_sys() {
+    const bool calls = !syscall_entry.empty() || !syscall_return.empty(), sched = sched_wanted();
+    if (!calls && !sched) return;
+    using format::SysKind;
+    for (uint32_t i = 0; i < threads.size(); ++i) {
+      thread_of_tid[threads[i].tid] = i;
+      auto kernel = trace.sys_events(i);
+      if (!kernel) {
+        if (damage) damage = kernel.error();
+        continue;
+      }
+      for (const format::SysEvent& e : *kernel) {
+        const bool call = e.kind == SysKind::kSyscallEnter || e.kind == SysKind::kSyscallExit;
+        const bool switch_ = e.kind == SysKind::kSwitchIn || e.kind == SysKind::kSwitchOutBlocked ||
+                             e.kind == SysKind::kSwitchOutRunnable || e.kind == SysKind::kWakeup;
+        // errno at a syscall probe is the thread's last call's: every exit counts.
+        if ((call && calls) || (switch_ && sched)) sys.push_back({event_key(trace.mono_to_tick(e.mono_ns)), i, e});
+      }
+    }
+    std::stable_sort(sys.begin(), sys.end(), [](const SysItem& a, const SysItem& b) { return a.key < b.key; });
+  }
+
+  // A system call's return value as D's syscall provider gives it: the C
+  // library's (-1 on failure), and the error in errno.
+  static std::pair<int64_t, int32_t> syscall_result(int64_t raw) {
+    if (raw < 0 && raw >= -4095) return {-1, static_cast<int32_t>(-raw)};
+    return {raw, 0};
+  }
+
+  void fire_sys(const SysItem& item) {
+    using format::SysKind;
+    Thread& t = threads[item.thread];
+    const format::SysEvent& e = item.e;
+    const uint64_t tick = item.key / 3;
+    auto fire_all = [&](const std::vector<const ProbeInfo*>& probes, const auto& fill) {
+      for (const ProbeInfo* p : probes) {
+        Firing f = context(t, p, tick);
+        fill(f);
+        fire(f);
+        if (stop) return;
+      }
+    };
+    switch (e.kind) {
+      case SysKind::kSyscallEnter:
+        if (e.arg < syscall_entry.size())
+          fire_all(syscall_entry[e.arg], [&](Firing& f) {
+            for (int a = 0; a < 6; ++a) f.arg[a] = static_cast<int64_t>(e.args[a]);
+            f.errno_value = t.last_errno;
+          });
+        break;
+      case SysKind::kSyscallExit: {
+        const auto [ret, err] = syscall_result(e.value);
+        t.last_errno = err;
+        if (e.arg < syscall_return.size())
+          fire_all(syscall_return[e.arg], [&, ret = ret](Firing& f) {
+            f.arg[0] = f.arg[1] = ret;
+            f.errno_value = t.last_errno;
+          });
+        break;
+      }
+      case SysKind::kSwitchIn:
+      case SysKind::kSwitchOutBlocked:
+      case SysKind::kSwitchOutRunnable: {
+        const auto cpu = static_cast<int32_t>(e.arg);
+        auto on = [&](SchedEvent what) {
+          fire_all(sched_probes[static_cast<int>(what)], [&](Firing& f) { f.cpu = cpu; });
+        };
+        if (e.kind == SysKind::kSwitchIn) {
+          on(SchedEvent::kOnCpu);
+          break;
+        }
+        on(e.kind == SysKind::kSwitchOutBlocked ? SchedEvent::kSleep : SchedEvent::kPreempt);
+        if (!stop) on(SchedEvent::kOffCpu);
+        break;
+      }
+      case SysKind::kWakeup: {
+        // It fires in the waker, as dtrace's; arg0 and arg1 name the woken
+        // thread and its process. A waker outside the trace (the kernel,
+        // another program) has its pid and tid, no name.
+        auto waker = thread_of_tid.find(static_cast<int64_t>(e.arg));
+        for (const ProbeInfo* p : sched_probes[static_cast<int>(SchedEvent::kWakeup)]) {
+          Firing f;
+          if (waker != thread_of_tid.end() && threads[waker->second].pid == e.value) {
+            f = context(threads[waker->second], p, tick);
+          } else {
+            f = outside(p, tick);
+            f.pid = e.value;
+            f.tid = static_cast<int64_t>(e.arg);
+            f.execname = strings_empty;
+          }
+          f.arg[0] = t.tid;
+          f.arg[1] = t.pid;
+          fire(f);
+          if (stop) return;
+        }
+        break;
+      }
+      default:
+        break;
+    }
   }
 
   // Fires, in time order, what happens before `bound` (a key): the
@@ -574,18 +704,19 @@ struct Driver::Impl {
           second_key = k;
         }
       }
-      if (!live && best_key == kNever && mk == kNever) break;  // the end: clocks stop with the trace
+      const uint64_t sk = next_sys < sys.size() ? sys[next_sys].key : kNever;
+      if (!live && best_key == kNever && mk == kNever && sk == kNever) break;  // the end: clocks stop with the trace
       Clock* clock = nullptr;
       for (Clock& c : clocks)
         if (!clock || c.next_ns < clock->next_ns) clock = &c;
       uint64_t ck = clock ? start_key(ticks_of(clock->next_ns)) : kNever;
       if (ck >= clock_limit) ck = kNever;
-      if (std::min({ck, mk, best_key}) >= bound) break;
-      if (ck <= mk && ck <= best_key) {
+      if (std::min({ck, mk, sk, best_key}) >= bound) break;
+      if (ck <= mk && ck <= best_key && ck <= sk) {
         fire_clock(*clock);
         continue;
       }
-      if (mk <= best_key) {
+      if (mk <= best_key && mk <= sk) {
         const Meta& m = meta[next_meta++];
         last_tick = std::max(last_tick, m.key / 3);
         // A thread's stream joins the merge when the thread starts.
@@ -593,8 +724,14 @@ struct Driver::Impl {
         fire_meta(m);
         continue;
       }
+      // The kernel's event of a tick after the calls of that tick.
+      if (sk < best_key) {
+        last_tick = std::max(last_tick, sk / 3);
+        fire_sys(sys[next_sys++]);
+        continue;
+      }
       Thread& t = threads[active[best]];
-      run_thread(t, std::min({second_key, mk, ck, bound}));
+      run_thread(t, std::min({second_key, mk, ck, sk == kNever ? kNever : sk + 1, bound}));
       if (!t.has_batch) active.erase(active.begin() + static_cast<std::ptrdiff_t>(best));
     }
     if (!tallied.empty()) flush_tallies();

@@ -42,8 +42,12 @@ Value b_timestamp(const Node&, Ctx& c) { return Value::of_uint(c.f->timestamp); 
 Value b_walltimestamp(const Node&, Ctx& c) { return Value::of_uint(c.f->walltimestamp); }
 Value b_epid(const Node&, Ctx& c) { return uint32(c.epid); }
 Value b_id(const Node&, Ctx& c) { return uint32(c.f->probe->id); }
-Value b_arg0(const Node&, Ctx& c) { return Value::of_int(c.f->arg0); }
-Value b_arg1(const Node&, Ctx& c) { return Value::of_int(c.f->arg1); }
+template <int N>
+Value b_arg(const Node&, Ctx& c) {
+  return Value::of_int(c.f->arg[N]);
+}
+Value b_errno(const Node&, Ctx& c) { return Value::of_int32(c.f->errno_value); }
+Value b_cpu(const Node&, Ctx& c) { return Value::of_int32(c.f->cpu); }
 Value b_ustackdepth(const Node&, Ctx& c) { return uint32(c.f->nframes); }
 // The caller of the function the probe is in: the frame below it.
 Value b_ucaller(const Node&, Ctx& c) {
@@ -56,7 +60,8 @@ Value b_depth(const Node&, Ctx& c) { return Value::of_int32(c.f->nframes ? stati
 
 constexpr NodeFn kBuiltins[] = {
     b_probeprov, b_probemod, b_probefunc, b_probename, b_pid, b_ppid, b_tid, b_execname, b_timestamp,
-    b_walltimestamp, b_epid, b_id, b_arg0, b_arg1, b_ustackdepth, b_ucaller, b_duration, b_selfduration, b_depth,
+    b_walltimestamp, b_epid, b_id, b_arg<0>, b_arg<1>, b_ustackdepth, b_ucaller, b_duration, b_selfduration,
+    b_depth, b_arg<2>, b_arg<3>, b_arg<4>, b_arg<5>, b_arg<6>, b_arg<7>, b_arg<8>, b_arg<9>, b_errno, b_cpu,
 };
 
 // --- variables ----------------------------------------------------------
@@ -560,8 +565,8 @@ struct Engine::State : EngineState {
     if (ep.id >= by_probe.size() || by_probe[ep.id].empty()) return;
     Firing ef = f;
     ef.probe = &ep;
-    ef.arg0 = 0;  // D's ERROR: arg1 is the faulting enabled probe's ID
-    ef.arg1 = epid;
+    ef.arg[0] = 0;  // D's ERROR: arg1 is the faulting enabled probe's ID
+    ef.arg[1] = epid;
     in_error = true;
     run(ef, by_probe[ep.id]);
     in_error = false;

@@ -78,8 +78,12 @@ struct Firing {
   uint32_t execname = 0;        // string id
   uint64_t timestamp = 0;       // ns on the trace's clock (monotonic)
   uint64_t walltimestamp = 0;   // ns since the epoch
-  int64_t arg0 = 0, arg1 = 0;   // the provider's (pid entry: arg0 the function's address, which no
-                                // script reads: compile refuses arg0/arg1 at pid probes)
+  // arg0 ... arg9, the provider's (pid entry: arg0 the function's
+  // address, which no script reads: compile refuses argN at pid probes;
+  // syscall entry: the call's six arguments).
+  int64_t arg[10] = {};
+  int32_t errno_value = 0;  // syscall probes: the thread's last system call's error (0: none)
+  int32_t cpu = -1;         // sched probes: the CPU (-1: not known)
   // Return probes (beyond D): the call's inclusive and exclusive time, ns.
   uint64_t duration = 0, selfduration = 0;
   // The thread's call path at the firing, outermost first (for a return

@@ -13,6 +13,7 @@
 #include "common/files.h"
 #include "common/glob.h"
 #include "common/output_format.h"
+#include "analysis/off_cpu.h"
 #include "format/trace_reader.h"
 #include "query/lexer.h"
 #include "symbolize/elf_symbols.h"
@@ -120,7 +121,39 @@ Catalog::Catalog(const CatalogInput& input) {
     p.op = static_cast<uint8_t>(op);
     add(std::move(p));
   }
+  // Linux DTrace's names: module vmlinux; a system call's probes are
+  // named by the call (this machine's table), sched's have no function.
+  if (input.syscalls) {
+    for (const auto& [nr, name] : analysis::syscall_table()) {
+      for (const char* which : {"entry", "return"}) {
+        Probe p{0, which[0] == 'e' ? ProbeKind::kSyscallEntry : ProbeKind::kSyscallReturn, "syscall", "vmlinux",
+                name, which};
+        p.syscall = nr;
+        add(std::move(p));
+      }
+    }
+  }
+  if (input.sched) {
+    for (int e = 0; e < kSchedEvents; ++e) {
+      Probe p{0, ProbeKind::kSched, "sched", "vmlinux", "", sched_probe_name(static_cast<SchedEvent>(e))};
+      p.sched = static_cast<SchedEvent>(e);
+      add(std::move(p));
+    }
+  }
+  no_syscalls_ = input.no_syscalls;
+  no_sched_ = input.no_sched;
   extend(input);
+}
+
+const char* sched_probe_name(SchedEvent e) {
+  switch (e) {
+    case SchedEvent::kOnCpu: return "on-cpu";
+    case SchedEvent::kOffCpu: return "off-cpu";
+    case SchedEvent::kSleep: return "sleep";
+    case SchedEvent::kPreempt: return "preempt";
+    case SchedEvent::kWakeup: return "wakeup";
+  }
+  return "";
 }
 
 const char* alloc_probe_name(uint8_t op) {
@@ -246,6 +279,12 @@ Result<std::vector<uint32_t>> Catalog::match(const ProbeSpec& spec) {
   if (is_pid_provider(spec.provider) && all_hex(spec.name))
     return Error("probe description " + spec.provider + ":" + spec.module + ":" + spec.function + ":" + spec.name +
                  ": offset probes are not supported: callscope sees function entry and return only");
+  // A provider of the kernel's events the trace does not hold: an empty
+  // answer would look like "none happened".
+  for (const auto& [provider, why] : {std::pair{"syscall", &no_syscalls_}, std::pair{"sched", &no_sched_}})
+    if (spec.provider == provider && !why->empty())
+      return Error("probe description " + spec.provider + ":" + spec.module + ":" + spec.function + ":" + spec.name +
+                   ": " + *why);
   // profile's probes are made on demand: tick-N and profile-N for any N.
   if (!has_glob(spec.name) && field_matches(spec.provider, "profile") && field_matches(spec.module, "") &&
       field_matches(spec.function, "")) {
@@ -377,9 +416,16 @@ std::string no_match_message(const ProbeSpec& spec) {
          " does not match any probes";
 }
 
-CatalogInput catalog_input(const format::TraceReader& trace, std::vector<std::string>& warnings,
-                           size_t first_module) {
+CatalogInput catalog_input(format::TraceReader& trace, std::vector<std::string>& warnings, size_t first_module) {
   CatalogInput in;
+  in.syscalls = first_module == 0 && trace.has_syscalls();
+  in.sched = first_module == 0 && trace.has_switches();
+  if (!in.syscalls)
+    in.no_syscalls = "the trace has no system calls: record the program with --events syscalls (or "
+                     "--events sched,syscalls)";
+  if (!in.sched)
+    in.no_sched = "the trace has no context switches: record the program with --events sched (the default; "
+                  "the kernel may have refused them: record said so)";
   in.processes.resize(trace.processes().size());
   for (size_t i = 0; i < trace.processes().size(); ++i) in.processes[i].pid = trace.processes()[i].record.pid;
   std::vector<std::set<std::string>> seen(in.processes.size());

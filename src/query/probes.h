@@ -3,7 +3,10 @@
 //
 // A Catalog lists, as dtrace -l would: dtrace:::BEGIN/END/ERROR; the proc
 // provider's events; the alloc provider's (one probe per allocating or
-// freeing function: alloc:::malloc, alloc:::free, ...); pid<PID> entry and return probes for every function
+// freeing function: alloc:::malloc, alloc:::free, ...); the syscall
+// provider's entry and return of every system call of this machine and the
+// sched provider's probes, when the trace holds those events (record
+// --events); pid<PID> entry and return probes for every function
 // symbol of every module of each traced process; and the profile
 // provider's tick-N and profile-N, created on demand when a description
 // names an interval (as dtrace's profile provider does). Probe ids are
@@ -41,7 +44,19 @@ enum class ProbeKind : uint8_t {
   kTick,     // profile: tick-N, once per interval
   kProfile,  // profile: profile-N, once per interval in every live thread
   kAlloc,    // alloc: an allocation or free of op `op` (record --memory)
+  kSyscallEntry,   // syscall: system call `syscall` begins (record --events syscalls)
+  kSyscallReturn,  // syscall: it returns
+  kSched,          // sched: see SchedEvent (record --events sched, the default)
 };
+
+enum class SchedEvent : uint8_t {
+  kOnCpu,    // the thread got a CPU
+  kOffCpu,   // it left its CPU (after sleep or preempt)
+  kSleep,    // it is about to leave its CPU to wait (blocked)
+  kPreempt,  // it is about to leave its CPU still runnable (preempted, or yielded)
+  kWakeup,   // a thread made another runnable (fires in the waker)
+};
+inline constexpr int kSchedEvents = 5;
 
 enum class ProcEvent : uint8_t {
   kStart,         // a process starts (in its first thread)
@@ -66,6 +81,8 @@ struct Probe {
   ProcEvent proc = ProcEvent::kStart;
   uint64_t interval_ns = 0;  // tick, profile
   uint8_t op = 0;            // alloc: the format::AllocOp
+  int64_t syscall = -1;      // syscall: the system call's number
+  SchedEvent sched = SchedEvent::kOnCpu;
   // "provider:module:function:name"
   std::string full_name() const { return provider + ":" + module + ":" + function + ":" + name; }
 };
@@ -88,6 +105,12 @@ struct CatalogInput {
     std::vector<Module> modules;
   };
   std::vector<Process> processes;  // in the trace's order
+  // The kernel's events the trace holds: the syscall and sched providers'
+  // probes exist when it does. When not, a description naming the provider
+  // outright is refused with why ("the trace has no system calls: ..."); ""
+  // (a catalog of no trace's, for what every trace has): it matches nothing.
+  bool syscalls = false, sched = false;
+  std::string no_syscalls, no_sched;
 };
 
 // A pid probe's function: one per (process, module, name); a name defined
@@ -127,8 +150,10 @@ class Catalog {
 
   // The ids of the probes `spec` matches (macros already expanded; fields
   // as D reads them). Creates tick-N and profile-N when a description
-  // names one. An offset probe (pid123:a.out:main:4) is an error; no match
-  // is an empty list (the caller decides, -Z).
+  // names one. An offset probe (pid123:a.out:main:4) is an error, and so is
+  // a description naming the syscall or sched provider (no glob) of a
+  // trace without those events; no match is an empty list (the caller
+  // decides, -Z).
   Result<std::vector<uint32_t>> match(const ProbeSpec& spec);
   // Whether `spec` may match functions of a module whose symbols could not
   // be read (a file that is gone): their probes are made as they are
@@ -140,6 +165,7 @@ class Catalog {
  private:
   uint32_t add(Probe p);
   std::vector<Probe> probes_;
+  std::string no_syscalls_, no_sched_;
   std::vector<PidFunction> functions_;
   std::vector<int64_t> pids_;  // per process
   std::vector<std::vector<std::pair<std::string, bool>>> unlisted_;  // per process: (module, main) without symbols
@@ -151,6 +177,9 @@ class Catalog {
 // "tick-500ms". nullopt when the text is not one, or below dtrace's 200 us
 // minimum interval.
 std::optional<uint64_t> clock_interval_ns(const std::string& name, const std::string& prefix);
+
+// The sched provider's probe name of an event ("on-cpu").
+const char* sched_probe_name(SchedEvent e);
 
 // The alloc provider's probe name of a format::AllocOp ("malloc", "new-array",
 // "pool-free"), "" for none.
@@ -170,7 +199,10 @@ std::string no_match_message(const ProbeSpec& spec);
 // called, named by the symbolizer). `warnings` gets one line per module
 // whose symbols could not be read.
 // From `first_module` on (a trace that grew: the modules it lists since).
-CatalogInput catalog_input(const format::TraceReader& trace, std::vector<std::string>& warnings,
+// Whether the trace holds system calls and context switches (syscall and
+// sched probes) comes from its header: a trace recorded with --events
+// syscalls says so even if no call was made.
+CatalogInput catalog_input(format::TraceReader& trace, std::vector<std::string>& warnings,
                            size_t first_module = 0);
 
 // dtrace -l's layout: "   ID   PROVIDER            MODULE ..." and a line per

@@ -257,7 +257,10 @@ Result<int> run_query(const QueryRequest& req, std::FILE* out, std::FILE* err) {
   co.options = req.options;
 
   std::vector<std::string> warnings;
-  Catalog catalog(trace ? catalog_input(*trace, warnings) : CatalogInput{});
+  // -l alone lists what a trace can offer: the kernel's events' probes too.
+  CatalogInput none;
+  none.syscalls = none.sched = true;
+  Catalog catalog(trace ? catalog_input(*trace, warnings) : none);
   for (const std::string& w : warnings) warn(err, w);
 
   std::string source, file;
@@ -430,7 +433,14 @@ Result<int> run_live(const QueryRequest& req, std::FILE* out, std::FILE* err) {
   }
 
   std::vector<std::string> warnings;
-  Catalog catalog(catalog_input(live->trace(), warnings));
+  CatalogInput input = catalog_input(live->trace(), warnings);
+  // The kernel's events reach a trace when it is written, not as it grows.
+  input.syscalls = input.sched = false;
+  input.no_syscalls = "a live query (-c, -p) does not see system calls yet: record the program (callscope record "
+                      "--events syscalls -- CMD), then query its trace";
+  input.no_sched = "a live query (-c, -p) does not see context switches yet: record the program (callscope record "
+                   "-- CMD), then query its trace";
+  Catalog catalog(input);
   for (const std::string& w : warnings) warn(err, w);
   symbolize::Symbolizer sym(live->trace());
   Strings strings;

@@ -626,6 +626,10 @@ int Recording::finish(bool quiet) {
   fo.zstd_level = o_.level;
   fo.claim = s.claim.get();
   if (s.sys && !o_.sys_events) fo.info_flags |= fmt::kInfoNoSwitches;
+  if (s.sys) fo.info_flags |= fmt::kInfoEventGroups;
+  if (s.sys && s.sys->rings().has_syscalls()) fo.info_flags |= fmt::kInfoSyscalls;
+  if (s.sys && s.sys->rings().has_faults()) fo.info_flags |= fmt::kInfoFaults;
+  if (s.sys && s.sys->rings().has_io()) fo.info_flags |= fmt::kInfoIo;
   if (s.sys) fo.block_devices = s.sys->block_devices();
   auto sum = fmt::finalize_session(session_, o_.output, fo, live_.get());
   if (!sum) {

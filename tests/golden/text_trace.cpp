@@ -252,6 +252,17 @@ Status text_to_trace(const std::string& text, const std::string& out_path) {
         }
         if (thread >= threads.size()) return Error(where + ": thread " + std::to_string(thread) + " not declared");
         sys_events[thread].push_back(e);
+      } else if (head == "events") {
+        // events [syscalls] [faults] [io] [noswitches]: the event groups record --events recorded
+        // (kInfoEventGroups and the flags after it), and whether without context switches.
+        info.flags |= fmt::kInfoEventGroups;
+        for (auto& [key, value] : fields(in)) {
+          if (key == "syscalls") info.flags |= fmt::kInfoSyscalls;
+          else if (key == "faults") info.flags |= fmt::kInfoFaults;
+          else if (key == "io") info.flags |= fmt::kInfoIo;
+          else if (key == "noswitches") info.flags |= fmt::kInfoNoSwitches;
+          else return Error(where + ": events takes syscalls, faults, io, noswitches; not '" + key + "'");
+        }
       } else if (head == "mode") {
         auto f = fields(in);
         if (f.count("profile")) info.flags |= fmt::kInfoProfile;

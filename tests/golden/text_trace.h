@@ -8,12 +8,15 @@
 //   THREAD KIND TICK [ADDR] [sp=ADDR] [count=N]
 //   THREAD alloc TICK PTR size=N op=OP  |  THREAD free TICK PTR op=OP
 //   sys THREAD KIND NS [cpu=N] [state=MASK] [nr=N] [args=A,B,..] [ret=N] [waker=TID] [waker_pid=PID] [count=N]
+//   events [syscalls] [faults] [io] [noswitches]
 //
 // `sys` lines are the kernel's events of a thread (kSysEvents; NS is on
 // the trace's clock: the header's origin is 0): KIND out (blocked),
 // preempt (still runnable), in, lost (count=), state (sched_switch's
 // prev_state mask: 1 S, 2 D), wakeup (waker=, waker_pid=), enter (nr=,
-// args=), exit (nr=, ret=);
+// args=), exit (nr=, ret=); `events` says which of the kernel's event
+// groups were recorded (a trace without the line says nothing, as those
+// written before record said it);
 // KIND is entry, exit, unwound, truncated, stray, lost, inherited, mark or
 // wait (ticks=N: the thread waited N ticks for the recorder, up to TICK);
 // alloc and free are memory events (record --memory), OP the AllocOp's

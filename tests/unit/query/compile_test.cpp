@@ -154,7 +154,16 @@ TEST(Compile, Refusals) {
     EXPECT_NE(error_of(std::string("BEGIN { ") + f + "; }").find("is not supported"), std::string::npos) << f;
   EXPECT_EQ(error_of("BEGIN { x = uregs; }"), "failed to compile script t.d: line 1: uregs is not available: callscope records no registers");
   EXPECT_NE(error_of("BEGIN { x = curthread; }").find("curthread is not available"), std::string::npos);
-  EXPECT_NE(error_of("BEGIN { x = arg3; }").find("arg3 is not available"), std::string::npos);
+  EXPECT_NE(error_of("pid1::main:entry { x = arg3; }").find("D's arg3 there is its argument 4"), std::string::npos);
+  EXPECT_TRUE(build("syscall::write:entry { x = arg2 + arg5 + arg9; }", CompileOptions{}).ok());
+  // errno and cpu: where the kernel's events fire (issue 33).
+  EXPECT_TRUE(build("syscall::open*:return { x = errno; } sched:::on-cpu { y = cpu; }", CompileOptions{}).ok());
+  EXPECT_EQ(error_of("syscall::read:return, proc:::exit { x = errno; }"),
+            "failed to compile script t.d: line 1: errno is not available at proc:::exit: callscope knows a thread's "
+            "errno at the syscall provider's probes only (record --events syscalls)");
+  EXPECT_NE(error_of("BEGIN { x = cpu; }").find("callscope knows a thread's CPU "
+                                               "at the sched provider's probes only"),
+            std::string::npos);
   EXPECT_NE(error_of("BEGIN { x = vtimestamp; }").find("vtimestamp is not available"), std::string::npos);
   EXPECT_EQ(error_of("BEGIN { trace(pid); speculate(1); }"),
             "failed to compile script t.d: line 1: speculate( ) may not follow data-recording actions");

@@ -309,8 +309,8 @@ TEST_F(DriverTest, EntriesAndReturnsWithDurations) {
   EXPECT_EQ(events_, 8u);
   // The call path, outermost first; arg0 of an entry is the function.
   EXPECT_EQ(rec.stacks[2], (std::vector<uint64_t>{0x401000, 0x401100, 0x401200}));
-  EXPECT_EQ(rec.firings[2].arg0, 0x401200);
-  EXPECT_EQ(rec.firings[3].arg0, 0);
+  EXPECT_EQ(rec.firings[2].arg[0], 0x401200);
+  EXPECT_EQ(rec.firings[3].arg[0], 0);
 }
 
 TEST_F(DriverTest, OnlyEnabledProbesFireAndBeginEndBracketThem) {
@@ -509,7 +509,7 @@ TEST_F(DriverTest, GapsInDurations) {
                        "pid7:app:app+0x401000:return t=1000 tid=7 dur=800 self=750 depth=1",
                    }));
   ASSERT_EQ(rec.firings.size(), 2u);
-  EXPECT_EQ(rec.firings[0].arg0, 5);
+  EXPECT_EQ(rec.firings[0].arg[0], 5);
 }
 
 // tick-N on trace time: every interval from the start while the trace lasts.
