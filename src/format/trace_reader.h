@@ -207,10 +207,11 @@ class TraceReader {
   // Whether they have the threads' context switches: when each ran and
   // waited (not so for record --events syscalls or faults without sched).
   bool has_switches() const;
-  // Whether it has their system calls (record --events syscalls), even if
-  // none was made: the header says so in a trace written since
-  // kInfoEventGroups; an older one has them if it holds one.
-  bool has_syscalls();
+  // Whether it has a group of the kernel's events (kInfoSyscalls: record
+  // --events syscalls; kInfoFaults; kInfoIo), even if none happened: the
+  // header says so in a trace written since kInfoEventGroups; an older one
+  // has them if it holds one.
+  bool has_event_group(uint32_t group);
   // A CLOCK_MONOTONIC time as a trace tick (0 before the origin).
   uint64_t mono_to_tick(uint64_t mono_ns) const;
 

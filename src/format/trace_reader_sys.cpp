@@ -15,18 +15,23 @@ bool TraceReader::has_switches() const {
   return has_sys_events() && !(info_.record.flags & kInfoNoSwitches);
 }
 
-bool TraceReader::has_syscalls() {
-  if (info_.record.flags & kInfoEventGroups) return (info_.record.flags & kInfoSyscalls) != 0;
+bool TraceReader::has_event_group(uint32_t group) {
+  if (info_.record.flags & kInfoEventGroups) return (info_.record.flags & group) != 0;
+  auto of_group = [group](SysKind k) {
+    switch (k) {
+      case SysKind::kSyscallEnter: case SysKind::kSyscallExit: return group == kInfoSyscalls;
+      case SysKind::kPageFault: return group == kInfoFaults;
+      case SysKind::kIoStart: case SysKind::kIoDone: return group == kInfoIo;
+      default: return false;
+    }
+  };
   for (const BlockRef& b : blocks_) {
     if (b.header.type != static_cast<uint16_t>(BlockType::kSysEvents)) continue;
     auto p = payload(b);
     if (!p) continue;  // sys_events() says what is wrong with it
     std::vector<SysEvent> events;
     (void)decode_sys_events(*p, b.header.count, b.header.first_tick, events);
-    if (std::any_of(events.begin(), events.end(), [](const SysEvent& e) {
-          return e.kind == SysKind::kSyscallEnter || e.kind == SysKind::kSyscallExit;
-        }))
-      return true;
+    if (std::any_of(events.begin(), events.end(), [&](const SysEvent& e) { return of_group(e.kind); })) return true;
   }
   return false;
 }

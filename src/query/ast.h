@@ -39,7 +39,9 @@ enum class ExprKind : uint8_t {
 };
 
 // What an identifier turned out to be (set by the compiler).
-enum class VarKind : uint8_t { kNone, kBuiltin, kGlobal, kArray, kThread, kClause };
+// kMember: a translated structure's member (translators.h: curpsinfo->pr_pid,
+// args[0]->b_bcount); slot the Member, value its MemberOf.
+enum class VarKind : uint8_t { kNone, kBuiltin, kGlobal, kArray, kThread, kClause, kMember };
 
 struct Expr {
   ExprKind kind = ExprKind::kInt;

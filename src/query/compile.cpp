@@ -7,6 +7,7 @@
 #include <set>
 
 #include "query/constant.h"
+#include "query/translators.h"
 #include "query/dnames.h"
 #include "query/parser.h"
 
@@ -416,6 +417,34 @@ class Checker {
                                 type_name(v.keys[i]) + "\n\t argument: " + type_name(keys[i]));
   }
 
+  // A translated structure's member: it must mean the same at every probe
+  // of the clause.
+  Type member(Expr& e) {
+    if (!clause_) {
+      fail(e.line, e.name + " is read in a clause only");
+      return Type::kNone;
+    }
+    std::optional<MemberInfo> info;
+    for (const ProbeSpec& ps : clause_->probes) {
+      auto m = find_member(e.name, ps);
+      if (!m) {
+        fail(e.line, m.error().message());
+        return Type::kNone;
+      }
+      if (info && (info->member != m->member || info->of != m->of)) {
+        fail(e.line, e.name + " means different things at the clause's probes: give them clauses of their own");
+        return Type::kNone;
+      }
+      info = *m;
+    }
+    e.var = VarKind::kMember;
+    e.slot = static_cast<uint32_t>(info->member);
+    e.value = static_cast<uint64_t>(info->of);
+    e.bytes = info->bytes;
+    e.decl_type = info->d_type;
+    return info->type;
+  }
+
   Type expr(Expr& e, bool statement) {
     if (err_) return Type::kNone;
     e.type = compute(e, statement);
@@ -432,6 +461,7 @@ class Checker {
         return !e.is_unsigned && !e.is_long && e.value <= static_cast<uint64_t>(INT32_MAX) ? 4 : 8;
       case ExprKind::kIdent:
         if (e.var == VarKind::kBuiltin) return builtin_bytes(static_cast<Builtin>(e.slot));
+        if (e.var == VarKind::kMember) return e.bytes;
         [[fallthrough]];
       case ExprKind::kSelf:
       case ExprKind::kThis:
@@ -481,6 +511,14 @@ class Checker {
       case ExprKind::kInt: return e.is_unsigned ? Type::kUint : Type::kInt;
       case ExprKind::kString: return Type::kString;
       case ExprKind::kIdent: {
+        if (e.name.find("->") != std::string::npos) return member(e);
+        if (auto c = d_constant(e.name)) {
+          // SSLEEP, B_READ, ...: an int constant, as dtrace's translators' inlines.
+          e.kind = ExprKind::kInt;
+          e.value = static_cast<uint64_t>(*c);
+          e.is_unsigned = e.is_long = false;
+          return Type::kInt;
+        }
         if (auto b = builtin_type(e.name)) {
           if (clause_)
             for (const ProbeSpec& ps : clause_->probes)

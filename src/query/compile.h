@@ -29,7 +29,7 @@ enum class Builtin : uint8_t {
 enum class Func : uint8_t {
   // subroutines: give a value
   kStrlen, kStrjoin, kSubstr, kStrstr, kStrchr, kStrrchr, kIndex, kRindex, kBasename, kDirname, kLltostr,
-  kStrtoll, kToupper, kTolower, kUstack, kUfunc, kUmod, kUsym, kSpeculation, kRand,
+  kStrtoll, kToupper, kTolower, kUstack, kUfunc, kUmod, kUsym, kSpeculation, kRand, kStringof,
   // actions: statements only
   kPrintf, kTrace, kPrint, kPrinta, kExit, kSpeculate, kCommit, kDiscard, kTrunc, kClear, kNormalize,
   kDenormalize,

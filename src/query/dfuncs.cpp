@@ -123,6 +123,9 @@ Value fn_strtoll(const Node& n, Ctx& c) {
   return Value::of_int(static_cast<int64_t>(std::strtoll(s.c_str(), nullptr, static_cast<int>(base))));
 }
 
+// D's stringof of a string: the string.
+Value fn_stringof(const Node& n, Ctx& c) { return arg(n, c, 0); }
+
 Value fn_case(const Node& n, Ctx& c) {
   std::string s = sarg(n, c, 0);
   const bool upper = n.slot == static_cast<uint32_t>(Func::kToupper);
@@ -145,7 +148,9 @@ Value fn_ustack(const Node& n, Ctx& c) {
 
 Value fn_sym(const Node& n, Ctx& c) {
   const uint8_t form = n.slot == static_cast<uint32_t>(Func::kUfunc) ? 0 : n.slot == static_cast<uint32_t>(Func::kUmod) ? 1 : 2;
-  return Value::of_sym(c.f->process, arg(n, c, 0).as_uint(), form);
+  // Keyed as libdtrace keys them: by the function (or module) that holds
+  // the address, not the address (Stacks::normalize).
+  return Value::of_sym(c.f->process, c.s->stacks.normalize(c.f->process, arg(n, c, 0).as_uint(), form), form);
 }
 
 Value fn_speculation(const Node&, Ctx& c) {
@@ -300,6 +305,7 @@ NodeFn function_fn(Func f) {
     case Func::kUfunc: case Func::kUmod: case Func::kUsym: return fn_sym;
     case Func::kSpeculation: return fn_speculation;
     case Func::kRand: return fn_rand;
+    case Func::kStringof: return fn_stringof;
     case Func::kPrintf: return fn_printf;
     case Func::kTrace: return fn_trace;
     case Func::kPrint: return fn_print;

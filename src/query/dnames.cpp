@@ -57,7 +57,7 @@ const std::map<std::string, Func>& functions() {
       {"trace", Func::kTrace},         {"print", Func::kPrint},       {"printa", Func::kPrinta},
       {"exit", Func::kExit},           {"speculate", Func::kSpeculate}, {"commit", Func::kCommit},
       {"discard", Func::kDiscard},     {"trunc", Func::kTrunc},       {"clear", Func::kClear},
-      {"normalize", Func::kNormalize}, {"denormalize", Func::kDenormalize},
+      {"normalize", Func::kNormalize}, {"denormalize", Func::kDenormalize}, {"stringof", Func::kStringof},
   };
   return m;
 }
@@ -107,8 +107,8 @@ std::optional<std::string> refused_variable(const std::string& name) {
   static const std::map<std::string, std::string> m = {
       {"uregs", "uregs is not available: callscope records no registers"},
       {"curthread", std::string("curthread is not available") + kernel},
-      {"curpsinfo", std::string("curpsinfo is not available") + kernel},
-      {"curlwpsinfo", std::string("curlwpsinfo is not available") + kernel},
+      {"curpsinfo", "curpsinfo is a structure: read its members (curpsinfo->pr_psargs, docs/query.md)"},
+      {"curlwpsinfo", "curlwpsinfo is a structure: read its members (curlwpsinfo->pr_state, docs/query.md)"},
       {"curcpu", std::string("curcpu is not available") + kernel},
       {"caller", "caller is a kernel address: use ucaller"},
       {"stackdepth", "stackdepth is the kernel stack's depth: use ustackdepth"},
@@ -119,7 +119,8 @@ std::optional<std::string> refused_variable(const std::string& name) {
       {"zonename", std::string("zonename is not available") + kernel},
       {"vtimestamp", "vtimestamp is not available: callscope does not know when a thread was off the CPU"},
       {"args", "args[] is not available: callscope records no function arguments yet (probefunc and probemod name "
-               "the function)"},
+               "the function); sched:::wakeup's and the io provider's are structures: read their members "
+               "(args[0]->b_bcount, docs/query.md)"},
   };
   auto it = m.find(name);
   if (it != m.end()) return it->second;
@@ -186,6 +187,7 @@ const FunctionSig& function_sig(Func f) {
       {Func::kUstack, {0, 2, Type::kStack, "c"}},      {Func::kUfunc, {1, 1, Type::kSym, "i"}},
       {Func::kUmod, {1, 1, Type::kSym, "i"}},          {Func::kUsym, {1, 1, Type::kSym, "i"}},
       {Func::kSpeculation, {0, 0, Type::kInt, ""}},    {Func::kRand, {0, 0, Type::kInt, ""}},
+      {Func::kStringof, {1, 1, Type::kString, "s"}},
       {Func::kPrintf, {1, SIZE_MAX, Type::kVoid, "sa"}}, {Func::kTrace, {1, 1, Type::kVoid, "a"}},
       {Func::kPrint, {1, 1, Type::kVoid, "a"}},        {Func::kPrinta, {1, SIZE_MAX, Type::kVoid, ""}},
       {Func::kExit, {1, 1, Type::kVoid, "i"}},         {Func::kSpeculate, {1, 1, Type::kVoid, "i"}},

@@ -18,6 +18,7 @@
 #include "query/other_processes.h"
 #include "query/proc_events.h"
 #include "query/thread_stream.h"
+#include "query/translators.h"
 #include "symbolize/symbolizer.h"
 
 namespace callscope::query {
@@ -65,6 +66,10 @@ struct Driver::Impl {
   // Per process: entry address -> enabled probes, filled as addresses are met.
   std::vector<std::unordered_map<uint64_t, FnSlot>> fn_slots;
   std::map<std::tuple<uint32_t, uint64_t, uint8_t>, std::string> symbol_cache;  // (process, addr, form)
+  // normalize(): (process, addr, 0 function / 1 module) -> the address that stands for it, and the
+  // first address met of each (process, kind, name).
+  std::map<std::tuple<uint32_t, uint64_t, uint8_t>, uint64_t> normalized;
+  std::map<std::tuple<uint32_t, uint8_t, std::string>, uint64_t> first_of_name;
   std::vector<const ProbeInfo*> proc_probes[9];
   struct Clock {
     const ProbeInfo* info;
@@ -78,6 +83,10 @@ struct Driver::Impl {
   // merged in time order (read at setup: sys_events.h).
   std::vector<std::vector<const ProbeInfo*>> syscall_entry, syscall_return;
   std::vector<const ProbeInfo*> sched_probes[kSchedEvents];
+  std::vector<const ProbeInfo*> fault_probes[3];  // by FaultKind
+  std::vector<const ProbeInfo*> io_probes[2];     // start, done
+  std::map<uint64_t, uint32_t> device_names;       // dev_t -> its name's string id
+  uint32_t strings_unknown = 0;
   struct SysItem {
     uint64_t key;
     uint32_t thread;
@@ -110,6 +119,10 @@ struct Driver::Impl {
     FnSlot last_slot;
     bool has_last = false;
     int32_t last_errno = 0;  // its last system call's error (syscall probes)
+    uint32_t psargs = 0;     // its process's arguments (curpsinfo->pr_psargs)
+    // Its block requests begun and not done, by (device, sector): their
+    // bytes and flags, which the completion does not say.
+    std::map<std::pair<uint64_t, uint64_t>, std::pair<uint64_t, int64_t>> io_pending;
   };
   std::vector<Thread> threads;
   std::vector<uint32_t> active;  // threads whose stream is being merged (and, live, has events)
@@ -183,6 +196,8 @@ struct Driver::Impl {
         by_nr[nr].push_back(info_by_id[id].get());
       }
       if (p.kind == ProbeKind::kSched) sched_probes[static_cast<int>(p.sched)].push_back(info_by_id[id].get());
+      if (p.kind == ProbeKind::kFault) fault_probes[static_cast<int>(p.fault)].push_back(info_by_id[id].get());
+      if (p.kind == ProbeKind::kIo) io_probes[p.io_done ? 1 : 0].push_back(info_by_id[id].get());
       if (p.kind == ProbeKind::kTick || p.kind == ProbeKind::kProfile)
         clocks.push_back({info_by_id[id].get(), p.kind == ProbeKind::kProfile, p.interval_ns, p.interval_ns});
     }
@@ -229,6 +244,7 @@ struct Driver::Impl {
     f.ppid = t.ppid;
     f.tid = t.tid;
     f.execname = t.execname;
+    f.psargs = t.psargs;
     f.timestamp = ns(tick);
     f.walltimestamp = wall_origin_ns + f.timestamp;
     f.frames = t.addrs.data();
@@ -561,6 +577,9 @@ struct Driver::Impl {
       t.ppid = p.record.ppid;
       // D's execname: the executable's file name.
       t.execname = intern_name(p.exe.substr(p.exe.rfind('/') + 1));
+      std::string args;
+      for (const std::string& a : p.argv) args += (args.empty() ? "" : " ") + a;
+      t.psargs = intern_name(args);
     }
   }
 
@@ -569,6 +588,7 @@ struct Driver::Impl {
     wall_origin_ns = trace.info().record.start_realtime_ns;
     strings_callscope = strings.intern("callscope");
     strings_empty = strings.intern("");
+    strings_unknown = strings.intern("<unknown>");
     threads.resize(trace.threads().size());
     fn_slots.resize(trace.processes().size());
     for (uint32_t i = 0; i < threads.size(); ++i) setup_thread(i);
@@ -577,14 +597,16 @@ struct Driver::Impl {
     stop = consumer->exited();
   }
 
-  bool sched_wanted() const {
-    return std::any_of(std::begin(sched_probes), std::end(sched_probes), [](const auto& v) { return !v.empty(); });
+  template <size_t N>
+  static bool any_enabled(const std::vector<const ProbeInfo*> (&probes)[N]) {
+    return std::any_of(std::begin(probes), std::end(probes), [](const auto& v) { return !v.empty(); });
   }
 
   // The kernel's events the enabled syscall and sched probes fire on.
   void load_sys() {
-    const bool calls = !syscall_entry.empty() || !syscall_return.empty(), sched = sched_wanted();
-    if (!calls && !sched) return;
+    const bool calls = !syscall_entry.empty() || !syscall_return.empty(), sched = any_enabled(sched_probes);
+    const bool faults = any_enabled(fault_probes), io = any_enabled(io_probes);
+    if (!calls && !sched && !faults && !io) return;
     using format::SysKind;
     for (uint32_t i = 0; i < threads.size(); ++i) {
       thread_of_tid[threads[i].tid] = i;
@@ -598,7 +620,10 @@ struct Driver::Impl {
         const bool switch_ = e.kind == SysKind::kSwitchIn || e.kind == SysKind::kSwitchOutBlocked ||
                              e.kind == SysKind::kSwitchOutRunnable || e.kind == SysKind::kWakeup;
         // errno at a syscall probe is the thread's last call's: every exit counts.
-        if ((call && calls) || (switch_ && sched)) sys.push_back({event_key(trace.mono_to_tick(e.mono_ns)), i, e});
+        const bool fault = e.kind == SysKind::kPageFault;
+        const bool request = e.kind == SysKind::kIoStart || e.kind == SysKind::kIoDone;
+        if ((call && calls) || (switch_ && sched) || (fault && faults) || (request && io))
+          sys.push_back({event_key(trace.mono_to_tick(e.mono_ns)), i, e});
       }
     }
     std::stable_sort(sys.begin(), sys.end(), [](const SysItem& a, const SysItem& b) { return a.key < b.key; });
@@ -646,8 +671,13 @@ struct Driver::Impl {
       case SysKind::kSwitchOutBlocked:
       case SysKind::kSwitchOutRunnable: {
         const auto cpu = static_cast<int32_t>(e.arg);
+        // The state lwpsinfo_t's pr_sname gives: on the CPU, or the one it leaves it in.
+        const char state = e.kind == SysKind::kSwitchIn ? 'O' : e.kind == SysKind::kSwitchOutBlocked ? 'S' : 'R';
         auto on = [&](SchedEvent what) {
-          fire_all(sched_probes[static_cast<int>(what)], [&](Firing& f) { f.cpu = cpu; });
+          fire_all(sched_probes[static_cast<int>(what)], [&](Firing& f) {
+            f.cpu = cpu;
+            f.sname = state;
+          });
         };
         if (e.kind == SysKind::kSwitchIn) {
           on(SchedEvent::kOnCpu);
@@ -662,6 +692,8 @@ struct Driver::Impl {
         // thread and its process. A waker outside the trace (the kernel,
         // another program) has its pid and tid, no name.
         auto waker = thread_of_tid.find(static_cast<int64_t>(e.arg));
+        FiringArgs woken;
+        woken.woken = {t.pid, t.ppid, t.tid, t.execname, t.psargs};
         for (const ProbeInfo* p : sched_probes[static_cast<int>(SchedEvent::kWakeup)]) {
           Firing f;
           if (waker != thread_of_tid.end() && threads[waker->second].pid == e.value) {
@@ -674,6 +706,53 @@ struct Driver::Impl {
           }
           f.arg[0] = t.tid;
           f.arg[1] = t.pid;
+          f.structs = &woken;
+          fire(f);
+          if (stop) return;
+        }
+        break;
+      }
+      case SysKind::kPageFault: {
+        // arg0 the address, arg1 the instruction, arg2 1 when taken in the
+        // kernel (a system call touching the program's memory).
+        const bool major = (e.value & format::kFaultMajor) != 0;
+        auto fill = [&](Firing& f) {
+          f.arg[0] = static_cast<int64_t>(e.arg);
+          f.arg[1] = static_cast<int64_t>(e.args[0]);
+          f.arg[2] = (e.value & format::kFaultInKernel) ? 1 : 0;
+        };
+        fire_all(fault_probes[static_cast<int>(FaultKind::kAny)], fill);
+        if (!stop) fire_all(fault_probes[static_cast<int>(major ? FaultKind::kMajor : FaultKind::kMinor)], fill);
+        break;
+      }
+      case SysKind::kIoStart:
+      case SysKind::kIoDone: {
+        FiringArgs request;
+        FiringArgs::Io& io = request.io;
+        io.dev = e.arg;
+        io.sector = e.args[0];
+        io.unknown = strings_unknown;
+        auto [name, fresh] = device_names.try_emplace(e.arg, 0);
+        if (fresh) name->second = intern_name(trace.info().block_device(e.arg));
+        io.dev_name = name->second;
+        const auto key = std::pair{e.arg, e.args[0]};
+        if (e.kind == SysKind::kIoStart) {
+          io.bytes = e.args[1];
+          const auto kind = static_cast<uint64_t>(e.value);
+          io.flags = (kind & (format::kIoWrite | format::kIoFlush | format::kIoDiscard)) ? kBufWrite : kBufRead;
+          t.io_pending[key] = {io.bytes, io.flags};
+        } else {
+          if (auto it = t.io_pending.find(key); it != t.io_pending.end()) {
+            io.bytes = it->second.first;
+            io.flags = it->second.second;
+            t.io_pending.erase(it);
+          }
+          io.error = e.value < 0 ? -e.value : e.value;  // bufinfo_t's b_error is an errno
+          io.flags |= kBufDone | (e.value ? kBufError : 0);
+        }
+        for (const ProbeInfo* p : io_probes[e.kind == SysKind::kIoDone ? 1 : 0]) {
+          Firing f = context(t, p, tick);
+          f.structs = &request;
           fire(f);
           if (stop) return;
         }
@@ -865,6 +944,17 @@ std::string Driver::symbol(uint32_t process, uint64_t addr, uint8_t form) {
     it->second = s.module + "`" + s.function;
   }
   if (impl_->safe_names) it->second = terminal_safe(it->second);
+  return it->second;
+}
+
+uint64_t Driver::normalize(uint32_t process, uint64_t addr, uint8_t form) {
+  const uint8_t kind = form == 1 ? 1 : 0;
+  auto [it, fresh] = impl_->normalized.try_emplace({process, addr, kind}, addr);
+  if (!fresh) return it->second;
+  const symbolize::Symbol& s = impl_->sym.lookup(process, addr);
+  if (kind == 0 ? s.function.empty() : s.module.empty()) return addr;
+  const std::string name = kind == 0 ? s.module + "`" + s.function : s.module;
+  it->second = impl_->first_of_name.try_emplace({process, kind, name}, addr).first->second;
   return it->second;
 }
 

@@ -116,6 +116,11 @@ class Driver {
   // The name Stacks print for an address: "module`function" (form 0) or
   // "module" (form 1), cached.
   std::string symbol(uint32_t process, uint64_t addr, uint8_t form);
+  // The address that stands for `addr` as an aggregation key
+  // (Stacks::normalize): the first one met of the same function (forms 0
+  // and 2) or module (form 1), so that ufunc() of two instructions of one
+  // function is one row. An address of no known function stays itself.
+  uint64_t normalize(uint32_t process, uint64_t addr, uint8_t form);
 
   // The process $target stands for offline: the one `record` started.
   static std::optional<uint64_t> target_pid(const format::TraceReader& trace);

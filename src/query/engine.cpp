@@ -7,6 +7,7 @@
 
 #include "query/dnames.h"
 #include "query/lang_exec.h"
+#include "query/translators.h"
 
 namespace callscope::query {
 
@@ -57,6 +58,11 @@ Value b_duration(const Node&, Ctx& c) { return Value::of_uint(c.f->duration); }
 Value b_selfduration(const Node&, Ctx& c) { return Value::of_uint(c.f->selfduration); }
 // Calls between the thread's outermost function and this one (0 for it).
 Value b_depth(const Node&, Ctx& c) { return Value::of_int32(c.f->nframes ? static_cast<int32_t>(c.f->nframes - 1) : 0); }
+
+// A translated structure's member (translators.h).
+Value n_member(const Node& n, Ctx& c) {
+  return member_value(static_cast<Member>(n.slot), static_cast<MemberOf>(n.bits), *c.f);
+}
 
 constexpr NodeFn kBuiltins[] = {
     b_probeprov, b_probemod, b_probefunc, b_probename, b_pid, b_ppid, b_tid, b_execname, b_timestamp,
@@ -304,6 +310,12 @@ class Builder {
       }
       case ExprKind::kIdent:
         if (e.var == VarKind::kBuiltin) return &make(kBuiltins[e.slot]);
+        if (e.var == VarKind::kMember) {
+          Node& n = make(n_member);
+          n.slot = e.slot;
+          n.bits = static_cast<uint8_t>(e.value);
+          return &n;
+        }
         return var(e);
       case ExprKind::kSelf:
       case ExprKind::kThis:

@@ -69,6 +69,22 @@ struct ProbeInfo {
   uint32_t provider = 0, module = 0, function = 0, name = 0;
 };
 
+// args[] that are structures (translators.h): the thread sched:::wakeup
+// woke, the request of io:::start and io:::done. Strings are ids.
+struct FiringArgs {
+  struct Thread {
+    int64_t pid = 0, ppid = 0, tid = 0;
+    uint32_t fname = 0, psargs = 0;
+  } woken;
+  struct Io {
+    uint64_t dev = 0, sector = 0, bytes = 0;
+    int64_t flags = 0;  // B_READ, B_WRITE, B_DONE, B_ERROR (translators.h)
+    int64_t error = 0;
+    uint32_t dev_name = 0;  // the kernel's name of the device ("vda")
+    uint32_t unknown = 0;   // "<unknown>": what a block request does not know (its file)
+  } io;
+};
+
 // What one firing knows. Integers as D types them.
 struct Firing {
   const ProbeInfo* probe = nullptr;
@@ -84,6 +100,14 @@ struct Firing {
   int64_t arg[10] = {};
   int32_t errno_value = 0;  // syscall probes: the thread's last system call's error (0: none)
   int32_t cpu = -1;         // sched probes: the CPU (-1: not known)
+  // curpsinfo and curlwpsinfo (translators.h): the process's arguments
+  // (a string id; 0: none known) and the thread's state as lwpsinfo_t's
+  // pr_sname says it ('O' on a CPU, 'S' asleep, 'R' runnable).
+  uint32_t psargs = 0;
+  char sname = 'O';
+  // The probe's structured arguments: sched:::wakeup's woken thread,
+  // io's request (null elsewhere).
+  const struct FiringArgs* structs = nullptr;
   // Return probes (beyond D): the call's inclusive and exclusive time, ns.
   uint64_t duration = 0, selfduration = 0;
   // The thread's call path at the firing, outermost first (for a return

@@ -73,8 +73,9 @@ bool is_assign_op(const std::string& s) {
 }
 
 bool is_lvalue(const Expr& e) {
-  return e.kind == ExprKind::kIdent || e.kind == ExprKind::kSelf || e.kind == ExprKind::kThis ||
-         e.kind == ExprKind::kIndex;
+  // A translated structure's member (curpsinfo->pr_pid) is read-only.
+  return (e.kind == ExprKind::kIdent && e.name.find("->") == std::string::npos) || e.kind == ExprKind::kSelf ||
+         e.kind == ExprKind::kThis || e.kind == ExprKind::kIndex;
 }
 
 class Parser {
@@ -637,14 +638,35 @@ class Parser {
         advance();
         n->args.push_back(std::move(e));
         e = std::move(n);
+      } else if (is("->") && translated(*e)) {
+        // curpsinfo->pr_pid, args[0]->b_bcount: a member of a translated
+        // structure (translators.h), one name for the compiler.
+        std::string base = e->name;
+        if (e->kind == ExprKind::kIndex) base += "[" + std::to_string(e->args[0]->value) + "]";
+        advance();
+        if (tok_.kind != Tok::kIdent) {
+          syntax_error();
+          return e;
+        }
+        auto n = node(ExprKind::kIdent, line);
+        n->name = base + "->" + tok_.text;
+        advance();
+        e = std::move(n);
       } else if (is(".") || is("->")) {
-        fail(line, "operator " + tok_.text + " is not supported here: only self-> and this-> name variables");
+        fail(line, "operator " + tok_.text + " is not supported here: only self->, this->, curpsinfo->, "
+                   "curlwpsinfo-> and a provider's args[N]-> name members");
         return e;
       } else {
         break;
       }
     }
     return e;
+  }
+
+  // What -> may follow: curpsinfo, curlwpsinfo, args[N].
+  static bool translated(const Expr& e) {
+    if (e.kind == ExprKind::kIdent) return e.name == "curpsinfo" || e.name == "curlwpsinfo";
+    return e.kind == ExprKind::kIndex && e.name == "args" && e.args.size() == 1 && e.args[0]->kind == ExprKind::kInt;
   }
 
   ExprPtr primary() {
@@ -686,7 +708,14 @@ class Parser {
                                            "-> variables are not supported; use a global array keyed by tid");
           return e;
         }
-        if (t.text == "sizeof" || t.text == "stringof" || t.text == "offsetof" || t.text == "xlate") {
+        if (t.text == "stringof") {
+          // D's operator: stringof expr (a string already: itself).
+          auto e = node(ExprKind::kCall, t.line);
+          e->name = "stringof";
+          e->args.push_back(unary());
+          return e;
+        }
+        if (t.text == "sizeof" || t.text == "offsetof" || t.text == "xlate") {
           fail(t.line, t.text + " is not supported by callscope query");
           return node(ExprKind::kInt, t.line);
         }

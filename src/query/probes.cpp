@@ -140,9 +140,33 @@ Catalog::Catalog(const CatalogInput& input) {
       add(std::move(p));
     }
   }
-  no_syscalls_ = input.no_syscalls;
-  no_sched_ = input.no_sched;
+  if (input.faults) {
+    // DTrace for Windows' name of a major fault too: hardflt.
+    for (const auto& [kind, name] : {std::pair{FaultKind::kAny, "fault"}, std::pair{FaultKind::kMinor, "minor"},
+                                     std::pair{FaultKind::kMajor, "major"}, std::pair{FaultKind::kMajor, "hardflt"}}) {
+      Probe p{0, ProbeKind::kFault, "pf", "vmlinux", "", name};
+      p.fault = kind;
+      add(std::move(p));
+    }
+  }
+  if (input.io) {
+    for (const bool done : {false, true}) {
+      Probe p{0, ProbeKind::kIo, "io", "vmlinux", "", done ? "done" : "start"};
+      p.io_done = done;
+      add(std::move(p));
+    }
+  }
+  missing_ = input.missing;
   extend(input);
+}
+
+std::map<std::string, std::string> live_kernel_providers_missing() {
+  // The kernel's events reach a trace when it is written, not as it grows.
+  std::map<std::string, std::string> m;
+  for (const char* p : {"syscall", "sched", "pf", "io"})
+    m[p] = "a live query (-c, -p) does not see the kernel's events yet: record the program (callscope record "
+           "--events sched,syscalls,faults,io -- CMD), then query its trace";
+  return m;
 }
 
 const char* sched_probe_name(SchedEvent e) {
@@ -281,10 +305,17 @@ Result<std::vector<uint32_t>> Catalog::match(const ProbeSpec& spec) {
                  ": offset probes are not supported: callscope sees function entry and return only");
   // A provider of the kernel's events the trace does not hold: an empty
   // answer would look like "none happened".
-  for (const auto& [provider, why] : {std::pair{"syscall", &no_syscalls_}, std::pair{"sched", &no_sched_}})
-    if (spec.provider == provider && !why->empty())
-      return Error("probe description " + spec.provider + ":" + spec.module + ":" + spec.function + ":" + spec.name +
-                   ": " + *why);
+  if (auto why = missing_.find(spec.provider); why != missing_.end())
+    return Error("probe description " + spec.provider + ":" + spec.module + ":" + spec.function + ":" + spec.name +
+                 ": " + why->second);
+  // Linux's page-fault events say major or minor, not why.
+  static const char* const kWindowsFaults[] = {"trans_flt", "dzero_flt", "cow_flt", "gp_flt", "hp_flt", "av_flt"};
+  if (spec.provider == "pf")
+    for (const char* n : kWindowsFaults)
+      if (spec.name == n)
+        return Error("probe description " + spec.provider + ":" + spec.module + ":" + spec.function + ":" + spec.name +
+                     ": Linux's page-fault events say whether a fault was major or minor, not its kind: use "
+                     "pf:::minor, pf:::major (or hardflt) or pf:::fault");
   // profile's probes are made on demand: tick-N and profile-N for any N.
   if (!has_glob(spec.name) && field_matches(spec.provider, "profile") && field_matches(spec.module, "") &&
       field_matches(spec.function, "")) {
@@ -418,14 +449,18 @@ std::string no_match_message(const ProbeSpec& spec) {
 
 CatalogInput catalog_input(format::TraceReader& trace, std::vector<std::string>& warnings, size_t first_module) {
   CatalogInput in;
-  in.syscalls = first_module == 0 && trace.has_syscalls();
+  in.syscalls = first_module == 0 && trace.has_event_group(format::kInfoSyscalls);
   in.sched = first_module == 0 && trace.has_switches();
+  in.faults = first_module == 0 && trace.has_event_group(format::kInfoFaults);
+  in.io = first_module == 0 && trace.has_event_group(format::kInfoIo);
   if (!in.syscalls)
-    in.no_syscalls = "the trace has no system calls: record the program with --events syscalls (or "
-                     "--events sched,syscalls)";
+    in.missing["syscall"] = "the trace has no system calls: record the program with --events syscalls (or "
+                            "--events sched,syscalls)";
   if (!in.sched)
-    in.no_sched = "the trace has no context switches: record the program with --events sched (the default; "
-                  "the kernel may have refused them: record said so)";
+    in.missing["sched"] = "the trace has no context switches: record the program with --events sched (the default; "
+                          "the kernel may have refused them: record said so)";
+  if (!in.faults) in.missing["pf"] = "the trace has no page faults: record the program with --events sched,faults";
+  if (!in.io) in.missing["io"] = "the trace has no block I/O: record the program with --events sched,io (as root)";
   in.processes.resize(trace.processes().size());
   for (size_t i = 0; i < trace.processes().size(); ++i) in.processes[i].pid = trace.processes()[i].record.pid;
   std::vector<std::set<std::string>> seen(in.processes.size());

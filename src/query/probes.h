@@ -4,9 +4,9 @@
 // A Catalog lists, as dtrace -l would: dtrace:::BEGIN/END/ERROR; the proc
 // provider's events; the alloc provider's (one probe per allocating or
 // freeing function: alloc:::malloc, alloc:::free, ...); the syscall
-// provider's entry and return of every system call of this machine and the
-// sched provider's probes, when the trace holds those events (record
-// --events); pid<PID> entry and return probes for every function
+// provider's entry and return of every system call of this machine, and
+// the sched, pf and io providers' probes, when the trace holds those events
+// (record --events); pid<PID> entry and return probes for every function
 // symbol of every module of each traced process; and the profile
 // provider's tick-N and profile-N, created on demand when a description
 // names an interval (as dtrace's profile provider does). Probe ids are
@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -47,6 +48,14 @@ enum class ProbeKind : uint8_t {
   kSyscallEntry,   // syscall: system call `syscall` begins (record --events syscalls)
   kSyscallReturn,  // syscall: it returns
   kSched,          // sched: see SchedEvent (record --events sched, the default)
+  kFault,          // pf: a page fault of kind `fault` (record --events faults)
+  kIo,             // io: a block I/O request begins (`io_done` false) or completes (record --events io)
+};
+
+enum class FaultKind : uint8_t {
+  kAny,    // pf:::fault, every one
+  kMinor,  // pf:::minor, served from memory
+  kMajor,  // pf:::major (DTrace for Windows' hardflt), the page read from a disk
 };
 
 enum class SchedEvent : uint8_t {
@@ -83,6 +92,8 @@ struct Probe {
   uint8_t op = 0;            // alloc: the format::AllocOp
   int64_t syscall = -1;      // syscall: the system call's number
   SchedEvent sched = SchedEvent::kOnCpu;
+  FaultKind fault = FaultKind::kAny;
+  bool io_done = false;
   // "provider:module:function:name"
   std::string full_name() const { return provider + ":" + module + ":" + function + ":" + name; }
 };
@@ -105,12 +116,14 @@ struct CatalogInput {
     std::vector<Module> modules;
   };
   std::vector<Process> processes;  // in the trace's order
-  // The kernel's events the trace holds: the syscall and sched providers'
-  // probes exist when it does. When not, a description naming the provider
-  // outright is refused with why ("the trace has no system calls: ..."); ""
-  // (a catalog of no trace's, for what every trace has): it matches nothing.
-  bool syscalls = false, sched = false;
-  std::string no_syscalls, no_sched;
+  // The kernel's events the trace holds: the syscall, sched, pf and io
+  // providers' probes exist when it does. When not, a description naming
+  // the provider outright is refused with why, by provider ("the trace has
+  // no system calls: ..."); without one (a catalog of no trace's, for what
+  // every trace has) it matches nothing.
+  bool syscalls = false, sched = false, faults = false, io = false;
+  std::map<std::string, std::string> missing;
+  void all_kernel_providers() { syscalls = sched = faults = io = true; }
 };
 
 // A pid probe's function: one per (process, module, name); a name defined
@@ -165,7 +178,7 @@ class Catalog {
  private:
   uint32_t add(Probe p);
   std::vector<Probe> probes_;
-  std::string no_syscalls_, no_sched_;
+  std::map<std::string, std::string> missing_;  // kernel providers the trace lacks, and why
   std::vector<PidFunction> functions_;
   std::vector<int64_t> pids_;  // per process
   std::vector<std::vector<std::pair<std::string, bool>>> unlisted_;  // per process: (module, main) without symbols
@@ -180,6 +193,8 @@ std::optional<uint64_t> clock_interval_ns(const std::string& name, const std::st
 
 // The sched provider's probe name of an event ("on-cpu").
 const char* sched_probe_name(SchedEvent e);
+// Why live queries have no probes of the kernel's providers, by provider.
+std::map<std::string, std::string> live_kernel_providers_missing();
 
 // The alloc provider's probe name of a format::AllocOp ("malloc", "new-array",
 // "pool-free"), "" for none.

@@ -259,7 +259,7 @@ Result<int> run_query(const QueryRequest& req, std::FILE* out, std::FILE* err) {
   std::vector<std::string> warnings;
   // -l alone lists what a trace can offer: the kernel's events' probes too.
   CatalogInput none;
-  none.syscalls = none.sched = true;
+  none.all_kernel_providers();
   Catalog catalog(trace ? catalog_input(*trace, warnings) : none);
   for (const std::string& w : warnings) warn(err, w);
 
@@ -327,6 +327,8 @@ Result<int> run_query(const QueryRequest& req, std::FILE* out, std::FILE* err) {
   Driver driver(*trace, catalog, sym, strings);
   driver.set_terminal_safe(!req.json);
   stacks.set_symbol([&driver](uint32_t process, uint64_t addr, uint8_t form) { return driver.symbol(process, addr, form); });
+  stacks.set_normalize(
+      [&driver](uint32_t process, uint64_t addr, uint8_t form) { return driver.normalize(process, addr, form); });
   Engine engine(program, strings, stacks, text);
   nlohmann::json records = nlohmann::json::array();
   EngineConsumer consumer(engine, text, catalog, out, err, req.json ? &records : nullptr);
@@ -434,12 +436,8 @@ Result<int> run_live(const QueryRequest& req, std::FILE* out, std::FILE* err) {
 
   std::vector<std::string> warnings;
   CatalogInput input = catalog_input(live->trace(), warnings);
-  // The kernel's events reach a trace when it is written, not as it grows.
-  input.syscalls = input.sched = false;
-  input.no_syscalls = "a live query (-c, -p) does not see system calls yet: record the program (callscope record "
-                      "--events syscalls -- CMD), then query its trace";
-  input.no_sched = "a live query (-c, -p) does not see context switches yet: record the program (callscope record "
-                   "-- CMD), then query its trace";
+  input.syscalls = input.sched = input.faults = input.io = false;
+  input.missing = live_kernel_providers_missing();
   Catalog catalog(input);
   for (const std::string& w : warnings) warn(err, w);
   symbolize::Symbolizer sym(live->trace());
@@ -449,6 +447,8 @@ Result<int> run_live(const QueryRequest& req, std::FILE* out, std::FILE* err) {
   Driver driver(live->trace(), catalog, sym, strings);
   driver.set_terminal_safe(!req.json);
   stacks.set_symbol([&driver](uint32_t process, uint64_t addr, uint8_t form) { return driver.symbol(process, addr, form); });
+  stacks.set_normalize(
+      [&driver](uint32_t process, uint64_t addr, uint8_t form) { return driver.normalize(process, addr, form); });
   Engine engine(program, strings, stacks, text);
   nlohmann::json records = nlohmann::json::array();
   EngineConsumer consumer(engine, text, catalog, out, err, req.json ? &records : nullptr);

@@ -182,6 +182,68 @@ TEST_P(QueryTest, SystemCallsAndSwitchesOfTheKernel) {
   EXPECT_GE(n["off"], n["slept"]) << q.out;
 }
 
+// The pf provider (record --events faults) against the kernel's own
+// counts: the faults fixture reads getrusage(RUSAGE_THREAD) around touch()
+// (300 fresh pages in main). The faults the query sees inside touch() are
+// those, less at most the hooks' own (a fault of the runtime's ring while
+// it writes touch()'s entry is in the kernel's window, before the call's
+// time); each at an instruction of touch(), none in the kernel.
+TEST_P(QueryTest, PageFaultsAgreeWithGetrusage) {
+  trace_ = dir_.file("faults.trace");
+  RunResult r = callscope({"record", "--events", "sched,faults", "-o", trace_, "--", fixture(GetParam(), "faults"),
+                           dir_.path()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  if (r.err.find("not recorded") != std::string::npos) GTEST_SKIP() << r.err;
+  const std::map<std::string, long> k = parse_counts(r.out);
+  ASSERT_TRUE(k.count("main") && k.count("touch_min")) << r.out;
+  const std::string main_tid = std::to_string(k.at("main"));
+  RunResult q = query("pid$target::touch:entry /tid == " + main_tid + "/ { self->in = 1; } "
+                      "pid$target::touch:return { self->in = 0; } "
+                      "pf:::minor /self->in/ { @n[\"minor\"] = sum(1); @at[ufunc(arg1), arg2] = count(); } "
+                      "pf:::major /self->in/ { @n[\"major\"] = sum(1); } "
+                      "pf:::fault /self->in/ { @n[\"all\"] = sum(1); } "
+                      "END { printa(\"%s %@d\\n\", @n); printa(\"at %A %d %@d\\n\", @at); }");
+  ASSERT_EQ(q.exit_code, 0) << q.err;
+  auto n = pairs(q.out);
+  const auto kernel = static_cast<uint64_t>(k.at("touch_min"));
+  EXPECT_LE(n["minor"], kernel) << q.out;
+  EXPECT_GE(n["minor"] + 2, kernel) << q.out;
+  EXPECT_GE(n["minor"], 1u) << q.out;
+  EXPECT_EQ(n["all"], n["minor"] + n["major"]) << q.out;
+  EXPECT_EQ(n["major"], static_cast<uint64_t>(k.at("touch_maj"))) << q.out;
+  // Every minor fault in touch() was at its instruction, in user space.
+  EXPECT_NE(q.out.find("`touch 0 " + std::to_string(n["minor"]) + "\n"), std::string::npos) << q.out;
+}
+
+// The io provider (record --events io, root) against /proc/thread-self/io:
+// the bytes read by the O_DIRECT reads of the io fixture's direct(), from
+// bufinfo_t; every request it began completed (done fires in it, with
+// B_DONE), on a device with a name. Skipped where O_DIRECT or the events
+// are refused.
+TEST_P(QueryTest, BlockIoAgreesWithTheThreadsIoCounters) {
+  trace_ = dir_.file("io.trace");
+  RunResult r = callscope({"record", "--events", "sched,io", "-o", trace_, "--", fixture(GetParam(), "io"),
+                           dir_.path()});
+  if (r.exit_code == 3) GTEST_SKIP() << "O_DIRECT refused where the test writes: " << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  if (r.err.find("not recorded") != std::string::npos) GTEST_SKIP() << r.err;
+  const std::map<std::string, long> k = parse_counts(r.out);
+  ASSERT_TRUE(k.count("read")) << r.out;
+  RunResult q = query("pid$target::direct:entry { self->in = 1; } pid$target::direct:return { self->in = 0; } "
+                      "io:::start /self->in && (args[0]->b_flags & B_READ)/ { @n[\"read\"] = sum(args[0]->b_bcount); } "
+                      "io:::start /self->in/ { @n[\"begun\"] = sum(1); } "
+                      "io:::done /self->in && (args[0]->b_flags & B_DONE)/ { @n[\"done\"] = sum(1); } "
+                      "io:::start /self->in && args[1]->dev_statname != \"\" && args[2]->fi_pathname == "
+                      "\"<unknown>\"/ { @n[\"named\"] = sum(1); } "
+                      "END { printa(\"%s %@d\\n\", @n); }");
+  ASSERT_EQ(q.exit_code, 0) << q.err;
+  auto n = pairs(q.out);
+  EXPECT_EQ(n["read"], static_cast<uint64_t>(k.at("read"))) << q.out;
+  EXPECT_GE(n["begun"], 32u) << q.out;
+  EXPECT_EQ(n["done"], n["begun"]) << q.out;
+  EXPECT_EQ(n["named"], n["begun"]) << q.out;
+}
+
 // The same providers over a trace without those events: refused, with
 // what to do -- an empty answer would read as "none happened".
 TEST_P(QueryTest, KernelProvidersOfATraceWithoutThemAreRefused) {

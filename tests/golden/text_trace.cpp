@@ -96,6 +96,7 @@ Status text_to_trace(const std::string& text, const std::string& out_path) {
   std::vector<Event> events;
   fmt::InfoRecord info{};
   std::string info_argv;
+  std::string block_devices;  // "MAJOR:MINOR NAME" lines
   std::vector<Snapshot> snapshots;
   std::vector<fmt::MarkRecord> marks;
   fmt::StringTable kstr;
@@ -252,6 +253,12 @@ Status text_to_trace(const std::string& text, const std::string& out_path) {
         }
         if (thread >= threads.size()) return Error(where + ": thread " + std::to_string(thread) + " not declared");
         sys_events[thread].push_back(e);
+      } else if (head == "device") {
+        // device MAJOR:MINOR NAME: a block device of the io events (InfoRecord.block_devices).
+        std::string numbers, name;
+        if (!(in >> numbers >> name) || numbers.find(':') == std::string::npos)
+          return Error(where + ": device MAJOR:MINOR NAME");
+        block_devices += numbers + " " + name + "\n";
       } else if (head == "events") {
         // events [syscalls] [faults] [io] [noswitches]: the event groups record --events recorded
         // (kInfoEventGroups and the flags after it), and whether without context switches.
@@ -431,6 +438,7 @@ Status text_to_trace(const std::string& text, const std::string& out_path) {
   info.duration_ticks = last;
   info.cmdline = istr.add(info_argv);
   info.cwd = istr.add("/golden");
+  if (!block_devices.empty()) info.block_devices = istr.add(block_devices);
   info.tool_version = istr.add("callscope golden");
   CALLSCOPE_CHECK(writer->write_records(fmt::BlockType::kInfo, std::vector<fmt::InfoRecord>{info}, istr));
   CALLSCOPE_CHECK(writer->write_records(fmt::BlockType::kProcesses, procs, pstr));

@@ -9,6 +9,7 @@
 //   THREAD alloc TICK PTR size=N op=OP  |  THREAD free TICK PTR op=OP
 //   sys THREAD KIND NS [cpu=N] [state=MASK] [nr=N] [args=A,B,..] [ret=N] [waker=TID] [waker_pid=PID] [count=N]
 //   events [syscalls] [faults] [io] [noswitches]
+//   device MAJOR:MINOR NAME
 //
 // `sys` lines are the kernel's events of a thread (kSysEvents; NS is on
 // the trace's clock: the header's origin is 0): KIND out (blocked),

@@ -9,6 +9,7 @@
 
 #include <string>
 
+#include "analysis/off_cpu.h"
 #include "format/raw_encoder.h"
 #include "format/trace_reader.h"
 #include "query/driver.h"
@@ -201,6 +202,46 @@ TEST(Catalog, DescriptionErrors) {
   r = parse_probe_description("pid$nosuch:::entry", none);
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().message().find("unknown macro at '$nosuch'"), std::string::npos) << r.error().message();
+}
+
+// The kernel's providers (issue 33): their probes when the trace holds
+// the events; when not, a description naming the provider outright is
+// refused with why, and a glob matches nothing.
+TEST(Catalog, KernelProviders) {
+  CompileOptions none;
+  auto spec = [&](const char* text) {
+    auto s = parse_probe_description(text, none);
+    EXPECT_TRUE(s) << text;
+    return *s;
+  };
+  CatalogInput all;
+  all.all_kernel_providers();
+  Catalog c(all);
+  auto read = c.match(spec("syscall::read:entry"));
+  ASSERT_TRUE(read);
+  ASSERT_EQ(read->size(), 1u);
+  EXPECT_EQ(c.probe(read->front()).kind, ProbeKind::kSyscallEntry);
+  EXPECT_EQ(c.probe(read->front()).syscall, analysis::syscall_number("read"));
+  EXPECT_EQ(c.probe(read->front()).module, "vmlinux");
+  auto hard = c.match(spec("pf:::hardflt"));
+  ASSERT_TRUE(hard);
+  ASSERT_EQ(hard->size(), 1u);
+  EXPECT_EQ(c.probe(hard->front()).fault, FaultKind::kMajor);
+  EXPECT_EQ(c.match(spec("sched:::"))->size(), 5u);
+  EXPECT_EQ(c.match(spec("io:::"))->size(), 2u);
+  auto kind = c.match(spec("pf:::dzero_flt"));
+  ASSERT_FALSE(kind);
+  EXPECT_NE(kind.error().message().find("say whether a fault was major or minor"), std::string::npos);
+
+  CatalogInput lacking;
+  lacking.missing["syscall"] = "no system calls here";
+  Catalog d(lacking);
+  auto refused = d.match(spec("syscall::read:entry"));
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().message(), "probe description syscall::read:entry: no system calls here");
+  auto glob = d.match(spec("sys*:::entry"));
+  ASSERT_TRUE(glob);
+  EXPECT_TRUE(glob->empty());
 }
 
 TEST(Catalog, ListLayoutIsDtraces) {

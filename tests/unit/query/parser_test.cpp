@@ -144,7 +144,12 @@ TEST(Parser, SyntaxErrors) {
   EXPECT_EQ(error_of("BEGIN { @a; }"), "line 1: aggregation @a must be assigned an aggregating function: @a = count() and the like");
   EXPECT_EQ(error_of("BEGIN { x = *p; }"), "line 1: operator * (pointers) is not supported: callscope query does not read the program's memory");
   EXPECT_EQ(error_of("BEGIN { x = 1 # 2; }"), "line 1: invalid character '#'");
-  EXPECT_EQ(error_of("BEGIN { x = a.b; }"), "line 1: operator . is not supported here: only self-> and this-> name variables");
+  EXPECT_EQ(error_of("BEGIN { x = a.b; }"), "line 1: operator . is not supported here: only self->, this->, curpsinfo->, curlwpsinfo-> and a "
+            "provider's args[N]-> name members");
+  // Members of translated structures are read-only (issue 33).
+  EXPECT_EQ(error_of("sched:::on-cpu { curpsinfo->pr_pid = 1; }"),
+            "line 1: operator = can only be applied to a writable variable");
+  EXPECT_EQ(error_of("sched:::on-cpu { x = args[0]->; }"), "line 1: syntax error near \";\"");
 }
 
 }  // namespace
