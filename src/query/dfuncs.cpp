@@ -216,12 +216,10 @@ Value fn_printa(const Node& n, Ctx& c) {
   std::vector<const Aggregation*> aggs;
   for (const Node* a : n.args) aggs.push_back(c.s->aggs[a->slot].get());
   c.s->pctx.process = c.f->process;
-  if (!n.prefix) {  // no format
-    for (const Aggregation* a : aggs) print_aggregation(*c.out, *a, c.s->pctx);
-  } else {
-    auto st = printa(*c.out, n.text, aggs, c.s->pctx);
-    if (!st) c.fault = "illegal operation";
-  }
+  // Without a format, several aggregations are one table of their joined
+  // keys, a column each (dtrace's layout), not one table after another.
+  auto st = printa(*c.out, n.prefix ? n.text : std::string(), aggs, c.s->pctx);
+  if (!st) c.fault = "illegal operation";
   return none();
 }
 

@@ -127,6 +127,14 @@ Status load_source(const QueryRequest& req, std::string& source, std::string& fi
   return ok_status();
 }
 
+// A script of no clause (empty, or declarations and pragmas alone) would
+// wait for nothing: refused, as dtrace refuses it.
+Status has_probes(const Program& program, const std::string& file) {
+  if (program.clause_count() > 0) return ok_status();
+  return Error("no probes specified: " + (file == "-n" ? std::string("the descriptions") : "script " + file) +
+               " has no clause");
+}
+
 // As dtrace says it, unless quiet: what the probe descriptions matched.
 void say_matched(const QueryRequest& req, const Program& program, size_t n, std::FILE* err) {
   if (option_set(program.options(), "quiet")) return;
@@ -236,10 +244,59 @@ std::string description_clause(char flag, const std::string& text) {
   return descr + rest;
 }
 
+// -l: the probes the descriptions (or the script's clauses) match, or
+// every probe of the catalog, as dtrace -l lists them.
+static Result<int> list_probes(const QueryRequest& req, const std::string& source, const std::string& file,
+                        const CompileOptions& co, Catalog& catalog, std::FILE* out) {
+  std::vector<ProbeSpec> specs;
+  bool bodies = !req.script_file.empty();
+  for (const auto& d : req.descriptions) bodies = bodies || has_clause(d.second);
+  if (bodies) {
+    CALLSCOPE_TRY(auto program, compile(source, file, co));
+    for (size_t c = 0; c < program->clause_count(); ++c)
+      for (const ProbeSpec& s : program->clause_probes(c)) specs.push_back(s);
+  } else {
+    for (const auto& [flag, text] : req.descriptions) {
+      const std::string clause = description_clause(flag, text);
+      const std::string descr = clause.substr(0, description_end(clause));
+      size_t start = 0;
+      for (;;) {
+        const size_t comma = descr.find(',', start);
+        CALLSCOPE_TRY(ProbeSpec s, parse_probe_description(
+                                       descr.substr(start, comma == std::string::npos ? std::string::npos : comma - start), co));
+        specs.push_back(std::move(s));
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+      }
+    }
+  }
+  std::set<uint32_t> ids;
+  if (specs.empty())
+    for (const Probe& p : catalog.probes()) ids.insert(p.id);
+  for (const ProbeSpec& s : specs) {
+    CALLSCOPE_TRY(std::vector<uint32_t> m, catalog.match(s));
+    if (m.empty() && !req.allow_zero && !catalog.may_match_later(s)) return Error(no_match_message(s));
+    ids.insert(m.begin(), m.end());
+  }
+  if (req.json) {
+    nlohmann::json probes = nlohmann::json::array();
+    for (uint32_t id : ids) {
+      const Probe& p = catalog.probe(id);
+      probes.push_back({{"id", p.id}, {"provider", p.provider}, {"module", p.module}, {"function", p.function},
+                        {"name", p.name}});
+    }
+    write_json(out, {{"probes", probes}});
+  } else {
+    std::fputs(list_header().c_str(), out);
+    for (uint32_t id : ids) std::fputs(list_line(catalog.probe(id)).c_str(), out);
+  }
+  return 0;
+}
+
 Result<int> run_query(const QueryRequest& req, std::FILE* out, std::FILE* err) {
   if (!req.script_file.empty() && !req.descriptions.empty())
     return Error("give a script (-s) or probe descriptions (-n, -P, -m, -f), not both");
-  if (req.live && !req.list) return run_live(req, out, err);
+  if (req.live) return run_live(req, out, err);
   if (req.trace.empty() && !req.list)
     return Error("no trace given: query reads a trace written by 'callscope record' (callscope query -s x.d app.trace)");
   if (!req.list && req.script_file.empty() && req.descriptions.empty())
@@ -266,51 +323,7 @@ Result<int> run_query(const QueryRequest& req, std::FILE* out, std::FILE* err) {
   std::string source, file;
   CALLSCOPE_CHECK(load_source(req, source, file));
 
-  if (req.list) {
-    std::vector<ProbeSpec> specs;
-    bool bodies = !req.script_file.empty();
-    for (const auto& d : req.descriptions) bodies = bodies || has_clause(d.second);
-    if (bodies) {
-      CALLSCOPE_TRY(auto program, compile(source, file, co));
-      for (size_t c = 0; c < program->clause_count(); ++c)
-        for (const ProbeSpec& s : program->clause_probes(c)) specs.push_back(s);
-    } else {
-      for (const auto& [flag, text] : req.descriptions) {
-        const std::string clause = description_clause(flag, text);
-        const std::string descr = clause.substr(0, description_end(clause));
-        size_t start = 0;
-        for (;;) {
-          const size_t comma = descr.find(',', start);
-          CALLSCOPE_TRY(ProbeSpec s, parse_probe_description(
-                                         descr.substr(start, comma == std::string::npos ? std::string::npos : comma - start), co));
-          specs.push_back(std::move(s));
-          if (comma == std::string::npos) break;
-          start = comma + 1;
-        }
-      }
-    }
-    std::set<uint32_t> ids;
-    if (specs.empty())
-      for (const Probe& p : catalog.probes()) ids.insert(p.id);
-    for (const ProbeSpec& s : specs) {
-      CALLSCOPE_TRY(std::vector<uint32_t> m, catalog.match(s));
-      if (m.empty() && !req.allow_zero && !catalog.may_match_later(s)) return Error(no_match_message(s));
-      ids.insert(m.begin(), m.end());
-    }
-    if (req.json) {
-      nlohmann::json probes = nlohmann::json::array();
-      for (uint32_t id : ids) {
-        const Probe& p = catalog.probe(id);
-        probes.push_back({{"id", p.id}, {"provider", p.provider}, {"module", p.module}, {"function", p.function},
-                          {"name", p.name}});
-      }
-      write_json(out, {{"probes", probes}});
-    } else {
-      std::fputs(list_header().c_str(), out);
-      for (uint32_t id : ids) std::fputs(list_line(catalog.probe(id)).c_str(), out);
-    }
-    return 0;
-  }
+  if (req.list) return list_probes(req, source, file, co, catalog, out);
 
   auto compiled = compile(source, file, co);
   if (!compiled) {
@@ -320,6 +333,7 @@ Result<int> run_query(const QueryRequest& req, std::FILE* out, std::FILE* err) {
     return compiled.error();
   }
   std::shared_ptr<const Program> program = std::move(*compiled);
+  CALLSCOPE_CHECK(has_probes(*program, file));
   symbolize::Symbolizer sym(*trace);
   Strings strings;
   Stacks stacks;
@@ -368,10 +382,14 @@ double measure_ticks_per_ns(format::ClockKind clock) {
 
 Result<int> run_live(const QueryRequest& req, std::FILE* out, std::FILE* err) {
   if (!req.trace.empty()) return Error("give a trace or a program to run (-c), not both");
-  if (req.script_file.empty() && req.descriptions.empty())
+  if (req.script_file.empty() && req.descriptions.empty() && !req.list)
     return Error("nothing to run: give a script (-s FILE) or a probe description and its clause (-n)");
   std::string source, file;
   CALLSCOPE_CHECK(load_source(req, source, file));
+  // -l -c CMD (-l -p PID): the program's probes, $target its pid, as dtrace
+  // lists them: the program runs until it has listed its modules, and is
+  // killed then (one attached to goes on).
+  if (req.list && source.find_first_not_of(" \t\n") == std::string::npos) source = "BEGIN {}";
   CompileOptions co;
   co.macro_args = req.macro_args;
   co.options = req.options;
@@ -380,6 +398,7 @@ Result<int> run_live(const QueryRequest& req, std::FILE* out, std::FILE* err) {
   if (req.host) co.target = 0;
   CALLSCOPE_TRY(auto checked, compile(source, file, co));
   std::shared_ptr<const Program> program = std::move(checked);
+  CALLSCOPE_CHECK(has_probes(*program, file));
 
   const bool tsc = format::tsc_is_invariant();
   const double tsc_rate = req.host && tsc ? measure_ticks_per_ns(format::ClockKind::kTsc) : 1.0;
@@ -391,7 +410,7 @@ Result<int> run_live(const QueryRequest& req, std::FILE* out, std::FILE* err) {
   int finish_status = 0;
   if (req.host) {
     if (uses_alloc_provider(*program)) req.host->want_memory();
-    req.host->want_only(functions_needed(*program));
+    if (!req.list) req.host->want_only(functions_needed(*program));
     CALLSCOPE_CHECK(req.host->start(*live, tsc_rate));
     const format::ClockKind clock = req.host->clock();
     live->begin(req.host->session(), clock, req.host->origin(), clock == format::ClockKind::kTsc ? tsc_rate : 1.0);
@@ -440,6 +459,17 @@ Result<int> run_live(const QueryRequest& req, std::FILE* out, std::FILE* err) {
   input.missing = live_kernel_providers_missing();
   Catalog catalog(input);
   for (const std::string& w : warnings) warn(err, w);
+  if (req.list) {
+    auto listed = list_probes(req, source, file, co, catalog, out);
+    if (!program_done) {
+      live->release();
+      req.host->kill_program();
+      while (req.host->poll()) {
+      }
+      req.host->finish();
+    }
+    return listed;
+  }
   symbolize::Symbolizer sym(live->trace());
   Strings strings;
   Stacks stacks;

@@ -125,7 +125,7 @@ std::optional<int64_t> d_constant(const std::string& name) {
   static const std::map<std::string, int64_t> m = {
       {"SSLEEP", kSsleep}, {"SRUN", kSrun},   {"SZOMB", 3},       {"SSTOP", 4},          {"SIDL", 5},
       {"SONPROC", kSonproc}, {"SWAIT", 7},    {"B_BUSY", 0x1},    {"B_DONE", kBufDone},  {"B_ERROR", kBufError},
-      {"B_PAGEIO", 0x10},  {"B_PHYS", 0x20},  {"B_READ", kBufRead}, {"B_WRITE", kBufWrite},  {"B_ASYNC", 0x400},
+      {"NULL", 0},         {"B_PAGEIO", 0x10},  {"B_PHYS", 0x20},  {"B_READ", kBufRead}, {"B_WRITE", kBufWrite},  {"B_ASYNC", 0x400},
   };
   auto it = m.find(name);
   if (it == m.end()) return std::nullopt;

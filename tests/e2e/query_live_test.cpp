@@ -127,6 +127,23 @@ TEST_P(QueryLiveTest, CountsEveryCallOfEveryThread) {
   EXPECT_NE(r.out.find("leaf=400000\n"), std::string::npos) << r.out;
 }
 
+// -l -c CMD lists the program's probes, pid$target its pid, as dtrace
+// does: the program runs until it has listed its modules, then is killed
+// (4 threads of a billion calls each would run for minutes: their "threads="
+// line never comes).
+TEST_P(QueryLiveTest, ListsTheProbesOfAProgramItStarts) {
+  RunResult r = callscope({"query", "-l", "-n", "pid$target:a.out:leaf:", "-c",
+                           plain_path(fixture(GetParam(), "threads")) + " 4 1000000000"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("   ID   PROVIDER"), std::string::npos) << r.out;
+  const size_t at = r.out.find(" pid");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  EXPECT_NE(r.out[at + 4], '0') << r.out;  // a real pid
+  EXPECT_NE(r.out.find("leaf entry\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("leaf return\n"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("threads="), std::string::npos) << r.out;
+}
+
 TEST_P(QueryLiveTest, PrintsWhileTheProgramRuns) {
   Background q(dir_, {"query", "-q", "-n", "pid$target:a.out:beat:entry { printf(\"beat\\n\"); }", "-c",
                       live_command(3)});
