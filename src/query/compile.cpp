@@ -417,25 +417,16 @@ class Checker {
                                 type_name(v.keys[i]) + "\n\t argument: " + type_name(keys[i]));
   }
 
-  // A translated structure's member: it must mean the same at every probe
-  // of the clause.
+  // A translated structure's member (translators.h).
   Type member(Expr& e) {
     if (!clause_) {
       fail(e.line, e.name + " is read in a clause only");
       return Type::kNone;
     }
-    std::optional<MemberInfo> info;
-    for (const ProbeSpec& ps : clause_->probes) {
-      auto m = find_member(e.name, ps);
-      if (!m) {
-        fail(e.line, m.error().message());
-        return Type::kNone;
-      }
-      if (info && (info->member != m->member || info->of != m->of)) {
-        fail(e.line, e.name + " means different things at the clause's probes: give them clauses of their own");
-        return Type::kNone;
-      }
-      info = *m;
+    auto info = find_member(e.name, clause_->probes);
+    if (!info) {
+      fail(e.line, info.error().message());
+      return Type::kNone;
     }
     e.var = VarKind::kMember;
     e.slot = static_cast<uint32_t>(info->member);

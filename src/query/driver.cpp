@@ -17,8 +17,8 @@
 #include "format/trace_reader.h"
 #include "query/other_processes.h"
 #include "query/proc_events.h"
+#include "query/kernel_probes.h"
 #include "query/thread_stream.h"
-#include "query/translators.h"
 #include "symbolize/symbolizer.h"
 
 namespace callscope::query {
@@ -43,7 +43,7 @@ struct Frame {
 
 }  // namespace
 
-struct Driver::Impl {
+struct Driver::Impl final : KernelProbes::Host {
   TraceReader& trace;
   Catalog& catalog;
   symbolize::Symbolizer& sym;
@@ -78,23 +78,9 @@ struct Driver::Impl {
     uint64_t next_ns;
   };
   std::vector<Clock> clocks;
-  // The syscall and sched providers' enabled probes (by system call number,
-  // by SchedEvent), and the kernel's events they fire on, all threads'
-  // merged in time order (read at setup: sys_events.h).
-  std::vector<std::vector<const ProbeInfo*>> syscall_entry, syscall_return;
-  std::vector<const ProbeInfo*> sched_probes[kSchedEvents];
-  std::vector<const ProbeInfo*> fault_probes[3];  // by FaultKind
-  std::vector<const ProbeInfo*> io_probes[2];     // start, done
-  std::map<uint64_t, uint32_t> device_names;       // dev_t -> its name's string id
-  uint32_t strings_unknown = 0;
-  struct SysItem {
-    uint64_t key;
-    uint32_t thread;
-    format::SysEvent e;
-  };
-  std::vector<SysItem> sys;
-  size_t next_sys = 0;
-  std::unordered_map<int64_t, uint32_t> thread_of_tid;  // a waker's thread
+  // The syscall, sched, pf and io providers' probes and the kernel's events
+  // they fire on (and profile-N's knowledge of who is on a CPU).
+  KernelProbes kernel;
 
   struct Thread {
     uint32_t index = 0, process = 0;
@@ -118,11 +104,7 @@ struct Driver::Impl {
     uint64_t last_addr = 0;
     FnSlot last_slot;
     bool has_last = false;
-    int32_t last_errno = 0;  // its last system call's error (syscall probes)
     uint32_t psargs = 0;     // its process's arguments (curpsinfo->pr_psargs)
-    // Its block requests begun and not done, by (device, sector): their
-    // bytes and flags, which the completion does not say.
-    std::map<std::pair<uint64_t, uint64_t>, std::pair<uint64_t, int64_t>> io_pending;
   };
   std::vector<Thread> threads;
   std::vector<uint32_t> active;  // threads whose stream is being merged (and, live, has events)
@@ -150,7 +132,7 @@ struct Driver::Impl {
   // other views print them, so that a name holding an escape sequence
   // cannot drive the terminal through printf, trace() or printa.
   bool safe_names = true;
-  uint32_t intern_name(const std::string& s) { return strings.intern(safe_names ? terminal_safe(s) : s); }
+  uint32_t intern_name(const std::string& s) override { return strings.intern(safe_names ? terminal_safe(s) : s); }
 
   const ProbeInfo* info(uint32_t id) const { return id < info_by_id.size() ? info_by_id[id].get() : nullptr; }
   bool counts_only(const ProbeInfo* p) const { return p->id < count_only.size() && count_only[p->id]; }
@@ -189,15 +171,7 @@ struct Driver::Impl {
         alloc_probes[p.op].push_back(info_by_id[id].get());
         memory_wanted = true;
       }
-      if (p.kind == ProbeKind::kSyscallEntry || p.kind == ProbeKind::kSyscallReturn) {
-        auto& by_nr = p.kind == ProbeKind::kSyscallEntry ? syscall_entry : syscall_return;
-        const auto nr = static_cast<size_t>(p.syscall);
-        if (by_nr.size() <= nr) by_nr.resize(nr + 1);
-        by_nr[nr].push_back(info_by_id[id].get());
-      }
-      if (p.kind == ProbeKind::kSched) sched_probes[static_cast<int>(p.sched)].push_back(info_by_id[id].get());
-      if (p.kind == ProbeKind::kFault) fault_probes[static_cast<int>(p.fault)].push_back(info_by_id[id].get());
-      if (p.kind == ProbeKind::kIo) io_probes[p.io_done ? 1 : 0].push_back(info_by_id[id].get());
+      kernel.enable(p, info_by_id[id].get());
       if (p.kind == ProbeKind::kTick || p.kind == ProbeKind::kProfile)
         clocks.push_back({info_by_id[id].get(), p.kind == ProbeKind::kProfile, p.interval_ns, p.interval_ns});
     }
@@ -262,9 +236,17 @@ struct Driver::Impl {
     f.walltimestamp = wall_origin_ns + f.timestamp;
     return f;
   }
-  uint32_t strings_callscope = 0, strings_empty = 0;
+  uint32_t strings_callscope = 0;
 
-  void fire(const Firing& f) {
+  // KernelProbes::Host.
+  Firing in_thread(uint32_t thread, const ProbeInfo* p, uint64_t tick) override {
+    return context(threads[thread], p, tick);
+  }
+  Firing outside_threads(const ProbeInfo* p, uint64_t tick) override { return outside(p, tick); }
+  bool stopped() const override { return stop; }
+
+
+  void fire(const Firing& f) override {
     if (!tallied.empty()) flush_tallies();
     consumer->fire(f);
     ++fired;
@@ -550,7 +532,10 @@ struct Driver::Impl {
       for (uint32_t i = 0; i < threads.size() && !stop; ++i)
         if (threads[i].started && !threads[i].finished) fire(context(threads[i], c.info, tick));
     } else if (c.profile) {
+      // Where the trace has the context switches, only the threads on a
+      // CPU then: a sample of what ran, as dtrace's profile-N is.
       for (uint32_t i : active) {
+        if (kernel.profile_on_cpu() && !kernel.on_cpu(i)) continue;
         fire(context(threads[i], c.info, tick));
         if (stop) break;
       }
@@ -587,180 +572,13 @@ struct Driver::Impl {
     ns_per_tick = 1.0 / trace.header().ticks_per_ns;
     wall_origin_ns = trace.info().record.start_realtime_ns;
     strings_callscope = strings.intern("callscope");
-    strings_empty = strings.intern("");
-    strings_unknown = strings.intern("<unknown>");
     threads.resize(trace.threads().size());
     fn_slots.resize(trace.processes().size());
     for (uint32_t i = 0; i < threads.size(); ++i) setup_thread(i);
     meta = metadata();
-    load_sys();
+    const bool profile = std::any_of(clocks.begin(), clocks.end(), [](const Clock& c) { return c.profile; });
+    if (auto st = kernel.load(trace, profile && !live); !st && damage) damage = st;
     stop = consumer->exited();
-  }
-
-  template <size_t N>
-  static bool any_enabled(const std::vector<const ProbeInfo*> (&probes)[N]) {
-    return std::any_of(std::begin(probes), std::end(probes), [](const auto& v) { return !v.empty(); });
-  }
-
-  // The kernel's events the enabled syscall and sched probes fire on.
-  void load_sys() {
-    const bool calls = !syscall_entry.empty() || !syscall_return.empty(), sched = any_enabled(sched_probes);
-    const bool faults = any_enabled(fault_probes), io = any_enabled(io_probes);
-    if (!calls && !sched && !faults && !io) return;
-    using format::SysKind;
-    for (uint32_t i = 0; i < threads.size(); ++i) {
-      thread_of_tid[threads[i].tid] = i;
-      auto kernel = trace.sys_events(i);
-      if (!kernel) {
-        if (damage) damage = kernel.error();
-        continue;
-      }
-      for (const format::SysEvent& e : *kernel) {
-        const bool call = e.kind == SysKind::kSyscallEnter || e.kind == SysKind::kSyscallExit;
-        const bool switch_ = e.kind == SysKind::kSwitchIn || e.kind == SysKind::kSwitchOutBlocked ||
-                             e.kind == SysKind::kSwitchOutRunnable || e.kind == SysKind::kWakeup;
-        // errno at a syscall probe is the thread's last call's: every exit counts.
-        const bool fault = e.kind == SysKind::kPageFault;
-        const bool request = e.kind == SysKind::kIoStart || e.kind == SysKind::kIoDone;
-        if ((call && calls) || (switch_ && sched) || (fault && faults) || (request && io))
-          sys.push_back({event_key(trace.mono_to_tick(e.mono_ns)), i, e});
-      }
-    }
-    std::stable_sort(sys.begin(), sys.end(), [](const SysItem& a, const SysItem& b) { return a.key < b.key; });
-  }
-
-  // A system call's return value as D's syscall provider gives it: the C
-  // library's (-1 on failure), and the error in errno.
-  static std::pair<int64_t, int32_t> syscall_result(int64_t raw) {
-    if (raw < 0 && raw >= -4095) return {-1, static_cast<int32_t>(-raw)};
-    return {raw, 0};
-  }
-
-  void fire_sys(const SysItem& item) {
-    using format::SysKind;
-    Thread& t = threads[item.thread];
-    const format::SysEvent& e = item.e;
-    const uint64_t tick = item.key / 3;
-    auto fire_all = [&](const std::vector<const ProbeInfo*>& probes, const auto& fill) {
-      for (const ProbeInfo* p : probes) {
-        Firing f = context(t, p, tick);
-        fill(f);
-        fire(f);
-        if (stop) return;
-      }
-    };
-    switch (e.kind) {
-      case SysKind::kSyscallEnter:
-        if (e.arg < syscall_entry.size())
-          fire_all(syscall_entry[e.arg], [&](Firing& f) {
-            for (int a = 0; a < 6; ++a) f.arg[a] = static_cast<int64_t>(e.args[a]);
-            f.errno_value = t.last_errno;
-          });
-        break;
-      case SysKind::kSyscallExit: {
-        const auto [ret, err] = syscall_result(e.value);
-        t.last_errno = err;
-        if (e.arg < syscall_return.size())
-          fire_all(syscall_return[e.arg], [&, ret = ret](Firing& f) {
-            f.arg[0] = f.arg[1] = ret;
-            f.errno_value = t.last_errno;
-          });
-        break;
-      }
-      case SysKind::kSwitchIn:
-      case SysKind::kSwitchOutBlocked:
-      case SysKind::kSwitchOutRunnable: {
-        const auto cpu = static_cast<int32_t>(e.arg);
-        // The state lwpsinfo_t's pr_sname gives: on the CPU, or the one it leaves it in.
-        const char state = e.kind == SysKind::kSwitchIn ? 'O' : e.kind == SysKind::kSwitchOutBlocked ? 'S' : 'R';
-        auto on = [&](SchedEvent what) {
-          fire_all(sched_probes[static_cast<int>(what)], [&](Firing& f) {
-            f.cpu = cpu;
-            f.sname = state;
-          });
-        };
-        if (e.kind == SysKind::kSwitchIn) {
-          on(SchedEvent::kOnCpu);
-          break;
-        }
-        on(e.kind == SysKind::kSwitchOutBlocked ? SchedEvent::kSleep : SchedEvent::kPreempt);
-        if (!stop) on(SchedEvent::kOffCpu);
-        break;
-      }
-      case SysKind::kWakeup: {
-        // It fires in the waker, as dtrace's; arg0 and arg1 name the woken
-        // thread and its process. A waker outside the trace (the kernel,
-        // another program) has its pid and tid, no name.
-        auto waker = thread_of_tid.find(static_cast<int64_t>(e.arg));
-        FiringArgs woken;
-        woken.woken = {t.pid, t.ppid, t.tid, t.execname, t.psargs};
-        for (const ProbeInfo* p : sched_probes[static_cast<int>(SchedEvent::kWakeup)]) {
-          Firing f;
-          if (waker != thread_of_tid.end() && threads[waker->second].pid == e.value) {
-            f = context(threads[waker->second], p, tick);
-          } else {
-            f = outside(p, tick);
-            f.pid = e.value;
-            f.tid = static_cast<int64_t>(e.arg);
-            f.execname = strings_empty;
-          }
-          f.arg[0] = t.tid;
-          f.arg[1] = t.pid;
-          f.structs = &woken;
-          fire(f);
-          if (stop) return;
-        }
-        break;
-      }
-      case SysKind::kPageFault: {
-        // arg0 the address, arg1 the instruction, arg2 1 when taken in the
-        // kernel (a system call touching the program's memory).
-        const bool major = (e.value & format::kFaultMajor) != 0;
-        auto fill = [&](Firing& f) {
-          f.arg[0] = static_cast<int64_t>(e.arg);
-          f.arg[1] = static_cast<int64_t>(e.args[0]);
-          f.arg[2] = (e.value & format::kFaultInKernel) ? 1 : 0;
-        };
-        fire_all(fault_probes[static_cast<int>(FaultKind::kAny)], fill);
-        if (!stop) fire_all(fault_probes[static_cast<int>(major ? FaultKind::kMajor : FaultKind::kMinor)], fill);
-        break;
-      }
-      case SysKind::kIoStart:
-      case SysKind::kIoDone: {
-        FiringArgs request;
-        FiringArgs::Io& io = request.io;
-        io.dev = e.arg;
-        io.sector = e.args[0];
-        io.unknown = strings_unknown;
-        auto [name, fresh] = device_names.try_emplace(e.arg, 0);
-        if (fresh) name->second = intern_name(trace.info().block_device(e.arg));
-        io.dev_name = name->second;
-        const auto key = std::pair{e.arg, e.args[0]};
-        if (e.kind == SysKind::kIoStart) {
-          io.bytes = e.args[1];
-          const auto kind = static_cast<uint64_t>(e.value);
-          io.flags = (kind & (format::kIoWrite | format::kIoFlush | format::kIoDiscard)) ? kBufWrite : kBufRead;
-          t.io_pending[key] = {io.bytes, io.flags};
-        } else {
-          if (auto it = t.io_pending.find(key); it != t.io_pending.end()) {
-            io.bytes = it->second.first;
-            io.flags = it->second.second;
-            t.io_pending.erase(it);
-          }
-          io.error = e.value < 0 ? -e.value : e.value;  // bufinfo_t's b_error is an errno
-          io.flags |= kBufDone | (e.value ? kBufError : 0);
-        }
-        for (const ProbeInfo* p : io_probes[e.kind == SysKind::kIoDone ? 1 : 0]) {
-          Firing f = context(t, p, tick);
-          f.structs = &request;
-          fire(f);
-          if (stop) return;
-        }
-        break;
-      }
-      default:
-        break;
-    }
   }
 
   // Fires, in time order, what happens before `bound` (a key): the
@@ -783,7 +601,7 @@ struct Driver::Impl {
           second_key = k;
         }
       }
-      const uint64_t sk = next_sys < sys.size() ? sys[next_sys].key : kNever;
+      const uint64_t sk = kernel.next_key();
       if (!live && best_key == kNever && mk == kNever && sk == kNever) break;  // the end: clocks stop with the trace
       Clock* clock = nullptr;
       for (Clock& c : clocks)
@@ -806,7 +624,7 @@ struct Driver::Impl {
       // The kernel's event of a tick after the calls of that tick.
       if (sk < best_key) {
         last_tick = std::max(last_tick, sk / 3);
-        fire_sys(sys[next_sys++]);
+        kernel.fire_next(*this);
         continue;
       }
       Thread& t = threads[active[best]];

@@ -121,6 +121,18 @@ Result<MemberInfo> find_member(const std::string& text, const ProbeSpec& probe) 
   return MemberInfo{r.member, of, r.type, r.bytes, r.d_type};
 }
 
+Result<MemberInfo> find_member(const std::string& text, const std::vector<ProbeSpec>& probes) {
+  // (A name is one member of one structure wherever it is valid: checking
+  // each probe is enough.)
+  std::optional<MemberInfo> info;
+  for (const ProbeSpec& ps : probes) {
+    CALLSCOPE_TRY(MemberInfo m, find_member(text, ps));
+    info = m;
+  }
+  if (!info) return Error(text + " is read in a clause only");
+  return *info;
+}
+
 std::optional<int64_t> d_constant(const std::string& name) {
   static const std::map<std::string, int64_t> m = {
       {"SSLEEP", kSsleep}, {"SRUN", kSrun},   {"SZOMB", 3},       {"SSTOP", 4},          {"SIDL", 5},

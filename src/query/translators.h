@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "query/ast.h"
 #include "query/engine.h"
@@ -50,6 +51,8 @@ struct MemberInfo {
 // (or at all); `probe` null: no probe to check against (a BEGIN clause is
 // one: cur* there is callscope's own, and refused).
 Result<MemberInfo> find_member(const std::string& text, const ProbeSpec& probe);
+// The same for a clause: it must be valid at each of its probes.
+Result<MemberInfo> find_member(const std::string& text, const std::vector<ProbeSpec>& probes);
 
 // The D constant a name stands for (SSLEEP, SRUN, B_READ, B_WRITE, ...),
 // as dtrace's translators define them.

@@ -7,6 +7,7 @@
 
 #include <sys/stat.h>
 
+#include <cmath>
 #include <map>
 #include <sstream>
 
@@ -242,6 +243,48 @@ TEST_P(QueryTest, BlockIoAgreesWithTheThreadsIoCounters) {
   EXPECT_GE(n["begun"], 32u) << q.out;
   EXPECT_EQ(n["done"], n["begun"]) << q.out;
   EXPECT_EQ(n["named"], n["begun"]) << q.out;
+}
+
+// profile-N over a recording with context switches fires in the threads
+// on a CPU (issue 33: it used to fire in every live thread). The samples
+// fixture burns about 300 ms of one thread's CPU and prints the kernel's
+// count of it (CLOCK_THREAD_CPUTIME_ID): profile-997's firings in that
+// thread are that time's ticks, give or take one at each end of each
+// stretch on a CPU (its switches in, counted by sched:::on-cpu), and a few
+// for the thread's start and exit outside its calls. The waits fixture's
+// worker sleeps 5 ms in doze(): no firing there, where every-thread
+// firing gave about 5.
+TEST_P(QueryTest, ProfileFiresInTheThreadsThatRun) {
+  trace_ = dir_.file("samples.trace");
+  RunResult r = callscope({"record", "-o", trace_, "--", fixture(GetParam(), "samples")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  if (r.err.find("not recorded") != std::string::npos) GTEST_SKIP() << r.err;
+  const std::map<std::string, long> k = parse_counts(r.out);
+  ASSERT_TRUE(k.count("tid") && k.count("cpu_ns")) << r.out;
+  const std::string tid = std::to_string(k.at("tid"));
+  RunResult q = query("profile-997 /tid == " + tid + "/ { @n[\"fired\"] = sum(1); } "
+                      "sched:::on-cpu /tid == " + tid + "/ { @n[\"ins\"] = sum(1); } "
+                      "END { printa(\"%s %@d\\n\", @n); }");
+  ASSERT_EQ(q.exit_code, 0) << q.err;
+  auto n = pairs(q.out);
+  const double expected = static_cast<double>(k.at("cpu_ns")) * 997.0 / 1e9;
+  EXPECT_GE(expected, 200.0) << r.out;
+  EXPECT_LE(std::abs(static_cast<double>(n["fired"]) - expected), static_cast<double>(n["ins"]) + 5.0)
+      << q.out << "expected about " << expected;
+
+  trace_ = dir_.file("waits.trace");
+  r = callscope({"record", "-o", trace_, "--", fixture(GetParam(), "waits"), dir_.path()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::map<std::string, long> w = parse_counts(r.out);
+  ASSERT_TRUE(w.count("worker")) << r.out;
+  q = query("pid$target::doze:entry { self->in = 1; } pid$target::doze:return { self->in = 0; } "
+            "profile-997 /self->in/ { @n[\"doze\"] = sum(1); } "
+            "sched:::sleep /self->in/ { @n[\"slept\"] = sum(1); } "
+            "END { printa(\"%s %@d\\n\", @n); }");
+  ASSERT_EQ(q.exit_code, 0) << q.err;
+  n = pairs(q.out);
+  EXPECT_GE(n["slept"], 1u) << q.out;
+  EXPECT_LE(n["doze"], 1u) << q.out;
 }
 
 // The same providers over a trace without those events: refused, with

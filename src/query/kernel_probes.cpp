@@ -1,0 +1,230 @@
+// The probes of the kernel's events over a recording (kernel_probes.h).
+#include "query/kernel_probes.h"
+
+#include <algorithm>
+
+#include "format/trace_reader.h"
+#include "query/proc_events.h"
+#include "query/translators.h"
+
+namespace callscope::query {
+
+namespace {
+
+using format::SysKind;
+
+template <size_t N>
+bool any_enabled(const std::vector<const ProbeInfo*> (&probes)[N]) {
+  return std::any_of(std::begin(probes), std::end(probes), [](const auto& v) { return !v.empty(); });
+}
+
+bool is_switch(SysKind k) {
+  return k == SysKind::kSwitchIn || k == SysKind::kSwitchOutBlocked || k == SysKind::kSwitchOutRunnable;
+}
+
+// A system call's return value as D's syscall provider gives it: the C
+// library's (-1 on failure), and the error in errno.
+std::pair<int64_t, int32_t> syscall_result(int64_t raw) {
+  if (raw < 0 && raw >= -4095) return {-1, static_cast<int32_t>(-raw)};
+  return {raw, 0};
+}
+
+}  // namespace
+
+void KernelProbes::enable(const Probe& p, const ProbeInfo* info) {
+  switch (p.kind) {
+    case ProbeKind::kSyscallEntry:
+    case ProbeKind::kSyscallReturn: {
+      auto& by_nr = p.kind == ProbeKind::kSyscallEntry ? syscall_entry_ : syscall_return_;
+      const auto nr = static_cast<size_t>(p.syscall);
+      if (by_nr.size() <= nr) by_nr.resize(nr + 1);
+      by_nr[nr].push_back(info);
+      break;
+    }
+    case ProbeKind::kSched: sched_[static_cast<int>(p.sched)].push_back(info); break;
+    case ProbeKind::kFault: fault_[static_cast<int>(p.fault)].push_back(info); break;
+    case ProbeKind::kIo: io_[p.io_done ? 1 : 0].push_back(info); break;
+    default: break;
+  }
+}
+
+Status KernelProbes::load(format::TraceReader& trace, bool profile) {
+  trace_ = &trace;
+  const bool calls = !syscall_entry_.empty() || !syscall_return_.empty(), sched = any_enabled(sched_);
+  const bool faults = any_enabled(fault_), io = any_enabled(io_);
+  profile_on_cpu_ = profile && trace.has_switches();
+  const bool switches = sched || profile_on_cpu_;
+  if (!calls && !switches && !faults && !io) return ok_status();
+  Status status = ok_status();
+  state_.resize(trace.threads().size());
+  for (uint32_t i = 0; i < state_.size(); ++i) {
+    const auto& r = trace.threads()[i].record;
+    state_[i].tid = r.tid;
+    state_[i].pid = r.process_index < trace.processes().size() ? trace.process(r.process_index).record.pid : 0;
+    by_tid_[r.tid] = i;
+    auto kernel = trace.sys_events(i);
+    if (!kernel) {
+      if (status) status = kernel.error();
+      continue;
+    }
+    // Off a CPU until its first switch in, if that comes before any switch out.
+    for (const format::SysEvent& e : *kernel)
+      if (is_switch(e.kind)) {
+        state_[i].on_cpu = e.kind != SysKind::kSwitchIn;
+        break;
+      }
+    for (const format::SysEvent& e : *kernel) {
+      // errno at a syscall probe is the thread's last call's: every exit counts.
+      const bool wanted = ((e.kind == SysKind::kSyscallEnter || e.kind == SysKind::kSyscallExit) && calls) ||
+                          ((is_switch(e.kind) || e.kind == SysKind::kWakeup) && switches) ||
+                          (e.kind == SysKind::kPageFault && faults) ||
+                          ((e.kind == SysKind::kIoStart || e.kind == SysKind::kIoDone) && io);
+      if (wanted) events_.push_back({event_key(trace.mono_to_tick(e.mono_ns)), i, e});
+    }
+  }
+  std::stable_sort(events_.begin(), events_.end(), [](const Item& a, const Item& b) { return a.key < b.key; });
+  return status;
+}
+
+void KernelProbes::fire_all(Host& host, const std::vector<const ProbeInfo*>& probes, uint32_t thread, uint64_t tick,
+                            const std::function<void(Firing&)>& fill) {
+  for (const ProbeInfo* p : probes) {
+    Firing f = host.in_thread(thread, p, tick);
+    fill(f);
+    host.fire(f);
+    if (host.stopped()) return;
+  }
+}
+
+void KernelProbes::fire_next(Host& host) {
+  const Item& item = events_[next_++];
+  ThreadState& t = state_[item.thread];
+  const format::SysEvent& e = item.e;
+  const uint64_t tick = item.key / 3;
+  switch (e.kind) {
+    case SysKind::kSyscallEnter:
+      if (e.arg < syscall_entry_.size())
+        fire_all(host, syscall_entry_[e.arg], item.thread, tick, [&](Firing& f) {
+          for (int a = 0; a < 6; ++a) f.arg[a] = static_cast<int64_t>(e.args[a]);
+          f.errno_value = t.last_errno;
+        });
+      break;
+    case SysKind::kSyscallExit: {
+      const auto [ret, err] = syscall_result(e.value);
+      t.last_errno = err;
+      if (e.arg < syscall_return_.size())
+        fire_all(host, syscall_return_[e.arg], item.thread, tick, [&, ret = ret](Firing& f) {
+          f.arg[0] = f.arg[1] = ret;
+          f.errno_value = t.last_errno;
+        });
+      break;
+    }
+    case SysKind::kSwitchIn:
+    case SysKind::kSwitchOutBlocked:
+    case SysKind::kSwitchOutRunnable: {
+      const auto cpu = static_cast<int32_t>(e.arg);
+      // The state lwpsinfo_t's pr_sname gives: on the CPU, or the one it leaves it in.
+      const char state = e.kind == SysKind::kSwitchIn ? 'O' : e.kind == SysKind::kSwitchOutBlocked ? 'S' : 'R';
+      t.on_cpu = e.kind == SysKind::kSwitchIn;
+      auto on = [&](SchedEvent what) {
+        fire_all(host, sched_[static_cast<int>(what)], item.thread, tick, [&](Firing& f) {
+          f.cpu = cpu;
+          f.sname = state;
+        });
+      };
+      if (e.kind == SysKind::kSwitchIn) {
+        on(SchedEvent::kOnCpu);
+        break;
+      }
+      on(e.kind == SysKind::kSwitchOutBlocked ? SchedEvent::kSleep : SchedEvent::kPreempt);
+      if (!host.stopped()) on(SchedEvent::kOffCpu);
+      break;
+    }
+    case SysKind::kWakeup: fire_wakeup(host, item, tick); break;
+    case SysKind::kPageFault: {
+      // arg0 the address, arg1 the instruction, arg2 1 when taken in the
+      // kernel (a system call touching the program's memory).
+      const bool major = (e.value & format::kFaultMajor) != 0;
+      auto fill = [&](Firing& f) {
+        f.arg[0] = static_cast<int64_t>(e.arg);
+        f.arg[1] = static_cast<int64_t>(e.args[0]);
+        f.arg[2] = (e.value & format::kFaultInKernel) ? 1 : 0;
+      };
+      fire_all(host, fault_[static_cast<int>(FaultKind::kAny)], item.thread, tick, fill);
+      if (!host.stopped())
+        fire_all(host, fault_[static_cast<int>(major ? FaultKind::kMajor : FaultKind::kMinor)], item.thread, tick, fill);
+      break;
+    }
+    case SysKind::kIoStart:
+    case SysKind::kIoDone: fire_io(host, item, tick); break;
+    default: break;
+  }
+}
+
+// It fires in the waker, as dtrace's; arg0 and arg1 name the woken thread
+// and its process, args[0]/args[1] describe them. A waker outside the
+// trace (the kernel, another program) has its pid and tid, no name.
+void KernelProbes::fire_wakeup(Host& host, const Item& item, uint64_t tick) {
+  const auto& probes = sched_[static_cast<int>(SchedEvent::kWakeup)];
+  if (probes.empty()) return;
+  const format::SysEvent& e = item.e;
+  const Firing woken_thread = host.in_thread(item.thread, nullptr, tick);
+  FiringArgs woken;
+  woken.woken = {woken_thread.pid, woken_thread.ppid, woken_thread.tid, woken_thread.execname, woken_thread.psargs};
+  auto waker = by_tid_.find(static_cast<int64_t>(e.arg));
+  const bool traced = waker != by_tid_.end() && state_[waker->second].pid == e.value;
+  for (const ProbeInfo* p : probes) {
+    Firing f;
+    if (traced) {
+      f = host.in_thread(waker->second, p, tick);
+    } else {
+      f = host.outside_threads(p, tick);
+      f.pid = e.value;
+      f.tid = static_cast<int64_t>(e.arg);
+      f.execname = host.intern_name("");
+    }
+    f.arg[0] = woken_thread.tid;
+    f.arg[1] = woken_thread.pid;
+    f.structs = &woken;
+    host.fire(f);
+    if (host.stopped()) return;
+  }
+}
+
+// io:::start and done, with bufinfo_t and devinfo_t (translators.h); done
+// fires in the thread that began the request, with its bytes and flags.
+void KernelProbes::fire_io(Host& host, const Item& item, uint64_t tick) {
+  const format::SysEvent& e = item.e;
+  ThreadState& t = state_[item.thread];
+  FiringArgs request;
+  FiringArgs::Io& io = request.io;
+  io.dev = e.arg;
+  io.sector = e.args[0];
+  io.unknown = host.intern_name("<unknown>");
+  auto [name, fresh] = device_names_.try_emplace(e.arg, 0);
+  if (fresh) name->second = host.intern_name(trace_->info().block_device(e.arg));
+  io.dev_name = name->second;
+  const auto key = std::pair{e.arg, e.args[0]};
+  if (e.kind == SysKind::kIoStart) {
+    io.bytes = e.args[1];
+    const auto kind = static_cast<uint64_t>(e.value);
+    io.flags = (kind & (format::kIoWrite | format::kIoFlush | format::kIoDiscard)) ? kBufWrite : kBufRead;
+    t.io_pending[key] = {io.bytes, io.flags};
+  } else {
+    if (auto it = t.io_pending.find(key); it != t.io_pending.end()) {
+      io.bytes = it->second.first;
+      io.flags = it->second.second;
+      t.io_pending.erase(it);
+    }
+    io.error = e.value < 0 ? -e.value : e.value;  // bufinfo_t's b_error is an errno
+    io.flags |= kBufDone | (e.value ? kBufError : 0);
+  }
+  for (const ProbeInfo* p : io_[e.kind == SysKind::kIoDone ? 1 : 0]) {
+    Firing f = host.in_thread(item.thread, p, tick);
+    f.structs = &request;
+    host.fire(f);
+    if (host.stopped()) return;
+  }
+}
+
+}  // namespace callscope::query
