@@ -227,10 +227,9 @@ Value fn_exit(const Node& n, Ctx& c) {
   const Value v = arg(n, c, 0);
   if (c.fault) return none();
   record(c);
-  if (!c.s->exited) {
-    c.s->exited = true;
-    c.s->exit_status = static_cast<int>(v.as_int());
-  }
+  // The last exit() says the status: END's overrides a clause's, as in dtrace.
+  c.s->exited = true;
+  c.s->exit_status = static_cast<int>(v.as_int());
   return none();
 }
 
@@ -242,6 +241,7 @@ Value fn_speculate(const Node& n, Ctx& c) {
   } else {
     c.s->scratch.clear();
     c.out = &c.s->scratch;  // an inactive speculation: what follows is dropped
+    c.discard_rest = true;
     if (id != 0) ++c.s->spec_drops;
   }
   c.out_mark = c.out->size();

@@ -531,7 +531,16 @@ struct Engine::State : EngineState {
 
   void run(const Firing& f, const std::vector<Enabled>& enabled) {
     if (!clause_vars.empty()) clause_vars = clause_defaults;
-    for (const Enabled& en : enabled) run_clause(f, clauses[en.clause], en.epid);
+    for (const Enabled& en : enabled) {
+      // After exit() only END's clauses run (dtrace drains): not the
+      // firing's clauses after the one that called it.
+      if (exited && !is_end(*f.probe)) break;
+      run_clause(f, clauses[en.clause], en.epid);
+    }
+  }
+
+  bool is_end(const ProbeInfo& p) const {
+    return strings.text(p.name) == "END" && strings.text(p.provider) == "dtrace";
   }
 
   void run_clause(const Firing& f, const Clause& cl, uint32_t epid) {
@@ -549,7 +558,7 @@ struct Engine::State : EngineState {
       for (const Node* st : cl.stmts) {
         ++action;
         st->fn(*st, c);
-        if (c.fault) break;
+        if (c.fault || c.discard_rest) break;
       }
     }
     if (c.fault) {

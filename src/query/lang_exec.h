@@ -113,6 +113,9 @@ struct Ctx {
   uint32_t epid = 0;
   const char* fault = nullptr;  // set by a faulting node; the clause stops
   bool line_printed = false;
+  // speculate() of a speculation not active: the rest of the clause is
+  // discarded, as dtrace discards it (no fault).
+  bool discard_rest = false;
 };
 
 // The probe line before the first data a clause records (not when quiet).
