@@ -238,13 +238,11 @@ Value fn_speculate(const Node& n, Ctx& c) {
   auto& specs = c.s->specs;
   if (id > 0 && static_cast<size_t>(id) < specs.size() && specs[static_cast<size_t>(id)].busy) {
     c.out = &specs[static_cast<size_t>(id)].buf;
+    c.out_mark = c.out->size();
   } else {
-    c.s->scratch.clear();
-    c.out = &c.s->scratch;  // an inactive speculation: what follows is dropped
-    c.discard_rest = true;
+    c.discard_rest = true;  // an inactive speculation: the rest of the clause is dropped
     if (id != 0) ++c.s->spec_drops;
   }
-  c.out_mark = c.out->size();
   return none();
 }
 

@@ -3,21 +3,19 @@
 
 #include <algorithm>
 #include <array>
-#include <cstdio>
 #include <deque>
 #include <limits>
-#include <map>
 #include <mutex>
 #include <set>
-#include <tuple>
 
 #include "common/glob.h"
 #include "common/output_format.h"
 #include "format/raw_encoder.h"
 #include "format/trace_reader.h"
+#include "query/address_names.h"
+#include "query/kernel_probes.h"
 #include "query/other_processes.h"
 #include "query/proc_events.h"
-#include "query/kernel_probes.h"
 #include "query/thread_stream.h"
 #include "symbolize/symbolizer.h"
 
@@ -65,11 +63,7 @@ struct Driver::Impl final : KernelProbes::Host {
   std::vector<char> count_only;
   // Per process: entry address -> enabled probes, filled as addresses are met.
   std::vector<std::unordered_map<uint64_t, FnSlot>> fn_slots;
-  std::map<std::tuple<uint32_t, uint64_t, uint8_t>, std::string> symbol_cache;  // (process, addr, form)
-  // normalize(): (process, addr, 0 function / 1 module) -> the address that stands for it, and the
-  // first address met of each (process, kind, name).
-  std::map<std::tuple<uint32_t, uint64_t, uint8_t>, uint64_t> normalized;
-  std::map<std::tuple<uint32_t, uint8_t, std::string>, uint64_t> first_of_name;
+  AddressNames names;  // Driver::symbol(), normalize()
   std::vector<const ProbeInfo*> proc_probes[9];
   struct Clock {
     const ProbeInfo* info;
@@ -123,7 +117,8 @@ struct Driver::Impl final : KernelProbes::Host {
   uint64_t last_tick = 0;
   Status damage = ok_status();
 
-  Impl(TraceReader& t, Catalog& c, symbolize::Symbolizer& s, Strings& st) : trace(t), catalog(c), sym(s), strings(st) {}
+  Impl(TraceReader& t, Catalog& c, symbolize::Symbolizer& s, Strings& st)
+      : trace(t), catalog(c), sym(s), strings(st), names(s) {}
 
   uint64_t ns(uint64_t tick) const { return static_cast<uint64_t>(static_cast<double>(tick) * ns_per_tick); }
 
@@ -244,7 +239,6 @@ struct Driver::Impl final : KernelProbes::Host {
   }
   Firing outside_threads(const ProbeInfo* p, uint64_t tick) override { return outside(p, tick); }
   bool stopped() const override { return stop; }
-
 
   void fire(const Firing& f) override {
     if (!tallied.empty()) flush_tallies();
@@ -749,36 +743,19 @@ Status Driver::run(Consumer& consumer) {
 }
 
 std::string Driver::symbol(uint32_t process, uint64_t addr, uint8_t form) {
-  auto [it, fresh] = impl_->symbol_cache.try_emplace({process, addr, form});
-  if (!fresh) return it->second;
-  const symbolize::Symbol& s = impl_->sym.lookup(process, addr);
-  if (form == 1) {
-    it->second = s.module.empty() ? "?" : s.module;
-  } else if (s.function.empty()) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(addr));
-    it->second = s.module.empty() ? std::string(buf) : s.module + "`" + buf;
-  } else {
-    it->second = s.module + "`" + s.function;
-  }
-  if (impl_->safe_names) it->second = terminal_safe(it->second);
-  return it->second;
+  return impl_->names.symbol(process, addr, form);
 }
 
 uint64_t Driver::normalize(uint32_t process, uint64_t addr, uint8_t form) {
-  const uint8_t kind = form == 1 ? 1 : 0;
-  auto [it, fresh] = impl_->normalized.try_emplace({process, addr, kind}, addr);
-  if (!fresh) return it->second;
-  const symbolize::Symbol& s = impl_->sym.lookup(process, addr);
-  if (kind == 0 ? s.function.empty() : s.module.empty()) return addr;
-  const std::string name = kind == 0 ? s.module + "`" + s.function : s.module;
-  it->second = impl_->first_of_name.try_emplace({process, kind, name}, addr).first->second;
-  return it->second;
+  return impl_->names.normalize(process, addr, form);
 }
 
 const ProbeInfo& Driver::probe_info(uint32_t id) { return impl_->make_info(id); }
 
-void Driver::set_terminal_safe(bool on) { impl_->safe_names = on; }
+void Driver::set_terminal_safe(bool on) {
+  impl_->safe_names = on;
+  impl_->names.set_terminal_safe(on);
+}
 
 void Driver::live_begin(Consumer& consumer, uint64_t since) {
   Impl& d = *impl_;

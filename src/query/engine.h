@@ -107,7 +107,7 @@ struct Firing {
   char sname = 'O';
   // The probe's structured arguments: sched:::wakeup's woken thread,
   // io's request (null elsewhere).
-  const struct FiringArgs* structs = nullptr;
+  const FiringArgs* structs = nullptr;
   // Return probes (beyond D): the call's inclusive and exclusive time, ns.
   uint64_t duration = 0, selfduration = 0;
   // The thread's call path at the firing, outermost first (for a return

@@ -59,7 +59,6 @@ Status KernelProbes::load(format::TraceReader& trace, bool profile) {
   state_.resize(trace.threads().size());
   for (uint32_t i = 0; i < state_.size(); ++i) {
     const auto& r = trace.threads()[i].record;
-    state_[i].tid = r.tid;
     state_[i].pid = r.process_index < trace.processes().size() ? trace.process(r.process_index).record.pid : 0;
     by_tid_[r.tid] = i;
     auto kernel = trace.sys_events(i);

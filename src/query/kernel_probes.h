@@ -19,6 +19,7 @@
 #include "format/sys_events.h"
 #include "query/engine.h"
 #include "query/probes.h"
+#include "query/proc_events.h"
 
 namespace callscope::format {
 class TraceReader;
@@ -57,7 +58,7 @@ class KernelProbes {
   Status load(format::TraceReader& trace, bool profile);
 
   // The merge key (proc_events.h's event_key) of the next event, or kNever.
-  uint64_t next_key() const { return next_ < events_.size() ? events_[next_].key : ~uint64_t{0}; }
+  uint64_t next_key() const { return next_ < events_.size() ? events_[next_].key : kNever; }
   // Fires the enabled probes of the next event.
   void fire_next(Host& host);
 
@@ -74,7 +75,7 @@ class KernelProbes {
   };
   // What the events tell of a thread.
   struct ThreadState {
-    int64_t tid = 0, pid = 0;
+    int64_t pid = 0;  // its process's (a waker's tid names a thread of the trace only with its pid)
     int32_t last_errno = 0;  // its last system call's error
     bool on_cpu = true;
     // Its block requests begun and not done, by (device, sector): their

@@ -91,7 +91,6 @@ struct EngineState {
     std::string buf;
   };
   std::vector<Speculation> specs;  // [0] unused: speculation ids start at 1
-  std::string scratch;             // output of a speculate() on a bad id, dropped
   std::string committed;           // commit()'s data: printed after the committing clause's own
   uint64_t spec_drops = 0;
 

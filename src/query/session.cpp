@@ -247,7 +247,7 @@ std::string description_clause(char flag, const std::string& text) {
 // -l: the probes the descriptions (or the script's clauses) match, or
 // every probe of the catalog, as dtrace -l lists them.
 static Result<int> list_probes(const QueryRequest& req, const std::string& source, const std::string& file,
-                        const CompileOptions& co, Catalog& catalog, std::FILE* out) {
+                               const CompileOptions& co, Catalog& catalog, std::FILE* out) {
   std::vector<ProbeSpec> specs;
   bool bodies = !req.script_file.empty();
   for (const auto& d : req.descriptions) bodies = bodies || has_clause(d.second);
@@ -459,15 +459,19 @@ Result<int> run_live(const QueryRequest& req, std::FILE* out, std::FILE* err) {
   input.missing = live_kernel_providers_missing();
   Catalog catalog(input);
   for (const std::string& w : warnings) warn(err, w);
+  // The query ends before it runs (-l, or no probe matched): a program it
+  // started must not go on.
+  auto end_program = [&] {
+    if (program_done) return;
+    live->release();  // first: a delivery waiting for room must not hold the host up
+    req.host->kill_program();
+    while (req.host->poll()) {
+    }
+    req.host->finish();
+  };
   if (req.list) {
     auto listed = list_probes(req, source, file, co, catalog, out);
-    if (!program_done) {
-      live->release();
-      req.host->kill_program();
-      while (req.host->poll()) {
-      }
-      req.host->finish();
-    }
+    end_program();
     return listed;
   }
   symbolize::Symbolizer sym(live->trace());
@@ -485,13 +489,7 @@ Result<int> run_live(const QueryRequest& req, std::FILE* out, std::FILE* err) {
   bool last_seen = false;
   if (auto enabled = driver.enable(clauses_of(*program), req.allow_zero, consumer, program->reads_stack());
       !enabled) {
-    if (!program_done) {
-      live->release();  // first: a delivery waiting for room must not hold the host up
-      req.host->kill_program();
-      while (req.host->poll()) {
-      }
-      req.host->finish();
-    }
+    end_program();
     return enabled.error();
   }
   say_matched(req, *program, consumer.probes_enabled(), err);

@@ -68,7 +68,7 @@ const char* struct_name(Struct s) {
 bool known_unfilled(const std::string& m) {
   static const char* const kNames[] = {"pr_pri", "pr_nice", "pr_clname", "pr_flag", "pr_addr", "pr_wchan",
                                        "pr_stype", "pr_syscall", "pr_bindpro", "pr_bindpset", "pr_nlwp",
-                                       "pr_uid", "pr_euid", "pr_gid", "pr_egid", "pr_addr", "pr_size",
+                                       "pr_uid", "pr_euid", "pr_gid", "pr_egid", "pr_size",
                                        "pr_rssize", "pr_start", "pr_time", "pr_dmodel", "pr_taskid",
                                        "pr_projid", "pr_zoneid", "pr_contract", "pr_pgid", "pr_sid",
                                        "b_addr", "b_resid", "b_iodone", "b_file", "b_offset"};

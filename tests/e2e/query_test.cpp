@@ -29,12 +29,21 @@ std::map<std::string, uint64_t> pairs(const std::string& text) {
 class QueryTest : public ::testing::TestWithParam<std::string> {
  protected:
   void record(const std::string& fixture_name, std::vector<std::string> args = {}) {
-    trace_ = dir_.file(fixture_name + ".trace");
-    std::vector<std::string> cmd = {"record", "-o", trace_, "--", fixture(GetParam(), fixture_name)};
-    cmd.insert(cmd.end(), args.begin(), args.end());
-    RunResult r = callscope(cmd);
+    RunResult r = record_events(fixture_name, "", std::move(args));
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
+  // `record --events EVENTS` ("": the default) of a fixture into trace_.
+  RunResult record_events(const std::string& fixture_name, const std::string& events,
+                          std::vector<std::string> args = {}) {
+    trace_ = dir_.file(fixture_name + ".trace");
+    std::vector<std::string> cmd = {"record"};
+    if (!events.empty()) cmd.insert(cmd.end(), {"--events", events});
+    cmd.insert(cmd.end(), {"-o", trace_, "--", fixture(GetParam(), fixture_name)});
+    cmd.insert(cmd.end(), args.begin(), args.end());
+    return callscope(cmd);
+  }
+  // Where the kernel did not let record have the events (the test skips).
+  static bool not_recorded(const RunResult& r) { return r.err.find("not recorded") != std::string::npos; }
   RunResult query(const std::string& program) { return callscope({"query", "-q", "-n", program, trace_}); }
   TempDir dir_;
   std::string trace_;
@@ -148,11 +157,9 @@ TEST_P(QueryTest, TargetOverAForkSaysWhatTheOtherProcessHad) {
 // slept at least twice (the lock, a 5 ms nap). Skipped where the kernel
 // does not let us record those events.
 TEST_P(QueryTest, SystemCallsAndSwitchesOfTheKernel) {
-  trace_ = dir_.file("waits.trace");
-  RunResult r = callscope({"record", "--events", "sched,syscalls", "-o", trace_, "--", fixture(GetParam(), "waits"),
-                           dir_.path()});
+  RunResult r = record_events("waits", "sched,syscalls", {dir_.path()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  if (r.err.find("not recorded") != std::string::npos) GTEST_SKIP() << r.err;
+  if (not_recorded(r)) GTEST_SKIP() << r.err;
   const std::map<std::string, long> printed = parse_counts(r.out);
   ASSERT_TRUE(printed.count("main") && printed.count("worker")) << r.out;
   const std::string main_tid = std::to_string(printed.at("main")), worker = std::to_string(printed.at("worker"));
@@ -190,11 +197,9 @@ TEST_P(QueryTest, SystemCallsAndSwitchesOfTheKernel) {
 // it writes touch()'s entry is in the kernel's window, before the call's
 // time); each at an instruction of touch(), none in the kernel.
 TEST_P(QueryTest, PageFaultsAgreeWithGetrusage) {
-  trace_ = dir_.file("faults.trace");
-  RunResult r = callscope({"record", "--events", "sched,faults", "-o", trace_, "--", fixture(GetParam(), "faults"),
-                           dir_.path()});
+  RunResult r = record_events("faults", "sched,faults", {dir_.path()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  if (r.err.find("not recorded") != std::string::npos) GTEST_SKIP() << r.err;
+  if (not_recorded(r)) GTEST_SKIP() << r.err;
   const std::map<std::string, long> k = parse_counts(r.out);
   ASSERT_TRUE(k.count("main") && k.count("touch_min")) << r.out;
   const std::string main_tid = std::to_string(k.at("main"));
@@ -222,12 +227,10 @@ TEST_P(QueryTest, PageFaultsAgreeWithGetrusage) {
 // B_DONE), on a device with a name. Skipped where O_DIRECT or the events
 // are refused.
 TEST_P(QueryTest, BlockIoAgreesWithTheThreadsIoCounters) {
-  trace_ = dir_.file("io.trace");
-  RunResult r = callscope({"record", "--events", "sched,io", "-o", trace_, "--", fixture(GetParam(), "io"),
-                           dir_.path()});
+  RunResult r = record_events("io", "sched,io", {dir_.path()});
   if (r.exit_code == 3) GTEST_SKIP() << "O_DIRECT refused where the test writes: " << r.err;
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  if (r.err.find("not recorded") != std::string::npos) GTEST_SKIP() << r.err;
+  if (not_recorded(r)) GTEST_SKIP() << r.err;
   const std::map<std::string, long> k = parse_counts(r.out);
   ASSERT_TRUE(k.count("read")) << r.out;
   RunResult q = query("pid$target::direct:entry { self->in = 1; } pid$target::direct:return { self->in = 0; } "
@@ -255,10 +258,9 @@ TEST_P(QueryTest, BlockIoAgreesWithTheThreadsIoCounters) {
 // worker sleeps 5 ms in doze(): no firing there, where every-thread
 // firing gave about 5.
 TEST_P(QueryTest, ProfileFiresInTheThreadsThatRun) {
-  trace_ = dir_.file("samples.trace");
-  RunResult r = callscope({"record", "-o", trace_, "--", fixture(GetParam(), "samples")});
+  RunResult r = record_events("samples", "");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  if (r.err.find("not recorded") != std::string::npos) GTEST_SKIP() << r.err;
+  if (not_recorded(r)) GTEST_SKIP() << r.err;
   const std::map<std::string, long> k = parse_counts(r.out);
   ASSERT_TRUE(k.count("tid") && k.count("cpu_ns")) << r.out;
   const std::string tid = std::to_string(k.at("tid"));
@@ -272,8 +274,7 @@ TEST_P(QueryTest, ProfileFiresInTheThreadsThatRun) {
   EXPECT_LE(std::abs(static_cast<double>(n["fired"]) - expected), static_cast<double>(n["ins"]) + 5.0)
       << q.out << "expected about " << expected;
 
-  trace_ = dir_.file("waits.trace");
-  r = callscope({"record", "-o", trace_, "--", fixture(GetParam(), "waits"), dir_.path()});
+  r = record_events("waits", "", {dir_.path()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::map<std::string, long> w = parse_counts(r.out);
   ASSERT_TRUE(w.count("worker")) << r.out;
