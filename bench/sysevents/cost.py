@@ -13,6 +13,8 @@ per system call or per switch computed against its baseline:
   trace    perf trace -s                     (syscall summary)
   psched   perf sched record                 (scheduler events)
   strace   strace -c -f                      (reference)
+  qsched   callscope query -c, a sched:::off-cpu count (live: issue 33)
+  qsys     callscope query -c, a syscall:::entry count by name
 
     bench/sysevents/cost.py [--callscope PATH] [--reps N]
 
@@ -78,6 +80,10 @@ def main():
             "trace": lambda prog: ["perf", "trace", "-s", "-o", os.path.join(work, "perf.txt"), "--", prog],
             "psched": lambda prog: ["perf", "sched", "record", "-q", "-o", os.path.join(work, "perf.data"), "--", prog],
             "strace": lambda prog: ["strace", "-c", "-f", "-o", os.path.join(work, "strace.txt"), prog],
+            # A live query answers from the same events: it should cost
+            # what recording them costs.
+            "qsched": lambda prog: [cs, "query", "-q", "-n", "sched:::off-cpu { @[probename] = count(); }", "-c", prog],
+            "qsys": lambda prog: [cs, "query", "-q", "-n", "syscall:::entry { @[probefunc] = count(); }", "-c", prog],
         }
         for name, prog in progs.items():
             med = median_cpu({c: cmd(prog) for c, cmd in configs.items()}, a.reps, work)
@@ -87,9 +93,10 @@ def main():
             print("%s (%d %s per run), median CPU of %d runs, and the cost added per %s:" %
                   (name, events, units, a.reps, unit))
             for c in configs:
-                base = med["none"] if c in ("sched", "sys") else med["program"]
+                ours = c in ("sched", "sys", "qsched", "qsys")
+                base = med["none"] if ours else med["program"]
                 added = "" if c in ("program", "none") else "  +%.0f ns per %s (over %s)" % (
-                    (med[c] - base) * 1e9 / events, unit, "record --events none" if c in ("sched", "sys") else "the program")
+                    (med[c] - base) * 1e9 / events, unit, "record --events none" if ours else "the program")
                 print("  %-8s %.3f s%s" % (c, med[c], added))
     finally:
         shutil.rmtree(work)

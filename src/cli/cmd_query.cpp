@@ -57,6 +57,17 @@ class RecordingHost final : public query::LiveHost {
  public:
   RecordingHost(RecordOptions o, bool quiet) : o_(std::move(o)), quiet_(quiet) {}
   void want_memory() override { o_.memory = true; }
+  void want_kernel(uint32_t flags) override {
+    o_.tap_kernel_events = true;
+    if (flags & format::kInfoEventGroups) o_.sys_events = true;
+    if (flags & format::kInfoSyscalls) o_.sys_syscalls = true;
+    if (flags & format::kInfoFaults) o_.sys_faults = true;
+    if (flags & format::kInfoIo) o_.sys_io = true;
+  }
+  uint32_t kernel_events() const override { return rec_->kernel_events(); }
+  std::string kernel_events_missing() const override {
+    return "the kernel did not give the recorder these events (its warning above says why)";
+  }
   void want_only(const std::vector<std::string>& functions) override {
     if (functions.empty()) return;
     // Filters the user set are theirs: they say what is recorded.

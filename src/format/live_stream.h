@@ -28,6 +28,7 @@
 #include "common/result.h"
 #include "format/raw_encoder.h"
 #include "format/raw_session.h"
+#include "format/sys_events.h"
 #include "format/trace_format.h"
 #include "format/trace_writer.h"
 
@@ -53,6 +54,18 @@ struct LiveDelivery {
   std::vector<std::pair<uint32_t, uint64_t>> ended;       // threads that exited, and when (trace ticks)
   std::vector<std::string> warnings;                      // what the tap cannot see, a line each
   bool last = false;  // the program has ended: nothing follows
+  // The kernel's events of the program's threads (recorder/sys_stream.h's
+  // tap), each thread's in time order, named by pid and tid (the trace's
+  // thread may not be known yet); and the time (CLOCK_MONOTONIC) up to
+  // which every one of them has been delivered, 0 when this delivery does
+  // not say. A few come later than that (a wakeup or a completion of a
+  // thread not seen yet): they fire when they come.
+  struct SysEvents {
+    uint32_t pid = 0, tid = 0;
+    std::vector<SysEvent> events;
+  };
+  std::vector<SysEvents> sys;
+  uint64_t sys_horizon_ns = 0;
 };
 class LiveTap {
  public:

@@ -1,6 +1,7 @@
 #include "format/sys_events.h"
 
 #include <cstring>
+#include <fstream>
 
 #include "format/varint.h"
 
@@ -117,6 +118,14 @@ Status decode_sys_events(const std::vector<uint8_t>& payload, uint32_t count, ui
   }
   if (dt != dt_end || arg != arg_end) return Error("system events: bytes left over after the last event");
   return ok_status();
+}
+
+std::string block_device_name(uint32_t dev) {
+  const std::string id = std::to_string(dev >> 20) + ":" + std::to_string(dev & 0xfffff);
+  std::ifstream f("/sys/dev/block/" + id + "/uevent");
+  for (std::string line; std::getline(f, line);)
+    if (line.rfind("DEVNAME=", 0) == 0) return line.substr(8);
+  return "";
 }
 
 }  // namespace callscope::format

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "common/result.h"
@@ -29,5 +30,10 @@ std::vector<uint8_t> encode_sys_events(const std::vector<SysEvent>& events);
 // columns do not add up or a kind is unknown.
 Status decode_sys_events(const std::vector<uint8_t>& payload, uint32_t count, uint64_t first_ns,
                          std::vector<SysEvent>& out);
+
+// The name of block device `dev` (the kernel's dev_t, as the block
+// tracepoints give it: major << 20 | minor) on this machine, as
+// /sys/dev/block says ("vda", "nvme0n1p2"); "" when it has none.
+std::string block_device_name(uint32_t dev);
 
 }  // namespace callscope::format

@@ -104,6 +104,7 @@ struct Driver::Impl final : KernelProbes::Host {
   std::vector<uint32_t> active;  // threads whose stream is being merged (and, live, has events)
   // Live (query -c): the trace grows while the driver runs.
   bool live = false;
+  bool live_switches = false;  // live: the recording has the context switches
   uint64_t since = 0;  // live: the view begins here (trace ticks; live_begin)
   uint64_t clock_limit = kNever;  // clocks fire below this key (live: the end, once known)
   uint32_t thread_base = 0;  // live: firings' thread numbers are index + 1 (0: outside any thread)
@@ -522,9 +523,11 @@ struct Driver::Impl final : KernelProbes::Host {
   void fire_clock(Clock& c) {
     const uint64_t tick = ticks_of(c.next_ns);
     if (c.profile && live) {
-      // Every thread alive, with events waiting or not.
+      // Every thread alive, with events waiting or not; where the
+      // recording has the context switches, only those on a CPU then.
       for (uint32_t i = 0; i < threads.size() && !stop; ++i)
-        if (threads[i].started && !threads[i].finished) fire(context(threads[i], c.info, tick));
+        if (threads[i].started && !threads[i].finished && (!kernel.profile_on_cpu() || kernel.on_cpu(i)))
+          fire(context(threads[i], c.info, tick));
     } else if (c.profile) {
       // Where the trace has the context switches, only the threads on a
       // CPU then: a sample of what ran, as dtrace's profile-N is.
@@ -571,7 +574,10 @@ struct Driver::Impl final : KernelProbes::Host {
     for (uint32_t i = 0; i < threads.size(); ++i) setup_thread(i);
     meta = metadata();
     const bool profile = std::any_of(clocks.begin(), clocks.end(), [](const Clock& c) { return c.profile; });
-    if (auto st = kernel.load(trace, profile && !live); !st && damage) damage = st;
+    if (live)
+      kernel.begin_live(trace, profile, live_switches);
+    else if (auto st = kernel.load(trace, profile); !st && damage)
+      damage = st;
     stop = consumer->exited();
   }
 
@@ -757,10 +763,11 @@ void Driver::set_terminal_safe(bool on) {
   impl_->names.set_terminal_safe(on);
 }
 
-void Driver::live_begin(Consumer& consumer, uint64_t since) {
+void Driver::live_begin(Consumer& consumer, uint64_t since, bool switches) {
   Impl& d = *impl_;
   d.consumer = &consumer;
   d.live = true;
+  d.live_switches = switches;
   d.thread_base = 1;
   d.no_thread = 0;
   d.modules_known = d.trace.modules().size();
@@ -780,6 +787,10 @@ void Driver::live_events(uint32_t thread, format::EventColumns&& events) {
 }
 
 void Driver::live_ended(uint32_t thread) { impl_->ended(thread); }
+
+void Driver::live_kernel_events(uint32_t thread, const std::vector<format::SysEvent>& events) {
+  impl_->kernel.add_live(thread, events);
+}
 
 void Driver::live_advance(uint64_t horizon, uint64_t clocks_until) {
   Impl& d = *impl_;

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "format/sys_events.h"
 #include "query/engine.h"
 #include "query/probes.h"
 
@@ -88,13 +89,19 @@ class Driver {
   // reads (live.h). live_begin() in place of enable()'s run(): BEGIN.
   // `since` (trace ticks): attached to a recording then (query -p): process
   // and thread events before it do not fire, BEGIN fires then and clocks
-  // count from it.
-  void live_begin(Consumer& consumer, uint64_t since = 0);
+  // count from it. `switches`: the recording has the context switches
+  // (profile-N fires in the threads on a CPU).
+  void live_begin(Consumer& consumer, uint64_t since = 0, bool switches = false);
   // The trace lists more processes, modules or threads than before.
   void live_grew();
   // Thread `thread`'s next events; then, once it has ended, live_ended().
   void live_events(uint32_t thread, format::EventColumns&& events);
   void live_ended(uint32_t thread);
+  // The kernel's events of thread `thread` (syscall, sched, pf, io probes),
+  // in time order, after those given before: they fire in time order with
+  // the calls as long as the horizon given to live_advance() is no later
+  // than the recorder's for them (LiveDelivery::sys_horizon_ns).
+  void live_kernel_events(uint32_t thread, const std::vector<format::SysEvent>& events);
   // Fires, in time order, what happened up to `horizon` (trace ticks):
   // events, process and thread events, clock ticks.
   // `clocks_until`: clocks fire up to this tick only (the end: every event

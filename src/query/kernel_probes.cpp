@@ -48,19 +48,41 @@ void KernelProbes::enable(const Probe& p, const ProbeInfo* info) {
   }
 }
 
+void KernelProbes::choose(bool profile, bool switches_recorded) {
+  keep_calls_ = !syscall_entry_.empty() || !syscall_return_.empty();
+  keep_faults_ = any_enabled(fault_);
+  keep_io_ = any_enabled(io_);
+  profile_on_cpu_ = profile && switches_recorded;
+  keep_switches_ = any_enabled(sched_) || profile_on_cpu_;
+}
+
+bool KernelProbes::wanted(SysKind k) const {
+  // errno at a syscall probe is the thread's last call's: every exit counts.
+  switch (k) {
+    case SysKind::kSyscallEnter:
+    case SysKind::kSyscallExit: return keep_calls_;
+    case SysKind::kWakeup: return keep_switches_;
+    case SysKind::kPageFault: return keep_faults_;
+    case SysKind::kIoStart:
+    case SysKind::kIoDone: return keep_io_;
+    default: return is_switch(k) && keep_switches_;
+  }
+}
+
+void KernelProbes::add_thread(uint32_t i) {
+  if (state_.size() <= i) state_.resize(i + 1);
+  const auto& r = trace_->threads()[i].record;
+  state_[i].pid = r.process_index < trace_->processes().size() ? trace_->process(r.process_index).record.pid : 0;
+  by_tid_[r.tid] = i;
+}
+
 Status KernelProbes::load(format::TraceReader& trace, bool profile) {
   trace_ = &trace;
-  const bool calls = !syscall_entry_.empty() || !syscall_return_.empty(), sched = any_enabled(sched_);
-  const bool faults = any_enabled(fault_), io = any_enabled(io_);
-  profile_on_cpu_ = profile && trace.has_switches();
-  const bool switches = sched || profile_on_cpu_;
-  if (!calls && !switches && !faults && !io) return ok_status();
+  choose(profile, trace.has_switches());
+  if (!keep_calls_ && !keep_switches_ && !keep_faults_ && !keep_io_) return ok_status();
   Status status = ok_status();
-  state_.resize(trace.threads().size());
-  for (uint32_t i = 0; i < state_.size(); ++i) {
-    const auto& r = trace.threads()[i].record;
-    state_[i].pid = r.process_index < trace.processes().size() ? trace.process(r.process_index).record.pid : 0;
-    by_tid_[r.tid] = i;
+  for (uint32_t i = 0; i < trace.threads().size(); ++i) {
+    add_thread(i);
     auto kernel = trace.sys_events(i);
     if (!kernel) {
       if (status) status = kernel.error();
@@ -72,17 +94,29 @@ Status KernelProbes::load(format::TraceReader& trace, bool profile) {
         state_[i].on_cpu = e.kind != SysKind::kSwitchIn;
         break;
       }
-    for (const format::SysEvent& e : *kernel) {
-      // errno at a syscall probe is the thread's last call's: every exit counts.
-      const bool wanted = ((e.kind == SysKind::kSyscallEnter || e.kind == SysKind::kSyscallExit) && calls) ||
-                          ((is_switch(e.kind) || e.kind == SysKind::kWakeup) && switches) ||
-                          (e.kind == SysKind::kPageFault && faults) ||
-                          ((e.kind == SysKind::kIoStart || e.kind == SysKind::kIoDone) && io);
-      if (wanted) events_.push_back({event_key(trace.mono_to_tick(e.mono_ns)), i, e});
-    }
+    for (const format::SysEvent& e : *kernel)
+      if (wanted(e.kind)) events_.push_back({event_key(trace.mono_to_tick(e.mono_ns)), i, e});
   }
   std::stable_sort(events_.begin(), events_.end(), [](const Item& a, const Item& b) { return a.key < b.key; });
   return status;
+}
+
+void KernelProbes::begin_live(const format::TraceReader& trace, bool profile, bool switches) {
+  trace_ = &trace;
+  choose(profile, switches);
+}
+
+void KernelProbes::add_live(uint32_t thread, const std::vector<format::SysEvent>& events) {
+  if (thread >= state_.size() || state_[thread].pid == 0) add_thread(thread);
+  // What has fired goes; the rest, and these, in time order (each
+  // thread's come in order, the threads' in any).
+  events_.erase(events_.begin(), events_.begin() + static_cast<std::ptrdiff_t>(next_));
+  next_ = 0;
+  const size_t before = events_.size();
+  for (const format::SysEvent& e : events)
+    if (wanted(e.kind)) events_.push_back({event_key(trace_->mono_to_tick(e.mono_ns)), thread, e});
+  if (events_.size() == before) return;
+  std::stable_sort(events_.begin(), events_.end(), [](const Item& a, const Item& b) { return a.key < b.key; });
 }
 
 void KernelProbes::fire_all(Host& host, const std::vector<const ProbeInfo*>& probes, uint32_t thread, uint64_t tick,

@@ -56,6 +56,12 @@ class KernelProbes {
   // the trace has them, so that on_cpu() says who runs. An error: a block
   // that could not be read (the rest is read).
   Status load(format::TraceReader& trace, bool profile);
+  // Live (query -c): the events come as the recorder reads them, through
+  // add_live(); `switches`: the recording has the context switches.
+  void begin_live(const format::TraceReader& trace, bool profile, bool switches);
+  // More events of thread `thread` (an index of the trace's threads, known
+  // by now), in time order, after those given before.
+  void add_live(uint32_t thread, const std::vector<format::SysEvent>& events);
 
   // The merge key (proc_events.h's event_key) of the next event, or kNever.
   uint64_t next_key() const { return next_ < events_.size() ? events_[next_].key : kNever; }
@@ -83,6 +89,12 @@ class KernelProbes {
     std::map<std::pair<uint64_t, uint64_t>, std::pair<uint64_t, int64_t>> io_pending;
   };
 
+  // Which events load() and add_live() keep, from the probes enabled.
+  void choose(bool profile, bool switches_recorded);
+  bool wanted(format::SysKind kind) const;
+  // Thread `thread`'s state, and its process's pid.
+  void add_thread(uint32_t thread);
+
   void fire_all(Host& host, const std::vector<const ProbeInfo*>& probes, uint32_t thread, uint64_t tick,
                 const std::function<void(Firing&)>& fill);
   void fire_wakeup(Host& host, const Item& item, uint64_t tick);
@@ -101,6 +113,7 @@ class KernelProbes {
   std::unordered_map<int64_t, uint32_t> by_tid_;    // a waker's thread
   std::map<uint64_t, uint32_t> device_names_;       // dev_t -> its name's string id
   bool profile_on_cpu_ = false;
+  bool keep_calls_ = false, keep_switches_ = false, keep_faults_ = false, keep_io_ = false;  // kept (choose)
 };
 
 }  // namespace callscope::query

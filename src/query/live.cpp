@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "format/finalize.h"
@@ -16,9 +17,9 @@ namespace {
 
 std::string dir_name(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
 
-uint64_t realtime_ns() {
+uint64_t clock_ns(clockid_t clock) {
   timespec ts{};
-  ::clock_gettime(CLOCK_REALTIME, &ts);
+  ::clock_gettime(clock, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
@@ -37,10 +38,12 @@ void LiveTrace::begin(std::string session, format::ClockKind clock, uint64_t ori
   h.clock = static_cast<uint32_t>(clock);
   h.ticks_per_ns = ticks_per_ns;
   format::TraceInfo info;
-  // walltimestamp: the wall clock at the origin, as near as two reads get.
+  // walltimestamp: the wall clock at the origin, as near as two reads get;
+  // and the monotonic clock's, which the kernel's events are on.
   const uint64_t since = static_cast<uint64_t>(static_cast<double>(now_tick()) / ticks_per_ns);
-  info.record.start_realtime_ns = realtime_ns() - since;
+  info.record.start_realtime_ns = clock_ns(CLOCK_REALTIME) - since;
   h.origin_realtime_ns = info.record.start_realtime_ns;
+  h.origin_mono_ns = clock_ns(CLOCK_MONOTONIC) - since;
   trace_ = format::TraceReader::growing(h, info);
 }
 
@@ -247,6 +250,10 @@ bool LiveTrace::update(const std::vector<format::LiveDelivery>& deliveries, bool
       ti.record.tid = t.tid;
       ti.record.start_tick = t.start_tick;
       if (t.main) ti.record.flags |= format::kThreadMain;
+      // (the directory is "<pid>.<n>": the pid, whether its process is read yet or not)
+      const auto pid = static_cast<uint32_t>(std::strtoul(t.process.c_str(), nullptr, 10));
+      auto& same = by_tid_[{pid, t.tid}];
+      same.emplace_back(t.start_tick, t.index);
       grew = true;
     }
     for (const auto& [index, end] : d.ended) {
@@ -261,6 +268,16 @@ bool LiveTrace::update(const std::vector<format::LiveDelivery>& deliveries, bool
   for (const format::LiveDelivery& d : deliveries) ended = ended || !d.ended.empty() || d.last;
   if (ended) grew = read_session() || grew;
   return grew;
+}
+
+std::optional<uint32_t> LiveTrace::thread_of(uint32_t pid, uint32_t tid, uint64_t tick) const {
+  auto it = by_tid_.find({pid, tid});
+  if (it == by_tid_.end()) return std::nullopt;
+  // (the image that had begun by then, of a pid that exec'd)
+  const auto& same = it->second;
+  for (auto t = same.rbegin(); t != same.rend(); ++t)
+    if (t->first <= tick) return t->second;
+  return same.front().second;
 }
 
 }  // namespace callscope::query

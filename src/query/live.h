@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -66,6 +67,9 @@ class LiveTrace final : public format::LiveTap {
   bool update(const std::vector<format::LiveDelivery>& deliveries, bool reread);
   // Whether process `pid` has started and listed its modules.
   bool has_process(int64_t pid) const;
+  // The trace's thread `tid` of process `pid` at `tick` (the kernel's
+  // events name threads so), once a delivery has started it.
+  std::optional<uint32_t> thread_of(uint32_t pid, uint32_t tid, uint64_t tick) const;
 
  private:
   bool read_session();
@@ -81,6 +85,8 @@ class LiveTrace final : public format::LiveTap {
   std::map<std::string, uint32_t> process_of_dir_;  // "<pid>.<n>" -> process index
   std::map<uint32_t, size_t> modules_read_;         // process index -> raw module records taken
   std::vector<bool> thread_ended_;
+  // (pid, tid) -> (start tick, thread index) of each thread so named, in the order started
+  std::map<std::pair<uint32_t, uint32_t>, std::vector<std::pair<uint64_t, uint32_t>>> by_tid_;
 
   std::mutex m_;
   std::condition_variable cv_;

@@ -160,13 +160,19 @@ Catalog::Catalog(const CatalogInput& input) {
   extend(input);
 }
 
-std::map<std::string, std::string> live_kernel_providers_missing() {
-  // The kernel's events reach a trace when it is written, not as it grows.
-  std::map<std::string, std::string> m;
-  for (const char* p : {"syscall", "sched", "pf", "io"})
-    m[p] = "a live query (-c, -p) does not see the kernel's events yet: record the program (callscope record "
-           "--events sched,syscalls,faults,io -- CMD), then query its trace";
-  return m;
+void live_kernel_providers(CatalogInput& in, uint32_t flags, const std::string& why) {
+  in.syscalls = (flags & format::kInfoSyscalls) != 0;
+  in.sched = (flags & format::kInfoEventGroups) && !(flags & format::kInfoNoSwitches);
+  in.faults = (flags & format::kInfoFaults) != 0;
+  in.io = (flags & format::kInfoIo) != 0;
+  const std::pair<const char*, bool> providers[] = {
+      {"syscall", in.syscalls}, {"sched", in.sched}, {"pf", in.faults}, {"io", in.io}};
+  for (const auto& [provider, has] : providers) {
+    if (has)
+      in.missing.erase(provider);
+    else
+      in.missing[provider] = why;
+  }
 }
 
 const char* sched_probe_name(SchedEvent e) {

@@ -193,8 +193,10 @@ std::optional<uint64_t> clock_interval_ns(const std::string& name, const std::st
 
 // The sched provider's probe name of an event ("on-cpu").
 const char* sched_probe_name(SchedEvent e);
-// Why live queries have no probes of the kernel's providers, by provider.
-std::map<std::string, std::string> live_kernel_providers_missing();
+// A live query's kernel providers: those whose events the recording
+// hands it (`flags`, as a trace's info flags say them), and for the
+// others `why` they are missing.
+void live_kernel_providers(CatalogInput& in, uint32_t flags, const std::string& why);
 
 // The alloc provider's probe name of a format::AllocOp ("malloc", "new-array",
 // "pool-free"), "" for none.

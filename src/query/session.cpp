@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -167,18 +168,38 @@ std::vector<std::vector<ProbeSpec>> clauses_of(const Program& program) {
 
 Result<int> run_live(const QueryRequest& req, std::FILE* out, std::FILE* err);
 
-// Whether a description of the program names a probe of the alloc provider
-// (a program run with -c is then recorded with --memory).
-bool uses_alloc_provider(const Program& program) {
-  Catalog fixed{CatalogInput{}};  // the probes every trace has
+// The kinds of the probes the program's descriptions name that need no
+// program's symbols: BEGIN, the clocks, proc, alloc, the kernel's.
+std::set<ProbeKind> kinds_named(const Program& program) {
+  CatalogInput every;
+  every.all_kernel_providers();
+  Catalog fixed{every};
+  std::set<ProbeKind> kinds;
   for (const auto& clause : clauses_of(program))
     for (const ProbeSpec& spec : clause) {
       auto ids = fixed.match(spec);
       if (!ids) continue;
-      for (uint32_t id : *ids)
-        if (fixed.probe(id).kind == ProbeKind::kAlloc) return true;
+      for (uint32_t id : *ids) kinds.insert(fixed.probe(id).kind);
     }
-  return false;
+  return kinds;
+}
+
+// Whether a description of the program names a probe of the alloc provider
+// (a program run with -c is then recorded with --memory).
+bool uses_alloc_provider(const Program& program) { return kinds_named(program).count(ProbeKind::kAlloc) != 0; }
+
+// The kernel's events the program's probes fire on, as a trace's info
+// flags (a program run with -c records them): the context switches for
+// sched and profile-N (which fires in the threads on a CPU).
+uint32_t kernel_events_named(const Program& program) {
+  uint32_t flags = 0;
+  for (ProbeKind k : kinds_named(program)) {
+    if (k == ProbeKind::kSyscallEntry || k == ProbeKind::kSyscallReturn) flags |= format::kInfoSyscalls;
+    if (k == ProbeKind::kSched || k == ProbeKind::kProfile) flags |= format::kInfoEventGroups;
+    if (k == ProbeKind::kFault) flags |= format::kInfoFaults;
+    if (k == ProbeKind::kIo) flags |= format::kInfoIo;
+  }
+  return flags;
 }
 
 // The functions whose calls a script needs, when it needs only some: each
@@ -370,6 +391,65 @@ Result<int> run_query(const QueryRequest& req, std::FILE* out, std::FILE* err) {
 
 namespace {
 
+// The kernel's events of a live query (LiveDelivery::sys) to the driver,
+// each thread's to its thread of the trace, and how far the driver may
+// fire: not past the recorder's horizon for them (it orders them a couple
+// of milliseconds behind the clock), so that they fire in time order with
+// the calls. A thread the calls have not named yet has its events wait
+// for it (and the horizon with them), a second at most: a thread the
+// runtime never traces (a process that is not the program's) has its
+// events dropped, as a recording's are.
+class KernelFeed {
+ public:
+  KernelFeed(LiveTrace& live, Driver& driver, bool on) : live_(live), driver_(driver), on_(on) {}
+  void add(std::vector<format::LiveDelivery>& ds) {
+    if (!on_) return;
+    for (format::LiveDelivery& d : ds) {
+      if (d.sys_horizon_ns != 0)
+        horizon_ = std::max(horizon_, d.sys_horizon_ns == ~uint64_t{0} ? kNever : live_.trace().mono_to_tick(d.sys_horizon_ns));
+      for (format::LiveDelivery::SysEvents& e : d.sys)
+        if (!e.events.empty()) waiting_.push_back(std::move(e));
+    }
+    std::vector<format::LiveDelivery::SysEvents> still;
+    std::set<std::pair<uint32_t, uint32_t>> held;  // threads with events waiting: their later ones wait too
+    for (format::LiveDelivery::SysEvents& e : waiting_) {
+      const uint64_t first = live_.trace().mono_to_tick(e.events.front().mono_ns);
+      const auto key = std::pair{e.pid, e.tid};
+      const auto thread = held.count(key) ? std::nullopt : live_.thread_of(e.pid, e.tid, first);
+      if (thread) {
+        driver_.live_kernel_events(*thread, e.events);
+      } else if (first + second_ticks() > std::min(horizon_, calls_)) {
+        held.insert(key);
+        still.push_back(std::move(e));
+      }
+    }
+    waiting_ = std::move(still);
+  }
+  // How far the driver may fire, given the calls' horizon.
+  uint64_t bound(uint64_t calls) {
+    calls_ = calls;
+    if (!on_) return calls;
+    uint64_t b = std::min(calls, horizon_);
+    for (const auto& e : waiting_) {
+      const uint64_t first = live_.trace().mono_to_tick(e.events.front().mono_ns);
+      b = std::min(b, first == 0 ? 0 : first - 1);
+    }
+    return b;
+  }
+
+ private:
+  static constexpr uint64_t kNever = ~uint64_t{0};
+  uint64_t second_ticks() const {
+    return static_cast<uint64_t>(1e9 * live_.trace().header().ticks_per_ns);
+  }
+  LiveTrace& live_;
+  Driver& driver_;
+  bool on_;
+  uint64_t horizon_ = 0;  // trace ticks
+  uint64_t calls_ = 0;
+  std::vector<format::LiveDelivery::SysEvents> waiting_;  // of threads not known yet, in the order delivered
+};
+
 // The TSC's rate, measured against CLOCK_MONOTONIC over 20 ms (a live
 // query needs nanoseconds before any calibration record exists).
 double measure_ticks_per_ns(format::ClockKind clock) {
@@ -408,8 +488,13 @@ Result<int> run_live(const QueryRequest& req, std::FILE* out, std::FILE* err) {
   std::vector<format::LiveDelivery> backlog;
   bool program_done = req.host == nullptr;
   int finish_status = 0;
+  // (-l: every probe the kernel lets the recorder have)
+  const uint32_t kernel_named =
+      req.list ? format::kInfoEventGroups | format::kInfoSyscalls | format::kInfoFaults | format::kInfoIo
+               : kernel_events_named(*program);
   if (req.host) {
     if (uses_alloc_provider(*program)) req.host->want_memory();
+    if (kernel_named) req.host->want_kernel(kernel_named);
     if (!req.list) req.host->want_only(functions_needed(*program));
     CALLSCOPE_CHECK(req.host->start(*live, tsc_rate));
     const format::ClockKind clock = req.host->clock();
@@ -455,8 +540,10 @@ Result<int> run_live(const QueryRequest& req, std::FILE* out, std::FILE* err) {
 
   std::vector<std::string> warnings;
   CatalogInput input = catalog_input(live->trace(), warnings);
-  input.syscalls = input.sched = input.faults = input.io = false;
-  input.missing = live_kernel_providers_missing();
+  const uint32_t kernel = req.host ? req.host->kernel_events() : 0;
+  live_kernel_providers(input, kernel,
+                        req.host ? req.host->kernel_events_missing()
+                                 : "no program runs: the kernel's events are a program's (-c CMD) or a trace's");
   Catalog catalog(input);
   for (const std::string& w : warnings) warn(err, w);
   // The query ends before it runs (-l, or no probe matched): a program it
@@ -494,9 +581,10 @@ Result<int> run_live(const QueryRequest& req, std::FILE* out, std::FILE* err) {
   }
   say_matched(req, *program, consumer.probes_enabled(), err);
   engine.set_error_probe(driver.probe_info(3));  // dtrace:::ERROR
-  driver.live_begin(consumer, req.host ? req.host->since() : 0);
+  driver.live_begin(consumer, req.host ? req.host->since() : 0, input.sched);
 
   uint64_t horizon = 0;
+  KernelFeed kernel_feed(*live, driver, kernel_named != 0 && kernel != 0);
   auto feed = [&](std::vector<format::LiveDelivery>& ds) {
     for (format::LiveDelivery& d : ds) {
       for (auto& [index, events] : d.events) driver.live_events(index, std::move(events));
@@ -505,6 +593,7 @@ Result<int> run_live(const QueryRequest& req, std::FILE* out, std::FILE* err) {
       last_seen = last_seen || d.last;
       for (const std::string& w : d.warnings) warn(err, w);
     }
+    kernel_feed.add(ds);
   };
   feed(backlog);
   backlog.clear();
@@ -528,7 +617,8 @@ Result<int> run_live(const QueryRequest& req, std::FILE* out, std::FILE* err) {
   while (!driver.exited()) {
     if (!req.host) horizon = live->now_tick();
     // Every event in: all of them fire, the clocks up to now (not forever).
-    driver.live_advance(last_seen ? ~uint64_t{0} : horizon, last_seen ? live->now_tick() : ~uint64_t{0});
+    driver.live_advance(last_seen ? ~uint64_t{0} : kernel_feed.bound(horizon),
+                        last_seen ? live->now_tick() : ~uint64_t{0});
     live->give_back(driver.take_spent());
     std::fflush(out);
     for (const std::string& w : driver.take_warnings()) warn(err, w);
@@ -542,7 +632,8 @@ Result<int> run_live(const QueryRequest& req, std::FILE* out, std::FILE* err) {
     auto ds = live->take(wait);
     // A delivery of a round that found nothing carries only its horizon.
     const bool news = std::any_of(ds.begin(), ds.end(), [](const format::LiveDelivery& d) {
-      return d.last || !d.events.empty() || !d.threads.empty() || !d.ended.empty() || !d.warnings.empty();
+      return d.last || !d.events.empty() || !d.threads.empty() || !d.ended.empty() || !d.warnings.empty() ||
+             !d.sys.empty();
     });
     wait = news ? first_wait : std::min<std::chrono::microseconds>(wait * 2, kLongestWait);
     const auto now = std::chrono::steady_clock::now();

@@ -37,6 +37,19 @@ class LiveHost {
   // them (the runtime's include filter) and says so. A recording attached
   // to records what it records.
   virtual void want_only(const std::vector<std::string>& functions) { (void)functions; }
+  // The script names probes of the kernel's providers (syscall, sched, pf,
+  // io): before start(), a program run here records those events
+  // (format::kInfoSyscalls, ... flags; kInfoEventGroups for the context
+  // switches, which sched and profile-N need).
+  virtual void want_kernel(uint32_t info_flags) { (void)info_flags; }
+  // The kernel's events the recording hands the tap (LiveDelivery::sys),
+  // as the trace's info flags say them; 0 for none.
+  virtual uint32_t kernel_events() const { return 0; }
+  // Why the kernel's events a script names are missing, for its error.
+  virtual std::string kernel_events_missing() const {
+    return "a query attached to a recording (-p) does not see the kernel's events: query the trace once it is "
+           "written, or run the program under the query (-c)";
+  }
   // Starts the program; `tap` gets its events as they come.
   virtual Status start(format::LiveTap& tap, double ticks_per_ns) = 0;
   virtual int64_t pid() const = 0;

@@ -518,11 +518,23 @@ Result<std::unique_ptr<Recording>> Recording::start(const RecordOptions& o, cons
     s.server = QueryServer::open(session, *r->live_, events);
   }
   if (s.rings) s.sys = std::make_unique<SysStream>(std::move(s.rings), r->live_->writer());
+  if (s.sys && tap && o.tap_kernel_events) s.sys->set_tap(tap);
   s.drainer = std::make_unique<Drainer>(*r->live_, s.server.get(), std::exchange(s.doorbell, -1), s.sys.get());
   if (o.memory && o.rss_interval_ns)
     s.drainer->every(std::chrono::nanoseconds(o.rss_interval_ns), [session] { sample_resident(session); });
   s.run_start = std::chrono::steady_clock::now();
   return r;
+}
+
+uint32_t Recording::kernel_events() const {
+  const SysStream* sys = s_->sys.get();
+  if (!sys) return 0;
+  uint32_t flags = fmt::kInfoEventGroups;
+  if (!o_.sys_events) flags |= fmt::kInfoNoSwitches;
+  if (sys->rings().has_syscalls()) flags |= fmt::kInfoSyscalls;
+  if (sys->rings().has_faults()) flags |= fmt::kInfoFaults;
+  if (sys->rings().has_io()) flags |= fmt::kInfoIo;
+  return flags;
 }
 
 void Recording::drain_here() {
@@ -625,11 +637,7 @@ int Recording::finish(bool quiet) {
   fmt::FinalizeOptions fo;
   fo.zstd_level = o_.level;
   fo.claim = s.claim.get();
-  if (s.sys && !o_.sys_events) fo.info_flags |= fmt::kInfoNoSwitches;
-  if (s.sys) fo.info_flags |= fmt::kInfoEventGroups;
-  if (s.sys && s.sys->rings().has_syscalls()) fo.info_flags |= fmt::kInfoSyscalls;
-  if (s.sys && s.sys->rings().has_faults()) fo.info_flags |= fmt::kInfoFaults;
-  if (s.sys && s.sys->rings().has_io()) fo.info_flags |= fmt::kInfoIo;
+  fo.info_flags |= kernel_events();
   if (s.sys) fo.block_devices = s.sys->block_devices();
   auto sum = fmt::finalize_session(session_, o_.output, fo, live_.get());
   if (!sum) {

@@ -53,6 +53,9 @@ struct RecordOptions {
   // are encoded (LiveStream::set_tap's tap_only); the trace file (its header
   // alone) lives in the session directory and goes with it.
   bool scratch_output = false;
+  // The tap gets the kernel's events too (format::LiveDelivery::sys): a
+  // query whose script has probes of the kernel's providers.
+  bool tap_kernel_events = false;
   // The session directory stays until the Recording is destroyed, not
   // only until finish() (query -c reads it after, for the last processes).
   bool keep_session_until_destroyed = false;
@@ -96,6 +99,10 @@ class Recording {
   int finish(bool quiet);
   // Exits as the program did: its exit code, or its signal raised at us.
   int exit_like_program() const;
+  // The kernel's events recorded beside the calls, as the trace's info
+  // flags say them (format::kInfoEventGroups, kInfoNoSwitches,
+  // kInfoSyscalls, ...): 0 when none could be.
+  uint32_t kernel_events() const;
   // Attached: how long the program's thread was held to load the runtime.
   double attach_stopped_ms() const { return attach_stopped_ms_; }
 

@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <fstream>
 
 namespace callscope::recorder {
 namespace {
@@ -15,15 +14,6 @@ constexpr uint64_t kMarginNs = 2'000'000;
 constexpr size_t kBlockEvents = 1 << 16;
 // A wakeup of a thread not seen within this long is of a thread not traced.
 constexpr uint64_t kUnknownWakeupNs = 1'000'000'000;
-
-// A dev_t's name, from /sys/dev/block/MAJOR:MINOR/uevent ("vda", "nvme0n1p2").
-std::string device_name(uint32_t dev) {
-  const std::string id = std::to_string(dev >> 20) + ":" + std::to_string(dev & 0xfffff);
-  std::ifstream f("/sys/dev/block/" + id + "/uevent");
-  for (std::string line; std::getline(f, line);)
-    if (line.rfind("DEVNAME=", 0) == 0) return line.substr(8);
-  return "";
-}
 
 // More requests open than this: their completions were lost (a full ring).
 constexpr size_t kMaxOpenIo = 1 << 16;
@@ -103,7 +93,7 @@ Status SysStream::poll(bool all) {
                         o);
           ++io_open_size_;
         }
-        if (!devices_.count(r.dev)) devices_[r.dev] = device_name(r.dev);
+        if (!devices_.count(r.dev)) devices_[r.dev] = format::block_device_name(r.dev);
         break;
       case SysRecord::Kind::kIoDone:
         // Of whichever thread ran when the device answered: put with the
@@ -217,6 +207,10 @@ Status SysStream::poll(bool all) {
         if (!fresh) h->second = std::min(h->second, o.start_ns);
       }
   const uint64_t safe = all ? ~uint64_t{0} : start - std::min(start, kMarginNs);
+  format::LiveDelivery d;
+  // (a thread held back holds the tap's horizon back with it)
+  d.sys_horizon_ns = safe;
+  for (const auto& [thread, since] : held) d.sys_horizon_ns = std::min(d.sys_horizon_ns, since);
   for (auto& [key, t] : threads_) {
     if (t.waiting.empty() && (t.ready.empty() || !all)) continue;
     std::stable_sort(t.waiting.begin(), t.waiting.end(),
@@ -225,11 +219,13 @@ Status SysStream::poll(bool all) {
     const uint64_t until = h == held.end() ? safe : std::min(safe, h->second);
     const auto cut = std::find_if(t.waiting.begin(), t.waiting.end(),
                                   [until](const format::SysEvent& e) { return e.mono_ns > until; });
+    if (tap_ && cut != t.waiting.begin()) d.sys.push_back({key.first, key.second, {t.waiting.begin(), cut}});
     t.ready.insert(t.ready.end(), t.waiting.begin(), cut);
     t.waiting.erase(t.waiting.begin(), cut);
     if (t.ready.size() >= kBlockEvents || (all && !t.ready.empty()))
       CALLSCOPE_CHECK(write(key.first, key.second, t));
   }
+  if (tap_) tap_->deliver(std::move(d));
   return ok_status();
 }
 

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "format/live_stream.h"
 #include "format/sys_events.h"
 #include "format/trace_writer.h"
 #include "recorder/perf_rings.h"
@@ -49,6 +50,10 @@ class SysStream {
   // (InfoRecord.block_devices), named as /sys/dev/block says.
   std::string block_devices() const;
   const PerfRings& rings() const { return *rings_; }
+  // A live query's tap (query -c): each round's events, once in order,
+  // are handed to it too, with the time up to which it has them all
+  // (format::LiveDelivery::sys). Set before the first poll.
+  void set_tap(format::LiveTap* tap) { tap_ = tap; }
 
  private:
   struct Thread {
@@ -81,6 +86,7 @@ class SysStream {
   std::vector<OpenIo> no_starts_;  // (a completion of no request seen)
   std::map<uint32_t, std::string> devices_;  // dev_t -> name
   bool polled_ = true;
+  format::LiveTap* tap_ = nullptr;
   uint64_t syscalls_ = 0;
   uint64_t faults_ = 0;
   uint64_t samples_ = 0;

@@ -374,6 +374,15 @@ std::map<std::string, long> parse_counts(const std::string& text) {
   return out;
 }
 
+std::map<std::string, uint64_t> pairs(const std::string& text) {
+  std::map<std::string, uint64_t> out;
+  std::istringstream in(text);
+  std::string name;
+  uint64_t value = 0;
+  while (in >> name >> value) out[name] = value;
+  return out;
+}
+
 std::map<std::string, std::map<std::string, std::string>> flat_report(const std::string& trace,
                                                                        const std::vector<std::string>& extra) {
   std::vector<std::string> args = {"report", trace, "--format", "csv"};

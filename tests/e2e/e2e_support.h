@@ -162,5 +162,8 @@ std::map<std::string, std::map<std::string, std::string>> flat_report(const std:
 
 // "key=value" pairs printed by a fixture.
 std::map<std::string, long> parse_counts(const std::string& text);
+// "name value" lines (a query's printa("%s %@d\n", ...)) into a map, up
+// to the first line that is not one.
+std::map<std::string, uint64_t> pairs(const std::string& text);
 
 }  // namespace callscope::e2e

@@ -308,6 +308,88 @@ TEST_P(QueryLiveTest, LiveAndOverTheKeptTraceAgree) {
   }
 }
 
+// The kernel's providers live (-c): the recorder hands the query the
+// kernel's events as it reads them, and they fire in time order with the
+// calls -- what a live query prints is what the same script prints over
+// the trace it kept, call paths (ustackdepth at a system call) included.
+TEST_P(QueryLiveTest, KernelProvidersLiveAgreeWithTheKeptTrace) {
+  const std::string script =
+      "syscall:::entry /pid == $target/ { @sys[probefunc] = count(); @depth[probefunc, ustackdepth] = count(); } "
+      "syscall:::return { @err[probefunc, errno] = count(); } "
+      "sched:::off-cpu, sched:::sleep, sched:::preempt, sched:::on-cpu { @sched[probename] = count(); } "
+      "sched:::wakeup { @woke[execname] = count(); } pf:::fault { @pf[probename] = count(); }";
+  const std::vector<std::pair<std::string, std::vector<std::string>>> runs = {
+      {"waits", {dir_.path()}}, {"threads", {"4", "20000"}}, {"fork_exec", {}}, {"faults", {}}};
+  for (const auto& [name, args] : runs) {
+    SCOPED_TRACE(name);
+    const std::string kept = dir_.file(name + ".trace");
+    std::string command = plain_path(fixture(GetParam(), name));
+    for (const std::string& a : args) command += " " + a;
+    RunResult live = callscope({"query", "-q", "-n", script, "-o", kept, "-c", command});
+    if (live.err.find("not recorded") != std::string::npos) GTEST_SKIP() << live.err;
+    ASSERT_EQ(live.exit_code, 0) << live.err;
+    RunResult offline = callscope({"query", "-q", "-n", script, kept});
+    ASSERT_EQ(offline.exit_code, 0) << offline.err;
+    ASSERT_GE(live.out.size(), offline.out.size());
+    EXPECT_EQ(live.out.substr(live.out.size() - offline.out.size()), offline.out);
+    EXPECT_NE(offline.out.find("  close "), std::string::npos) << offline.out;
+    EXPECT_NE(offline.out.find("on-cpu"), std::string::npos) << offline.out;
+    EXPECT_NE(offline.out.find("fault"), std::string::npos) << offline.out;
+  }
+}
+
+// Live, against what the program itself did: waits calls getppid() 1000
+// times in ask_parent(), writes 3 x 64 KiB with an fsync after each in
+// flush() (the file's size says what was written), and its main thread
+// wakes its worker. samples spins for a known CPU time: profile-997 fires
+// about that often in it, and not in a thread asleep (doze()).
+TEST_P(QueryLiveTest, KernelProvidersLiveAgreeWithTheProgram) {
+  RunResult q = callscope(
+      {"query", "-q", "-n",
+       "pid$target::ask_parent:entry, pid$target::flush:entry { self->in = probefunc; } "
+       "pid$target::ask_parent:return, pid$target::flush:return { self->in = \"\"; } "
+       "pid$target::worker:entry { worker = tid; } pid$target::main:entry { self->main = 1; } "
+       "pid$target::doze:entry { self->doze = 1; } pid$target::doze:return { self->doze = 0; } "
+       "syscall::getppid:entry /self->in == \"ask_parent\"/ { @n[\"getppid\"] = sum(1); } "
+       "syscall::write:entry /self->in == \"flush\"/ { @n[\"written\"] = sum(arg2); } "
+       "syscall::openat:return /self->in == \"flush\" && arg0 >= 0 && errno == 0/ { @n[\"opened\"] = sum(1); } "
+       "syscall::fsync:return /self->in == \"flush\" && arg0 == 0/ { @n[\"fsync\"] = sum(1); } "
+       "sched:::wakeup /self->main && arg0 == worker && arg1 == pid/ { @n[\"woke\"] = sum(1); } "
+       "sched:::sleep /self->doze/ { @n[\"slept\"] = sum(1); } "
+       "profile-997 /self->doze/ { @n[\"doze\"] = sum(1); } "
+       "END { printa(\"%s %@d\\n\", @n); }",
+       "-c", plain_path(fixture(GetParam(), "waits")) + " " + dir_.path()});
+  if (q.err.find("not recorded") != std::string::npos) GTEST_SKIP() << q.err;
+  ASSERT_EQ(q.exit_code, 0) << q.err;
+  auto n = pairs(q.out.substr(q.out.find('\n') + 1));  // after the program's line
+  EXPECT_EQ(n["getppid"], 1000u) << q.out;
+  EXPECT_EQ(n["fsync"], 3u) << q.out;
+  EXPECT_EQ(n["opened"], 1u) << q.out;
+  struct stat st {};
+  ASSERT_EQ(::stat(dir_.file("waits.out").c_str(), &st), 0);
+  EXPECT_EQ(st.st_size, 3 * 65536);
+  EXPECT_EQ(n["written"], static_cast<uint64_t>(st.st_size)) << q.out;
+  EXPECT_GE(n["woke"], 1u) << q.out;
+  EXPECT_GE(n["slept"], 1u) << q.out;
+  EXPECT_LE(n["doze"], 1u) << q.out;
+
+  q = callscope({"query", "-q", "-n",
+                 "profile-997 /pid == $target/ { @n[\"fired\"] = sum(1); } "
+                 "sched:::on-cpu /pid == $target/ { @n[\"ins\"] = sum(1); } "
+                 "END { printa(\"%s %@d\\n\", @n); }",
+                 "-c", plain_path(fixture(GetParam(), "samples"))});
+  ASSERT_EQ(q.exit_code, 0) << q.err;
+  const std::map<std::string, long> k = parse_counts(q.out);
+  ASSERT_TRUE(k.count("cpu_ns")) << q.out;
+  n = pairs(q.out.substr(q.out.find('\n') + 1));
+  const double expected = static_cast<double>(k.at("cpu_ns")) * 997.0 / 1e9;
+  EXPECT_GE(expected, 200.0) << q.out;
+  // (a sample's thread is on a CPU at the sample's time, known to within
+  // one switch: each switch in may cost or give one)
+  EXPECT_LE(std::abs(static_cast<double>(n["fired"]) - expected), static_cast<double>(n["ins"]) + 5.0)
+      << q.out << "expected about " << expected;
+}
+
 // A clause that only counts by the probe's names is added up in bulk, and
 // the tap hands events over in chunks of 65,536: 3 threads of 400,000
 // calls fill many. Live, the bulk counts equal the counts, one firing at a
@@ -486,6 +568,20 @@ TEST_P(QueryAttachTest, RefusalsSaySo) {
   RunResult q = callscope({"query", "-n", "BEGIN { exit(0); }", "-p", std::to_string(pid)});
   EXPECT_EQ(q.exit_code, 1);
   EXPECT_NE(q.err.find("it is recorded in profile mode"), std::string::npos) << q.err;
+  touch(gate_);
+  ASSERT_EQ(rec->wait(), 0) << rec->err();
+}
+
+// Attached (-p), the kernel's events do not reach the query: refused, with
+// what to do instead.
+TEST_P(QueryAttachTest, KernelProvidersAreRefused) {
+  std::unique_ptr<Background> rec;
+  const pid_t pid = start_recording(rec);
+  ASSERT_GT(pid, 0);
+  RunResult q = callscope({"query", "-n", "syscall::write:entry { @ = count(); }", "-p", std::to_string(pid)});
+  EXPECT_EQ(q.exit_code, 1);
+  EXPECT_NE(q.err.find("a query attached to a recording (-p) does not see the kernel's events"), std::string::npos)
+      << q.err;
   touch(gate_);
   ASSERT_EQ(rec->wait(), 0) << rec->err();
 }

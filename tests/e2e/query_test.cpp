@@ -16,16 +16,6 @@
 namespace callscope::e2e {
 namespace {
 
-// "name value" lines into a map.
-std::map<std::string, uint64_t> pairs(const std::string& text) {
-  std::map<std::string, uint64_t> out;
-  std::istringstream in(text);
-  std::string name;
-  uint64_t value = 0;
-  while (in >> name >> value) out[name] = value;
-  return out;
-}
-
 class QueryTest : public ::testing::TestWithParam<std::string> {
  protected:
   void record(const std::string& fixture_name, std::vector<std::string> args = {}) {
@@ -233,19 +223,30 @@ TEST_P(QueryTest, BlockIoAgreesWithTheThreadsIoCounters) {
   if (not_recorded(r)) GTEST_SKIP() << r.err;
   const std::map<std::string, long> k = parse_counts(r.out);
   ASSERT_TRUE(k.count("read")) << r.out;
-  RunResult q = query("pid$target::direct:entry { self->in = 1; } pid$target::direct:return { self->in = 0; } "
-                      "io:::start /self->in && (args[0]->b_flags & B_READ)/ { @n[\"read\"] = sum(args[0]->b_bcount); } "
-                      "io:::start /self->in/ { @n[\"begun\"] = sum(1); } "
-                      "io:::done /self->in && (args[0]->b_flags & B_DONE)/ { @n[\"done\"] = sum(1); } "
-                      "io:::start /self->in && args[1]->dev_statname != \"\" && args[2]->fi_pathname == "
-                      "\"<unknown>\"/ { @n[\"named\"] = sum(1); } "
-                      "END { printa(\"%s %@d\\n\", @n); }");
+  const std::string script =
+      "pid$target::direct:entry { self->in = 1; } pid$target::direct:return { self->in = 0; } "
+      "io:::start /self->in && (args[0]->b_flags & B_READ)/ { @n[\"read\"] = sum(args[0]->b_bcount); } "
+      "io:::start /self->in/ { @n[\"begun\"] = sum(1); } "
+      "io:::done /self->in && (args[0]->b_flags & B_DONE)/ { @n[\"done\"] = sum(1); } "
+      "io:::start /self->in && args[1]->dev_statname != \"\" && args[2]->fi_pathname == "
+      "\"<unknown>\"/ { @n[\"named\"] = sum(1); } "
+      "END { printa(\"%s %@d\\n\", @n); }";
+  auto check = [](const std::string& out, const std::map<std::string, long>& counters) {
+    auto n = pairs(out);
+    EXPECT_EQ(n["read"], static_cast<uint64_t>(counters.at("read"))) << out;
+    EXPECT_GE(n["begun"], 32u) << out;
+    EXPECT_EQ(n["done"], n["begun"]) << out;
+    EXPECT_EQ(n["named"], n["begun"]) << out;
+  };
+  RunResult q = query(script);
   ASSERT_EQ(q.exit_code, 0) << q.err;
-  auto n = pairs(q.out);
-  EXPECT_EQ(n["read"], static_cast<uint64_t>(k.at("read"))) << q.out;
-  EXPECT_GE(n["begun"], 32u) << q.out;
-  EXPECT_EQ(n["done"], n["begun"]) << q.out;
-  EXPECT_EQ(n["named"], n["begun"]) << q.out;
+  check(q.out, k);
+  // Live (-c): the program's line first, then the script's.
+  q = callscope({"query", "-q", "-n", script, "-c", plain_path(fixture(GetParam(), "io")) + " " + dir_.path()});
+  ASSERT_EQ(q.exit_code, 0) << q.err;
+  const std::map<std::string, long> live = parse_counts(q.out);
+  ASSERT_TRUE(live.count("read")) << q.out;
+  check(q.out.substr(q.out.find('\n') + 1), live);
 }
 
 // profile-N over a recording with context switches fires in the threads
