@@ -593,7 +593,7 @@ void print_key_member(std::string& out, const Value& v, const PrintContext& ctx)
 
 // dt_print_datum for the aggregation's value, divided by `normal` as
 // dtrace divides it (count, sum, min, max: unsigned; avg: signed).
-void print_value(std::string& out, const Aggregation& agg, const Entry& e) {
+void print_value(std::string& out, const Aggregation& agg, const Entry& e, const PrintContext& ctx) {
   const auto normal = static_cast<uint64_t>(agg.normal());
   switch (agg.fn()) {
     case AggFn::kCount:
@@ -610,14 +610,14 @@ void print_value(std::string& out, const Aggregation& agg, const Entry& e) {
       break;
     case AggFn::kQuantize:
     case AggFn::kLquantize:
-    case AggFn::kLlquantize: detail::print_histogram(out, agg, e, normal); break;
+    case AggFn::kLlquantize: detail::print_histogram(out, agg, e, normal, ctx.aggzoom); break;
   }
 }
 
 void print_rows(std::string& out, const Aggregation& agg, const PrintContext& ctx) {
   for (const Entry* e : detail::sorted_entries(agg, ctx)) {
     for (uint8_t i = 0; i < e->key.n; ++i) print_key_member(out, e->key.v[i], ctx);
-    print_value(out, agg, *e);
+    print_value(out, agg, *e, ctx);
     out += '\n';
   }
 }
@@ -649,7 +649,7 @@ void print_joined(std::string& out, const std::vector<const Aggregation*>& aggs,
   for (const auto& row : detail::joined_rows(aggs, ctx, zeros)) {
     const Key& key = row[0]->key;
     for (uint8_t i = 0; i < key.n; ++i) print_key_member(out, key.v[i], ctx);
-    for (size_t a = 0; a < aggs.size(); ++a) print_value(out, *aggs[a], *row[a]);
+    for (size_t a = 0; a < aggs.size(); ++a) print_value(out, *aggs[a], *row[a], ctx);
     out += '\n';
   }
   for (const Aggregation* agg : aggs) agg->mark_printed();

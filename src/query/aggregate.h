@@ -40,6 +40,7 @@ struct PrintContext {
   int aggsortpos = 0;
   int aggsortkeypos = 0;
   bool quiet = false;    // -q / quiet: trace() prints bare values
+  bool aggzoom = false;  // quantizations' bars scaled to the largest bucket
   uint32_t process = 0;  // the firing's process: whose symbols printf's %a and %A name for an integer
 };
 

@@ -75,7 +75,9 @@ std::string symbol_text(const Value& v, const PrintContext& ctx);
 // taking one string) indented by `indent` spaces, one per line.
 void print_ustack(std::string& out, const Value& v, const PrintContext& ctx, const char* format, int indent);
 // The histogram of a quantize, lquantize or llquantize entry.
-void print_histogram(std::string& out, const Aggregation& agg, const Aggregation::Entry& e, uint64_t normal);
+// (zoom: the aggzoom option, the largest bucket's bar nearly full)
+void print_histogram(std::string& out, const Aggregation& agg, const Aggregation::Entry& e, uint64_t normal,
+                     bool zoom);
 
 }  // namespace detail
 }  // namespace callscope::query

@@ -9,6 +9,7 @@
 #include "query/constant.h"
 #include "query/translators.h"
 #include "query/dnames.h"
+#include "query/options.h"
 #include "query/parser.h"
 
 namespace callscope::query {
@@ -740,10 +741,23 @@ class Checker {
       }
       if (want == 'i' && !is_integer(got)) return mismatch(i, "integer", got), sig.ret;
       if (want == 's' && got != Type::kString) return mismatch(i, "string", got), sig.ret;
+      if (want == 'z' && got != Type::kString) {
+        const auto k = is_integer(got) ? constant_value(*e.args[i]) : std::nullopt;
+        if (!k || *k != 0) return mismatch(i, "string or NULL", got), sig.ret;
+      }
       if (want == 'c' && !constant_value(*e.args[i])) {
         fail(e.line, fname + " argument #" + std::to_string(i + 1) + " must be an integer constant");
         return sig.ret;
       }
+    }
+    if (*f == Func::kSetopt) {
+      // What it sets must exist and may change while the script runs.
+      if (e.args[0]->kind != ExprKind::kString) {
+        fail(e.line, "setopt( ) argument #1 must be an option's name, a string constant");
+        return sig.ret;
+      }
+      if (auto st = check_setopt(e.args[0]->name); !st) fail(e.line, st.error().message());
+      return sig.ret;
     }
     if (*f == Func::kPrintf) {
       if (n > 65) {

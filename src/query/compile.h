@@ -29,10 +29,11 @@ enum class Builtin : uint8_t {
 enum class Func : uint8_t {
   // subroutines: give a value
   kStrlen, kStrjoin, kSubstr, kStrstr, kStrchr, kStrrchr, kIndex, kRindex, kBasename, kDirname, kLltostr,
-  kStrtoll, kToupper, kTolower, kUstack, kUfunc, kUmod, kUsym, kSpeculation, kRand, kStringof,
+  kStrtoll, kToupper, kTolower, kUstack, kUfunc, kUmod, kUsym, kSpeculation, kRand, kStringof, kStrtok,
+  kCleanpath,
   // actions: statements only
   kPrintf, kTrace, kPrint, kPrinta, kExit, kSpeculate, kCommit, kDiscard, kTrunc, kClear, kNormalize,
-  kDenormalize,
+  kDenormalize, kSetopt,
 };
 
 struct VarInfo {

@@ -3,9 +3,11 @@
 // symbols, speculations, printing and the aggregation actions.
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <cstring>
 
 #include "query/lang_exec.h"
+#include "query/options.h"
 
 namespace callscope::query {
 
@@ -89,6 +91,57 @@ Value fn_basedir(const Node& n, Ctx& c) {
   size_t d = slash;
   while (d > 0 && s[d - 1] == '/') --d;
   return make_string(c, d == 0 ? "/" : s.substr(0, d));
+}
+
+// cleanpath(s): "//", "/./" and "/NAME/../" out, as dtrace.c does it (a
+// "/." at the end stays; "/.." at the end leaves the "/" before it).
+Value fn_cleanpath(const Node& n, Ctx& c) {
+  const std::string s = sarg(n, c, 0);
+  const auto at = [&s](size_t k) { return k < s.size() ? s[k] : '\0'; };
+  std::string d;
+  for (size_t i = 0; i < s.size();) {
+    if (s[i] != '/') {
+      d += s[i++];
+      continue;
+    }
+    const char c1 = at(i + 1), c2 = at(i + 2), c3 = at(i + 3);
+    if (c1 == '/' || (c1 == '.' && c2 == '/')) {  // "//", "/./": the first slash (and dot) go
+      i += c1 == '/' ? 1 : 2;
+    } else if (c1 != '.' || c2 != '.' || (c3 != '/' && c3 != '\0')) {
+      d += '/';  // a name (".x", "..x" too): copied
+      ++i;
+    } else {  // "/../" or a final "/..": back over the name before it
+      const size_t slash = d.rfind('/');
+      d.resize(slash == std::string::npos ? 0 : slash);
+      i += 3;
+      if (c3 == '\0') d += '/';
+    }
+  }
+  return make_string(c, d);
+}
+
+// strtok(s, delimiters), and strtok(NULL, delimiters) going on in the
+// string the firing gave last: the next token, "" when none is left
+// (dtrace's NULL).
+Value fn_strtok(const Node& n, Ctx& c) {
+  const Value first = arg(n, c, 0);
+  const std::string delims = sarg(n, c, 1);
+  std::optional<std::string>& rest = c.s->strtok_rest;
+  if (first.kind == Kind::kString) rest = text_of(c, first);
+  if (!rest) return make_string(c, "");
+  const std::string& s = *rest;
+  const size_t begin = s.find_first_not_of(delims);
+  if (begin == std::string::npos) {
+    rest.reset();
+    return make_string(c, "");
+  }
+  const size_t end = s.find_first_of(delims, begin);
+  const std::string token = s.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+  if (end == std::string::npos)
+    rest = "";
+  else
+    rest = s.substr(end + 1);
+  return make_string(c, token);
 }
 
 Value fn_lltostr(const Node& n, Ctx& c) {
@@ -233,6 +286,24 @@ Value fn_exit(const Node& n, Ctx& c) {
   return none();
 }
 
+// setopt(name [, value]): options that change while the script runs
+// (compile.cpp lets no other through); those that mean nothing here
+// (switchrate, ...) are accepted and change nothing.
+Value fn_setopt(const Node& n, Ctx& c) {
+  const std::string name = sarg(n, c, 0);
+  const std::string value = n.args.size() > 1 ? sarg(n, c, 1) : "";
+  if (c.fault) return none();
+  PrintContext& p = c.s->pctx;
+  const bool on = option_set({{name, value}}, name);
+  if (name == "quiet") c.s->quiet = p.quiet = on;
+  else if (name == "aggsortkey") p.aggsortkey = on;
+  else if (name == "aggsortrev") p.aggsortrev = on;
+  else if (name == "aggzoom") p.aggzoom = on;
+  else if (name == "aggsortpos") p.aggsortpos = std::atoi(value.c_str());
+  else if (name == "aggsortkeypos") p.aggsortkeypos = std::atoi(value.c_str());
+  return none();
+}
+
 Value fn_speculate(const Node& n, Ctx& c) {
   const int64_t id = arg(n, c, 0).as_int();
   auto& specs = c.s->specs;
@@ -302,6 +373,9 @@ NodeFn function_fn(Func f) {
     case Func::kSpeculation: return fn_speculation;
     case Func::kRand: return fn_rand;
     case Func::kStringof: return fn_stringof;
+    case Func::kStrtok: return fn_strtok;
+    case Func::kCleanpath: return fn_cleanpath;
+    case Func::kSetopt: return fn_setopt;
     case Func::kPrintf: return fn_printf;
     case Func::kTrace: return fn_trace;
     case Func::kPrint: return fn_print;

@@ -58,6 +58,7 @@ const std::map<std::string, Func>& functions() {
       {"exit", Func::kExit},           {"speculate", Func::kSpeculate}, {"commit", Func::kCommit},
       {"discard", Func::kDiscard},     {"trunc", Func::kTrunc},       {"clear", Func::kClear},
       {"normalize", Func::kNormalize}, {"denormalize", Func::kDenormalize}, {"stringof", Func::kStringof},
+      {"strtok", Func::kStrtok},       {"cleanpath", Func::kCleanpath}, {"setopt", Func::kSetopt},
   };
   return m;
 }
@@ -187,7 +188,8 @@ const FunctionSig& function_sig(Func f) {
       {Func::kUstack, {0, 2, Type::kStack, "c"}},      {Func::kUfunc, {1, 1, Type::kSym, "i"}},
       {Func::kUmod, {1, 1, Type::kSym, "i"}},          {Func::kUsym, {1, 1, Type::kSym, "i"}},
       {Func::kSpeculation, {0, 0, Type::kInt, ""}},    {Func::kRand, {0, 0, Type::kInt, ""}},
-      {Func::kStringof, {1, 1, Type::kString, "s"}},
+      {Func::kStringof, {1, 1, Type::kString, "s"}},   {Func::kStrtok, {2, 2, Type::kString, "zs"}},
+      {Func::kCleanpath, {1, 1, Type::kString, "s"}},  {Func::kSetopt, {1, 2, Type::kVoid, "ss"}},
       {Func::kPrintf, {1, SIZE_MAX, Type::kVoid, "sa"}}, {Func::kTrace, {1, 1, Type::kVoid, "a"}},
       {Func::kPrint, {1, 1, Type::kVoid, "a"}},        {Func::kPrinta, {1, SIZE_MAX, Type::kVoid, ""}},
       {Func::kExit, {1, 1, Type::kVoid, "i"}},         {Func::kSpeculate, {1, 1, Type::kVoid, "i"}},
@@ -211,7 +213,6 @@ std::optional<std::string> refused_function(const std::string& name) {
       {"uaddr", "( ) is not supported: callscope records function entry addresses, not return addresses; use ufunc( )"},
       {"mod", "( ) is a kernel symbol: use umod( )"}, {"func", "( ) is a kernel symbol: use ufunc( )"},
       {"sym", "( ) is a kernel symbol: use usym( )"},
-      {"setopt", "( ) is not supported: set options with #pragma D option or -x"},
       {"getmajor", "( ) is a kernel function, not available in callscope query"},
       {"getminor", "( ) is a kernel function, not available in callscope query"},
       {"progenyof", "( ) is not supported: callscope query does not know the process tree"},

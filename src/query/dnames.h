@@ -32,7 +32,8 @@ struct FunctionSig {
   size_t min_args, max_args;  // SIZE_MAX: any number
   Type ret;                   // kVoid: an action
   // One letter per argument, the last repeating: i integer, s string,
-  // c integer constant, a any value. Aggregation arguments are not listed.
+  // c integer constant, a any value, z a string or NULL (0). Aggregation
+  // arguments are not listed.
   std::string args;
 };
 std::optional<Func> find_function(const std::string& name);

@@ -531,6 +531,7 @@ struct Engine::State : EngineState {
 
   void run(const Firing& f, const std::vector<Enabled>& enabled) {
     if (!clause_vars.empty()) clause_vars = clause_defaults;
+    strtok_rest.reset();
     for (const Enabled& en : enabled) {
       // After exit() only END's clauses run (dtrace drains): not the
       // firing's clauses after the one that called it.
@@ -604,6 +605,7 @@ Engine::Engine(std::shared_ptr<const Program> program, Strings& strings, Stacks&
   s.pctx.stacks = &stacks;
   s.pctx.aggsortkey = option_set(opts, "aggsortkey");
   s.pctx.aggsortrev = option_set(opts, "aggsortrev");
+  s.pctx.aggzoom = option_set(opts, "aggzoom");
   auto num = [&](const char* name) {
     auto it = opts.find(name);
     return it == opts.end() ? 0 : std::atoi(it->second.c_str());

@@ -101,6 +101,9 @@ struct EngineState {
   std::string messages;
   uint64_t rand_state = 0x2545f4914f6cdd1dull;
   std::vector<uint64_t> frames;  // ustack()'s scratch
+  // strtok(NULL, ...)'s rest of the string: as dtrace's, kept for the
+  // firing (its clauses), none at its start.
+  std::optional<std::string> strtok_rest;
 };
 
 // One clause's run on one firing.

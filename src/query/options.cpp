@@ -21,13 +21,36 @@ const std::set<std::string>& known_options() {
   return s;
 }
 
+// Whether option `name` exists here; dtrace's words otherwise, after
+// `what` ("failed to set option NAME").
+Status option_exists(const std::string& name, const std::string& what) {
+  if (name == "aggpack" || name == "agghist")
+    return Error(what + ": callscope query does not draw aggregations " + (name == "aggpack" ? "packed" : "as histograms") +
+                 " yet: without it, dtrace's default layout");
+  if (!known_options().count(name)) return Error(what + ": Invalid option name");
+  return ok_status();
+}
+
 Status set_option(CompiledProgram& p, const std::string& name, const std::string& value) {
-  if (!known_options().count(name)) return Error("failed to set option " + name + ": Invalid option name");
+  CALLSCOPE_CHECK(option_exists(name, "failed to set option " + name));
   p.options_[name] = value;
   return ok_status();
 }
 
 }  // namespace
+
+Status check_setopt(const std::string& name) {
+  // (dtrace's static options: they size what the script is compiled into)
+  static const std::set<std::string> fixed = {"nspec", "strsize", "specsize", "bufsize", "aggsize", "dynvarsize",
+                                               "bufpolicy", "bufresize", "zdefs", "destructive", "defaultargs",
+                                               "cpu", "grabanon", "nolibs", "version", "stackframes",
+                                               "ustackframes", "jstackframes", "jstackstrsize", "strip"};
+  CALLSCOPE_CHECK(option_exists(name, "setopt( ) of option " + name));
+  if (fixed.count(name))
+    return Error("setopt( ) cannot set option " + name +
+                 " while the script runs: set it before, with #pragma D option or -x");
+  return ok_status();
+}
 
 bool option_set(const std::map<std::string, std::string>& options, const std::string& name) {
   auto it = options.find(name);

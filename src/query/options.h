@@ -13,6 +13,11 @@ namespace callscope::query {
 
 struct CompiledProgram;
 
+// Whether setopt( ) may set option `name` while the script runs: one that
+// exists, and that dtrace lets change then (quiet, the aggregations'
+// sorting, and those accepted and ignored); an error saying why not.
+Status check_setopt(const std::string& name);
+
 // Whether an option is set: present and not "0"/"false"/"no".
 bool option_set(const std::map<std::string, std::string>& options, const std::string& name);
 

@@ -452,13 +452,13 @@ Status print_value(std::string& out, const Piece& pd, int index, int width, int 
 // printers or the integer printers (count's value unsigned, the others
 // signed).
 Status print_agg_value(std::string& out, const Piece& pd, int index, int width, int prec, const Aggregation& agg,
-                       const Entry& e) {
+                       const Entry& e, bool zoom) {
   const auto normal = static_cast<uint64_t>(agg.normal());
   const Print print = pd.conv->print;
   switch (agg.fn()) {
     case AggFn::kQuantize:
     case AggFn::kLquantize:
-    case AggFn::kLlquantize: detail::print_histogram(out, agg, e, normal); return ok_status();
+    case AggFn::kLlquantize: detail::print_histogram(out, agg, e, normal, zoom); return ok_status();
     default: break;
   }
   if (print != Print::kSint && print != Print::kUint && print != Print::kDint)
@@ -518,7 +518,7 @@ Status run(std::string& out, const std::vector<Piece>& pieces, const Value* args
     if (pd.agg) {
       if (aggs == nullptr || row == nullptr || aggs->empty())
         return Error("%@ conversion requires an aggregation and is not for use with printf( )");
-      CALLSCOPE_CHECK(print_agg_value(out, pd, index, width, prec, *(*aggs)[curagg], *(*row)[curagg]));
+      CALLSCOPE_CHECK(print_agg_value(out, pd, index, width, prec, *(*aggs)[curagg], *(*row)[curagg], ctx.aggzoom));
       // Past the last aggregation, %@ repeats the last one (as dtrace).
       if (curagg + 1 < aggs->size()) ++curagg;
       continue;
