@@ -65,6 +65,8 @@ class RecordingHost final : public query::LiveHost {
     if (flags & format::kInfoIo) o_.sys_io = true;
   }
   uint32_t kernel_events() const override { return rec_->kernel_events(); }
+  void want_samples(uint32_t hz) override { o_.sample_hz = hz; }
+  bool samples() const override { return rec_->samples(); }
   std::string kernel_events_missing() const override {
     return "the kernel did not give the recorder these events (its warning above says why)";
   }

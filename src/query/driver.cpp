@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <deque>
 #include <limits>
 #include <mutex>
@@ -105,6 +106,7 @@ struct Driver::Impl final : KernelProbes::Host {
   // Live (query -c): the trace grows while the driver runs.
   bool live = false;
   bool live_switches = false;  // live: the recording has the context switches
+  bool live_samples = false;   // and CPU samples
   uint64_t since = 0;  // live: the view begins here (trace ticks; live_begin)
   uint64_t clock_limit = kNever;  // clocks fire below this key (live: the end, once known)
   uint32_t thread_base = 0;  // live: firings' thread numbers are index + 1 (0: outside any thread)
@@ -219,6 +221,16 @@ struct Driver::Impl final : KernelProbes::Host {
     f.walltimestamp = wall_origin_ns + f.timestamp;
     f.frames = t.addrs.data();
     f.nframes = static_cast<uint32_t>(t.addrs.size());
+    return f;
+  }
+
+  // profile-N in thread t: arg1 the innermost function under way (its
+  // entry, which ufunc(arg1) and usym(arg1) name; 0 for none), where
+  // dtrace's is the instruction sampled; arg0, the kernel's instruction,
+  // 0: a recording does not say.
+  Firing sample(const Thread& t, const ProbeInfo* p, uint64_t tick) const {
+    Firing f = context(t, p, tick);
+    f.arg[1] = t.addrs.empty() ? 0 : static_cast<int64_t>(t.addrs.back());
     return f;
   }
 
@@ -522,18 +534,20 @@ struct Driver::Impl final : KernelProbes::Host {
   // thread alive then, with its call path (a sample of what it was doing).
   void fire_clock(Clock& c) {
     const uint64_t tick = ticks_of(c.next_ns);
-    if (c.profile && live) {
+    if (c.profile && kernel.profile_from_samples()) {
+      // (it fires at the recording's CPU samples: KernelProbes)
+    } else if (c.profile && live) {
       // Every thread alive, with events waiting or not; where the
       // recording has the context switches, only those on a CPU then.
       for (uint32_t i = 0; i < threads.size() && !stop; ++i)
         if (threads[i].started && !threads[i].finished && (!kernel.profile_on_cpu() || kernel.on_cpu(i)))
-          fire(context(threads[i], c.info, tick));
+          fire(sample(threads[i], c.info, tick));
     } else if (c.profile) {
       // Where the trace has the context switches, only the threads on a
       // CPU then: a sample of what ran, as dtrace's profile-N is.
       for (uint32_t i : active) {
         if (kernel.profile_on_cpu() && !kernel.on_cpu(i)) continue;
-        fire(context(threads[i], c.info, tick));
+        fire(sample(threads[i], c.info, tick));
         if (stop) break;
       }
     } else {
@@ -575,9 +589,20 @@ struct Driver::Impl final : KernelProbes::Host {
     meta = metadata();
     const bool profile = std::any_of(clocks.begin(), clocks.end(), [](const Clock& c) { return c.profile; });
     if (live)
-      kernel.begin_live(trace, profile, live_switches);
+      kernel.begin_live(trace, profile, live_switches, live_samples);
     else if (auto st = kernel.load(trace, profile); !st && damage)
       damage = st;
+    // profile-N at the samples: at their rate, whatever N says.
+    if (kernel.samples_hz() > 0)
+      for (const Clock& c : clocks) {
+        const double hz = 1e9 / static_cast<double>(c.interval_ns);
+        if (c.profile && std::abs(hz - kernel.samples_hz()) > 0.05 * hz) {
+          warnings.push_back("profile probes fire at the trace's CPU samples, " +
+                             std::to_string(std::lround(kernel.samples_hz())) + " a second of CPU (record --sample), "
+                             "not " + std::to_string(std::lround(hz)));
+          break;
+        }
+      }
     stop = consumer->exited();
   }
 
@@ -730,7 +755,11 @@ Status Driver::enable(const std::vector<std::vector<ProbeSpec>>& clauses, bool a
       // matched against every description then.
       impl_->specs.emplace_back(spec, c);
       if (ids.empty() && !allow_zero && !impl_->catalog.may_match_later(spec)) return Error(no_match_message(spec));
-      for (uint32_t id : ids) impl_->enable_probe(id, c);
+      for (uint32_t id : ids) {
+        // (profile-N's arg1 is the innermost function under way)
+        if (impl_->catalog.probe(id).kind == ProbeKind::kProfile) impl_->frames_needed = true;
+        impl_->enable_probe(id, c);
+      }
       impl_->others.add(spec);
     }
   }
@@ -763,11 +792,12 @@ void Driver::set_terminal_safe(bool on) {
   impl_->names.set_terminal_safe(on);
 }
 
-void Driver::live_begin(Consumer& consumer, uint64_t since, bool switches) {
+void Driver::live_begin(Consumer& consumer, uint64_t since, bool switches, bool samples) {
   Impl& d = *impl_;
   d.consumer = &consumer;
   d.live = true;
   d.live_switches = switches;
+  d.live_samples = samples;
   d.thread_base = 1;
   d.no_thread = 0;
   d.modules_known = d.trace.modules().size();

@@ -90,8 +90,9 @@ class Driver {
   // `since` (trace ticks): attached to a recording then (query -p): process
   // and thread events before it do not fire, BEGIN fires then and clocks
   // count from it. `switches`: the recording has the context switches
-  // (profile-N fires in the threads on a CPU).
-  void live_begin(Consumer& consumer, uint64_t since = 0, bool switches = false);
+  // (profile-N fires in the threads on a CPU); `samples`: CPU samples
+  // (profile-N fires at them).
+  void live_begin(Consumer& consumer, uint64_t since = 0, bool switches = false, bool samples = false);
   // The trace lists more processes, modules or threads than before.
   void live_grew();
   // Thread `thread`'s next events; then, once it has ended, live_ended().

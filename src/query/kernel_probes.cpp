@@ -44,6 +44,7 @@ void KernelProbes::enable(const Probe& p, const ProbeInfo* info) {
     case ProbeKind::kSched: sched_[static_cast<int>(p.sched)].push_back(info); break;
     case ProbeKind::kFault: fault_[static_cast<int>(p.fault)].push_back(info); break;
     case ProbeKind::kIo: io_[p.io_done ? 1 : 0].push_back(info); break;
+    case ProbeKind::kProfile: profile_.push_back(info); break;
     default: break;
   }
 }
@@ -65,6 +66,8 @@ bool KernelProbes::wanted(SysKind k) const {
     case SysKind::kPageFault: return keep_faults_;
     case SysKind::kIoStart:
     case SysKind::kIoDone: return keep_io_;
+    case SysKind::kSample:
+    case SysKind::kSampleCaller: return !profile_.empty();
     default: return is_switch(k) && keep_switches_;
   }
 }
@@ -98,12 +101,21 @@ Status KernelProbes::load(format::TraceReader& trace, bool profile) {
       if (wanted(e.kind)) events_.push_back({event_key(trace.mono_to_tick(e.mono_ns)), i, e});
   }
   std::stable_sort(events_.begin(), events_.end(), [](const Item& a, const Item& b) { return a.key < b.key; });
+  // profile-N at the samples, where the trace has them.
+  for (const Item& item : events_)
+    if (item.e.kind == SysKind::kSample) {
+      profile_from_samples_ = true;
+      const auto period = static_cast<double>(static_cast<uint64_t>(item.e.value) >> 1);
+      if (period > 0) samples_hz_ = 1e9 / period;
+      break;
+    }
   return status;
 }
 
-void KernelProbes::begin_live(const format::TraceReader& trace, bool profile, bool switches) {
+void KernelProbes::begin_live(const format::TraceReader& trace, bool profile, bool switches, bool samples) {
   trace_ = &trace;
   choose(profile, switches);
+  profile_from_samples_ = profile && samples;
 }
 
 void KernelProbes::add_live(uint32_t thread, const std::vector<format::SysEvent>& events) {
@@ -190,7 +202,36 @@ void KernelProbes::fire_next(Host& host) {
     }
     case SysKind::kIoStart:
     case SysKind::kIoDone: fire_io(host, item, tick); break;
-    default: break;
+    case SysKind::kSample: fire_sample(host, item, tick); break;
+    default: break;  // (a sample's caller alone: its sample's firing took it)
+  }
+}
+
+// profile-N at a CPU sample of the thread: arg0 the instruction if the
+// kernel's, arg1 if the program's (0 otherwise), as dtrace's; ustack() the
+// thread's calls under way, or, in a thread with none (code without
+// hooks), the sample's unwound frames.
+void KernelProbes::fire_sample(Host& host, const Item& item, uint64_t tick) {
+  std::vector<uint64_t> callers;  // innermost first
+  while (next_ < events_.size() && events_[next_].thread == item.thread &&
+         events_[next_].e.kind == SysKind::kSampleCaller)
+    callers.push_back(events_[next_++].e.arg);
+  if (!profile_from_samples_) return;
+  const bool in_kernel = (static_cast<uint64_t>(item.e.value) & 1) != 0;
+  for (const ProbeInfo* p : profile_) {
+    Firing f = host.in_thread(item.thread, p, tick);
+    f.arg[0] = in_kernel ? static_cast<int64_t>(item.e.arg) : 0;
+    f.arg[1] = in_kernel ? 0 : static_cast<int64_t>(item.e.arg);
+    if (f.nframes == 0) {
+      sample_stack_.clear();
+      for (auto c = callers.rbegin(); c != callers.rend(); ++c)
+        if (*c) sample_stack_.push_back(*c);
+      if (!in_kernel) sample_stack_.push_back(item.e.arg);
+      f.frames = sample_stack_.data();
+      f.nframes = static_cast<uint32_t>(sample_stack_.size());
+    }
+    host.fire(f);
+    if (host.stopped()) return;
   }
 }
 

@@ -1,5 +1,6 @@
 // The probes of the kernel's events over a recording (docs/query.md:
-// syscall, sched, pf, io): which are enabled, the trace's events they fire
+// syscall, sched, pf, io, and profile-N where the recording has CPU
+// samples): which are enabled, the trace's events they fire
 // on (record --events, sys_events.h), every thread's merged in time order,
 // and what those events tell of each thread between them -- its last
 // system call's error, whether it is on a CPU (profile-N fires only then),
@@ -58,7 +59,7 @@ class KernelProbes {
   Status load(format::TraceReader& trace, bool profile);
   // Live (query -c): the events come as the recorder reads them, through
   // add_live(); `switches`: the recording has the context switches.
-  void begin_live(const format::TraceReader& trace, bool profile, bool switches);
+  void begin_live(const format::TraceReader& trace, bool profile, bool switches, bool samples);
   // More events of thread `thread` (an index of the trace's threads, known
   // by now), in time order, after those given before.
   void add_live(uint32_t thread, const std::vector<format::SysEvent>& events);
@@ -71,6 +72,10 @@ class KernelProbes {
   // Whether profile-N fires by who is on a CPU (load() read the switches),
   // and whether thread `thread` is on one now.
   bool profile_on_cpu() const { return profile_on_cpu_; }
+  // Whether profile-N fires at the recording's CPU samples (record
+  // --sample) instead of on the clock, and their rate (0: not known).
+  bool profile_from_samples() const { return profile_from_samples_; }
+  double samples_hz() const { return samples_hz_; }
   bool on_cpu(uint32_t thread) const { return thread >= state_.size() || state_[thread].on_cpu; }
 
  private:
@@ -99,12 +104,14 @@ class KernelProbes {
                 const std::function<void(Firing&)>& fill);
   void fire_wakeup(Host& host, const Item& item, uint64_t tick);
   void fire_io(Host& host, const Item& item, uint64_t tick);
+  void fire_sample(Host& host, const Item& item, uint64_t tick);
 
   // Enabled probes: by system call number, SchedEvent, FaultKind, start/done.
   std::vector<std::vector<const ProbeInfo*>> syscall_entry_, syscall_return_;
   std::vector<const ProbeInfo*> sched_[kSchedEvents];
   std::vector<const ProbeInfo*> fault_[3];
   std::vector<const ProbeInfo*> io_[2];
+  std::vector<const ProbeInfo*> profile_;
 
   const format::TraceReader* trace_ = nullptr;
   std::vector<Item> events_;
@@ -113,6 +120,9 @@ class KernelProbes {
   std::unordered_map<int64_t, uint32_t> by_tid_;    // a waker's thread
   std::map<uint64_t, uint32_t> device_names_;       // dev_t -> its name's string id
   bool profile_on_cpu_ = false;
+  bool profile_from_samples_ = false;
+  double samples_hz_ = 0;
+  std::vector<uint64_t> sample_stack_;  // a firing's frames, from a sample's
   bool keep_calls_ = false, keep_switches_ = false, keep_faults_ = false, keep_io_ = false;  // kept (choose)
 };
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <memory>
 #include <optional>
 #include <set>
@@ -168,20 +169,36 @@ std::vector<std::vector<ProbeSpec>> clauses_of(const Program& program) {
 
 Result<int> run_live(const QueryRequest& req, std::FILE* out, std::FILE* err);
 
-// The kinds of the probes the program's descriptions name that need no
-// program's symbols: BEGIN, the clocks, proc, alloc, the kernel's.
-std::set<ProbeKind> kinds_named(const Program& program) {
+// The probes the program's descriptions name that need no program's
+// symbols: BEGIN, the clocks, proc, alloc, the kernel's.
+std::vector<Probe> probes_named(const Program& program) {
   CatalogInput every;
   every.all_kernel_providers();
   Catalog fixed{every};
-  std::set<ProbeKind> kinds;
+  std::vector<Probe> probes;
   for (const auto& clause : clauses_of(program))
     for (const ProbeSpec& spec : clause) {
       auto ids = fixed.match(spec);
       if (!ids) continue;
-      for (uint32_t id : *ids) kinds.insert(fixed.probe(id).kind);
+      for (uint32_t id : *ids) probes.push_back(fixed.probe(id));
     }
+  return probes;
+}
+
+std::set<ProbeKind> kinds_named(const Program& program) {
+  std::set<ProbeKind> kinds;
+  for (const Probe& p : probes_named(program)) kinds.insert(p.kind);
   return kinds;
+}
+
+// The CPU samples a second profile-N asks for (the highest N of the
+// program's), 0 without profile probes.
+uint32_t profile_hz_named(const Program& program) {
+  uint32_t hz = 0;
+  for (const Probe& p : probes_named(program))
+    if (p.kind == ProbeKind::kProfile && p.interval_ns)
+      hz = std::max(hz, static_cast<uint32_t>(std::lround(1e9 / static_cast<double>(p.interval_ns))));
+  return hz;
 }
 
 // Whether a description of the program names a probe of the alloc provider
@@ -379,6 +396,7 @@ Result<int> run_query(const QueryRequest& req, std::FILE* out, std::FILE* err) {
   std::fflush(out);
 
   say_other_processes(driver, err);
+  for (const std::string& w : driver.take_warnings()) warn(err, w);
   for (const std::string& w : sym.warnings()) warn(err, w);
   if (req.warnings)
     for (const std::string& w : req.warnings(*trace)) warn(err, w);
@@ -495,6 +513,7 @@ Result<int> run_live(const QueryRequest& req, std::FILE* out, std::FILE* err) {
   if (req.host) {
     if (uses_alloc_provider(*program)) req.host->want_memory();
     if (kernel_named) req.host->want_kernel(kernel_named);
+    if (const uint32_t hz = req.list ? 0 : profile_hz_named(*program)) req.host->want_samples(hz);
     if (!req.list) req.host->want_only(functions_needed(*program));
     CALLSCOPE_CHECK(req.host->start(*live, tsc_rate));
     const format::ClockKind clock = req.host->clock();
@@ -581,7 +600,7 @@ Result<int> run_live(const QueryRequest& req, std::FILE* out, std::FILE* err) {
   }
   say_matched(req, *program, consumer.probes_enabled(), err);
   engine.set_error_probe(driver.probe_info(3));  // dtrace:::ERROR
-  driver.live_begin(consumer, req.host ? req.host->since() : 0, input.sched);
+  driver.live_begin(consumer, req.host ? req.host->since() : 0, input.sched, req.host && req.host->samples());
 
   uint64_t horizon = 0;
   KernelFeed kernel_feed(*live, driver, kernel_named != 0 && kernel != 0);

@@ -50,6 +50,12 @@ class LiveHost {
     return "a query attached to a recording (-p) does not see the kernel's events: query the trace once it is "
            "written, or run the program under the query (-c)";
   }
+  // The script has profile-N probes: before start(), a program run here
+  // is sampled `hz` times a second of CPU (record --sample), and
+  // profile-N fires at the samples (samples() once started: whether the
+  // kernel allowed them).
+  virtual void want_samples(uint32_t hz) { (void)hz; }
+  virtual bool samples() const { return false; }
   // Starts the program; `tap` gets its events as they come.
   virtual Status start(format::LiveTap& tap, double ticks_per_ns) = 0;
   virtual int64_t pid() const = 0;

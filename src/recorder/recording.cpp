@@ -537,6 +537,8 @@ uint32_t Recording::kernel_events() const {
   return flags;
 }
 
+bool Recording::samples() const { return s_->sys && s_->sys->rings().has_samples(); }
+
 void Recording::drain_here() {
   s_->drainer->stop();
   drain_here_ = true;

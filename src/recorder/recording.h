@@ -103,6 +103,8 @@ class Recording {
   // flags say them (format::kInfoEventGroups, kInfoNoSwitches,
   // kInfoSyscalls, ...): 0 when none could be.
   uint32_t kernel_events() const;
+  // Whether the program's threads are sampled (--sample, where the kernel allowed it).
+  bool samples() const;
   // Attached: how long the program's thread was held to load the runtime.
   double attach_stopped_ms() const { return attach_stopped_ms_; }
 

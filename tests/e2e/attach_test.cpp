@@ -354,7 +354,11 @@ TEST_P(AttachTest, SamplesOfAPlainProgramHaveTheirCallPaths) {
     if (up == std::vector<std::string>{"work", "step", "worker"}) in_leaf_under_step += n;
   }
   EXPECT_GE(in_leaf, 20u) << tr.out;
-  EXPECT_GE(static_cast<double>(in_leaf_under_step), 0.95 * static_cast<double>(in_leaf)) << tr.out;
+  // A sample whose stack the unwinder cannot follow to the end is marked
+  // "[outer frames not unwound]", not guessed: their share varies from run
+  // to run (up to 8 % of leaf's seen with the whole suite running beside
+  // it); the rest must have the whole path.
+  EXPECT_GE(static_cast<double>(in_leaf_under_step), 0.85 * static_cast<double>(in_leaf)) << tr.out;
   EXPECT_EQ(s.command("run 5"), "ran 5\n");
 }
 

@@ -142,6 +142,16 @@ TEST_P(QueryLiveTest, ListsTheProbesOfAProgramItStarts) {
   EXPECT_NE(r.out.find("leaf entry\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("leaf return\n"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("threads="), std::string::npos) << r.out;
+  // Every probe of every provider, the kernel's too (those it lets the
+  // recorder have: system calls and switches need no root here).
+  r = callscope({"query", "-l", "-c", plain_path(fixture(GetParam(), "threads")) + " 1 1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  if (r.err.find("not recorded") == std::string::npos) {
+    EXPECT_NE(r.out.find(" vmlinux "), std::string::npos) << r.err;
+    EXPECT_NE(r.out.find(" write entry\n"), std::string::npos) << r.err;
+    EXPECT_NE(r.out.find(" on-cpu\n"), std::string::npos) << r.err;
+  }
+  EXPECT_NE(r.out.find(" main entry\n"), std::string::npos) << r.err;
 }
 
 TEST_P(QueryLiveTest, PrintsWhileTheProgramRuns) {

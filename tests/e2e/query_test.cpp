@@ -289,6 +289,47 @@ TEST_P(QueryTest, ProfileFiresInTheThreadsThatRun) {
   EXPECT_LE(n["doze"], 1u) << q.out;
 }
 
+// profile-N over a trace recorded with --sample fires at the samples, and
+// arg1 is the instruction sampled: ufunc(arg1) names the function that
+// ran, hooks or none. The samples fixture spends about 150 ms of its CPU
+// in copy() -- in libc's memcpy, which has no hooks -- and 150 ms in
+// crunch(), and prints its CPU time (CLOCK_THREAD_CPUTIME_ID): the
+// samples are that time at 997 a second, crunch() about half of them, and
+// libc's a good part of the rest. Live (-c), the query has the recorder
+// sample the program at profile-N's rate: the same.
+TEST_P(QueryTest, ProfileFiresAtTheRecordedSamples) {
+  trace_ = dir_.file("sampled.trace");
+  RunResult r = callscope({"record", "--sample", "997", "-o", trace_, "--", fixture(GetParam(), "samples")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  if (not_recorded(r)) GTEST_SKIP() << r.err;
+  const std::string script =
+      "profile-997 /pid == $target/ { @n[\"all\"] = sum(1); @n[arg1 ? \"user\" : \"kernel\"] = sum(1); "
+      "@f[ufunc(arg1)] = count(); } "
+      "END { printa(\"%s %@d\\n\", @n); printa(\"%A %@d\\n\", @f); }";
+  auto check = [](const std::string& out, const std::map<std::string, long>& program) {
+    ASSERT_TRUE(program.count("cpu_ns")) << out;
+    auto n = pairs(out);
+    const double expected = static_cast<double>(program.at("cpu_ns")) * 997.0 / 1e9;
+    EXPECT_GE(expected, 200.0) << out;
+    EXPECT_NEAR(static_cast<double>(n["all"]), expected, 0.15 * expected) << out;
+    EXPECT_EQ(n["all"], n["user"] + n["kernel"]) << out;
+    uint64_t crunch = 0, libc = 0;
+    for (const auto& [name, count] : n) {
+      if (name.find("`crunch") != std::string::npos) crunch += count;
+      if (name.find("libc") != std::string::npos) libc += count;
+    }
+    EXPECT_NEAR(static_cast<double>(crunch), 0.5 * static_cast<double>(n["all"]), 0.15 * static_cast<double>(n["all"]))
+        << out;
+    EXPECT_GE(static_cast<double>(libc), 0.1 * static_cast<double>(n["all"])) << out;
+  };
+  RunResult q = query(script);
+  ASSERT_EQ(q.exit_code, 0) << q.err;
+  check(q.out, parse_counts(r.out));
+  q = callscope({"query", "-q", "-n", script, "-c", plain_path(fixture(GetParam(), "samples"))});
+  ASSERT_EQ(q.exit_code, 0) << q.err;
+  check(q.out.substr(q.out.find('\n') + 1), parse_counts(q.out));
+}
+
 // The same providers over a trace without those events: refused, with
 // what to do -- an empty answer would read as "none happened".
 TEST_P(QueryTest, KernelProvidersOfATraceWithoutThemAreRefused) {
