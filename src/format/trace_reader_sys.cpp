@@ -75,8 +75,9 @@ Result<std::vector<SysEvent>> TraceReader::sys_events(uint32_t thread) {
 
 void TraceReader::add_kernel_only_threads() {
   // Only a process without a thread record -- a program without hooks --
-  // gets threads from its samples: a hooked process's threads are those it
-  // recorded (the runtime's own control thread is not the program's).
+  // gets threads from its kernel's events (samples, system calls,
+  // switches...): a hooked process's threads are those it recorded (the
+  // runtime's own control thread is not the program's).
   std::vector<bool> has_threads(processes_.size(), false);
   for (ThreadInfo& t : threads_) {
     t.record.flags &= ~kThreadKernelOnly;  // the reader's alone: never taken from a file
@@ -94,8 +95,7 @@ void TraceReader::add_kernel_only_threads() {
     std::vector<SysEvent> events;
     if (!p || !decode_sys_events(*p, b.header.count, b.header.first_tick, events)) continue;  // named by sys_events()
     for (const SysEvent& e : events) {
-      if (e.kind != SysKind::kSample) continue;
-      // The image of that pid whose life holds the sample (an exec makes
+      // The image of that pid whose life holds the event (an exec makes
       // another): the last begun before it.
       const uint64_t at = mono_to_tick(e.mono_ns);
       int64_t process = -1;

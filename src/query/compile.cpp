@@ -592,6 +592,14 @@ class Checker {
           return Type::kInt;
         }
         if (op == "==" || op == "!=" || op == "<" || op == "<=" || op == ">" || op == ">=") {
+          // A string against NULL (0): whether it is "" (dtrace's unset string, NULL).
+          const auto null = [&](const Expr& x, Type t) {
+            const auto k = is_integer(t) ? constant_value(x) : std::nullopt;
+            return k && *k == 0;
+          };
+          if ((op == "==" || op == "!=") && ((a == Type::kString && null(*e.args[1], b)) ||
+                                             (b == Type::kString && null(*e.args[0], a))))
+            return Type::kInt;
           if (a != Type::kNone && b != Type::kNone && !(is_integer(a) && is_integer(b)) && !(a == b && (a == Type::kString || a == Type::kSym)))
             fail(e.line, std::string("operands have incompatible types: \"") + type_name(a) + "\" " + op + " \"" + type_name(b) + "\"");
           return Type::kInt;
@@ -612,6 +620,13 @@ class Checker {
       }
       case ExprKind::kAssign: {
         Expr& lhs = *e.args[0];
+        // NULL (0) stored in a string variable: "", dtrace's unset string.
+        if (e.op == "=" && e.args[1]->kind != ExprKind::kString && known(lhs) && read_var(lhs) == Type::kString)
+          if (const auto k = constant_value(*e.args[1]); k && *k == 0) {
+            e.args[1]->kind = ExprKind::kString;
+            e.args[1]->name.clear();
+            e.args[1]->args.clear();
+          }
         const Type r = expr(*e.args[1], false);
         if (e.op == "/=" || e.op == "%=") divisor(e);
         if (e.op != "=" && !(lhs.kind != ExprKind::kIdent || !builtin_type(lhs.name) ? !known(lhs) : false)) {

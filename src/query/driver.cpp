@@ -65,7 +65,7 @@ struct Driver::Impl final : KernelProbes::Host {
   // Per process: entry address -> enabled probes, filled as addresses are met.
   std::vector<std::unordered_map<uint64_t, FnSlot>> fn_slots;
   AddressNames names;  // Driver::symbol(), normalize()
-  std::vector<const ProbeInfo*> proc_probes[9];
+  std::vector<const ProbeInfo*> proc_probes[kProcEvents];
   struct Clock {
     const ProbeInfo* info;
     bool profile;
@@ -79,6 +79,7 @@ struct Driver::Impl final : KernelProbes::Host {
 
   struct Thread {
     uint32_t index = 0, process = 0;
+    uint32_t self_of = 0;  // whose self-> variables it has: its own index, or (an image exec'd) the caller's
     int64_t pid = 0, ppid = 0, tid = 0;
     uint32_t execname = 0;
     std::vector<Frame> frames;
@@ -211,6 +212,7 @@ struct Driver::Impl final : KernelProbes::Host {
     Firing f;
     f.probe = p;
     f.thread = t.index + thread_base;
+    f.self_thread = t.self_of + thread_base;
     f.process = t.process;
     f.pid = t.pid;
     f.ppid = t.ppid;
@@ -565,8 +567,21 @@ struct Driver::Impl final : KernelProbes::Host {
     const auto& r = trace.threads()[i].record;
     Thread& t = threads[i];
     t.index = i;
+    t.self_of = i;
     t.process = r.process_index;
     t.tid = r.tid;
+    // exec keeps the thread, and its self-> variables (dtrace's whoexec.d
+    // sets one at proc:::exec and reads it at exec-success): an image's
+    // thread has those of the thread of the same tid in the image before.
+    if (r.process_index < procs.size() && procs[r.process_index].record.incarnation > 0) {
+      const auto& mine = procs[r.process_index].record;
+      for (uint32_t j = 0; j < i; ++j) {
+        const auto& o = trace.threads()[j].record;
+        if (o.tid != r.tid || o.process_index >= procs.size()) continue;
+        const auto& before = procs[o.process_index].record;
+        if (before.pid == mine.pid && before.incarnation + 1 == mine.incarnation) t.self_of = threads[j].self_of;
+      }
+    }
     if (r.process_index < procs.size()) {
       const auto& p = procs[r.process_index];
       t.pid = p.record.pid;
@@ -818,8 +833,9 @@ void Driver::live_events(uint32_t thread, format::EventColumns&& events) {
 
 void Driver::live_ended(uint32_t thread) { impl_->ended(thread); }
 
-void Driver::live_kernel_events(uint32_t thread, const std::vector<format::SysEvent>& events) {
-  impl_->kernel.add_live(thread, events);
+void Driver::live_kernel_events(uint32_t thread, const std::vector<format::SysEvent>& events,
+                                const std::function<uint64_t(uint64_t)>& tick_of) {
+  impl_->kernel.add_live(thread, events, tick_of);
 }
 
 void Driver::live_advance(uint64_t horizon, uint64_t clocks_until) {

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -102,7 +103,9 @@ class Driver {
   // in time order, after those given before: they fire in time order with
   // the calls as long as the horizon given to live_advance() is no later
   // than the recorder's for them (LiveDelivery::sys_horizon_ns).
-  void live_kernel_events(uint32_t thread, const std::vector<format::SysEvent>& events);
+  // `tick_of`: an event's CLOCK_MONOTONIC time in trace ticks.
+  void live_kernel_events(uint32_t thread, const std::vector<format::SysEvent>& events,
+                          const std::function<uint64_t(uint64_t)>& tick_of);
   // Fires, in time order, what happened up to `horizon` (trace ticks):
   // events, process and thread events, clock ticks.
   // `clocks_until`: clocks fire up to this tick only (the end: every event

@@ -74,8 +74,9 @@ constexpr NodeFn kBuiltins[] = {
 
 std::vector<Value>& thread_vars(Ctx& c) {
   auto& th = c.s->threads;
-  if (c.f->thread >= th.size()) th.resize(c.f->thread + 1);
-  auto& v = th[c.f->thread];
+  const uint32_t who = c.f->self_thread != Firing::kNoSelf ? c.f->self_thread : c.f->thread;
+  if (who >= th.size()) th.resize(who + 1);
+  auto& v = th[who];
   if (v.empty()) v = c.s->thread_defaults;
   return v;
 }
@@ -474,7 +475,13 @@ class Builder {
     n.b = expr(*e.args[1]);
     n.k = make_int(kind_of(e.type), e.bytes, 0);
     const Type ta = e.args[0]->type, tb = e.args[1]->type;
-    n.prefix = ta == Type::kString;  // comparisons: by content
+    // A string against NULL (compile.cpp lets only == and != through): against "".
+    if ((ta == Type::kString) != (tb == Type::kString) && (op == "==" || op == "!=")) {
+      Node& empty = make(n_const);
+      empty.k = Value::of_string(s_.strings.intern(""));
+      (ta == Type::kString ? n.b : n.a) = &empty;
+    }
+    n.prefix = ta == Type::kString || tb == Type::kString;  // comparisons: by content
     n.sign = !(ta == Type::kUint || tb == Type::kUint || ta == Type::kSym);
     return &n;
   }

@@ -98,6 +98,10 @@ struct Firing {
   // address, which no script reads: compile refuses argN at pid probes;
   // syscall entry: the call's six arguments).
   int64_t arg[10] = {};
+  // Whose self-> variables the firing sees: `thread`'s, but for the thread
+  // of an image exec'd, the thread that called exec (kNoSelf: `thread`'s).
+  static constexpr uint32_t kNoSelf = ~uint32_t{0};
+  uint32_t self_thread = kNoSelf;
   int32_t errno_value = 0;  // syscall probes: the thread's last system call's error (0: none)
   int32_t cpu = -1;         // sched probes: the CPU (-1: not known)
   // curpsinfo and curlwpsinfo (translators.h): the process's arguments

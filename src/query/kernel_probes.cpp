@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "analysis/off_cpu.h"
 #include "format/trace_reader.h"
 #include "query/proc_events.h"
 #include "query/translators.h"
@@ -45,12 +46,19 @@ void KernelProbes::enable(const Probe& p, const ProbeInfo* info) {
     case ProbeKind::kFault: fault_[static_cast<int>(p.fault)].push_back(info); break;
     case ProbeKind::kIo: io_[p.io_done ? 1 : 0].push_back(info); break;
     case ProbeKind::kProfile: profile_.push_back(info); break;
+    case ProbeKind::kProc:
+      if (p.proc == ProcEvent::kExecFailure) {
+        exec_failure_.push_back(info);
+        execve_ = analysis::syscall_number("execve");
+        execveat_ = analysis::syscall_number("execveat");
+      }
+      break;
     default: break;
   }
 }
 
 void KernelProbes::choose(bool profile, bool switches_recorded) {
-  keep_calls_ = !syscall_entry_.empty() || !syscall_return_.empty();
+  keep_calls_ = !syscall_entry_.empty() || !syscall_return_.empty() || !exec_failure_.empty();
   keep_faults_ = any_enabled(fault_);
   keep_io_ = any_enabled(io_);
   profile_on_cpu_ = profile && switches_recorded;
@@ -114,21 +122,30 @@ Status KernelProbes::load(format::TraceReader& trace, bool profile) {
 
 void KernelProbes::begin_live(const format::TraceReader& trace, bool profile, bool switches, bool samples) {
   trace_ = &trace;
+  live_ = true;
   choose(profile, switches);
   profile_from_samples_ = profile && samples;
 }
 
-void KernelProbes::add_live(uint32_t thread, const std::vector<format::SysEvent>& events) {
+void KernelProbes::add_live(uint32_t thread, const std::vector<format::SysEvent>& events,
+                            const std::function<uint64_t(uint64_t)>& tick_of) {
   if (thread >= state_.size() || state_[thread].pid == 0) add_thread(thread);
-  // What has fired goes; the rest, and these, in time order (each
-  // thread's come in order, the threads' in any).
-  events_.erase(events_.begin(), events_.begin() + static_cast<std::ptrdiff_t>(next_));
-  next_ = 0;
+  // What has fired goes, once it is most of the vector (moving the rest
+  // down each time cost more than firing them); the rest, and these, in
+  // time order: each thread's come in order, so they merge in (stable: a
+  // tick's events keep the order they came in).
+  if (next_ > events_.size() / 2) {
+    events_.erase(events_.begin(), events_.begin() + static_cast<std::ptrdiff_t>(next_));
+    next_ = 0;
+  }
   const size_t before = events_.size();
   for (const format::SysEvent& e : events)
-    if (wanted(e.kind)) events_.push_back({event_key(trace_->mono_to_tick(e.mono_ns)), thread, e});
+    if (wanted(e.kind)) events_.push_back({event_key(tick_of(e.mono_ns)), thread, e});
   if (events_.size() == before) return;
-  std::stable_sort(events_.begin(), events_.end(), [](const Item& a, const Item& b) { return a.key < b.key; });
+  const auto by_key = [](const Item& a, const Item& b) { return a.key < b.key; };
+  const auto mid = events_.begin() + static_cast<std::ptrdiff_t>(before);
+  if (!std::is_sorted(mid, events_.end(), by_key)) std::stable_sort(mid, events_.end(), by_key);
+  std::inplace_merge(events_.begin() + static_cast<std::ptrdiff_t>(next_), mid, events_.end(), by_key);
 }
 
 void KernelProbes::fire_all(Host& host, const std::vector<const ProbeInfo*>& probes, uint32_t thread, uint64_t tick,
@@ -157,6 +174,10 @@ void KernelProbes::fire_next(Host& host) {
     case SysKind::kSyscallExit: {
       const auto [ret, err] = syscall_result(e.value);
       t.last_errno = err;
+      // proc:::exec-failure, in the thread whose exec failed: arg0 the error.
+      if (err && !exec_failure_.empty() && (static_cast<int64_t>(e.arg) == execve_ || static_cast<int64_t>(e.arg) == execveat_))
+        fire_all(host, exec_failure_, item.thread, tick, [err = err](Firing& f) { f.arg[0] = err; });
+      if (host.stopped()) break;
       if (e.arg < syscall_return_.size())
         fire_all(host, syscall_return_[e.arg], item.thread, tick, [&, ret = ret](Firing& f) {
           f.arg[0] = f.arg[1] = ret;
@@ -276,13 +297,22 @@ void KernelProbes::fire_io(Host& host, const Item& item, uint64_t tick) {
   io.sector = e.args[0];
   io.unknown = host.intern_name("<unknown>");
   auto [name, fresh] = device_names_.try_emplace(e.arg, 0);
-  if (fresh) name->second = host.intern_name(trace_->info().block_device(e.arg));
+  if (fresh) {
+    // Live, this machine's name for it (a trace's info names its devices
+    // once written).
+    const std::string here = live_ && e.arg <= 0xffffffffu ? format::block_device_name(static_cast<uint32_t>(e.arg)) : "";
+    name->second = host.intern_name(here.empty() ? trace_->info().block_device(e.arg) : here);
+  }
   io.dev_name = name->second;
   const auto key = std::pair{e.arg, e.args[0]};
   if (e.kind == SysKind::kIoStart) {
     io.bytes = e.args[1];
     const auto kind = static_cast<uint64_t>(e.value);
-    io.flags = (kind & (format::kIoWrite | format::kIoFlush | format::kIoDiscard)) ? kBufWrite : kBufRead;
+    // A flush alone, a discard: neither a read nor a write (they move no
+    // data; a discard's b_bcount is what it discards).
+    io.flags = (kind & format::kIoWrite)                                               ? kBufWrite
+               : (kind & (format::kIoFlush | format::kIoDiscard | format::kIoOther)) ? 0
+                                                                                      : kBufRead;
     t.io_pending[key] = {io.bytes, io.flags};
   } else {
     if (auto it = t.io_pending.find(key); it != t.io_pending.end()) {

@@ -62,7 +62,9 @@ class KernelProbes {
   void begin_live(const format::TraceReader& trace, bool profile, bool switches, bool samples);
   // More events of thread `thread` (an index of the trace's threads, known
   // by now), in time order, after those given before.
-  void add_live(uint32_t thread, const std::vector<format::SysEvent>& events);
+  // `tick_of`: an event's time (CLOCK_MONOTONIC) in trace ticks.
+  void add_live(uint32_t thread, const std::vector<format::SysEvent>& events,
+                const std::function<uint64_t(uint64_t)>& tick_of);
 
   // The merge key (proc_events.h's event_key) of the next event, or kNever.
   uint64_t next_key() const { return next_ < events_.size() ? events_[next_].key : kNever; }
@@ -112,6 +114,8 @@ class KernelProbes {
   std::vector<const ProbeInfo*> fault_[3];
   std::vector<const ProbeInfo*> io_[2];
   std::vector<const ProbeInfo*> profile_;
+  std::vector<const ProbeInfo*> exec_failure_;
+  int64_t execve_ = -1, execveat_ = -1;  // their system call numbers
 
   const format::TraceReader* trace_ = nullptr;
   std::vector<Item> events_;
@@ -121,6 +125,7 @@ class KernelProbes {
   std::map<uint64_t, uint32_t> device_names_;       // dev_t -> its name's string id
   bool profile_on_cpu_ = false;
   bool profile_from_samples_ = false;
+  bool live_ = false;
   double samples_hz_ = 0;
   std::vector<uint64_t> sample_stack_;  // a firing's frames, from a sample's
   bool keep_calls_ = false, keep_switches_ = false, keep_faults_ = false, keep_io_ = false;  // kept (choose)

@@ -49,6 +49,27 @@ void LiveTrace::begin(std::string session, format::ClockKind clock, uint64_t ori
 
 uint64_t LiveTrace::now_tick() const { return format::ticks_since(clock_, origin_); }
 
+void LiveTrace::resync_mono() {
+  const uint64_t mono = clock_ns(CLOCK_MONOTONIC);
+  const ClockPair now{mono, now_tick()};
+  if (mono_rate_ == 0) mono_first_ = now;
+  mono_last_ = now;
+  // (50 ms at least between the two: a rate from less is no better than
+  // the start's)
+  mono_rate_ = now.mono > mono_first_.mono + 50'000'000 && now.tick > mono_first_.tick
+                   ? static_cast<double>(now.tick - mono_first_.tick) / static_cast<double>(now.mono - mono_first_.mono)
+                   : ticks_per_ns_;
+}
+
+uint64_t LiveTrace::mono_tick(uint64_t mono_ns) const {
+  if (mono_rate_ == 0) return trace_->mono_to_tick(mono_ns);
+  const double t = static_cast<double>(mono_last_.tick) +
+                   static_cast<double>(static_cast<int64_t>(mono_ns - mono_last_.mono)) * mono_rate_;
+  if (!(t > 0)) return 0;
+  if (!(t < 18446744073709551616.0)) return UINT64_MAX;
+  return static_cast<uint64_t>(t);
+}
+
 void LiveTrace::deliver(format::LiveDelivery&& d) {
   size_t n = 0;
   for (const auto& [index, events] : d.events) n += events.size();
@@ -278,6 +299,31 @@ std::optional<uint32_t> LiveTrace::thread_of(uint32_t pid, uint32_t tid, uint64_
   for (auto t = same.rbegin(); t != same.rend(); ++t)
     if (t->first <= tick) return t->second;
   return same.front().second;
+}
+
+std::optional<uint32_t> LiveTrace::kernel_only_thread(uint32_t pid, uint32_t tid, uint64_t tick) {
+  const auto& procs = trace_->processes();
+  // (the image of that pid whose life holds the tick: the last begun by then)
+  int64_t process = -1;
+  for (size_t i = 0; i < procs.size(); ++i)
+    if (procs[i].record.pid == pid && (process < 0 || procs[i].record.start_tick <= tick)) process = static_cast<int64_t>(i);
+  if (process < 0) return std::nullopt;
+  auto& threads = trace_->mutable_threads();
+  for (const format::ThreadInfo& t : threads)
+    if (t.record.process_index == static_cast<uint32_t>(process) && !(t.record.flags & format::kThreadKernelOnly))
+      return std::nullopt;
+  const auto index = static_cast<uint32_t>(threads.size());
+  format::ThreadInfo t;
+  t.record.tid = tid;
+  t.record.process_index = static_cast<uint32_t>(process);
+  t.record.start_tick = t.record.end_tick = tick;
+  t.record.flags = format::kThreadKernelOnly | (tid == pid ? format::kThreadMain : 0);
+  const std::string& exe = procs[static_cast<size_t>(process)].exe;
+  t.name = exe.substr(exe.find_last_of('/') == std::string::npos ? 0 : exe.find_last_of('/') + 1);
+  threads.push_back(std::move(t));
+  thread_ended_.push_back(false);
+  by_tid_[{pid, tid}].emplace_back(tick, index);
+  return index;
 }
 
 }  // namespace callscope::query

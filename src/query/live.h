@@ -39,6 +39,13 @@ class LiveTrace final : public format::LiveTap {
   format::TraceReader& trace() { return *trace_; }
   // The clock now, in trace ticks.
   uint64_t now_tick() const;
+  // The kernel's events are on CLOCK_MONOTONIC: their time in trace ticks,
+  // by the last resync_mono() -- the rate measured over the run so far,
+  // from the moment it was last read (the rate measured over 20 ms at the
+  // start is off by enough to misplace an event by tens of microseconds
+  // after a second, and put a system call on the wrong side of a call).
+  void resync_mono();
+  uint64_t mono_tick(uint64_t mono_ns) const;
 
   // On the recorder's thread. While the query is more than kMaxQueued
   // events behind, the recorder waits here (and the program's threads wait
@@ -70,6 +77,10 @@ class LiveTrace final : public format::LiveTap {
   // The trace's thread `tid` of process `pid` at `tick` (the kernel's
   // events name threads so), once a delivery has started it.
   std::optional<uint32_t> thread_of(uint32_t pid, uint32_t tid, uint64_t tick) const;
+  // A thread of the kernel's events alone (format::kThreadKernelOnly), made
+  // for `tid` of process `pid` at `tick` where that process has no thread
+  // of its own (a program without hooks); none otherwise.
+  std::optional<uint32_t> kernel_only_thread(uint32_t pid, uint32_t tid, uint64_t tick);
 
  private:
   bool read_session();
@@ -82,6 +93,11 @@ class LiveTrace final : public format::LiveTap {
   uint64_t origin_ = 0;
   double ticks_per_ns_ = 1.0;
   std::unique_ptr<format::TraceReader> trace_;
+  struct ClockPair {
+    uint64_t mono = 0, tick = 0;
+  };
+  ClockPair mono_first_, mono_last_;
+  double mono_rate_ = 0;  // ticks per ns; 0: not synced yet
   std::map<std::string, uint32_t> process_of_dir_;  // "<pid>.<n>" -> process index
   std::map<uint32_t, size_t> modules_read_;         // process index -> raw module records taken
   std::vector<bool> thread_ended_;

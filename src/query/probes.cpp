@@ -108,11 +108,19 @@ Catalog::Catalog(const CatalogInput& input) {
       {ProcEvent::kExit, "exit"},             {ProcEvent::kLwpExit, "lwp-exit"},
       {ProcEvent::kLwpStart, "lwp-start"},    {ProcEvent::kStart, "start"},
       {ProcEvent::kModuleLoad, "module-load"}, {ProcEvent::kModuleUnload, "module-unload"},
-      {ProcEvent::kLost, "lost"}};
+      {ProcEvent::kLost, "lost"},             {ProcEvent::kExec, "exec"}};
   for (const auto& [ev, name] : kProc) {
     Probe p{0, ProbeKind::kProc, "proc", "", "", name};
     p.proc = ev;
     add(std::move(p));
+  }
+  // A failed exec is seen in the system calls alone.
+  if (input.syscalls) {
+    Probe p{0, ProbeKind::kProc, "proc", "", "", "exec-failure"};
+    p.proc = ProcEvent::kExecFailure;
+    add(std::move(p));
+  } else {
+    exec_failure_missing_ = true;
   }
   for (unsigned op = 1; op < 256; ++op) {
     const char* name = alloc_probe_name(static_cast<uint8_t>(op));
@@ -314,6 +322,9 @@ Result<std::vector<uint32_t>> Catalog::match(const ProbeSpec& spec) {
   if (auto why = missing_.find(spec.provider); why != missing_.end())
     return Error("probe description " + spec.provider + ":" + spec.module + ":" + spec.function + ":" + spec.name +
                  ": " + why->second);
+  if (exec_failure_missing_ && spec.provider == "proc" && spec.name == "exec-failure")
+    return Error("probe description " + spec.provider + ":" + spec.module + ":" + spec.function + ":" + spec.name +
+                 ": a failed exec is seen in the system calls: record the program with --events sched,syscalls");
   // Linux's page-fault events say major or minor, not why.
   static const char* const kWindowsFaults[] = {"trans_flt", "dzero_flt", "cow_flt", "gp_flt", "hp_flt", "av_flt"};
   if (spec.provider == "pf")

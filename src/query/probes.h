@@ -77,7 +77,10 @@ enum class ProcEvent : uint8_t {
   kModuleLoad,    // a module (the executable, a library, dlopen) is mapped
   kModuleUnload,  // dlclose
   kLost,          // the runtime lost events (arg0: how many)
+  kExec,          // a process is about to be replaced by exec (in the image that calls it)
+  kExecFailure,   // an exec failed (arg0: the error; from the system calls: kernel_probes.h)
 };
+inline constexpr int kProcEvents = 11;
 
 struct Probe {
   uint32_t id = 0;
@@ -179,6 +182,7 @@ class Catalog {
   uint32_t add(Probe p);
   std::vector<Probe> probes_;
   std::map<std::string, std::string> missing_;  // kernel providers the trace lacks, and why
+  bool exec_failure_missing_ = false;           // proc:::exec-failure: no system calls to see it in
   std::vector<PidFunction> functions_;
   std::vector<int64_t> pids_;  // per process
   std::vector<std::vector<std::pair<std::string, bool>>> unlisted_;  // per process: (module, main) without symbols

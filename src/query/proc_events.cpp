@@ -41,6 +41,14 @@ std::vector<Meta> process_events(const format::TraceReader& trace, size_t thread
     const uint64_t start = first[pi] == kNever ? r.start_tick : std::max(r.start_tick, first[pi]);
     const uint64_t end = first[pi] == kNever ? r.end_tick : std::min(r.end_tick, last[pi]);
     if (r.incarnation > 0) {
+      // exec fires in the image that called it, as it ends (the image
+      // before: the same pid, one incarnation less); exec-success in the new.
+      for (uint32_t pp = 0; pp < procs.size(); ++pp) {
+        const auto& before = procs[pp].record;
+        if (before.pid != r.pid || before.incarnation + 1 != r.incarnation || waiting(pp)) continue;
+        const uint64_t at = std::min(start, std::max(before.end_tick, before.start_tick));
+        out.push_back({start_key(at), 0, ProcEvent::kExec, pp, main_thread[pp], 0, pp});
+      }
       out.push_back({start_key(start), 1, ProcEvent::kExecSuccess, pi, mt, 0, pi});
     } else {
       out.push_back({start_key(start), 1, ProcEvent::kStart, pi, mt, 0, pi});

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <cmath>
 #include <memory>
 #include <optional>
@@ -210,8 +211,10 @@ bool uses_alloc_provider(const Program& program) { return kinds_named(program).c
 // sched and profile-N (which fires in the threads on a CPU).
 uint32_t kernel_events_named(const Program& program) {
   uint32_t flags = 0;
-  for (ProbeKind k : kinds_named(program)) {
+  for (const Probe& p : probes_named(program)) {
+    const ProbeKind k = p.kind;
     if (k == ProbeKind::kSyscallEntry || k == ProbeKind::kSyscallReturn) flags |= format::kInfoSyscalls;
+    if (k == ProbeKind::kProc && p.proc == ProcEvent::kExecFailure) flags |= format::kInfoSyscalls;
     if (k == ProbeKind::kSched || k == ProbeKind::kProfile) flags |= format::kInfoEventGroups;
     if (k == ProbeKind::kFault) flags |= format::kInfoFaults;
     if (k == ProbeKind::kIo) flags |= format::kInfoIo;
@@ -414,31 +417,39 @@ namespace {
 // fire: not past the recorder's horizon for them (it orders them a couple
 // of milliseconds behind the clock), so that they fire in time order with
 // the calls. A thread the calls have not named yet has its events wait
-// for it (and the horizon with them), a second at most: a thread the
-// runtime never traces (a process that is not the program's) has its
-// events dropped, as a recording's are.
+// for it (and the horizon with them), a second at most, or to the end:
+// then, in a process of no thread of its own (a program without hooks),
+// it is a thread of the kernel's events alone, as over a recording
+// (format's kThreadKernelOnly); otherwise its events are dropped, as a
+// recording's are (the runtime's own thread, a process not the program's).
 class KernelFeed {
  public:
   KernelFeed(LiveTrace& live, Driver& driver, bool on) : live_(live), driver_(driver), on_(on) {}
   void add(std::vector<format::LiveDelivery>& ds) {
     if (!on_) return;
+    live_.resync_mono();
+    bool last = false;
     for (format::LiveDelivery& d : ds) {
       if (d.sys_horizon_ns != 0)
-        horizon_ = std::max(horizon_, d.sys_horizon_ns == ~uint64_t{0} ? kNever : live_.trace().mono_to_tick(d.sys_horizon_ns));
+        horizon_ = std::max(horizon_, d.sys_horizon_ns == ~uint64_t{0} ? kNever : live_.mono_tick(d.sys_horizon_ns));
       for (format::LiveDelivery::SysEvents& e : d.sys)
         if (!e.events.empty()) waiting_.push_back(std::move(e));
+      last = last || d.last;
     }
     std::vector<format::LiveDelivery::SysEvents> still;
     std::set<std::pair<uint32_t, uint32_t>> held;  // threads with events waiting: their later ones wait too
     for (format::LiveDelivery::SysEvents& e : waiting_) {
-      const uint64_t first = live_.trace().mono_to_tick(e.events.front().mono_ns);
+      const uint64_t first = live_.mono_tick(e.events.front().mono_ns);
       const auto key = std::pair{e.pid, e.tid};
       const auto thread = held.count(key) ? std::nullopt : live_.thread_of(e.pid, e.tid, first);
       if (thread) {
-        driver_.live_kernel_events(*thread, e.events);
-      } else if (first + second_ticks() > std::min(horizon_, calls_)) {
+        driver_.live_kernel_events(*thread, e.events, to_tick_);
+      } else if (!last && first + second_ticks() > std::min(horizon_, calls_)) {
         held.insert(key);
         still.push_back(std::move(e));
+      } else if (const auto made = live_.kernel_only_thread(e.pid, e.tid, first)) {
+        driver_.live_grew();
+        driver_.live_kernel_events(*made, e.events, to_tick_);
       }
     }
     waiting_ = std::move(still);
@@ -449,7 +460,7 @@ class KernelFeed {
     if (!on_) return calls;
     uint64_t b = std::min(calls, horizon_);
     for (const auto& e : waiting_) {
-      const uint64_t first = live_.trace().mono_to_tick(e.events.front().mono_ns);
+      const uint64_t first = live_.mono_tick(e.events.front().mono_ns);
       b = std::min(b, first == 0 ? 0 : first - 1);
     }
     return b;
@@ -462,6 +473,7 @@ class KernelFeed {
   }
   LiveTrace& live_;
   Driver& driver_;
+  const std::function<uint64_t(uint64_t)> to_tick_ = [this](uint64_t ns) { return live_.mono_tick(ns); };
   bool on_;
   uint64_t horizon_ = 0;  // trace ticks
   uint64_t calls_ = 0;

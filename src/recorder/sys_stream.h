@@ -58,6 +58,7 @@ class SysStream {
  private:
   struct Thread {
     std::vector<format::SysEvent> waiting;  // read, not yet safe to order
+    size_t sorted = 0;                      // its first ones, left by the last round: in time order
     std::vector<format::SysEvent> ready;    // in order, for the next block
     uint64_t last_wakeup_ns = 0;
   };
@@ -87,6 +88,7 @@ class SysStream {
   std::map<uint32_t, std::string> devices_;  // dev_t -> name
   bool polled_ = true;
   format::LiveTap* tap_ = nullptr;
+  uint64_t last_round_ns_ = 0;
   uint64_t syscalls_ = 0;
   uint64_t faults_ = 0;
   uint64_t samples_ = 0;

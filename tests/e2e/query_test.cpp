@@ -348,7 +348,58 @@ TEST_P(QueryTest, KernelProvidersOfATraceWithoutThemAreRefused) {
   EXPECT_NE(q.err.find("the trace has no context switches"), std::string::npos) << q.err;
 }
 
+// exec keeps the thread, and its self-> variables, as in dtrace: the
+// Guide's progtime.d (proc:::start sets self->start, proc:::exit reads
+// it) counts the fork_exec fixture's two processes -- the parent, and the
+// child that exec'd -- and its whoexec.d (proc:::exec sets self->parent,
+// exec-success reads and unsets it) sees the one exec.
+TEST_P(QueryTest, ExecKeepsTheThreadsVariables) {
+  record("fork_exec");
+  RunResult q = query(
+      "proc:::start { self->start = timestamp; } proc:::exit /self->start/ { @n[\"exits\"] = sum(1); } "
+      "proc:::exec { self->parent = execname; } "
+      "proc:::exec-success /self->parent != NULL/ { @n[\"execs\"] = sum(1); self->parent = NULL; } "
+      "proc:::exec-success /self->parent == NULL/ { @n[\"unset\"] = sum(1); } "
+      "END { printa(\"%s %@d\\n\", @n); }");
+  ASSERT_EQ(q.exit_code, 0) << q.err;
+  auto n = pairs(q.out);
+  EXPECT_EQ(n["exits"], 2u) << q.out;
+  EXPECT_EQ(n["execs"], 1u) << q.out;
+  EXPECT_EQ(n["unset"], 1u) << q.out;
+}
+
 INSTANTIATE_TEST_SUITE_P(Variants, QueryTest, ::testing::ValuesIn(variants()), VariantName());
+
+// A program without hooks: the kernel's providers fire in its threads all
+// the same, over a recording and live (they used to fire nothing, and say
+// nothing). The plain fixture writes "plain argc=1\n" (13 bytes) to its
+// stdout in one write(2) and exits 42.
+TEST(QueryUnhookedTest, SystemCallsOfAProgramWithoutHooks) {
+  TempDir dir;
+  const std::string trace = dir.file("plain.trace");
+  RunResult r = callscope({"record", "--events", "sched,syscalls", "-o", trace, "--", plain_fixture()});
+  ASSERT_EQ(r.exit_code, 42) << r.err;
+  if (r.err.find("not recorded") != std::string::npos) GTEST_SKIP() << r.err;
+  const std::string script =
+      "syscall::write:entry /arg0 == 1/ { @n[\"writes\"] = sum(1); @n[\"bytes\"] = sum(arg2); "
+      "@n[tid == pid ? \"main\" : \"other\"] = sum(1); } "
+      "sched:::on-cpu { @n[\"on\"] = sum(1); } END { printa(\"%s %@d\\n\", @n); }";
+  RunResult q = callscope({"query", "-q", "-n", script, trace});
+  ASSERT_EQ(q.exit_code, 0) << q.err;
+  auto n = pairs(q.out);
+  EXPECT_EQ(n["writes"], 1u) << q.out;
+  EXPECT_EQ(n["bytes"], 13u) << q.out;
+  EXPECT_EQ(n["main"], 1u) << q.out;
+  EXPECT_GE(n["on"], 1u) << q.out;
+  // Live: the program's line first.
+  q = callscope({"query", "-q", "-n", script, "-c", plain_path(plain_fixture())});
+  ASSERT_EQ(q.exit_code, 0) << q.err;
+  ASSERT_EQ(q.out.rfind("plain argc=1\n", 0), 0u) << q.out;
+  n = pairs(q.out.substr(q.out.find('\n') + 1));
+  EXPECT_EQ(n["writes"], 1u) << q.out;
+  EXPECT_EQ(n["bytes"], 13u) << q.out;
+  EXPECT_EQ(n["main"], 1u) << q.out;
+}
 
 // Names from the trace reach the terminal escaped, as in every view: an
 // executable (probemod, execname) and a function (probefunc, ustack(), -l)
