@@ -255,6 +255,14 @@ struct Driver::Impl final : KernelProbes::Host {
   Firing outside_threads(const ProbeInfo* p, uint64_t tick) override { return outside(p, tick); }
   bool stopped() const override { return stop; }
 
+  bool tally_only(const ProbeInfo* p) override {
+    if (kernel_tallies.size() <= p->id) kernel_tallies.resize(p->id + 1, -1);
+    int8_t& t = kernel_tallies[p->id];
+    if (t < 0) t = consumer->tallies(*p) ? 1 : 0;
+    if (t) tally(p);
+    return t != 0;
+  }
+  std::vector<int8_t> kernel_tallies;  // by probe id: -1 not asked yet, else Consumer::tallies
   void fire(const Firing& f) override {
     if (!tallied.empty()) flush_tallies();
     consumer->fire(f);

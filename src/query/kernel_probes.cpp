@@ -151,6 +151,7 @@ void KernelProbes::add_live(uint32_t thread, const std::vector<format::SysEvent>
 void KernelProbes::fire_all(Host& host, const std::vector<const ProbeInfo*>& probes, uint32_t thread, uint64_t tick,
                             const std::function<void(Firing&)>& fill) {
   for (const ProbeInfo* p : probes) {
+    if (host.tally_only(p)) continue;
     Firing f = host.in_thread(thread, p, tick);
     fill(f);
     host.fire(f);

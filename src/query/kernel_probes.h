@@ -39,6 +39,9 @@ class KernelProbes {
     // A firing outside the program's threads.
     virtual Firing outside_threads(const ProbeInfo* p, uint64_t tick) = 0;
     virtual void fire(const Firing& f) = 0;
+    // A firing of `p` whose clauses only count by the probe's names
+    // (Consumer::tallies) is added up instead: true, and no firing to make.
+    virtual bool tally_only(const ProbeInfo* p) = 0;
     // exit() was called: no more firings.
     virtual bool stopped() const = 0;
     // A name from the trace as a D string (terminal-safe when the driver's are).

@@ -518,7 +518,7 @@ Result<std::unique_ptr<Recording>> Recording::start(const RecordOptions& o, cons
     s.server = QueryServer::open(session, *r->live_, events);
   }
   if (s.rings) s.sys = std::make_unique<SysStream>(std::move(s.rings), r->live_->writer());
-  if (s.sys && tap && o.tap_kernel_events) s.sys->set_tap(tap);
+  if (s.sys && tap && o.tap_kernel_events) s.sys->set_tap(tap, o.scratch_output);
   s.drainer = std::make_unique<Drainer>(*r->live_, s.server.get(), std::exchange(s.doorbell, -1), s.sys.get());
   if (o.memory && o.rss_interval_ns)
     s.drainer->every(std::chrono::nanoseconds(o.rss_interval_ns), [session] { sample_resident(session); });

@@ -232,7 +232,7 @@ Status SysStream::poll(bool all) {
     const auto cut = std::find_if(t.waiting.begin(), t.waiting.end(),
                                   [until](const format::SysEvent& e) { return e.mono_ns > until; });
     if (tap_ && cut != t.waiting.begin()) d.sys.push_back({key.first, key.second, {t.waiting.begin(), cut}});
-    t.ready.insert(t.ready.end(), t.waiting.begin(), cut);
+    if (!tap_only_) t.ready.insert(t.ready.end(), t.waiting.begin(), cut);
     t.waiting.erase(t.waiting.begin(), cut);
     t.sorted = t.waiting.size();
     if (t.ready.size() >= kBlockEvents || (all && !t.ready.empty()))

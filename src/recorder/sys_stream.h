@@ -52,8 +52,12 @@ class SysStream {
   const PerfRings& rings() const { return *rings_; }
   // A live query's tap (query -c): each round's events, once in order,
   // are handed to it too, with the time up to which it has them all
-  // (format::LiveDelivery::sys). Set before the first poll.
-  void set_tap(format::LiveTap* tap) { tap_ = tap; }
+  // (format::LiveDelivery::sys); `tap_only`: to it alone, no trace is kept
+  // (LiveStream::set_tap's). Set before the first poll.
+  void set_tap(format::LiveTap* tap, bool tap_only) {
+    tap_ = tap;
+    tap_only_ = tap_only;
+  }
 
  private:
   struct Thread {
@@ -88,6 +92,7 @@ class SysStream {
   std::map<uint32_t, std::string> devices_;  // dev_t -> name
   bool polled_ = true;
   format::LiveTap* tap_ = nullptr;
+  bool tap_only_ = false;
   uint64_t last_round_ns_ = 0;
   uint64_t syscalls_ = 0;
   uint64_t faults_ = 0;
