@@ -523,6 +523,7 @@ class Checker {
           if (b->first == Builtin::kUstackdepth || b->first == Builtin::kUcaller || b->first == Builtin::kDepth)
             p_.stack = true;
           if (b->first == Builtin::kSelfduration) p_.other_calls = true;
+          if (b->first == Builtin::kVtimestamp) p_.vtimestamp = true;
           return b->second;
         }
         if (auto why = refused_variable(e.name)) {

@@ -22,7 +22,7 @@ namespace callscope::query {
 enum class Builtin : uint8_t {
   kProbeprov, kProbemod, kProbefunc, kProbename, kPid, kPpid, kTid, kExecname, kTimestamp, kWalltimestamp,
   kEpid, kId, kArg0, kArg1, kUstackdepth, kUcaller, kDuration, kSelfduration, kDepth, kArg2, kArg3, kArg4,
-  kArg5, kArg6, kArg7, kArg8, kArg9, kErrno, kCpu,
+  kArg5, kArg6, kArg7, kArg8, kArg9, kErrno, kCpu, kVtimestamp,
 };
 
 // Functions (subroutines and actions).
@@ -64,6 +64,7 @@ class CompiledProgram final : public Program {
   const std::map<std::string, std::string>& options() const override { return options_; }
   bool reads_stack() const override { return stack; }
   bool reads_other_calls() const override { return other_calls; }
+  bool reads_vtimestamp() const override { return vtimestamp; }
 
   Script script;
   std::vector<VarInfo> globals, arrays, thread_vars, clause_vars;
@@ -72,6 +73,7 @@ class CompiledProgram final : public Program {
   bool quiet = false;
   bool stack = false;      // reads_stack()
   bool other_calls = false;  // reads_other_calls()
+  bool vtimestamp = false;   // reads_vtimestamp()
   int nspec = 1;           // speculation buffers (D's nspec)
   size_t strsize = 256;    // D's strsize: strings are cut to strsize - 1 bytes
 };

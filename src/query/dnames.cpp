@@ -41,6 +41,7 @@ const std::map<std::string, std::pair<Builtin, Type>>& builtins() {
       {"arg9", {Builtin::kArg9, Type::kInt}},
       {"errno", {Builtin::kErrno, Type::kInt}},
       {"cpu", {Builtin::kCpu, Type::kInt}},
+      {"vtimestamp", {Builtin::kVtimestamp, Type::kUint}},
   };
   return m;
 }
@@ -118,7 +119,6 @@ std::optional<std::string> refused_variable(const std::string& name) {
       {"uid", std::string("uid is not available") + kernel},
       {"gid", std::string("gid is not available") + kernel},
       {"zonename", std::string("zonename is not available") + kernel},
-      {"vtimestamp", "vtimestamp is not available: callscope does not know when a thread was off the CPU"},
       {"args", "args[] is not available: callscope records no function arguments yet (probefunc and probemod name "
                "the function); sched:::wakeup's and the io provider's are structures: read their members "
                "(args[0]->b_bcount, docs/query.md)"},

@@ -223,8 +223,10 @@ struct Driver::Impl final : KernelProbes::Host {
     f.walltimestamp = wall_origin_ns + f.timestamp;
     f.frames = t.addrs.data();
     f.nframes = static_cast<uint32_t>(t.addrs.size());
+    if (vtime) f.vtimestamp = ns(kernel.vtime_ticks(t.index, tick, trace.threads()[t.index].record.start_tick));
     return f;
   }
+  bool vtime = false;  // a script reads vtimestamp
 
   // profile-N in thread t: arg1 the innermost function under way (its
   // entry, which ufunc(arg1) and usym(arg1) name; 0 for none), where
@@ -809,6 +811,11 @@ uint64_t Driver::normalize(uint32_t process, uint64_t addr, uint8_t form) {
 }
 
 const ProbeInfo& Driver::probe_info(uint32_t id) { return impl_->make_info(id); }
+
+void Driver::want_vtimestamp() {
+  impl_->vtime = true;
+  impl_->kernel.want_vtime();
+}
 
 void Driver::set_terminal_safe(bool on) {
   impl_->safe_names = on;

@@ -85,6 +85,9 @@ class Driver {
   const ProbeInfo& probe_info(uint32_t id);
   // Fires BEGIN, the trace's probes in time order, then END.
   Status run(Consumer& consumer);
+  // The script reads vtimestamp (Program::reads_vtimestamp): the threads'
+  // time on a CPU, from the context switches. Before run() or live_begin().
+  void want_vtimestamp();
   // Live (query -c): the trace (TraceReader::growing) grows while the
   // program runs, and the caller hands the driver the events the recorder
   // reads (live.h). live_begin() in place of enable()'s run(): BEGIN.

@@ -55,6 +55,9 @@ class Program {
   // one (selfduration: its time less its callees'). A recording of the
   // probed functions alone would answer it wrongly.
   virtual bool reads_other_calls() const { return false; }
+  // Whether a clause reads vtimestamp (a thread's time on a CPU): the
+  // context switches are needed (kernel_probes.h).
+  virtual bool reads_vtimestamp() const { return false; }
 };
 
 // `file` names the script in errors: "failed to compile script x.d: line 3:
@@ -104,6 +107,7 @@ struct Firing {
   uint32_t self_thread = kNoSelf;
   int32_t errno_value = 0;  // syscall probes: the thread's last system call's error (0: none)
   int32_t cpu = -1;         // sched probes: the CPU (-1: not known)
+  uint64_t vtimestamp = 0;  // ns the thread has been on a CPU since it began (from the context switches)
   // curpsinfo and curlwpsinfo (translators.h): the process's arguments
   // (a string id; 0: none known) and the thread's state as lwpsinfo_t's
   // pr_sname says it ('O' on a CPU, 'S' asleep, 'R' runnable).

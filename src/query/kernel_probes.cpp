@@ -62,7 +62,7 @@ void KernelProbes::choose(bool profile, bool switches_recorded) {
   keep_faults_ = any_enabled(fault_);
   keep_io_ = any_enabled(io_);
   profile_on_cpu_ = profile && switches_recorded;
-  keep_switches_ = any_enabled(sched_) || profile_on_cpu_;
+  keep_switches_ = any_enabled(sched_) || profile_on_cpu_ || vtime_;
 }
 
 bool KernelProbes::wanted(SysKind k) const {
@@ -84,6 +84,7 @@ void KernelProbes::add_thread(uint32_t i) {
   if (state_.size() <= i) state_.resize(i + 1);
   const auto& r = trace_->threads()[i].record;
   state_[i].pid = r.process_index < trace_->processes().size() ? trace_->process(r.process_index).record.pid : 0;
+  state_[i].since = r.start_tick;
   by_tid_[r.tid] = i;
 }
 
@@ -118,6 +119,12 @@ Status KernelProbes::load(format::TraceReader& trace, bool profile) {
       break;
     }
   return status;
+}
+
+uint64_t KernelProbes::vtime_ticks(uint32_t thread, uint64_t tick, uint64_t start) const {
+  if (thread >= state_.size() || state_[thread].pid == 0) return tick > start ? tick - start : 0;
+  const ThreadState& t = state_[thread];
+  return t.oncpu_ticks + (t.on_cpu && tick > t.since ? tick - t.since : 0);
 }
 
 void KernelProbes::begin_live(const format::TraceReader& trace, bool profile, bool switches, bool samples) {
@@ -192,6 +199,8 @@ void KernelProbes::fire_next(Host& host) {
       const auto cpu = static_cast<int32_t>(e.arg);
       // The state lwpsinfo_t's pr_sname gives: on the CPU, or the one it leaves it in.
       const char state = e.kind == SysKind::kSwitchIn ? 'O' : e.kind == SysKind::kSwitchOutBlocked ? 'S' : 'R';
+      if (t.on_cpu && e.kind != SysKind::kSwitchIn) t.oncpu_ticks += tick > t.since ? tick - t.since : 0;
+      if (!t.on_cpu && e.kind == SysKind::kSwitchIn) t.since = tick;
       t.on_cpu = e.kind == SysKind::kSwitchIn;
       auto on = [&](SchedEvent what) {
         fire_all(host, sched_[static_cast<int>(what)], item.thread, tick, [&](Firing& f) {

@@ -82,6 +82,12 @@ class KernelProbes {
   bool profile_from_samples() const { return profile_from_samples_; }
   double samples_hz() const { return samples_hz_; }
   bool on_cpu(uint32_t thread) const { return thread >= state_.size() || state_[thread].on_cpu; }
+  // vtimestamp: a script reads the threads' time on a CPU (the switches
+  // are then kept; before load or begin_live); thread `thread`'s at `tick`,
+  // in ticks (`start`: the thread's start, for a thread no switch has
+  // named yet: on a CPU since then).
+  void want_vtime() { vtime_ = true; }
+  uint64_t vtime_ticks(uint32_t thread, uint64_t tick, uint64_t start) const;
 
  private:
   struct Item {
@@ -94,6 +100,8 @@ class KernelProbes {
     int64_t pid = 0;  // its process's (a waker's tid names a thread of the trace only with its pid)
     int32_t last_errno = 0;  // its last system call's error
     bool on_cpu = true;
+    // Its time on a CPU (vtimestamp): before its last switch in, and when.
+    uint64_t oncpu_ticks = 0, since = 0;
     // Its block requests begun and not done, by (device, sector): their
     // bytes and flags, which the completion does not say.
     std::map<std::pair<uint64_t, uint64_t>, std::pair<uint64_t, int64_t>> io_pending;
@@ -129,6 +137,7 @@ class KernelProbes {
   bool profile_on_cpu_ = false;
   bool profile_from_samples_ = false;
   bool live_ = false;
+  bool vtime_ = false;
   double samples_hz_ = 0;
   std::vector<uint64_t> sample_stack_;  // a firing's frames, from a sample's
   bool keep_calls_ = false, keep_switches_ = false, keep_faults_ = false, keep_io_ = false;  // kept (choose)

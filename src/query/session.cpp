@@ -170,6 +170,9 @@ std::vector<std::vector<ProbeSpec>> clauses_of(const Program& program) {
 
 Result<int> run_live(const QueryRequest& req, std::FILE* out, std::FILE* err);
 
+// vtimestamp is a thread's time on a CPU: from its context switches.
+constexpr const char* kVtimestampNeeds = "vtimestamp needs the threads' context switches";
+
 // The probes the program's descriptions name that need no program's
 // symbols: BEGIN, the clocks, proc, alloc, the kernel's.
 std::vector<Probe> probes_named(const Program& program) {
@@ -210,7 +213,7 @@ bool uses_alloc_provider(const Program& program) { return kinds_named(program).c
 // flags (a program run with -c records them): the context switches for
 // sched and profile-N (which fires in the threads on a CPU).
 uint32_t kernel_events_named(const Program& program) {
-  uint32_t flags = 0;
+  uint32_t flags = program.reads_vtimestamp() ? format::kInfoEventGroups : 0;
   for (const Probe& p : probes_named(program)) {
     const ProbeKind k = p.kind;
     if (k == ProbeKind::kSyscallEntry || k == ProbeKind::kSyscallReturn) flags |= format::kInfoSyscalls;
@@ -381,6 +384,10 @@ Result<int> run_query(const QueryRequest& req, std::FILE* out, std::FILE* err) {
   std::string text;
   Driver driver(*trace, catalog, sym, strings);
   driver.set_terminal_safe(!req.json);
+  if (program->reads_vtimestamp()) {
+    if (!trace->has_switches()) return Error(std::string(kVtimestampNeeds) + ": record the program with --events sched");
+    driver.want_vtimestamp();
+  }
   stacks.set_symbol([&driver](uint32_t process, uint64_t addr, uint8_t form) { return driver.symbol(process, addr, form); });
   stacks.set_normalize(
       [&driver](uint32_t process, uint64_t addr, uint8_t form) { return driver.normalize(process, addr, form); });
@@ -598,6 +605,13 @@ Result<int> run_live(const QueryRequest& req, std::FILE* out, std::FILE* err) {
   std::string text;
   Driver driver(live->trace(), catalog, sym, strings);
   driver.set_terminal_safe(!req.json);
+  if (program->reads_vtimestamp()) {
+    if (!input.sched) {
+      end_program();
+      return Error(std::string(kVtimestampNeeds) + ": " + (req.host ? req.host->kernel_events_missing() : "no program runs"));
+    }
+    driver.want_vtimestamp();
+  }
   stacks.set_symbol([&driver](uint32_t process, uint64_t addr, uint8_t form) { return driver.symbol(process, addr, form); });
   stacks.set_normalize(
       [&driver](uint32_t process, uint64_t addr, uint8_t form) { return driver.normalize(process, addr, form); });

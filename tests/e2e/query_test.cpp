@@ -338,6 +338,43 @@ TEST_P(QueryTest, ProfileFiresAtTheRecordedSamples) {
   check(q.out.substr(q.out.find('\n') + 1), parse_counts(q.out));
 }
 
+// vtimestamp, the thread's time on a CPU, against the kernel's own count
+// (CLOCK_THREAD_CPUTIME_ID, which the samples fixture prints at the end of
+// main(): main's vtimestamp is that, less what ran before main); and the
+// waits fixture's doze() sleeps 5 ms: on a CPU for a small part of it.
+// Over a recording and live.
+TEST_P(QueryTest, VtimestampIsTheThreadsTimeOnACpu) {
+  RunResult r = record_events("samples", "");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  if (not_recorded(r)) GTEST_SKIP() << r.err;
+  const std::string script =
+      "pid$target::$1:entry { self->v = vtimestamp; self->t = timestamp; } "
+      "pid$target::$1:return { @n[\"cpu\"] = sum(vtimestamp - self->v); @n[\"wall\"] = sum(timestamp - self->t); } "
+      "END { printa(\"%s %@d\\n\", @n); }";
+  auto check_main = [](const std::string& out, const std::map<std::string, long>& program) {
+    ASSERT_TRUE(program.count("cpu_ns")) << out;
+    auto n = pairs(out);
+    const auto cpu = static_cast<double>(program.at("cpu_ns"));
+    EXPECT_GE(cpu, 2e8) << out;
+    EXPECT_NEAR(static_cast<double>(n["cpu"]), cpu, 0.1 * cpu) << out;
+    EXPECT_LE(n["cpu"], n["wall"]) << out;
+  };
+  RunResult q = callscope({"query", "-q", "-n", script, trace_, "main"});
+  ASSERT_EQ(q.exit_code, 0) << q.err;
+  check_main(q.out, parse_counts(r.out));
+  q = callscope({"query", "-q", "-n", script, "-c", plain_path(fixture(GetParam(), "samples")), "main"});
+  ASSERT_EQ(q.exit_code, 0) << q.err;
+  check_main(q.out.substr(q.out.find('\n') + 1), parse_counts(q.out));
+
+  r = record_events("waits", "", {dir_.path()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  q = callscope({"query", "-q", "-n", script, trace_, "doze"});
+  ASSERT_EQ(q.exit_code, 0) << q.err;
+  auto n = pairs(q.out);
+  EXPECT_GE(n["wall"], 5'000'000u) << q.out;
+  EXPECT_LT(n["cpu"], 1'000'000u) << q.out;
+}
+
 // The same providers over a trace without those events: refused, with
 // what to do -- an empty answer would read as "none happened".
 TEST_P(QueryTest, KernelProvidersOfATraceWithoutThemAreRefused) {
