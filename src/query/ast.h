@@ -14,6 +14,11 @@
 
 namespace callscope::query {
 
+// The hidden builtin a self->a[k] access is keyed by first (the parser
+// makes it the array "self->a" keyed by the thread, then k): a name no
+// script can write.
+inline constexpr const char* kSelfThreadBuiltin = "self-thread";
+
 // D types as callscope holds them: 64-bit integers (signed or not; casts
 // narrow the value, not the type), strings, stacks and symbols.
 enum class Type : uint8_t { kNone, kInt, kUint, kString, kStack, kSym, kVoid };

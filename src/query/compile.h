@@ -23,6 +23,7 @@ enum class Builtin : uint8_t {
   kProbeprov, kProbemod, kProbefunc, kProbename, kPid, kPpid, kTid, kExecname, kTimestamp, kWalltimestamp,
   kEpid, kId, kArg0, kArg1, kUstackdepth, kUcaller, kDuration, kSelfduration, kDepth, kArg2, kArg3, kArg4,
   kArg5, kArg6, kArg7, kArg8, kArg9, kErrno, kCpu, kVtimestamp,
+  kSelfThread,  // the key of self->a[k]'s thread (parser: kSelfThreadBuiltin)
 };
 
 // Functions (subroutines and actions).

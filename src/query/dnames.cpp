@@ -42,6 +42,7 @@ const std::map<std::string, std::pair<Builtin, Type>>& builtins() {
       {"errno", {Builtin::kErrno, Type::kInt}},
       {"cpu", {Builtin::kCpu, Type::kInt}},
       {"vtimestamp", {Builtin::kVtimestamp, Type::kUint}},
+      {kSelfThreadBuiltin, {Builtin::kSelfThread, Type::kUint}},
   };
   return m;
 }

@@ -50,6 +50,10 @@ Value b_arg(const Node&, Ctx& c) {
 Value b_errno(const Node&, Ctx& c) { return Value::of_int32(c.f->errno_value); }
 Value b_cpu(const Node&, Ctx& c) { return Value::of_int32(c.f->cpu); }
 Value b_vtimestamp(const Node&, Ctx& c) { return Value::of_uint(c.f->vtimestamp); }
+// self->a[k]'s thread: whose self-> variables the firing has.
+Value b_self_thread(const Node&, Ctx& c) {
+  return Value::of_uint(c.f->self_thread != Firing::kNoSelf ? c.f->self_thread : c.f->thread);
+}
 Value b_ustackdepth(const Node&, Ctx& c) { return uint32(c.f->nframes); }
 // The caller of the function the probe is in: the frame below it.
 Value b_ucaller(const Node&, Ctx& c) {
@@ -68,7 +72,7 @@ Value n_member(const Node& n, Ctx& c) {
 constexpr NodeFn kBuiltins[] = {
     b_probeprov, b_probemod, b_probefunc, b_probename, b_pid, b_ppid, b_tid, b_execname, b_timestamp,
     b_walltimestamp, b_epid, b_id, b_arg<0>, b_arg<1>, b_ustackdepth, b_ucaller, b_duration, b_selfduration,
-    b_depth, b_arg<2>, b_arg<3>, b_arg<4>, b_arg<5>, b_arg<6>, b_arg<7>, b_arg<8>, b_arg<9>, b_errno, b_cpu, b_vtimestamp,
+    b_depth, b_arg<2>, b_arg<3>, b_arg<4>, b_arg<5>, b_arg<6>, b_arg<7>, b_arg<8>, b_arg<9>, b_errno, b_cpu, b_vtimestamp, b_self_thread,
 };
 
 // --- variables ----------------------------------------------------------

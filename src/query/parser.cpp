@@ -704,8 +704,23 @@ class Parser {
           auto e = node(t.text == "self" ? ExprKind::kSelf : ExprKind::kThis, t.line);
           e->name = tok_.text;
           advance();
-          if (is("[")) fail(tok_.line, t.text + "->" + e->name + "[...]: associative arrays of " + t.text +
-                                           "-> variables are not supported; use a global array keyed by tid");
+          if (is("[") && t.text == "this") {
+            fail(tok_.line, "this->" + e->name + "[...]: associative arrays may not be clause-local variables");
+          } else if (is("[")) {
+            // self->a[k...]: an array of the thread's, as the array
+            // "self->a" keyed by the thread (a hidden builtin) and k...
+            const int line = tok_.line;
+            advance();
+            ++depth_;
+            auto n = node(ExprKind::kIndex, line);
+            n->name = "self->" + e->name;
+            auto thread = node(ExprKind::kIdent, line);
+            thread->name = kSelfThreadBuiltin;
+            n->args.push_back(std::move(thread));
+            for (auto& k : arguments("]")) n->args.push_back(std::move(k));
+            --depth_;
+            return n;
+          }
           return e;
         }
         if (t.text == "stringof") {
