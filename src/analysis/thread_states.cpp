@@ -55,9 +55,11 @@ ThreadStates thread_states(const std::vector<format::SysEvent>& events, uint64_t
       case format::SysKind::kIoStart:
         ++s.io_requests;
         // (a flush, a discard or another operation moves no data read)
-        if (static_cast<uint64_t>(e.value) & format::kIoWrite) s.io_write_bytes += e.args[1];
-        else if (!(static_cast<uint64_t>(e.value) & (format::kIoFlush | format::kIoDiscard | format::kIoOther)))
-          s.io_read_bytes += e.args[1];
+        switch (format::io_data(static_cast<uint64_t>(e.value))) {
+          case format::IoData::kWrite: s.io_write_bytes += e.args[1]; break;
+          case format::IoData::kRead: s.io_read_bytes += e.args[1]; break;
+          case format::IoData::kNone: break;
+        }
         break;
       case format::SysKind::kIoDone:
         ++s.io_done;

@@ -23,6 +23,15 @@ struct SysEvent {
   // kIoDone: arg the device, args[0] the sector, value the error (0: none).
 };
 
+// What a block request of kind `kind` (kIoWrite, kIoFlush, ...) does with
+// data: writes it, reads it, or neither (a flush alone, a discard,
+// another operation).
+enum class IoData : uint8_t { kRead, kWrite, kNone };
+inline IoData io_data(uint64_t kind) {
+  if (kind & kIoWrite) return IoData::kWrite;
+  return kind & (kIoFlush | kIoDiscard | kIoOther) ? IoData::kNone : IoData::kRead;
+}
+
 // The payload of a kSysEvents block for `events` (in time order); the
 // block header's first_tick is the first event's time.
 std::vector<uint8_t> encode_sys_events(const std::vector<SysEvent>& events);

@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 
+#include "query/agg_params.h"
 #include "query/constant.h"
 #include "query/translators.h"
 #include "query/dnames.h"
@@ -217,25 +218,17 @@ class Checker {
   }
 
   void aggregation(Stmt& s) {
-    static const struct {
-      const char* name;
-      AggFn fn;
-      size_t min, max;
-    } fns[] = {{"count", AggFn::kCount, 0, 0},        {"sum", AggFn::kSum, 1, 1},
-               {"avg", AggFn::kAvg, 1, 1},            {"min", AggFn::kMin, 1, 1},
-               {"max", AggFn::kMax, 1, 1},            {"stddev", AggFn::kStddev, 1, 1},
-               {"quantize", AggFn::kQuantize, 1, 2},  {"lquantize", AggFn::kLquantize, 3, 5},
-               {"llquantize", AggFn::kLlquantize, 5, 6}};
-    const auto* it = std::find_if(std::begin(fns), std::end(fns), [&](const auto& f) { return s.fn == f.name; });
+    const AggFnInfo* it = find_agg_fn(s.fn);
     const std::string at = "@" + s.agg;
-    if (it == std::end(fns)) {
+    if (!it) {
       fail(s.line, s.fn + "( ) is not an aggregating function (count, sum, avg, min, max, stddev, quantize, lquantize, llquantize)");
       return;
     }
     const size_t n = s.fn_args.size();
-    if (n < it->min || n > it->max) {
-      std::string expected = it->min == it->max ? std::to_string(it->min)
-                                                : std::to_string(it->min) + " to " + std::to_string(it->max);
+    if (n < it->min_args || n > it->max_args) {
+      std::string expected = it->min_args == it->max_args
+                                 ? std::to_string(it->min_args)
+                                 : std::to_string(it->min_args) + " to " + std::to_string(it->max_args);
       fail(s.line, s.fn + "( ) prototype mismatch: " + std::to_string(n) + " arg" + (n == 1 ? "" : "s") +
                        " passed, " + expected + " expected");
       return;
@@ -258,39 +251,11 @@ class Checker {
                          type_name(t));
     }
     if (err_) return;
-    AggParams params;
-    auto arg = [&](size_t i, const char* what) -> std::optional<int64_t> {
-      auto v = constant_value(*s.fn_args[i]);
-      if (!v) fail(s.line, s.fn + "( ) argument #" + std::to_string(i + 1) + " (" + what + ") must be an integer constant");
-      return v;
-    };
-    if (it->fn == AggFn::kLquantize) {
-      auto low = arg(1, "base"), high = arg(2, "limit");
-      auto step = n >= 4 ? arg(3, "step") : std::optional<int64_t>(1);
-      if (err_) return;
-      if (*low < INT32_MIN || *low > INT32_MAX) return fail(s.line, "lquantize( ) argument #2 must be a 32-bit quantity");
-      if (*high < INT32_MIN || *high > INT32_MAX) return fail(s.line, "lquantize( ) argument #3 must be a 32-bit quantity");
-      if (*low >= *high) return fail(s.line, "lquantize( ) base (argument #2) must be less than limit (argument #3)");
-      if (*step <= 0 || *step > UINT16_MAX) return fail(s.line, "lquantize( ) step (argument #4) must be a 16-bit quantity greater than 0");
-      if ((*high - *low) / *step > UINT16_MAX) return fail(s.line, "lquantize( ) has too many levels: (limit - base) / step must fit in 16 bits");
-      params.low = *low, params.high = *high, params.step = *step;
-    } else if (it->fn == AggFn::kLlquantize) {
-      auto factor = arg(1, "factor"), lo = arg(2, "low magnitude"), hi = arg(3, "high magnitude"), steps = arg(4, "number of steps");
-      if (err_) return;
-      if (*factor < 2 || *factor > UINT16_MAX) return fail(s.line, "llquantize( ) argument #2 (factor) must be a 16-bit quantity greater than 1");
-      if (*lo < 0 || *lo > INT32_MAX) return fail(s.line, "llquantize( ) argument #3 (low magnitude) must be a 32-bit quantity >= 0");
-      if (*hi < *lo || *hi > INT32_MAX) return fail(s.line, "llquantize( ) argument #4 (high magnitude) must be a 32-bit quantity >= argument #3 (low magnitude)");
-      if (*steps < 1 || *steps > UINT16_MAX) return fail(s.line, "llquantize( ) argument #5 (number of steps) must be a 16-bit quantity greater than 0");
-      if (*steps < *factor ? *factor % *steps != 0 : *steps % *factor != 0)
-        return fail(s.line, "llquantize( ) argument #2 (factor) and argument #5 (number of steps) must divide one another evenly");
-      // factor^(high+1) must fit in 64 bits (the top bucket's limit).
-      unsigned __int128 v = 1;
-      for (int64_t i = 0; i <= *hi; ++i) {
-        v *= static_cast<unsigned __int128>(*factor);
-        if (v > UINT64_MAX) return fail(s.line, "llquantize( ) argument #2 (factor) raised to the power of argument #4 (high magnitude) plus one must fit in 64 bits");
-      }
-      params.factor = *factor, params.magnitude_low = *lo, params.magnitude_high = *hi, params.nsteps = *steps;
-    }
+    std::vector<std::optional<int64_t>> constants;
+    for (const auto& e : s.fn_args) constants.push_back(constant_value(*e));
+    auto checked = agg_params(it->fn, constants);
+    if (!checked) return fail(s.line, checked.error().message());
+    const AggParams params = *checked;
     const uint32_t slot = agg_slot(s.agg, s.line, true);
     s.agg_slot = slot;
     AggInfo& a = p_.aggs[slot];

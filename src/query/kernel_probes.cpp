@@ -122,7 +122,7 @@ Status KernelProbes::load(format::TraceReader& trace, bool profile) {
 }
 
 uint64_t KernelProbes::vtime_ticks(uint32_t thread, uint64_t tick, uint64_t start) const {
-  if (thread >= state_.size() || state_[thread].pid == 0) return tick > start ? tick - start : 0;
+  if (!added(thread)) return tick > start ? tick - start : 0;
   const ThreadState& t = state_[thread];
   return t.oncpu_ticks + (t.on_cpu && tick > t.since ? tick - t.since : 0);
 }
@@ -136,7 +136,7 @@ void KernelProbes::begin_live(const format::TraceReader& trace, bool profile, bo
 
 void KernelProbes::add_live(uint32_t thread, const std::vector<format::SysEvent>& events,
                             const std::function<uint64_t(uint64_t)>& tick_of) {
-  if (thread >= state_.size() || state_[thread].pid == 0) add_thread(thread);
+  if (!added(thread)) add_thread(thread);
   // What has fired goes, once it is most of the vector (moving the rest
   // down each time cost more than firing them); the rest, and these, in
   // time order: each thread's come in order, so they merge in (stable: a
@@ -249,21 +249,18 @@ void KernelProbes::fire_sample(Host& host, const Item& item, uint64_t tick) {
     callers.push_back(events_[next_++].e.arg);
   if (!profile_from_samples_) return;
   const bool in_kernel = (static_cast<uint64_t>(item.e.value) & 1) != 0;
-  for (const ProbeInfo* p : profile_) {
-    Firing f = host.in_thread(item.thread, p, tick);
+  sample_stack_.clear();  // outermost first
+  for (auto c = callers.rbegin(); c != callers.rend(); ++c)
+    if (*c) sample_stack_.push_back(*c);
+  if (!in_kernel) sample_stack_.push_back(item.e.arg);
+  fire_all(host, profile_, item.thread, tick, [&](Firing& f) {
     f.arg[0] = in_kernel ? static_cast<int64_t>(item.e.arg) : 0;
     f.arg[1] = in_kernel ? 0 : static_cast<int64_t>(item.e.arg);
     if (f.nframes == 0) {
-      sample_stack_.clear();
-      for (auto c = callers.rbegin(); c != callers.rend(); ++c)
-        if (*c) sample_stack_.push_back(*c);
-      if (!in_kernel) sample_stack_.push_back(item.e.arg);
       f.frames = sample_stack_.data();
       f.nframes = static_cast<uint32_t>(sample_stack_.size());
     }
-    host.fire(f);
-    if (host.stopped()) return;
-  }
+  });
 }
 
 // It fires in the waker, as dtrace's; arg0 and arg1 name the woken thread
@@ -317,12 +314,10 @@ void KernelProbes::fire_io(Host& host, const Item& item, uint64_t tick) {
   const auto key = std::pair{e.arg, e.args[0]};
   if (e.kind == SysKind::kIoStart) {
     io.bytes = e.args[1];
-    const auto kind = static_cast<uint64_t>(e.value);
-    // A flush alone, a discard: neither a read nor a write (they move no
-    // data; a discard's b_bcount is what it discards).
-    io.flags = (kind & format::kIoWrite)                                               ? kBufWrite
-               : (kind & (format::kIoFlush | format::kIoDiscard | format::kIoOther)) ? 0
-                                                                                      : kBufRead;
+    // A flush alone, a discard: neither a read nor a write (a discard's
+    // b_bcount is what it discards).
+    const format::IoData data = format::io_data(static_cast<uint64_t>(e.value));
+    io.flags = data == format::IoData::kWrite ? kBufWrite : data == format::IoData::kRead ? kBufRead : 0;
     t.io_pending[key] = {io.bytes, io.flags};
   } else {
     if (auto it = t.io_pending.find(key); it != t.io_pending.end()) {
@@ -333,12 +328,8 @@ void KernelProbes::fire_io(Host& host, const Item& item, uint64_t tick) {
     io.error = e.value < 0 ? -e.value : e.value;  // bufinfo_t's b_error is an errno
     io.flags |= kBufDone | (e.value ? kBufError : 0);
   }
-  for (const ProbeInfo* p : io_[e.kind == SysKind::kIoDone ? 1 : 0]) {
-    Firing f = host.in_thread(item.thread, p, tick);
-    f.structs = &request;
-    host.fire(f);
-    if (host.stopped()) return;
-  }
+  fire_all(host, io_[e.kind == SysKind::kIoDone ? 1 : 0], item.thread, tick,
+           [&request](Firing& f) { f.structs = &request; });
 }
 
 }  // namespace callscope::query

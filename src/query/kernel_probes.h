@@ -110,8 +110,9 @@ class KernelProbes {
   // Which events load() and add_live() keep, from the probes enabled.
   void choose(bool profile, bool switches_recorded);
   bool wanted(format::SysKind kind) const;
-  // Thread `thread`'s state, and its process's pid.
+  // Thread `thread`'s state, and its process's pid; whether it has it.
   void add_thread(uint32_t thread);
+  bool added(uint32_t thread) const { return thread < state_.size() && state_[thread].pid != 0; }
 
   void fire_all(Host& host, const std::vector<const ProbeInfo*>& probes, uint32_t thread, uint64_t tick,
                 const std::function<void(Firing&)>& fill);
